@@ -1,0 +1,48 @@
+/** What a command run inside a workspace reports back. */
+export interface ExecResult {
+  /** Output as the model sees it: capped, with head and tail kept. */
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  timedOut: boolean;
+  /** True when stdout or stderr was cut to fit the cap. */
+  truncated: boolean;
+  /** Uncapped output, for the job log only. */
+  fullStdout: string;
+  fullStderr: string;
+  durationMs: number;
+}
+
+export interface ExecOptions {
+  /** Default 120 s. On timeout the whole process tree is killed. */
+  timeoutMs?: number;
+  /** Extra variables on top of the workspace's allow-listed environment. */
+  env?: Record<string, string>;
+  /** Relative to the workspace root. */
+  cwd?: string;
+  /** Aborting kills the process tree, like a timeout. */
+  signal?: AbortSignal;
+}
+
+export type ProviderName = "sandbox" | "host";
+
+/** A git checkout plus a way to run commands on it. Commands never see the worker's secrets. */
+export interface Workspace {
+  readonly provider: ProviderName;
+  /** Absolute path of the checkout on the worker's filesystem. */
+  readonly root: string;
+  exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+  /** Paths are relative to root; anything that resolves outside root is rejected. */
+  readFile(path: string): Promise<Buffer>;
+  writeFile(path: string, data: string | Buffer): Promise<void>;
+  listDir(path: string): Promise<string[]>;
+  /** Hosts the sandbox refused to connect to, for the run report. */
+  blockedConnections(): readonly BlockedConnection[];
+  dispose(): Promise<void>;
+}
+
+export interface BlockedConnection {
+  host: string;
+  port: number;
+  at: Date;
+}
