@@ -35,6 +35,7 @@ export interface Workspace {
   /** Paths are relative to root; anything that resolves outside root is rejected. */
   readFile(path: string): Promise<Buffer>;
   writeFile(path: string, data: string | Buffer): Promise<void>;
+  /** Entry names, sorted; directories end with "/". */
   listDir(path: string): Promise<string[]>;
   /** Hosts the sandbox refused to connect to, for the run report. */
   blockedConnections(): readonly BlockedConnection[];

@@ -1,0 +1,505 @@
+import Anthropic from "@anthropic-ai/sdk";
+import { DEFAULT_MODEL, type ResolvedModel, resolveModel } from "../config/models.ts";
+import type { Workspace } from "../workspace/types.ts";
+import { withCacheBreakpoints } from "./cache.ts";
+import {
+  type CompactionOptions,
+  clearOldToolResults,
+  estimateTokens,
+  splitForSummary,
+  summaryMessage,
+  summaryRequestMessages,
+} from "./compaction.ts";
+import { AgentFailure, describeError } from "./errors.ts";
+import type { AgentEvent, AgentEventListener, FailureCode, FinishReason } from "./events.ts";
+import { type ClientOptions, callModel, createClient } from "./model-call.ts";
+import type { Plugin } from "./plugins.ts";
+import type { BashToolOptions } from "./tools/bash.ts";
+import type { EditorOptions } from "./tools/editor.ts";
+import { buildToolset } from "./tools/toolset.ts";
+import type { AgentTool } from "./tools/types.ts";
+import { addUsage, emptyUsage, promptTokens, turnUsage, type UsageTotals } from "./usage.ts";
+
+type MessageParam = Anthropic.MessageParam;
+type ContentBlock = Anthropic.ContentBlock;
+
+export interface AgentLimits {
+  /** Model requests; default 200. */
+  maxSteps?: number;
+  maxWallTimeMs?: number;
+  maxCostUsd?: number;
+}
+
+export interface RunAgentOptions {
+  workspace: Workspace;
+  /** Earlier conversation to continue (plain JSON, as stored). Never modified. */
+  messages?: readonly MessageParam[];
+  /** The new user turn. Optional when `messages` already ends with one. */
+  instruction?: string | Anthropic.ContentBlockParam[];
+  /** See buildSystemPrompt. */
+  system: string;
+  model?: string;
+  /** Output tokens per request; default 16,000. */
+  maxTokens?: number;
+  limits?: AgentLimits;
+  /** Enabled plugins: their tools are offered and their finish checks apply. */
+  plugins?: readonly Plugin[];
+  /** Tool names the run may use; default all of the native and enabled plugins' tools. */
+  tools?: readonly string[];
+  bash?: BashToolOptions;
+  editor?: EditorOptions;
+  compaction?: CompactionOptions;
+  onEvent?: AgentEventListener;
+  /** Called for every message appended to the conversation, before the loop goes on. */
+  onMessage?: (message: MessageParam) => void | Promise<void>;
+  signal?: AbortSignal;
+  /** An SDK client, or options to make one. */
+  client?: Anthropic | ClientOptions;
+  /** Backoff before retrying a stream that failed midway; default 1 s, doubling. */
+  streamRetryDelayMs?: number;
+}
+
+export interface AgentResult {
+  reason: FinishReason | "error";
+  error?: { code: FailureCode; message: string };
+  /** Human explanation for limits, refusals and unmet finish checks. */
+  detail?: string;
+  /** Messages this run appended, in order (what onMessage saw). */
+  newMessages: MessageParam[];
+  /** The whole conversation now; differs from earlier + new when it was compacted. */
+  messages: MessageParam[];
+  steps: number;
+  usage: UsageTotals;
+  /** False when the model was not in the price table and cost is a fallback estimate. */
+  priceKnown: boolean;
+  finalText: string;
+  /** What plugin tools reported, e.g. `tests`. */
+  reports: Record<string, unknown>;
+}
+
+const DEFAULT_MAX_TOKENS = 16_000;
+const DEFAULT_MAX_STEPS = 200;
+/** Times in a row a reply may be cut off at max_tokens before the run fails. */
+const MAX_CUTOFFS = 3;
+/** Times the loop sends the model back to work because a plugin's finish check failed. */
+const MAX_NUDGES = 2;
+
+/**
+ * Runs Claude on the workspace until it ends its turn, a limit is hit, or an error remains after
+ * retries. API and tool errors end the run with reason "error" (and a `failed` event); only
+ * invalid options (an unknown tool in the allow-list) reject.
+ */
+export async function runAgent(options: RunAgentOptions): Promise<AgentResult> {
+  return new AgentRun(options).execute();
+}
+
+class AgentRun {
+  readonly #o: RunAgentOptions;
+  readonly #client: Anthropic;
+  readonly #model: ResolvedModel;
+  readonly #maxTokens: number;
+  readonly #tools: AgentTool[];
+  readonly #reports = new Map<string, unknown>();
+  readonly #started = Date.now();
+  #history: MessageParam[];
+  readonly #added: MessageParam[] = [];
+  #steps = 0;
+  #usage = emptyUsage();
+  #finalText = "";
+  #cutoffs = 0;
+  #nudges = 0;
+  #forceCompaction = false;
+  /** Prompt size the API last reported, and how many history messages it covered. */
+  #measured: { tokens: number; count: number } | undefined;
+
+  constructor(options: RunAgentOptions) {
+    this.#o = options;
+    this.#client =
+      options.client instanceof Anthropic ? options.client : createClient(options.client);
+    this.#model = resolveModel(options.model ?? DEFAULT_MODEL);
+    this.#maxTokens = options.maxTokens ?? DEFAULT_MAX_TOKENS;
+    this.#history = [...(options.messages ?? [])];
+    this.#tools = buildToolset({
+      workspace: options.workspace,
+      plugins: options.plugins ?? [],
+      allow: options.tools,
+      bash: options.bash,
+      editor: options.editor,
+      reports: this.#reports,
+    });
+  }
+
+  async execute(): Promise<AgentResult> {
+    try {
+      if (this.#o.instruction !== undefined) {
+        await this.#append({ role: "user", content: this.#o.instruction });
+      }
+      if (this.#history.length === 0) {
+        throw new AgentFailure(
+          "internal",
+          "Nothing to do: give an instruction or earlier messages.",
+        );
+      }
+      for (;;) {
+        const limit = this.#limitReached();
+        if (limit) return this.#finish(limit.reason, limit.detail);
+        await this.#compactIfNeeded();
+        this.#steps++;
+        this.#emit({ type: "step_started", step: this.#steps });
+        const message = await this.#request(this.#history);
+        for (const block of message.content) {
+          if (block.type === "text" && block.text)
+            this.#emit({ type: "text", step: this.#steps, text: block.text });
+        }
+        const end = await this.#handle(message);
+        if (end) return this.#finish(end.reason, end.detail);
+      }
+    } catch (error) {
+      if (this.#o.signal?.aborted) return this.#finish("cancelled", "The run was cancelled.");
+      return this.#fail(error);
+    }
+  }
+
+  async #handle(
+    message: Anthropic.Message,
+  ): Promise<{ reason: FinishReason; detail?: string } | undefined> {
+    const content = message.content;
+    switch (message.stop_reason) {
+      case "refusal":
+        // The refused turn is not kept: a later turn can continue from the user's last message.
+        return {
+          reason: "refusal",
+          detail: `The model declined to continue. ${textOf(content)}`.trim(),
+        };
+      case "pause_turn":
+        await this.#appendAssistant(content);
+        return undefined;
+      case "tool_use":
+        this.#cutoffs = 0;
+        await this.#appendAssistant(content);
+        await this.#append({ role: "user", content: await this.#runTools(content) });
+        return undefined;
+      case "max_tokens":
+      case "model_context_window_exceeded":
+        await this.#continueCutOff(message);
+        return undefined;
+      default: {
+        this.#cutoffs = 0;
+        await this.#appendAssistant(content);
+        const unmet = this.#unmetFinishCheck();
+        if (unmet && this.#nudges < MAX_NUDGES) {
+          this.#nudges++;
+          await this.#append({ role: "user", content: unmet });
+          return undefined;
+        }
+        return { reason: "end_turn", detail: unmet && `Finished with a check unmet: ${unmet}` };
+      }
+    }
+  }
+
+  /** A reply stopped by the output or context limit: finish its complete tool calls, then ask for the rest. */
+  async #continueCutOff(message: Anthropic.Message): Promise<void> {
+    this.#cutoffs++;
+    const limit =
+      message.stop_reason === "max_tokens"
+        ? `max_tokens = ${this.#maxTokens}`
+        : "the context window";
+    if (this.#cutoffs > MAX_CUTOFFS) {
+      throw new AgentFailure(
+        "output_cut_off",
+        `The model's reply was cut off by ${limit} ${this.#cutoffs} times in a row; raise maxTokens or split the task.`,
+      );
+    }
+    if (message.stop_reason === "model_context_window_exceeded") this.#forceCompaction = true;
+    if (message.content.length > 0) await this.#appendAssistant(message.content);
+    const last = message.content.at(-1);
+    const cutTool = last?.type === "tool_use" ? last.id : undefined;
+    const reply: Anthropic.ContentBlockParam[] = await this.#runTools(
+      message.content,
+      cutTool,
+      limit,
+    );
+    if (!cutTool) {
+      reply.push({
+        type: "text",
+        text: `Your reply was cut off by ${limit}. Continue exactly where you stopped.`,
+      });
+    }
+    await this.#append({ role: "user", content: reply });
+  }
+
+  async #runTools(
+    content: ContentBlock[],
+    cutOffId?: string,
+    limit?: string,
+  ): Promise<Anthropic.ToolResultBlockParam[]> {
+    const results: Anthropic.ToolResultBlockParam[] = [];
+    for (const block of content) {
+      if (block.type !== "tool_use") continue;
+      this.#emit({
+        type: "tool_call",
+        step: this.#steps,
+        id: block.id,
+        name: block.name,
+        input: block.input,
+      });
+      const started = Date.now();
+      const outcome =
+        block.id === cutOffId
+          ? {
+              content: `This tool call was cut off by ${limit} before its input was complete, so it was not run. Send it again with a smaller input (for example, write a large file in several steps).`,
+              isError: true,
+            }
+          : await this.#runTool(block);
+      this.#emit({
+        type: "tool_result",
+        step: this.#steps,
+        id: block.id,
+        name: block.name,
+        isError: outcome.isError,
+        output: outcome.content,
+        ...(outcome.log !== undefined && { log: outcome.log }),
+        durationMs: Date.now() - started,
+      });
+      results.push({
+        type: "tool_result",
+        tool_use_id: block.id,
+        content: outcome.content,
+        ...(outcome.isError && { is_error: true }),
+      });
+    }
+    return results;
+  }
+
+  async #runTool(
+    block: Anthropic.ToolUseBlock,
+  ): Promise<{ content: string; isError: boolean; log?: string }> {
+    const tool = this.#tools.find((t) => t.name === block.name);
+    if (!tool) return { content: `Unknown tool ${block.name}.`, isError: true };
+    const remainingMs = this.#remainingMs();
+    if (this.#o.signal?.aborted || remainingMs <= 0) {
+      return { content: "Not run: the run was stopped (cancelled or out of time).", isError: true };
+    }
+    try {
+      return await tool.run(block.input, { signal: this.#o.signal, remainingMs });
+    } catch (error) {
+      return {
+        content: `${block.name} failed: ${error instanceof Error ? error.message : String(error)}`,
+        isError: true,
+      };
+    }
+  }
+
+  #unmetFinishCheck(): string | undefined {
+    for (const plugin of this.#o.plugins ?? []) {
+      const unmet = plugin.finishCheck?.(this.#reports);
+      if (unmet) return unmet;
+    }
+    return undefined;
+  }
+
+  async #request(
+    messages: MessageParam[],
+    extra: Partial<Anthropic.MessageStreamParams> = {},
+  ): Promise<Anthropic.Message> {
+    const cached = withCacheBreakpoints({
+      tools: this.#tools.map((t) => t.definition),
+      system: this.#o.system,
+      messages,
+    });
+    const message = await callModel(
+      this.#client,
+      {
+        model: this.#model.id,
+        max_tokens: this.#maxTokens,
+        system: cached.system,
+        messages: cached.messages,
+        ...(cached.tools.length > 0 && { tools: cached.tools }),
+        ...extra,
+      },
+      {
+        signal: this.#o.signal,
+        streamRetries: this.#client.maxRetries,
+        retryDelayMs: this.#o.streamRetryDelayMs ?? 1000,
+      },
+    );
+    const turn = turnUsage(this.#model, message.usage);
+    this.#usage = addUsage(this.#usage, turn);
+    this.#emit({
+      type: "usage",
+      step: this.#steps,
+      turn,
+      totals: this.#usage,
+      priceKnown: this.#model.known,
+    });
+    if (messages === this.#history) {
+      // The reply is appended next; its output tokens are part of the following prompt.
+      this.#measured = {
+        tokens: promptTokens(turn) + turn.outputTokens,
+        count: messages.length + 1,
+      };
+    }
+    return message;
+  }
+
+  /** The prompt the next request would send, from the last measured usage plus what came since. */
+  #promptEstimate(): number {
+    if (!this.#measured) {
+      return (
+        estimateTokens(this.#o.system) +
+        estimateTokens(this.#tools.map((t) => t.definition)) +
+        estimateTokens(this.#history)
+      );
+    }
+    return this.#measured.tokens + estimateTokens(this.#history.slice(this.#measured.count));
+  }
+
+  async #compactIfNeeded(): Promise<void> {
+    const settings = this.#o.compaction ?? {};
+    const window = settings.contextWindow ?? this.#model.contextWindow;
+    const limit = Math.min(window * (settings.threshold ?? 0.8), window - this.#maxTokens);
+    const before = this.#promptEstimate();
+    const forced = this.#forceCompaction;
+    this.#forceCompaction = false;
+    if (!forced && before < limit) return;
+
+    const cleared = clearOldToolResults(this.#history, settings.keepToolResults ?? 6);
+    let messages = cleared.messages;
+    let after = before - cleared.tokensFreed;
+    let summarized = 0;
+    if (after >= limit || (forced && cleared.cleared === 0)) {
+      const split = splitForSummary(messages, settings.keepMessages ?? 6);
+      if (split) {
+        const reply = await this.#request(summaryRequestMessages(split.head), {
+          tool_choice: { type: "none" },
+        });
+        const summary = textOf(reply.content);
+        if (!summary)
+          throw new AgentFailure(
+            "context_overflow",
+            "The model returned an empty summary while compacting the conversation.",
+          );
+        const replacement = summaryMessage(summary);
+        messages = [replacement, ...split.tail];
+        summarized = split.head.length;
+        after = after - estimateTokens(split.head) + estimateTokens(replacement);
+      }
+    }
+    if (cleared.cleared === 0 && summarized === 0) {
+      if (forced)
+        throw new AgentFailure(
+          "context_overflow",
+          "The conversation fills the context window and cannot be compacted further.",
+        );
+      return;
+    }
+    this.#history = messages;
+    this.#measured = { tokens: after, count: messages.length };
+    this.#emit({
+      type: "compacted",
+      step: this.#steps,
+      clearedToolResults: cleared.cleared,
+      summarizedMessages: summarized,
+      tokensBefore: before,
+      tokensAfter: after,
+      messages: [...messages],
+    });
+  }
+
+  #remainingMs(): number {
+    const max = this.#o.limits?.maxWallTimeMs ?? Number.POSITIVE_INFINITY;
+    return max - (Date.now() - this.#started);
+  }
+
+  #limitReached(): { reason: FinishReason; detail: string } | undefined {
+    const limits = this.#o.limits ?? {};
+    const maxSteps = limits.maxSteps ?? DEFAULT_MAX_STEPS;
+    if (this.#o.signal?.aborted) return { reason: "cancelled", detail: "The run was cancelled." };
+    if (this.#steps >= maxSteps)
+      return {
+        reason: "max_steps",
+        detail: `Stopped after ${this.#steps} steps (limit ${maxSteps}).`,
+      };
+    if (this.#remainingMs() <= 0) {
+      return {
+        reason: "max_wall_time",
+        detail: `Stopped after ${Math.round((Date.now() - this.#started) / 1000)} s (limit ${Math.round((limits.maxWallTimeMs ?? 0) / 1000)} s).`,
+      };
+    }
+    if (limits.maxCostUsd !== undefined && this.#usage.costUsd >= limits.maxCostUsd) {
+      return {
+        reason: "max_cost",
+        detail: `Stopped at $${this.#usage.costUsd.toFixed(4)}, over the $${limits.maxCostUsd.toFixed(2)} limit${this.#model.known ? "" : " (fallback prices: the model is not in the price table)"}.`,
+      };
+    }
+    return undefined;
+  }
+
+  async #appendAssistant(content: ContentBlock[]): Promise<void> {
+    const text = textOf(content);
+    if (text) this.#finalText = text;
+    // Response blocks are valid request blocks; drop the fields only responses carry.
+    await this.#append({ role: "assistant", content: content.map(toParam) });
+  }
+
+  async #append(message: MessageParam): Promise<void> {
+    this.#history.push(message);
+    this.#added.push(message);
+    await this.#o.onMessage?.(message);
+  }
+
+  #emit(event: AgentEvent): void {
+    this.#o.onEvent?.(event);
+  }
+
+  #result(reason: AgentResult["reason"], extra: Partial<AgentResult> = {}): AgentResult {
+    return {
+      reason,
+      newMessages: [...this.#added],
+      messages: [...this.#history],
+      steps: this.#steps,
+      usage: this.#usage,
+      priceKnown: this.#model.known,
+      finalText: this.#finalText,
+      reports: Object.fromEntries(this.#reports),
+      ...extra,
+    };
+  }
+
+  #finish(reason: FinishReason, detail?: string): AgentResult {
+    this.#emit({
+      type: "finished",
+      reason,
+      steps: this.#steps,
+      usage: this.#usage,
+      finalText: this.#finalText,
+      ...(detail && { detail }),
+    });
+    return this.#result(reason, detail ? { detail } : {});
+  }
+
+  #fail(error: unknown): AgentResult {
+    const { code, message } = describeError(error, this.#client.maxRetries);
+    this.#emit({ type: "failed", code, error: message, steps: this.#steps, usage: this.#usage });
+    return this.#result("error", { error: { code, message } });
+  }
+}
+
+function textOf(content: readonly ContentBlock[]): string {
+  return content
+    .filter((b): b is Anthropic.TextBlock => b.type === "text")
+    .map((b) => b.text)
+    .join("\n")
+    .trim();
+}
+
+function toParam(block: ContentBlock): Anthropic.ContentBlockParam {
+  if (block.type === "text") {
+    return block.citations
+      ? { type: "text", text: block.text, citations: block.citations }
+      : { type: "text", text: block.text };
+  }
+  if (block.type === "tool_use")
+    return { type: "tool_use", id: block.id, name: block.name, input: block.input };
+  return block as Anthropic.ContentBlockParam;
+}

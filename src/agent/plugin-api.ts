@@ -1,0 +1,58 @@
+import type { ExecResult } from "../workspace/types.ts";
+
+/**
+ * What a plugin's `tools.ts` and `context.ts` may use. Plugins import only types from here, so
+ * nothing they load can reach the worker's secrets.
+ */
+
+export interface ToolReply {
+  content: string;
+  isError?: boolean;
+}
+
+/** Read-only view of the workspace plus the run's report board. Worker handlers get only this. */
+export interface WorkerCapabilities {
+  readFile(path: string): Promise<string>;
+  listDir(path: string): Promise<string[]>;
+  /** Records a structured outcome (e.g. test status) in the run result under `key`. */
+  report(key: string, value: unknown): void;
+  signal?: AbortSignal;
+}
+
+/** Handlers that run in the workspace may also run commands there (inside the sandbox) and write. */
+export interface WorkspaceCapabilities extends WorkerCapabilities {
+  exec(command: string, options?: { timeoutMs?: number }): Promise<ExecResult>;
+  writeFile(path: string, data: string): Promise<void>;
+}
+
+export type ToolInput = Record<string, unknown>;
+
+interface ToolShape {
+  name: string;
+  description: string;
+  input_schema: { type: "object"; properties?: Record<string, unknown>; required?: string[] };
+}
+
+export interface WorkspaceTool extends ToolShape {
+  runsIn: "workspace";
+  handler(input: ToolInput, can: WorkspaceCapabilities): Promise<string | ToolReply>;
+}
+
+export interface WorkerTool extends ToolShape {
+  runsIn: "worker";
+  handler(input: ToolInput, can: WorkerCapabilities): Promise<string | ToolReply>;
+}
+
+export type PluginTool = WorkspaceTool | WorkerTool;
+
+/**
+ * Called when the model ends its turn. Returns a message to send back when the plugin's
+ * condition for "done" is not met yet, or undefined to let the run finish.
+ */
+export type FinishCheck = (reports: ReadonlyMap<string, unknown>) => string | undefined;
+
+/** Reads a workspace file as text; undefined when it does not exist. */
+export type ReadTextFile = (path: string) => Promise<string | undefined>;
+
+/** Extra system-prompt text a plugin gathers from the workspace (e.g. the repo's own instructions). */
+export type ContextHook = (readTextFile: ReadTextFile) => Promise<string | undefined>;

@@ -1,0 +1,66 @@
+import { DEFAULT_TIMEOUT_MS } from "../../workspace/exec.ts";
+import type { Workspace } from "../../workspace/types.ts";
+import type {
+  PluginTool,
+  ToolInput,
+  WorkerCapabilities,
+  WorkspaceCapabilities,
+} from "../plugin-api.ts";
+import type { AgentTool, ToolRunContext } from "./types.ts";
+
+/** Wraps a plugin's tool so the loop can offer and run it, handing it only the capabilities its kind allows. */
+export function pluginAgentTool(
+  tool: PluginTool,
+  workspace: Workspace,
+  reports: Map<string, unknown>,
+): AgentTool {
+  const workerCapabilities = (context: ToolRunContext): WorkerCapabilities => ({
+    readFile: async (path) => (await workspace.readFile(path)).toString("utf8"),
+    listDir: (path) => workspace.listDir(path),
+    report: (key, value) => {
+      reports.set(key, value);
+    },
+    signal: context.signal,
+  });
+
+  return {
+    name: tool.name,
+    definition: { name: tool.name, description: tool.description, input_schema: tool.input_schema },
+    async run(input, context) {
+      const args = (input ?? {}) as ToolInput;
+      try {
+        const reply =
+          tool.runsIn === "workspace"
+            ? await tool.handler(
+                args,
+                workspaceCapabilities(workspace, workerCapabilities(context), context),
+              )
+            : await tool.handler(args, workerCapabilities(context));
+        return typeof reply === "string"
+          ? { content: reply, isError: false }
+          : { content: reply.content, isError: reply.isError ?? false };
+      } catch (error) {
+        return {
+          content: `${tool.name} failed: ${error instanceof Error ? error.message : String(error)}`,
+          isError: true,
+        };
+      }
+    },
+  };
+}
+
+function workspaceCapabilities(
+  workspace: Workspace,
+  base: WorkerCapabilities,
+  context: ToolRunContext,
+): WorkspaceCapabilities {
+  return {
+    ...base,
+    exec: (command, options = {}) =>
+      workspace.exec(command, {
+        timeoutMs: Math.min(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, context.remainingMs),
+        signal: context.signal,
+      }),
+    writeFile: (path, data) => workspace.writeFile(path, data),
+  };
+}

@@ -1,0 +1,210 @@
+// The process environment, validated once at startup. Every problem is reported, one per line.
+import { createPrivateKey } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseEnv } from "node:util";
+import { z } from "zod";
+
+const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+const blankToUndefined = (value: unknown) =>
+  typeof value === "string" && value.trim() === "" ? undefined : value;
+const optionalString = z.preprocess(blankToUndefined, z.string().optional());
+const integer = (min: number, max: number, fallback: number) =>
+  z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .regex(/^\d+$/, `must be an integer from ${min} to ${max}`)
+      .transform(Number)
+      .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
+      .default(fallback),
+  );
+const url = (protocols: RegExp, hint: string) =>
+  z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .refine((value) => URL.canParse(value) && protocols.test(new URL(value).protocol), hint)
+      .optional(),
+  );
+
+const schema = z.object({
+  NODE_ENV: optionalString,
+  APP_ID: z.preprocess(
+    blankToUndefined,
+    z.string().regex(/^\d+$/, "must be the numeric GitHub App id").transform(Number).optional(),
+  ),
+  PRIVATE_KEY: optionalString,
+  PRIVATE_KEY_PATH: optionalString,
+  WEBHOOK_SECRET: optionalString,
+  WEBHOOK_PROXY_URL: url(/^https?:$/, "must be an http(s) URL, e.g. https://smee.io/abc"),
+  DATABASE_URL: url(/^postgres(ql)?:$/, "must be a postgres:// URL"),
+  DATA_DIR: z.preprocess(blankToUndefined, z.string().default("./data")),
+  LOG_LEVEL: z.preprocess(
+    (value) => (typeof value === "string" ? blankToUndefined(value.toLowerCase()) : value),
+    z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info"),
+  ),
+  LOG_FORMAT: z.preprocess(
+    blankToUndefined,
+    z.enum(["json", "pretty"], { error: "must be json or pretty" }).optional(),
+  ),
+  ANTHROPIC_API_KEY: optionalString,
+  HOST: z.preprocess(blankToUndefined, z.string().default("localhost")),
+  PORT: integer(0, 65535, 3000),
+  GHE_HOST: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .regex(/^[A-Za-z0-9.-]+(:\d+)?$/, "must be a host name such as github.example.com")
+      .optional(),
+  ),
+  GHE_PROTOCOL: z.preprocess(
+    blankToUndefined,
+    z.enum(["http", "https"], { error: "must be http or https" }).default("https"),
+  ),
+  VMPILOT_LABEL: z.preprocess(blankToUndefined, z.string().max(50).default("vmpilot")),
+  VMPILOT_COMMAND: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{0,30}$/, "must be a lowercase word such as vmpilot")
+      .default("vmpilot"),
+  ),
+  WORKER_CONCURRENCY: integer(1, 100, 2),
+  PUBLIC_URL: url(/^https?:$/, "must be an http(s) URL such as https://vmpilot.example.com"),
+  ALLOWED_USERS: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .transform((value) =>
+        value
+          .split(",")
+          .map((user) => user.trim())
+          .filter(Boolean),
+      )
+      .pipe(z.array(z.string().regex(NAME, "must be comma-separated GitHub logins")))
+      .default([]),
+  ),
+});
+
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface Config {
+  /** Unset on first run: the server then shows Probot's setup page instead of working. */
+  appId?: number;
+  privateKey?: string;
+  webhookSecret?: string;
+  webhookProxyUrl?: string;
+  databaseUrl?: string;
+  dataDir: string;
+  logLevel: LogLevel;
+  logFormat: "json" | "pretty";
+  anthropicApiKey?: string;
+  host: string;
+  port: number;
+  /** GitHub REST API base, e.g. https://api.github.com or https://ghe.example.com/api/v3. */
+  baseUrl: string;
+  label: string;
+  command: string;
+  workerConcurrency: number;
+  /** Where job pages (/jobs/:id) are reachable by people reading the comments. */
+  publicUrl: string;
+  allowedUsers: string[];
+  production: boolean;
+}
+
+export type ConfigResult = { config: Config } | { problems: string[] };
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ConfigResult {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    return {
+      problems: parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`),
+    };
+  }
+  const e = parsed.data;
+  const problems: string[] = [];
+  const production = e.NODE_ENV === "production";
+  let privateKey: string | undefined;
+  try {
+    privateKey = readPrivateKey(e.PRIVATE_KEY, e.PRIVATE_KEY_PATH, cwd);
+  } catch (error) {
+    problems.push((error as Error).message);
+  }
+  if (e.APP_ID === undefined) {
+    if (production) problems.push("APP_ID: is required in production (NODE_ENV=production)");
+  } else {
+    if (!privateKey && problems.length === 0) {
+      problems.push("PRIVATE_KEY: is required when APP_ID is set (or set PRIVATE_KEY_PATH)");
+    }
+    if (!e.WEBHOOK_SECRET) problems.push("WEBHOOK_SECRET: is required when APP_ID is set");
+  }
+  if (problems.length > 0) return { problems };
+  const baseUrl = e.GHE_HOST ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}/api/v3` : "https://api.github.com";
+  const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
+  return {
+    config: {
+      appId: e.APP_ID,
+      privateKey,
+      webhookSecret: e.WEBHOOK_SECRET,
+      webhookProxyUrl: e.WEBHOOK_PROXY_URL,
+      databaseUrl: e.DATABASE_URL,
+      dataDir: resolve(cwd, e.DATA_DIR),
+      logLevel: e.LOG_LEVEL,
+      logFormat: e.LOG_FORMAT ?? (production ? "json" : "pretty"),
+      anthropicApiKey: e.ANTHROPIC_API_KEY,
+      host: e.HOST,
+      port: e.PORT,
+      baseUrl,
+      label: e.VMPILOT_LABEL,
+      command: e.VMPILOT_COMMAND,
+      workerConcurrency: e.WORKER_CONCURRENCY,
+      publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
+      allowedUsers: e.ALLOWED_USERS,
+      production,
+    },
+  };
+}
+
+/** Reads the key the way Probot accepts it: PEM text, PEM with "\n" escapes, base64, or a file. */
+function readPrivateKey(
+  inline: string | undefined,
+  path: string | undefined,
+  cwd: string,
+): string | undefined {
+  let pem: string;
+  let source: string;
+  if (inline) {
+    source = "PRIVATE_KEY";
+    pem = inline.includes("-----BEGIN")
+      ? inline.replaceAll("\\n", "\n")
+      : Buffer.from(inline, "base64").toString("utf8");
+  } else if (path) {
+    source = "PRIVATE_KEY_PATH";
+    const file = resolve(cwd, path);
+    if (!existsSync(file)) throw new Error(`PRIVATE_KEY_PATH: no file at ${file}`);
+    pem = readFileSync(file, "utf8");
+  } else {
+    return undefined;
+  }
+  try {
+    createPrivateKey(pem);
+  } catch {
+    throw new Error(`${source}: is not a PEM-encoded private key (download it from the app settings)`);
+  }
+  return pem;
+}
+
+/**
+ * Loads `.env` (written by Probot's setup flow) into `env`; variables already set win, as with
+ * dotenv.
+ */
+export function loadDotEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): void {
+  const file = resolve(cwd, ".env");
+  if (!existsSync(file)) return;
+  for (const [key, value] of Object.entries(parseEnv(readFileSync(file, "utf8")))) {
+    if (env[key] === undefined) env[key] = value;
+  }
+}

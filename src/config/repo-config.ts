@@ -1,0 +1,241 @@
+import { parseDocument } from "yaml";
+import { z } from "zod";
+import { DEFAULT_MODEL } from "./models.ts";
+
+/** Where a resolved setting came from, lowest precedence first. */
+export type SettingSource = "default" | "page" | "file";
+
+export interface ConfigIssue {
+  /** Dotted key path, e.g. `network.allow[1]`; empty for the whole document. */
+  path: string;
+  message: string;
+}
+
+export type ConfigResult =
+  | { ok: true; config: RepoConfig }
+  | { ok: false; issues: ConfigIssue[]; message: string };
+
+const login = z
+  .string()
+  .regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/, "must be a GitHub user name (letters, digits, -)");
+// host, optionally with a leading "*." wildcard and a port: "registry.npmjs.org", "*.pypi.org:443".
+const host = z
+  .string()
+  .regex(
+    /^(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::[0-9]{1,5})?$/,
+    "must be a host name with an optional port, like registry.npmjs.org or *.example.com:443",
+  );
+const money = z.number("must be a number").positive("must be greater than 0").max(100_000);
+const networkShape = {
+  allow: z
+    .array(host)
+    .max(100)
+    .describe("Hosts the workspace may reach (host or host:port).")
+    .optional(),
+};
+
+/**
+ * `.github/vmpilot.yml` and the settings page share this schema. Every key is optional so that
+ * each layer (page, file) only overrides what it names.
+ */
+export const repoConfigSchema = z
+  .strictObject({
+    enabled: z.boolean().describe("Run vmpilot on this repository."),
+    label: z
+      .string()
+      .trim()
+      .min(1, "must not be empty")
+      .max(50, "must be at most 50 characters")
+      .describe("Issue label that asks vmpilot to work on an issue."),
+    triggerPolicy: z
+      .enum(["write", "allow-list"], "must be write or allow-list")
+      .describe(
+        "write: anyone with write access plus allowedUsers may trigger; allow-list: only allowedUsers.",
+      ),
+    allowedUsers: z
+      .array(login)
+      .max(200)
+      .describe(
+        "GitHub users who may trigger vmpilot in addition to (or, with allow-list, instead of) writers.",
+      ),
+    model: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, "must be a model name like claude-sonnet-4-5")
+      .describe("Anthropic model id."),
+    maxSteps: z
+      .int("must be a whole number")
+      .min(1, "must be at least 1")
+      .max(500, "must be at most 500")
+      .describe("Most agent steps (model turns) per job."),
+    maxCostUsd: money.describe("Most a single job may spend, in US dollars."),
+    maxDailyCostUsd: money.describe(
+      "Most all jobs of this repository may spend per day, in US dollars.",
+    ),
+    setup: z
+      .array(z.string().trim().min(1, "must not be empty").max(2000))
+      .max(20)
+      .describe("Commands run in the workspace before the agent starts, e.g. npm ci."),
+    network: z.strictObject(networkShape).partial(),
+    plugins: z
+      .array(
+        z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "must be a plugin name like code_review"),
+      )
+      .max(50)
+      .describe("Enabled plugins (folders under plugins/)."),
+    publicJobs: z
+      .boolean()
+      .describe("On a public repository, show job pages to everyone, signed in or not."),
+  })
+  .partial();
+
+export type RepoConfig = z.infer<typeof repoConfigSchema>;
+
+/** Every setting, fully resolved. */
+export interface RepoSettings {
+  enabled: boolean;
+  label: string;
+  triggerPolicy: "write" | "allow-list";
+  allowedUsers: string[];
+  model: string;
+  maxSteps: number;
+  maxCostUsd: number;
+  maxDailyCostUsd: number;
+  setup: string[];
+  network: { allow: string[] };
+  plugins: string[];
+  publicJobs: boolean;
+}
+
+export const defaults: RepoSettings = {
+  enabled: true,
+  label: "vmpilot",
+  triggerPolicy: "write",
+  allowedUsers: [],
+  model: DEFAULT_MODEL,
+  maxSteps: 50,
+  maxCostUsd: 5,
+  maxDailyCostUsd: 50,
+  setup: [],
+  network: { allow: [] },
+  plugins: [],
+  publicJobs: false,
+};
+
+/** The leaves that resolve independently; `network.allow` is the only nested one. */
+export const settingKeys = [
+  "enabled",
+  "label",
+  "triggerPolicy",
+  "allowedUsers",
+  "model",
+  "maxSteps",
+  "maxCostUsd",
+  "maxDailyCostUsd",
+  "setup",
+  "network.allow",
+  "plugins",
+  "publicJobs",
+] as const;
+export type SettingKey = (typeof settingKeys)[number];
+
+export function checkRepoConfig(value: unknown): ConfigResult {
+  const parsed = repoConfigSchema.safeParse(value ?? {});
+  if (parsed.success) return { ok: true, config: parsed.data };
+  const issues = parsed.error.issues.flatMap((issue): ConfigIssue[] => {
+    if (issue.code === "unrecognized_keys") {
+      return issue.keys.map((key) => ({
+        path: formatPath([...issue.path, key]),
+        message: "unknown key",
+      }));
+    }
+    const path = formatPath(issue.path);
+    // zod's own wording for a wrong type is "Invalid input: expected X, received Y".
+    const message = issue.message.replace(/^Invalid input: /, "");
+    return [{ path, message }];
+  });
+  return { ok: false, issues, message: describeIssues(issues) };
+}
+
+/** Parses the text of `.github/vmpilot.yml`. An empty file is an empty config. */
+export function parseRepoConfig(yamlText: string): ConfigResult {
+  const doc = parseDocument(yamlText, { uniqueKeys: true, prettyErrors: true });
+  const yamlError = doc.errors[0];
+  if (yamlError) {
+    const issues = [
+      { path: "", message: `invalid YAML: ${yamlError.message.split("\n")[0]?.replace(/:$/, "")}` },
+    ];
+    return { ok: false, issues, message: describeIssues(issues) };
+  }
+  const value: unknown = doc.toJS();
+  if (value !== null && (typeof value !== "object" || Array.isArray(value))) {
+    const issues = [{ path: "", message: "must be a mapping of settings" }];
+    return { ok: false, issues, message: describeIssues(issues) };
+  }
+  return checkRepoConfig(value);
+}
+
+export interface ResolvedSettings {
+  values: RepoSettings;
+  sources: Record<SettingKey, SettingSource>;
+}
+
+/** Precedence, lowest first: defaults < page settings < repo file. */
+export function resolveSettings(layers: {
+  defaults?: RepoSettings;
+  page?: RepoConfig | null;
+  file?: RepoConfig | null;
+}): ResolvedSettings {
+  const base = layers.defaults ?? defaults;
+  const values = structuredClone(base);
+  const sources = Object.fromEntries(settingKeys.map((k) => [k, "default"])) as Record<
+    SettingKey,
+    SettingSource
+  >;
+  for (const source of ["page", "file"] as const) {
+    const layer = layers[source];
+    if (!layer) continue;
+    for (const key of settingKeys) {
+      const value = getSetting(layer, key);
+      if (value === undefined) continue;
+      setSetting(values, key, structuredClone(value));
+      sources[key] = source;
+    }
+  }
+  return { values, sources };
+}
+
+export function getSetting(config: RepoConfig, key: SettingKey): unknown {
+  return key === "network.allow" ? config.network?.allow : config[key];
+}
+
+function setSetting(target: RepoSettings, key: SettingKey, value: unknown): void {
+  if (key === "network.allow") target.network.allow = value as string[];
+  else (target as unknown as Record<string, unknown>)[key] = value;
+}
+
+/** JSON Schema of `.github/vmpilot.yml`, committed as schema/vmpilot.schema.json for editors. */
+export function repoConfigJsonSchema(): Record<string, unknown> {
+  return {
+    title: "vmpilot repository configuration (.github/vmpilot.yml)",
+    ...z.toJSONSchema(repoConfigSchema, { target: "draft-2020-12", io: "input" }),
+  };
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) {
+    if (typeof part === "number") out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out;
+}
+
+function describeIssues(issues: ConfigIssue[]): string {
+  return issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ");
+}
+
+/** The schema's description of a setting, for help texts. */
+export function describeSetting(key: SettingKey): string {
+  const field = key === "network.allow" ? networkShape.allow : repoConfigSchema.shape[key];
+  return field.unwrap().description ?? "";
+}

@@ -1,0 +1,37 @@
+import type { Database } from "../store/database.ts";
+import type { Queue } from "./queue.ts";
+
+export interface Health {
+  database: "ok" | "error";
+  queue: "ok" | "error";
+  embedded: boolean;
+}
+
+const CHECK_TIMEOUT_MS = 2000;
+
+async function within(check: Promise<unknown>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([check.then((ok) => ok !== false), timeout]);
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** What GET /healthz reports. Each check gives up after two seconds rather than hang the probe. */
+export async function health(db: Database, queue: Queue): Promise<Health> {
+  const [database, queueOk] = await Promise.all([
+    within(db.pool.query("SELECT 1")),
+    within(queue.healthy()),
+  ]);
+  return {
+    database: database ? "ok" : "error",
+    queue: queueOk ? "ok" : "error",
+    embedded: db.embedded,
+  };
+}

@@ -1,0 +1,228 @@
+import { type Job as BossJob, type JobWithMetadata, PgBoss } from "pg-boss";
+import type { Database } from "../store/database.ts";
+import {
+  type CancelOutcome,
+  finishJob,
+  markJobCancelled,
+  markJobDead,
+  recordJobError,
+  requestJobCancel,
+  startJobAttempt,
+} from "../store/job-lifecycle.ts";
+import { appendJobEvent } from "../store/job-events.ts";
+import { type Logger, silentLogger } from "../store/logger.ts";
+import type { Queryable } from "../store/sql.ts";
+import { watchCancellations } from "./cancel-watch.ts";
+
+const JOB_QUEUE = "vmpilot-jobs";
+const DEAD_QUEUE = "vmpilot-jobs-dead";
+const ERROR_LIMIT = 2000;
+
+export interface QueuedJob {
+  jobId: number;
+  /** Jobs sharing a key run one at a time, in order (see chatKey in store/chats.ts). */
+  chatKey: string;
+}
+
+export interface RunningJob extends QueuedJob {
+  /** 1 on the first run, then one more per retry. */
+  attempt: number;
+  maxAttempts: number;
+  /** Aborted on cancel (from any process), on timeout, and when the worker loses its claim. */
+  signal: AbortSignal;
+}
+
+/** Throwing fails the attempt: the job is retried with backoff, then dead-lettered. */
+export type JobHandler = (job: RunningJob) => Promise<void>;
+
+export interface DeadJob extends QueuedJob {
+  error: string | null;
+}
+
+export interface WorkHooks {
+  /** Called (at least once) when a job ran out of retries, so the user can be told. */
+  onDead?: (job: DeadJob) => Promise<void>;
+}
+
+export interface QueueOptions {
+  /** Jobs this process runs at once. Default 2. */
+  concurrency?: number;
+  /** Retries after the first attempt. Default 2. */
+  retryLimit?: number;
+  /** Seconds before a retry; doubled per retry with backoff. Default 10. */
+  retryDelay?: number;
+  retryBackoff?: boolean;
+  /** Cap on the backoff delay, seconds. Default 600. */
+  retryDelayMax?: number;
+  /** The longest one attempt may run, seconds. Default 3600. */
+  expireInSeconds?: number;
+  /** A worker that stops heartbeating this long (seconds, >= 10) is presumed dead. Default 30. */
+  heartbeatSeconds?: number;
+  /** How often an idle worker looks for jobs, seconds (>= 0.5). Default 1. */
+  pollingIntervalSeconds?: number;
+  /** How often dead workers' jobs are reclaimed, seconds. Default 30. */
+  superviseIntervalSeconds?: number;
+  /** How often running jobs are checked for cancel requests, ms. Default 500. */
+  cancelCheckMs?: number;
+  logger?: Logger;
+}
+
+export interface Queue {
+  /** Connects and creates the queues; needed before enqueueing too. */
+  start(): Promise<void>;
+  /** Stops fetching, waits briefly for running handlers, then aborts them. */
+  stop(): Promise<void>;
+  /**
+   * Enqueues inside the caller's transaction (pass its client), so the job row and the queue entry
+   * commit or roll back together.
+   */
+  enqueueJob(db: Queryable, job: QueuedJob): Promise<void>;
+  /** Starts this process's workers. */
+  work(handler: JobHandler, hooks?: WorkHooks): Promise<void>;
+  /** Cancels a queued job, or aborts a running one wherever it runs. */
+  cancel(jobId: number): Promise<CancelOutcome>;
+  /** Makes a local worker look for jobs now rather than at its next poll (call after commit). */
+  wake(): void;
+  healthy(): Promise<boolean>;
+}
+
+function describeError(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.slice(0, ERROR_LIMIT);
+}
+
+export function createQueue(db: Database, options: QueueOptions = {}): Queue {
+  const logger = options.logger ?? silentLogger;
+  const concurrency = options.concurrency ?? 2;
+  const retryLimit = options.retryLimit ?? 2;
+  const pollingIntervalSeconds = options.pollingIntervalSeconds ?? 1;
+  const superviseIntervalSeconds = options.superviseIntervalSeconds ?? 30;
+  const boss = new PgBoss({
+    connectionString: db.url,
+    application_name: "vmpilot-queue",
+    // One connection per handler's settle, plus fetches, the dead-letter worker and maintenance.
+    max: concurrency + 4,
+    superviseIntervalSeconds,
+    monitorIntervalSeconds: superviseIntervalSeconds,
+  });
+  boss.on("error", (error) => logger.error({ err: error }, "queue error"));
+  const cancels = watchCancellations(db.pool, options.cancelCheckMs ?? 500, logger);
+  let started = false;
+  let stopped = false;
+  let workerId: string | undefined;
+
+  async function run(job: BossJob<QueuedJob>, handler: JobHandler): Promise<void> {
+    const { jobId, chatKey } = job.data;
+    const attempt = job.retryCount + 1;
+    if (!(await startJobAttempt(db.pool, jobId, attempt))) {
+      // Cancelled while it waited: nothing to run, and nothing to retry.
+      await markJobCancelled(db.pool, jobId);
+      return;
+    }
+    await appendJobEvent(db.pool, jobId, "attempt_started", { attempt });
+    const cancel = cancels.track(jobId);
+    const signal = AbortSignal.any([job.signal, cancel.signal]);
+    try {
+      await handler({ jobId, chatKey, attempt, maxAttempts: retryLimit + 1, signal });
+    } catch (error) {
+      if (!cancel.signal.aborted) {
+        const message = describeError(error);
+        logger.warn({ jobId, attempt, err: error }, "job attempt failed");
+        await recordJobError(db.pool, jobId, message);
+        await appendJobEvent(db.pool, jobId, "attempt_failed", { attempt, error: message });
+        throw error;
+      }
+    } finally {
+      cancels.untrack(jobId);
+    }
+    if (cancel.signal.aborted) {
+      await markJobCancelled(db.pool, jobId);
+      await appendJobEvent(db.pool, jobId, "cancelled", {});
+    } else {
+      await finishJob(db.pool, jobId);
+    }
+  }
+
+  async function bury(dead: JobWithMetadata<QueuedJob>, hooks: WorkHooks): Promise<void> {
+    const { jobId, chatKey } = dead.data;
+    // A failed job keeps holding its chat's key; deleting it lets the chat's next job run.
+    if (dead.sourceId) await boss.deleteJob(JOB_QUEUE, dead.sourceId);
+    const output = dead.sourceOutput as { message?: unknown } | null;
+    const error = typeof output?.message === "string" ? describeError(output.message) : null;
+    if (!(await markJobDead(db.pool, jobId, error))) return;
+    await appendJobEvent(db.pool, jobId, "dead", { error });
+    logger.error({ jobId, error }, "job ran out of retries");
+    await hooks.onDead?.({ jobId, chatKey, error });
+  }
+
+  return {
+    async start() {
+      await boss.start();
+      await boss.createQueue(DEAD_QUEUE, { retryLimit: 5, retryDelay: 5, retryBackoff: true });
+      const settings = {
+        retryLimit,
+        retryDelay: options.retryDelay ?? 10,
+        retryBackoff: options.retryBackoff ?? true,
+        retryDelayMax: options.retryDelayMax ?? 600,
+        expireInSeconds: options.expireInSeconds ?? 3600,
+        heartbeatSeconds: options.heartbeatSeconds ?? 30,
+        deadLetter: DEAD_QUEUE,
+      };
+      // key_strict_fifo: one active job per key, enforced by a unique index, so workers in other
+      // processes cannot both claim a chat; later jobs of the chat wait their turn without
+      // spending retries.
+      await boss.createQueue(JOB_QUEUE, { policy: "key_strict_fifo", ...settings });
+      // Settings may have changed since the queue was created.
+      await boss.updateQueue(JOB_QUEUE, settings);
+      started = true;
+    },
+
+    async stop() {
+      stopped = true;
+      cancels.stop();
+      await boss.stop({ graceful: true, timeout: 10_000 });
+    },
+
+    async enqueueJob(client, job) {
+      await boss.send(JOB_QUEUE, job, {
+        singletonKey: job.chatKey,
+        db: { executeSql: (text, values) => client.query(text, values) },
+      });
+    },
+
+    async work(handler, hooks = {}) {
+      workerId = await boss.work<QueuedJob>(
+        JOB_QUEUE,
+        { localConcurrency: concurrency, pollingIntervalSeconds },
+        async ([job]) => {
+          if (job) await run(job, handler);
+        },
+      );
+      await boss.work(
+        DEAD_QUEUE,
+        { includeMetadata: true, pollingIntervalSeconds },
+        async ([dead]: JobWithMetadata<QueuedJob>[]) => {
+          if (dead) await bury(dead, hooks);
+        },
+      );
+    },
+
+    cancel(jobId) {
+      return requestJobCancel(db.pool, jobId);
+    },
+
+    wake() {
+      if (workerId) boss.notifyWorker(workerId);
+    },
+
+    async healthy() {
+      if (!started || stopped) return false;
+      try {
+        await boss.getDb().executeSql("SELECT 1");
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}

@@ -1,0 +1,109 @@
+import type { Queryable } from "./sql.ts";
+
+export type ChatKind = "issue" | "pull_request";
+
+export interface Chat {
+  id: number;
+  repositoryId: number;
+  /** The issue or pull request the chat started on. */
+  number: number;
+  kind: ChatKind;
+  /** The pull request the chat opened, or follows into. */
+  prNumber: number | null;
+  branch: string | null;
+  messageCount: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface ChatRow {
+  id: string;
+  repository_id: string;
+  number: number;
+  kind: ChatKind;
+  pr_number: number | null;
+  branch: string | null;
+  message_count: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toChat(row: ChatRow): Chat {
+  return {
+    id: Number(row.id),
+    repositoryId: Number(row.repository_id),
+    number: row.number,
+    kind: row.kind,
+    prNumber: row.pr_number,
+    branch: row.branch,
+    messageCount: row.message_count,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** The key the queue serializes on: one running job per chat. */
+export function chatKey(chatId: number): string {
+  return `chat:${chatId}`;
+}
+
+export async function getChat(db: Queryable, id: number): Promise<Chat | undefined> {
+  const { rows } = await db.query<ChatRow>("SELECT * FROM chats WHERE id = $1", [id]);
+  return rows[0] && toChat(rows[0]);
+}
+
+/**
+ * The chat for an issue or pull request number. A pull request opened from an issue's chat finds
+ * that chat, so the conversation carries on.
+ */
+export async function findChat(
+  db: Queryable,
+  repositoryId: number,
+  number: number,
+): Promise<Chat | undefined> {
+  const { rows } = await db.query<ChatRow>(
+    `SELECT * FROM chats WHERE repository_id = $1 AND (pr_number = $2 OR number = $2)
+     ORDER BY pr_number = $2 DESC NULLS LAST LIMIT 1`,
+    [repositoryId, number],
+  );
+  return rows[0] && toChat(rows[0]);
+}
+
+export async function findOrCreateChat(
+  db: Queryable,
+  input: { repositoryId: number; number: number; kind: ChatKind },
+): Promise<Chat> {
+  const existing = await findChat(db, input.repositoryId, input.number);
+  if (existing) return existing;
+  const { rows } = await db.query<ChatRow>(
+    `INSERT INTO chats (repository_id, number, kind, pr_number) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (repository_id, number) DO NOTHING RETURNING *`,
+    [input.repositoryId, input.number, input.kind, input.kind === "pull_request" ? input.number : null],
+  );
+  if (rows[0]) return toChat(rows[0]);
+  // Another request created it between our lookup and insert.
+  const created = await findChat(db, input.repositoryId, input.number);
+  if (!created) throw new Error(`chat ${input.repositoryId}#${input.number} vanished`);
+  return created;
+}
+
+/** Records the pull request a chat opened, so triggers on that pull request resume the chat. */
+export async function linkChatToPr(
+  db: Queryable,
+  chatId: number,
+  prNumber: number,
+  branch?: string,
+): Promise<void> {
+  await db.query(
+    `UPDATE chats SET pr_number = $2, branch = coalesce($3, branch), updated_at = now()
+     WHERE id = $1`,
+    [chatId, prNumber, branch ?? null],
+  );
+}
+
+export async function setChatBranch(db: Queryable, chatId: number, branch: string): Promise<void> {
+  await db.query("UPDATE chats SET branch = $2, updated_at = now() WHERE id = $1", [
+    chatId,
+    branch,
+  ]);
+}

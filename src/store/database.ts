@@ -1,0 +1,45 @@
+import pg from "pg";
+import { startEmbeddedPostgres } from "./embedded.ts";
+import { type Logger, silentLogger } from "./logger.ts";
+import { migrate } from "./migrate.ts";
+
+export interface Database {
+  pool: pg.Pool;
+  /** Connection string, also for the embedded server, so pg-boss and other processes can reach it. */
+  url: string;
+  embedded: boolean;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** A PostgreSQL URL; without it PGlite runs embedded under dataDir. */
+  databaseUrl?: string;
+  /** Where the embedded database lives; "memory://" keeps it in memory (tests). */
+  dataDir: string;
+  logger?: Logger;
+  /** Pool size for the app's own queries (pg-boss has its own pool). Default 10. */
+  poolSize?: number;
+  /** Apply pending migrations before returning. Default true. */
+  migrate?: boolean;
+}
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
+  const logger = options.logger ?? silentLogger;
+  const embedded = options.databaseUrl ? undefined : await startEmbeddedPostgres(options.dataDir);
+  const url = options.databaseUrl ?? (embedded?.url as string);
+  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on("error", (error) => logger.warn({ err: error }, "idle database connection failed"));
+  const close = async () => {
+    await pool.end();
+    await embedded?.stop();
+  };
+  try {
+    if (options.migrate ?? true) await migrate(pool, { logger });
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  if (embedded) logger.info({ dataDir: options.dataDir }, "embedded PGlite database started");
+  return { pool, url, embedded: embedded !== undefined, close };
+}

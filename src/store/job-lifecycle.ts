@@ -1,0 +1,100 @@
+import type { Queryable } from "./sql.ts";
+
+// The queue's transitions of a job row. finished_at marks that the queue is done with a job: every
+// transition here checks it, so whichever of worker and canceller gets the row lock first wins.
+
+export type CancelOutcome =
+  /** The job had not started; it will never run. */
+  | "cancelled"
+  /** The job is running; its handler's signal is aborted within the next check. */
+  | "requested"
+  /** Nothing to cancel: no such job, or it already ended. */
+  | "finished";
+
+export async function requestJobCancel(db: Queryable, jobId: number): Promise<CancelOutcome> {
+  const { rows } = await db.query<{ status: string }>(
+    `UPDATE jobs SET
+       cancel_requested_at = coalesce(cancel_requested_at, now()),
+       status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
+       finished_at = CASE WHEN status = 'queued' THEN now() END,
+       updated_at = now()
+     WHERE id = $1 AND finished_at IS NULL
+     RETURNING status`,
+    [jobId],
+  );
+  if (!rows[0]) return "finished";
+  return rows[0].status === "cancelled" ? "cancelled" : "requested";
+}
+
+/** Marks an attempt started; false when the job was cancelled or ended before it got here. */
+export async function startJobAttempt(
+  db: Queryable,
+  jobId: number,
+  attempt: number,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE jobs SET
+       status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
+       started_at = coalesce(started_at, now()),
+       attempts = $2,
+       updated_at = now()
+     WHERE id = $1 AND finished_at IS NULL AND cancel_requested_at IS NULL`,
+    [jobId, attempt],
+  );
+  return rowCount === 1;
+}
+
+/** The handler returned: a job it left queued or running has succeeded. */
+export async function finishJob(db: Queryable, jobId: number): Promise<void> {
+  await db.query(
+    `UPDATE jobs SET
+       status = CASE WHEN status IN ('queued', 'running') THEN 'succeeded' ELSE status END,
+       finished_at = coalesce(finished_at, now()),
+       updated_at = now()
+     WHERE id = $1`,
+    [jobId],
+  );
+}
+
+export async function markJobCancelled(db: Queryable, jobId: number): Promise<void> {
+  await db.query(
+    `UPDATE jobs SET status = 'cancelled', finished_at = now(), updated_at = now()
+     WHERE id = $1 AND finished_at IS NULL`,
+    [jobId],
+  );
+}
+
+/** Records a failed attempt's reason; the queue decides whether another attempt follows. */
+export async function recordJobError(db: Queryable, jobId: number, error: string): Promise<void> {
+  await db.query("UPDATE jobs SET error = $2, updated_at = now() WHERE id = $1", [jobId, error]);
+}
+
+/**
+ * Retries ran out. True when the job is (now) dead, so the user should be told; false when it had
+ * already ended some other way, e.g. cancelled.
+ */
+export async function markJobDead(
+  db: Queryable,
+  jobId: number,
+  error: string | null,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE jobs SET
+       status = 'dead',
+       error = coalesce($2, error),
+       finished_at = coalesce(finished_at, now()),
+       updated_at = now()
+     WHERE id = $1 AND (finished_at IS NULL OR status = 'dead')`,
+    [jobId, error],
+  );
+  return rowCount === 1;
+}
+
+/** Which of these running jobs someone asked to cancel. */
+export async function cancelRequested(db: Queryable, jobIds: number[]): Promise<number[]> {
+  const { rows } = await db.query<{ id: string }>(
+    "SELECT id FROM jobs WHERE id = ANY($1::bigint[]) AND cancel_requested_at IS NOT NULL",
+    [jobIds],
+  );
+  return rows.map((r) => Number(r.id));
+}

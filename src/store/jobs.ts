@@ -1,0 +1,263 @@
+import type { Queryable } from "./sql.ts";
+
+export const JOB_STATUSES = [
+  "queued",
+  "running",
+  "acknowledged",
+  "refused",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "dead",
+] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/** Statuses after which the queue is done with a job; setting one stamps finished_at. */
+export const FINAL_STATUSES: readonly JobStatus[] = [
+  "refused",
+  "succeeded",
+  "failed",
+  "cancelled",
+  "dead",
+];
+
+export type JobTrigger = "label" | "assigned" | "mention" | "command" | "review" | "review_comment";
+
+export interface Job {
+  id: number;
+  chatId: number;
+  installationId: number;
+  repositoryId: number;
+  /** owner/name when the job was triggered. */
+  repo: string;
+  /** The issue or pull request the trigger was on. */
+  number: number;
+  trigger: JobTrigger;
+  /** The command verb (fix, plan, review, ...), null for a plain label or mention. */
+  command: string | null;
+  requester: string;
+  instruction: string;
+  status: JobStatus;
+  branch: string | null;
+  prNumber: number | null;
+  triggerCommentId: number | null;
+  progressCommentId: number | null;
+  deliveryId: string | null;
+  context: Record<string, unknown>;
+  error: string | null;
+  attempts: number;
+  cancelRequestedAt: Date | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  updatedAt: Date;
+  usage: Record<string, unknown>;
+  costUsd: number;
+}
+
+export interface NewJob {
+  chatId: number;
+  installationId: number;
+  repositoryId: number;
+  repo: string;
+  number: number;
+  trigger: JobTrigger;
+  command?: string | null;
+  requester: string;
+  instruction?: string;
+  triggerCommentId?: number | null;
+  deliveryId?: string | null;
+  context?: Record<string, unknown>;
+  branch?: string | null;
+  prNumber?: number | null;
+}
+
+export interface JobPatch {
+  status?: JobStatus;
+  branch?: string | null;
+  prNumber?: number | null;
+  progressCommentId?: number | null;
+  error?: string | null;
+  context?: Record<string, unknown>;
+  usage?: Record<string, unknown>;
+  costUsd?: number;
+  startedAt?: Date | null;
+  finishedAt?: Date | null;
+}
+
+interface JobRow {
+  id: string;
+  chat_id: string;
+  installation_id: string;
+  repository_id: string;
+  repo: string;
+  number: number;
+  trigger: JobTrigger;
+  command: string | null;
+  requester: string;
+  instruction: string;
+  status: JobStatus;
+  branch: string | null;
+  pr_number: number | null;
+  trigger_comment_id: string | null;
+  progress_comment_id: string | null;
+  delivery_id: string | null;
+  context: Record<string, unknown>;
+  error: string | null;
+  attempts: number;
+  cancel_requested_at: Date | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  updated_at: Date;
+  usage: Record<string, unknown>;
+  cost_usd: string;
+}
+
+const optionalNumber = (v: string | null) => (v === null ? null : Number(v));
+
+function toJob(row: JobRow): Job {
+  return {
+    id: Number(row.id),
+    chatId: Number(row.chat_id),
+    installationId: Number(row.installation_id),
+    repositoryId: Number(row.repository_id),
+    repo: row.repo,
+    number: row.number,
+    trigger: row.trigger,
+    command: row.command,
+    requester: row.requester,
+    instruction: row.instruction,
+    status: row.status,
+    branch: row.branch,
+    prNumber: row.pr_number,
+    triggerCommentId: optionalNumber(row.trigger_comment_id),
+    progressCommentId: optionalNumber(row.progress_comment_id),
+    deliveryId: row.delivery_id,
+    context: row.context,
+    error: row.error,
+    attempts: row.attempts,
+    cancelRequestedAt: row.cancel_requested_at,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    updatedAt: row.updated_at,
+    usage: row.usage,
+    costUsd: Number(row.cost_usd),
+  };
+}
+
+export async function insertJob(db: Queryable, job: NewJob): Promise<Job> {
+  const { rows } = await db.query<JobRow>(
+    `INSERT INTO jobs (chat_id, installation_id, repository_id, repo, number, trigger, command,
+       requester, instruction, trigger_comment_id, delivery_id, context, branch, pr_number)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *`,
+    [
+      job.chatId,
+      job.installationId,
+      job.repositoryId,
+      job.repo,
+      job.number,
+      job.trigger,
+      job.command ?? null,
+      job.requester,
+      job.instruction ?? "",
+      job.triggerCommentId ?? null,
+      job.deliveryId ?? null,
+      JSON.stringify(job.context ?? {}),
+      job.branch ?? null,
+      job.prNumber ?? null,
+    ],
+  );
+  return toJob(rows[0] as JobRow);
+}
+
+export async function getJob(db: Queryable, id: number): Promise<Job | undefined> {
+  const { rows } = await db.query<JobRow>("SELECT * FROM jobs WHERE id = $1", [id]);
+  return rows[0] && toJob(rows[0]);
+}
+
+const PATCH_COLUMNS: Record<keyof JobPatch, string> = {
+  status: "status",
+  branch: "branch",
+  prNumber: "pr_number",
+  progressCommentId: "progress_comment_id",
+  error: "error",
+  context: "context",
+  usage: "usage",
+  costUsd: "cost_usd",
+  startedAt: "started_at",
+  finishedAt: "finished_at",
+};
+const JSON_FIELDS = new Set<keyof JobPatch>(["context", "usage"]);
+
+/** Sets only the given fields. A final status stamps finished_at unless the patch sets it. */
+export async function updateJob(
+  db: Queryable,
+  id: number,
+  patch: JobPatch,
+): Promise<Job | undefined> {
+  const sets: string[] = [];
+  const values: unknown[] = [id];
+  for (const [field, value] of Object.entries(patch) as [keyof JobPatch, unknown][]) {
+    if (value === undefined) continue;
+    values.push(JSON_FIELDS.has(field) ? JSON.stringify(value) : value);
+    sets.push(`${PATCH_COLUMNS[field]} = $${values.length}`);
+  }
+  if (patch.status && FINAL_STATUSES.includes(patch.status) && patch.finishedAt === undefined) {
+    sets.push("finished_at = coalesce(finished_at, now())");
+  }
+  sets.push("updated_at = now()");
+  const { rows } = await db.query<JobRow>(
+    `UPDATE jobs SET ${sets.join(", ")} WHERE id = $1 RETURNING *`,
+    values,
+  );
+  return rows[0] && toJob(rows[0]);
+}
+
+export interface JobFilter {
+  chatId?: number;
+  repositoryId?: number;
+  statuses?: JobStatus[];
+  /** Only jobs the queue is not done with (queued, running, or acknowledged and still going). */
+  unfinished?: boolean;
+  /** Page backwards: only ids below this. */
+  beforeId?: number;
+  /** Default 50. */
+  limit?: number;
+}
+
+/** Newest first. */
+export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<Job[]> {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  const add = (sql: string, value: unknown) => {
+    values.push(value);
+    where.push(sql.replace("?", `$${values.length}`));
+  };
+  if (filter.chatId !== undefined) add("chat_id = ?", filter.chatId);
+  if (filter.repositoryId !== undefined) add("repository_id = ?", filter.repositoryId);
+  if (filter.statuses) add("status = ANY(?)", filter.statuses);
+  if (filter.beforeId !== undefined) add("id < ?", filter.beforeId);
+  if (filter.unfinished) where.push("finished_at IS NULL");
+  values.push(filter.limit ?? 50);
+  const { rows } = await db.query<JobRow>(
+    `SELECT * FROM jobs ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+     ORDER BY id DESC LIMIT $${values.length}`,
+    values,
+  );
+  return rows.map(toJob);
+}
+
+/** What a repository's jobs created since `since` have cost, for daily caps. */
+export async function repositoryCostSince(
+  db: Queryable,
+  repositoryId: number,
+  since: Date,
+): Promise<number> {
+  const { rows } = await db.query<{ total: string }>(
+    "SELECT coalesce(sum(cost_usd), 0) AS total FROM jobs WHERE repository_id = $1 AND created_at >= $2",
+    [repositoryId, since],
+  );
+  return Number(rows[0]?.total ?? 0);
+}

@@ -1,0 +1,69 @@
+import type { Queryable } from "./sql.ts";
+
+export type MessageRole = "user" | "assistant";
+
+export interface Message {
+  chatId: number;
+  /** 1-based position in the chat. */
+  seq: number;
+  role: MessageRole;
+  /** The message content as the model API takes it: a string or an array of blocks. */
+  content: unknown;
+  jobId: number | null;
+  createdAt: Date;
+}
+
+interface MessageRow {
+  chat_id: string;
+  seq: number;
+  role: MessageRole;
+  content: unknown;
+  job_id: string | null;
+  created_at: Date;
+}
+
+function toMessage(row: MessageRow): Message {
+  return {
+    chatId: Number(row.chat_id),
+    seq: row.seq,
+    role: row.role,
+    content: row.content,
+    jobId: row.job_id === null ? null : Number(row.job_id),
+    createdAt: row.created_at,
+  };
+}
+
+/**
+ * Appends one message. The chat row's counter hands out seq under its row lock, so concurrent
+ * appends get distinct, gap-free numbers, and the cost does not grow with the history.
+ */
+export async function appendMessage(
+  db: Queryable,
+  input: { chatId: number; role: MessageRole; content: unknown; jobId?: number | null },
+): Promise<Message> {
+  const { rows } = await db.query<MessageRow>(
+    `WITH next AS (
+       UPDATE chats SET message_count = message_count + 1, updated_at = now()
+       WHERE id = $1 RETURNING message_count
+     )
+     INSERT INTO messages (chat_id, seq, role, content, job_id)
+     SELECT $1, message_count, $2, $3::jsonb, $4 FROM next
+     RETURNING *`,
+    [input.chatId, input.role, JSON.stringify(input.content), input.jobId ?? null],
+  );
+  if (!rows[0]) throw new Error(`no chat ${input.chatId}`);
+  return toMessage(rows[0]);
+}
+
+/** Messages in order; afterSeq skips those already loaded. */
+export async function listMessages(
+  db: Queryable,
+  chatId: number,
+  afterSeq = 0,
+): Promise<Message[]> {
+  const { rows } = await db.query<MessageRow>(
+    "SELECT * FROM messages WHERE chat_id = $1 AND seq > $2 ORDER BY seq",
+    [chatId, afterSeq],
+  );
+  return rows.map(toMessage);
+}

@@ -1,0 +1,68 @@
+// Who may see what. Every answer comes from GitHub, asked with the viewer's own token.
+import {
+  checkRepoConfig,
+  parseRepoConfig,
+  type RepoConfig,
+  resolveSettings,
+} from "../config/repo-config.ts";
+import { getRepository } from "../store/installations.ts";
+import type { Job } from "../store/jobs.ts";
+import type { WebServices } from "./context.ts";
+import type { UserRepo } from "./github-user.ts";
+import { HttpError } from "./http.ts";
+import type { Session } from "./session.ts";
+
+export const CONFIG_PATH = ".github/vmpilot.yml";
+
+/** The repositories the user can read through the app's installations. */
+export async function readableRepos(web: WebServices, session: Session): Promise<UserRepo[]> {
+  return (await web.github(session).repos()).filter((r) => r.pull);
+}
+
+/** The repository, if the user administers it; otherwise 404, so strangers learn nothing. */
+export async function administeredRepo(
+  web: WebServices,
+  session: Session,
+  fullName: string,
+): Promise<UserRepo> {
+  const wanted = fullName.toLowerCase();
+  const repo = (await web.github(session).repos()).find(
+    (r) => r.fullName.toLowerCase() === wanted && r.admin,
+  );
+  if (!repo) throw new HttpError(404, "No repository you administer has that name.");
+  return repo;
+}
+
+/**
+ * Readers of the repository see its jobs. Anyone else, signed in or not, sees them only on a
+ * public repository whose settings turn publicJobs on.
+ */
+export async function canViewJob(
+  web: WebServices,
+  session: Session | null,
+  job: Job,
+): Promise<boolean> {
+  if (session) {
+    const access = await web.github(session).repoAccess(job.repo);
+    if (access?.pull) return true;
+  }
+  const facts = await web.publicFacts.get(job.repo.toLowerCase(), async () => {
+    const anonymous = web.github(null);
+    const access = await anonymous.repoAccess(job.repo);
+    if (!access || access.private) return { isPublic: false, file: null };
+    const parsed = parseRepoConfig((await anonymous.fileText(job.repo, CONFIG_PATH)) ?? "");
+    return { isPublic: true, file: parsed.ok ? parsed.config : null };
+  });
+  if (!facts.isPublic) return false;
+  const repository = await getRepository(web.pool, job.repositoryId);
+  const page = pageSettings(repository?.settings);
+  const resolved = resolveSettings({ defaults: web.config.defaults, page, file: facts.file });
+  return resolved.values.publicJobs;
+}
+
+/** Stored page settings; anything the schema no longer accepts is ignored rather than fatal. */
+export function pageSettings(stored: Record<string, unknown> | undefined): RepoConfig | null {
+  if (!stored) return null;
+  const parsed = checkRepoConfig(stored);
+  return parsed.ok ? parsed.config : null;
+}

@@ -1,0 +1,72 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type pg from "pg";
+import type { RepoConfig, RepoSettings } from "../config/repo-config.ts";
+import type { Logger } from "../store/logger.ts";
+import { TtlCache } from "./cache.ts";
+import { GitHubUserApi } from "./github-user.ts";
+import type { OAuthApp } from "./oauth.ts";
+import { CookieJar, type Session } from "./session.ts";
+
+export interface WebConfig {
+  /** Where browsers reach this server, e.g. https://vmpilot.example.com; OAuth redirects here. */
+  publicUrl: string;
+  /** Signs session cookies and derives the key that encrypts the GitHub token inside them. */
+  sessionSecret: string;
+  /** The GitHub App's OAuth client; without it nobody can sign in. */
+  oauth: OAuthApp | null;
+  /** REST API base: https://api.github.com, or https://HOST/api/v3 on Enterprise. */
+  githubApiUrl: string;
+  /** Web base for OAuth and links: https://github.com, or https://HOST on Enterprise. */
+  githubWebUrl: string;
+  /** Settings defaults; repo-config's `defaults` unless given. */
+  defaults?: RepoSettings;
+  /** Installed plugin names offered on the settings page. */
+  plugins?: string[];
+  /** How often a live job page looks for new events. Default 500 ms. */
+  pollIntervalMs?: number;
+}
+
+export interface WebDeps {
+  db: { pool: pg.Pool };
+  config: WebConfig;
+  logger?: Logger;
+}
+
+/** One request, as route functions see it. */
+export interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  session: Session | null;
+  /** Path parameters captured by the route pattern. */
+  params: string[];
+}
+
+/** What every route shares: configuration, the database, cookies and GitHub clients. */
+export class WebServices {
+  readonly jar: CookieJar;
+  readonly pool: pg.Pool;
+  readonly config: WebConfig;
+  readonly logger: Logger | undefined;
+  /** Live event streams, ended on close so the HTTP server can stop. */
+  readonly streams = new Set<ServerResponse>();
+  /** Whether a repository is public, and its config file, as an anonymous visitor sees them. */
+  // Anonymous GitHub calls are rate-limited per server address; visibility changes are rare.
+  readonly publicFacts = new TtlCache<{ isPublic: boolean; file: RepoConfig | null }>(5 * 60_000);
+
+  constructor(deps: WebDeps) {
+    this.config = deps.config;
+    this.pool = deps.db.pool;
+    this.logger = deps.logger;
+    this.jar = new CookieJar(deps.config.sessionSecret, deps.config.publicUrl.startsWith("https:"));
+  }
+
+  /** GitHub as the signed-in user, or anonymously without a session. */
+  github(session: Session | null): GitHubUserApi {
+    return new GitHubUserApi(this.config.githubApiUrl, session?.token ?? null);
+  }
+
+  absoluteUrl(path: string): string {
+    return new URL(path, this.config.publicUrl).toString();
+  }
+}

@@ -1,0 +1,140 @@
+import { MODELS } from "../config/models.ts";
+import {
+  describeSetting,
+  getSetting,
+  type RepoConfig,
+  type SettingKey,
+  type SettingSource,
+  settingKeys,
+} from "../config/repo-config.ts";
+import { CONFIG_PATH } from "./access.ts";
+import { type Html, html } from "./html.ts";
+import { csrfField } from "./layout.ts";
+import type { Session } from "./session.ts";
+import { FIELD_KINDS, type FormValues } from "./settings-form.ts";
+
+export interface SettingsView {
+  session: Session;
+  repo: string;
+  values: FormValues;
+  sources: Record<SettingKey, SettingSource>;
+  /** The repo file's settings, when it exists and is valid. */
+  file: RepoConfig | null;
+  /** Why the repo file was ignored, when it is invalid. */
+  fileError: string | null;
+  errors: Partial<Record<SettingKey, string[]>>;
+  general: string[];
+  saved: boolean;
+  plugins: string[];
+}
+
+const LABELS: Record<SettingKey, string> = {
+  enabled: "Enabled",
+  label: "Trigger label",
+  triggerPolicy: "Who may trigger",
+  allowedUsers: "Allowed users",
+  model: "Model",
+  maxSteps: "Max steps per job",
+  maxCostUsd: "Max cost per job (USD)",
+  maxDailyCostUsd: "Max cost per day (USD)",
+  setup: "Setup commands",
+  "network.allow": "Network allow-list",
+  plugins: "Plugins",
+  publicJobs: "Public job pages",
+};
+
+const SOURCE_TEXT: Record<SettingSource, string> = {
+  default: "default",
+  page: "set on this page",
+  file: `from ${CONFIG_PATH}`,
+};
+
+const LINE_HINTS: Partial<Record<SettingKey, string>> = {
+  allowedUsers: "One user name per line.",
+  setup: "One command per line.",
+  "network.allow": "One host per line.",
+};
+
+export function settingsForm(view: SettingsView): Html {
+  const invalid = settingKeys.filter((k) => view.errors[k]?.length);
+  const summary =
+    invalid.length || view.general.length
+      ? html`<div class="notice error" role="alert" id="error-summary">
+  <h2>The settings were not saved</h2>
+  <ul>${invalid.map((k) => html`<li><a href="#${fieldId(k)}">${LABELS[k]}: ${view.errors[k]?.join(" ")}</a></li>`)}
+  ${view.general.map((g) => html`<li>${g}</li>`)}</ul>
+</div>`
+      : "";
+  return html`<h1>Settings · ${view.repo}</h1>
+${view.saved ? html`<p class="notice ok" role="status">Saved.</p>` : ""}
+${summary}
+${
+  view.fileError
+    ? html`<p class="notice error"><code>${CONFIG_PATH}</code> is invalid and is ignored until it is fixed: ${view.fileError}</p>`
+    : ""
+}
+<p class="muted">Each setting comes from the first of: <code>${CONFIG_PATH}</code> in the repository,
+this page, the default. Fields left empty use the default.</p>
+<form method="post" class="settings" novalidate>
+${csrfField(view.session)}
+${settingKeys.map((key) => field(view, key))}
+<div><button type="submit" class="primary">Save settings</button></div>
+</form>
+<datalist id="models">${Object.keys(MODELS).map((m) => html`<option value="${m}"></option>`)}</datalist>`;
+}
+
+function field(view: SettingsView, key: SettingKey): Html {
+  const id = fieldId(key);
+  const errors = view.errors[key] ?? [];
+  const describedBy = [`${id}-hint`, errors.length ? `${id}-error` : ""].filter(Boolean).join(" ");
+  const common = html`id="${id}" name="${key}" aria-describedby="${describedBy}" ${errors.length ? html`aria-invalid="true"` : ""}`;
+  const value = view.values[key];
+  const source = html`<span class="source source-${view.sources[key]}">${SOURCE_TEXT[view.sources[key]]}</span>`;
+  const after = html`<p class="hint" id="${id}-hint">${describeSetting(key)} ${LINE_HINTS[key] ?? ""}</p>
+${errors.length ? html`<p class="error" id="${id}-error">${errors.join(" ")}</p>` : ""}
+${fileNote(view, key)}`;
+  switch (FIELD_KINDS[key]) {
+    case "checkbox":
+      return html`<div class="field"><div><label><input type="checkbox" ${common} ${value === true ? "checked" : ""}>
+  ${LABELS[key]}</label> ${source}</div>${after}</div>`;
+    case "choice":
+      return html`<div class="field"><fieldset aria-describedby="${describedBy}"><legend>${LABELS[key]} ${source}</legend>
+  <div><label><input type="radio" name="${key}" id="${id}" value="write" ${value === "write" ? "checked" : ""}>
+    Anyone with write access, plus the allowed users</label></div>
+  <div><label><input type="radio" name="${key}" value="allow-list" ${value === "allow-list" ? "checked" : ""}>
+    Only the allowed users</label></div>
+</fieldset>${after}</div>`;
+    case "multi": {
+      const names = [...new Set([...view.plugins, ...(value as string[])])].sort();
+      const boxes = names.length
+        ? names.map(
+            (name) =>
+              html`<div><label><input type="checkbox" name="${key}" value="${name}" ${(value as string[]).includes(name) ? "checked" : ""}> ${name}</label></div>`,
+          )
+        : html`<p class="muted" id="${id}">No plugins are installed.</p>`;
+      return html`<div class="field"><fieldset aria-describedby="${describedBy}"><legend>${LABELS[key]} ${source}</legend>
+  ${boxes}</fieldset>${after}</div>`;
+    }
+    case "lines":
+      return html`<div class="field"><label for="${id}">${LABELS[key]} ${source}</label>
+<textarea ${common} rows="3" spellcheck="false">${value as string}</textarea>${after}</div>`;
+    case "number":
+      return html`<div class="field"><label for="${id}">${LABELS[key]} ${source}</label>
+<input type="number" step="any" inputmode="decimal" ${common} value="${value as string}">${after}</div>`;
+    default:
+      return html`<div class="field"><label for="${id}">${LABELS[key]} ${source}</label>
+<input type="text" ${common} value="${value as string}" ${key === "model" ? html`list="models"` : ""} spellcheck="false">${after}</div>`;
+  }
+}
+
+function fileNote(view: SettingsView, key: SettingKey): Html | string {
+  if (view.sources[key] !== "file" || !view.file) return "";
+  const value = getSetting(view.file, key);
+  const shown = Array.isArray(value) ? value.join(", ") || "(empty list)" : String(value);
+  return html`<p class="hint"><code>${CONFIG_PATH}</code> sets this to <strong>${shown}</strong>,
+which takes precedence over this page.</p>`;
+}
+
+export function fieldId(key: SettingKey): string {
+  return `f-${key.replace(".", "-")}`;
+}

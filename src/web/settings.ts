@@ -1,0 +1,141 @@
+import {
+  defaults as builtInDefaults,
+  parseRepoConfig,
+  type RepoConfig,
+  type RepoSettings,
+  resolveSettings,
+} from "../config/repo-config.ts";
+import { getRepository, setRepositorySettings, upsertRepository } from "../store/installations.ts";
+import { administeredRepo, CONFIG_PATH, pageSettings } from "./access.ts";
+import { requireCsrf, requireSession } from "./auth.ts";
+import type { RequestContext, WebServices } from "./context.ts";
+import type { UserRepo } from "./github-user.ts";
+import { html } from "./html.ts";
+import { readForm, redirect, send } from "./http.ts";
+import { page } from "./layout.ts";
+import {
+  configFromValues,
+  type FormValues,
+  overridesOf,
+  valuesFromForm,
+  valuesFromSettings,
+} from "./settings-form.ts";
+import { type SettingsView, settingsForm } from "./settings-view.ts";
+
+export async function settingsIndex(web: WebServices, ctx: RequestContext): Promise<void> {
+  const session = requireSession(ctx);
+  const repos = (await web.github(session).repos()).filter((r) => r.admin);
+  const byInstallation = new Map<number, UserRepo[]>();
+  for (const repo of repos) {
+    byInstallation.set(repo.installationId, [
+      ...(byInstallation.get(repo.installationId) ?? []),
+      repo,
+    ]);
+  }
+  const sections = [...byInstallation].map(
+    ([installationId, list]) => html`<section aria-labelledby="inst-${installationId}">
+<h2 id="inst-${installationId}">${list[0]?.fullName.split("/")[0]}</h2>
+<ul>${list.map((r) => html`<li><a href="/settings/${r.fullName}">${r.fullName}</a>${r.private ? html` <span class="muted">(private)</span>` : ""}</li>`)}</ul>
+</section>`,
+  );
+  const body = html`<h1>Settings</h1>
+${
+  sections.length
+    ? html`<p>Repositories where vmpilot is installed and you are an administrator:</p>${sections}`
+    : html`<p>You administer no repository where vmpilot is installed.</p>`
+}`;
+  send(ctx.res, 200, page({ title: "Settings", session, nav: "settings", body }));
+}
+
+export async function repoSettings(web: WebServices, ctx: RequestContext): Promise<void> {
+  const session = requireSession(ctx);
+  const repo = await administeredRepo(web, session, repoName(ctx));
+  const state = await loadState(web, ctx, repo);
+  const resolved = resolveSettings({ defaults: defaults(web), page: state.page, file: state.file });
+  const pageOnly = resolveSettings({ defaults: defaults(web), page: state.page }).values;
+  show(web, ctx, 200, {
+    ...state,
+    repo: repo.fullName,
+    values: valuesFromSettings(pageOnly),
+    sources: resolved.sources,
+    errors: {},
+    general: [],
+    saved: ctx.url.searchParams.has("saved"),
+  });
+}
+
+export async function saveRepoSettings(web: WebServices, ctx: RequestContext): Promise<void> {
+  const form = await readForm(ctx.req);
+  requireCsrf(ctx.session, form);
+  const repo = await administeredRepo(web, ctx.session, repoName(ctx));
+  const values: FormValues = valuesFromForm(form);
+  const result = configFromValues(values);
+  if (!result.ok) {
+    const state = await loadState(web, ctx, repo);
+    const { sources } = resolveSettings({
+      defaults: defaults(web),
+      page: state.page,
+      file: state.file,
+    });
+    show(web, ctx, 422, {
+      ...state,
+      repo: repo.fullName,
+      values,
+      sources,
+      ...result,
+      saved: false,
+    });
+    return;
+  }
+  // The repository may predate our records of it (installed before this database existed).
+  if (!(await getRepository(web.pool, repo.id))) {
+    await upsertRepository(web.pool, {
+      id: repo.id,
+      installationId: repo.installationId,
+      fullName: repo.fullName,
+    });
+  }
+  await setRepositorySettings(web.pool, repo.id, overridesOf(result.config, defaults(web)));
+  redirect(ctx.res, `/settings/${repo.fullName}?saved=1`);
+}
+
+interface StoredState {
+  page: RepoConfig | null;
+  file: RepoConfig | null;
+  fileError: string | null;
+}
+
+async function loadState(
+  web: WebServices,
+  ctx: RequestContext,
+  repo: UserRepo,
+): Promise<StoredState> {
+  const stored = await getRepository(web.pool, repo.id);
+  const text = await web.github(ctx.session).fileText(repo.fullName, CONFIG_PATH);
+  const parsed = text === null ? null : parseRepoConfig(text);
+  return {
+    page: pageSettings(stored?.settings),
+    file: parsed?.ok ? parsed.config : null,
+    fileError: parsed && !parsed.ok ? parsed.message : null,
+  };
+}
+
+function show(
+  web: WebServices,
+  ctx: RequestContext,
+  status: number,
+  view: Omit<SettingsView, "session" | "plugins">,
+): void {
+  const session = ctx.session;
+  if (!session) throw new Error("settings need a session");
+  const body = settingsForm({ ...view, session, plugins: web.config.plugins ?? [] });
+  send(ctx.res, status, page({ title: `Settings · ${view.repo}`, session, nav: "settings", body }));
+}
+
+function defaults(web: WebServices): RepoSettings {
+  return web.config.defaults ?? builtInDefaults;
+}
+
+function repoName(ctx: RequestContext): string {
+  return `${ctx.params[0]}/${ctx.params[1]}`;
+}

@@ -1,0 +1,168 @@
+import { spawn } from "node:child_process";
+import { lstat, readlink, realpath } from "node:fs/promises";
+import { isAbsolute, relative } from "node:path";
+
+/** The sandbox cannot be used; the message names the fix and fits on one line. */
+export class SandboxUnavailableError extends Error {
+  override name = "SandboxUnavailableError";
+}
+
+/** Where things live inside every sandbox. */
+export const SANDBOX_HOME = "/home/sandbox";
+export const SANDBOX_PROXY_SOCKET = "/run/vmpilot/proxy.sock";
+
+/** Top-level host directories that hold programs and libraries, exposed read-only. */
+const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+/** Files under /etc that hold secrets of the machine; masked inside the sandbox. */
+const ETC_SECRETS = [
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/sudoers",
+  "/etc/sudoers.d",
+  "/etc/ssh",
+  "/etc/ssl/private",
+  "/etc/security/opasswd",
+];
+
+export interface SandboxLayout {
+  /** The checkout: the only host directory the sandbox may write, mounted at the same path. */
+  root: string;
+  /** Private, per-workspace /tmp and HOME that persist between commands. */
+  tmpDir: string;
+  homeDir: string;
+  /** Read-only extras: the Node install, the mirror objects a shared clone borrows. */
+  readOnly: readonly string[];
+  /** Paths hidden under an empty tmpfs even when inside a bound path (the data dir). */
+  hidden: readonly string[];
+  proxySocket?: string;
+}
+
+function isWithin(parent: string, child: string): boolean {
+  const rel = relative(parent, child);
+  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+}
+
+async function kind(path: string): Promise<"dir" | "file" | "link" | undefined> {
+  const stat = await lstat(path).catch(() => undefined);
+  if (!stat) return undefined;
+  if (stat.isSymbolicLink()) return "link";
+  return stat.isDirectory() ? "dir" : "file";
+}
+
+/**
+ * The bwrap arguments shared by every command of one workspace, computed once. Order matters:
+ * later mounts cover earlier ones.
+ */
+export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
+  const args: string[] = [];
+  const bound: string[] = [];
+  for (const dir of SYSTEM_DIRS) {
+    const type = await kind(dir);
+    if (type === "link") args.push("--symlink", await readlink(dir), dir);
+    else if (type === "dir") {
+      args.push("--ro-bind", dir, dir);
+      bound.push(dir);
+    }
+  }
+  args.push("--ro-bind", "/etc", "/etc");
+  bound.push("/etc");
+  for (const secret of ETC_SECRETS) {
+    const type = await kind(secret);
+    if (type === "dir") args.push("--tmpfs", secret);
+    else if (type === "file") args.push("--ro-bind", "/dev/null", secret);
+  }
+  for (const path of layout.readOnly) {
+    const real = await realpath(path);
+    if (bound.some((b) => isWithin(b, real))) continue;
+    args.push("--ro-bind", real, real);
+    bound.push(real);
+  }
+  args.push(
+    // A fresh /proc for the new PID namespace; kernel knobs stay read-only even for uid 0.
+    "--proc",
+    "/proc",
+    "--ro-bind-try",
+    "/proc/sys",
+    "/proc/sys",
+    "--ro-bind-try",
+    "/proc/sysrq-trigger",
+    "/proc/sysrq-trigger",
+    "--dev",
+    "/dev",
+    "--bind",
+    layout.tmpDir,
+    "/tmp",
+    "--bind",
+    layout.homeDir,
+    SANDBOX_HOME,
+    "--bind",
+    layout.root,
+    layout.root,
+  );
+  bound.push(layout.root);
+  if (layout.proxySocket) args.push("--ro-bind", layout.proxySocket, SANDBOX_PROXY_SOCKET);
+  for (const path of layout.hidden) {
+    if (bound.some((b) => isWithin(b, path))) args.push("--tmpfs", path);
+  }
+  args.push(
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-net",
+    "--hostname",
+    "sandbox",
+    "--die-with-parent",
+    "--new-session",
+    // As root, bwrap would otherwise keep every capability inside.
+    "--cap-drop",
+    "ALL",
+    "--clearenv",
+  );
+  return args;
+}
+
+const probes = new Map<string, Promise<void>>();
+
+/**
+ * Starts one sandbox with `true` the first time a bwrap binary is used, and remembers the
+ * outcome, so a missing or unusable bwrap is reported once, clearly, and never per command.
+ */
+export function probeBwrap(bwrapPath: string, args: readonly string[]): Promise<void> {
+  let probe = probes.get(bwrapPath);
+  if (!probe) {
+    probe = runProbe(bwrapPath, args);
+    probes.set(bwrapPath, probe);
+    probe.catch(() => probes.delete(bwrapPath));
+  }
+  return probe;
+}
+
+function runProbe(bwrapPath: string, args: readonly string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bwrapPath, [...args, "true"], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      const why = error.code === "ENOENT" ? `${bwrapPath} not found` : error.message;
+      reject(
+        new SandboxUnavailableError(
+          `bubblewrap is required for the sandbox (${why}); install it with: apt-get install bubblewrap`,
+        ),
+      );
+    });
+    child.on("close", (code) => {
+      if (code === 0) return resolve();
+      reject(
+        new SandboxUnavailableError(
+          `bubblewrap cannot start a sandbox here (${stderr.trim() || `exit code ${code}`}); ` +
+            "install or update it with: apt-get install bubblewrap, and allow user namespaces",
+        ),
+      );
+    });
+  });
+}

@@ -1,0 +1,27 @@
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { resolveInside } from "./paths.ts";
+import type { Workspace } from "./types.ts";
+
+type FileOps = Pick<Workspace, "readFile" | "writeFile" | "listDir">;
+
+/**
+ * File operations done by the worker directly on the checkout, guarded by path containment.
+ * Both providers use them: the sandbox's writable root is the same directory.
+ */
+export function fileOps(root: string): FileOps {
+  return {
+    async readFile(path) {
+      return readFile(await resolveInside(root, path));
+    },
+    async writeFile(path, data) {
+      const target = await resolveInside(root, path);
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, data);
+    },
+    async listDir(path) {
+      const entries = await readdir(await resolveInside(root, path), { withFileTypes: true });
+      return entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).sort();
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { homedir } from "node:os";
+import { resolve } from "node:path";
+import { baseEnv, withExtraEnv } from "./env.ts";
+import { runProcess } from "./exec.ts";
+import { fileOps } from "./files.ts";
+import { defaultLogger, type WorkspaceLogger } from "./logger.ts";
+import { resolveInside } from "./paths.ts";
+import type { Workspace } from "./types.ts";
+
+export interface HostWorkspaceOptions {
+  logger?: WorkspaceLogger;
+}
+
+/**
+ * Runs commands directly on the worker, with no isolation — for trusted local use only, so it is
+ * never a default and it says so in the log. The environment is still built from the allow-list.
+ */
+export function createHostWorkspace(dir: string, options: HostWorkspaceOptions = {}): Workspace {
+  const root = resolve(dir);
+  const logger = options.logger ?? defaultLogger();
+  logger.warn(
+    { root },
+    "workspace provider 'host' runs commands without isolation; use it only for trusted repositories",
+  );
+  const env = baseEnv(homedir());
+  return {
+    provider: "host",
+    root,
+    ...fileOps(root),
+    async exec(command, opts = {}) {
+      const cwd = opts.cwd === undefined ? root : await resolveInside(root, opts.cwd);
+      return runProcess(
+        { file: "bash", args: ["-c", command], cwd, env: withExtraEnv(env, opts.env) },
+        { timeoutMs: opts.timeoutMs, signal: opts.signal },
+      );
+    },
+    blockedConnections: () => [],
+    async dispose() {},
+  };
+}

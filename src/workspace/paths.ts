@@ -1,0 +1,66 @@
+import { readlink, realpath } from "node:fs/promises";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
+
+/** A path that points outside the workspace; the message is fit to show the model. */
+export class PathEscapeError extends Error {
+  constructor(
+    readonly requested: string,
+    reason: string,
+  ) {
+    super(`Path ${JSON.stringify(requested)} is outside the workspace: ${reason}`);
+    this.name = "PathEscapeError";
+  }
+}
+
+const MAX_LINK_HOPS = 40;
+
+function isWithin(root: string, target: string): boolean {
+  const rel = relative(root, target);
+  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+}
+
+function errorCode(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException).code;
+}
+
+/**
+ * The real path of `target` with every symlink followed — including a dangling last link, whose
+ * target a write would create — for paths that do not exist yet.
+ */
+async function realResolve(target: string, hops = 0): Promise<string> {
+  try {
+    return await realpath(target);
+  } catch (error) {
+    if (errorCode(error) !== "ENOENT" && errorCode(error) !== "ENOTDIR") throw error;
+  }
+  const parent = dirname(target);
+  if (parent === target) return target;
+  const candidate = join(await realResolve(parent, hops), basename(target));
+  let link: string;
+  try {
+    link = await readlink(candidate);
+  } catch {
+    return candidate;
+  }
+  if (hops >= MAX_LINK_HOPS) throw new Error(`Too many symbolic links resolving ${target}`);
+  return realResolve(resolve(dirname(candidate), link), hops + 1);
+}
+
+/**
+ * Resolves `path` (relative to `root`, or absolute) to a real absolute path inside `root`.
+ * Rejects `..` escapes, absolute paths elsewhere, and symlinks that lead out of the root.
+ * The path itself need not exist, so this also guards file creation.
+ */
+export async function resolveInside(root: string, path: string): Promise<string> {
+  if (path.includes("\0")) throw new PathEscapeError(path, "it contains a NUL byte");
+  const realRoot = await realpath(root);
+  const lexical = resolve(root, path);
+  if (!isWithin(resolve(root), lexical) && !isWithin(realRoot, lexical)) {
+    throw new PathEscapeError(path, `it resolves to ${lexical}, not under ${root}`);
+  }
+  const real = await realResolve(lexical);
+  if (!isWithin(realRoot, real)) {
+    throw new PathEscapeError(path, `a symbolic link leads to ${real}`);
+  }
+  return real;
+}

@@ -1,0 +1,164 @@
+import http from "node:http";
+import net from "node:net";
+import type { Duplex } from "node:stream";
+import type { WorkspaceLogger } from "./logger.ts";
+import type { BlockedConnection } from "./types.ts";
+
+/** Enough to report what a run tried to reach, without letting a loop grow memory forever. */
+const MAX_RECORDED = 1000;
+
+const HOST_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
+interface Rule {
+  host: string;
+  wildcard: boolean;
+  port?: number;
+}
+
+function splitHostPort(value: string): { host: string; port?: number } {
+  const v6 = /^\[([0-9a-f:.]+)\](?::(\d+))?$/i.exec(value);
+  if (v6?.[1]) return { host: v6[1], port: v6[2] ? Number(v6[2]) : undefined };
+  const colon = value.lastIndexOf(":");
+  if (colon === -1 || value.indexOf(":") !== colon) return { host: value };
+  return { host: value.slice(0, colon), port: Number(value.slice(colon + 1)) };
+}
+
+function normalizeHost(host: string): string {
+  return host.toLowerCase().replace(/\.$/, "");
+}
+
+/**
+ * Compiles allow-list entries: `host` (any port), `host:port`, `*.domain` (subdomains only),
+ * `[v6addr]:port`. Invalid entries throw, so a typo cannot silently open or close access.
+ */
+export function compileAllowList(entries: readonly string[]): (host: string, port: number) => boolean {
+  const rules: Rule[] = entries.map((entry) => {
+    const { host: raw, port } = splitHostPort(entry.trim());
+    const host = normalizeHost(raw);
+    const validPort = port === undefined || (Number.isInteger(port) && port > 0 && port < 65536);
+    if (!validPort || !(HOST_PATTERN.test(host) || net.isIP(host))) {
+      throw new Error(`Invalid network allow-list entry ${JSON.stringify(entry)}`);
+    }
+    const wildcard = host.startsWith("*.");
+    return { host: wildcard ? host.slice(1) : host, wildcard, port };
+  });
+  return (rawHost, port) => {
+    const host = normalizeHost(rawHost);
+    return rules.some(
+      (r) =>
+        (r.port === undefined || r.port === port) &&
+        (r.wildcard ? host.endsWith(r.host) && host.length > r.host.length : host === r.host),
+    );
+  };
+}
+
+export interface AllowListProxy {
+  blocked(): readonly BlockedConnection[];
+  close(): Promise<void>;
+}
+
+export interface ProxyOptions {
+  /** Unix socket to listen on; the sandbox reaches it through a bind mount. */
+  socketPath: string;
+  allowHosts: readonly string[];
+  logger: WorkspaceLogger;
+}
+
+/**
+ * An HTTP proxy (CONNECT tunnels and plain forwarding) that only reaches allow-listed hosts and
+ * records every refusal. It runs in the worker, outside the sandbox's empty network namespace.
+ */
+export async function startAllowListProxy(options: ProxyOptions): Promise<AllowListProxy> {
+  const allowed = compileAllowList(options.allowHosts);
+  const blocked: BlockedConnection[] = [];
+  const sockets = new Set<Duplex>();
+
+  const refuse = (host: string, port: number): void => {
+    if (blocked.length < MAX_RECORDED) blocked.push({ host, port, at: new Date() });
+    options.logger.info({ host, port }, "sandbox network request blocked");
+  };
+
+  const server = http.createServer((req, res) => {
+    let target: URL;
+    try {
+      target = new URL(req.url ?? "");
+    } catch {
+      res.writeHead(400).end("vmpilot proxy: expected an absolute URL\n");
+      return;
+    }
+    const port = Number(target.port) || 80;
+    const host = target.hostname.replace(/^\[|\]$/g, "");
+    if (target.protocol !== "http:" || !allowed(host, port)) {
+      refuse(host, port);
+      res.writeHead(403).end(`vmpilot sandbox: network access to ${host}:${port} is not allowed\n`);
+      return;
+    }
+    const headers = { ...req.headers };
+    delete headers["proxy-connection"];
+    delete headers["proxy-authorization"];
+    const upstream = http.request(
+      { host, port, method: req.method, path: target.pathname + target.search, headers, agent: false },
+      (response) => {
+        res.writeHead(response.statusCode ?? 502, response.headers);
+        response.pipe(res);
+      },
+    );
+    upstream.on("error", (error) => {
+      if (!res.headersSent) res.writeHead(502);
+      res.end(`vmpilot proxy: ${error.message}\n`);
+    });
+    req.pipe(upstream);
+  });
+
+  server.on("connect", (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
+    sockets.add(client);
+    client.on("close", () => sockets.delete(client));
+    client.on("error", () => client.destroy());
+    const { host: rawHost, port = 443 } = splitHostPort(req.url ?? "");
+    const host = normalizeHost(rawHost);
+    if (!Number.isInteger(port) || !allowed(host, port)) {
+      refuse(host, port);
+      client.end("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    let connected = false;
+    const upstream = net.connect({ host, port }, () => {
+      connected = true;
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    sockets.add(upstream);
+    upstream.on("close", () => {
+      sockets.delete(upstream);
+      if (connected) client.destroy();
+    });
+    upstream.on("error", () => {
+      if (connected) client.destroy();
+      else client.end("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+  });
+
+  server.on("connection", (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.socketPath, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+
+  return {
+    blocked: () => blocked,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

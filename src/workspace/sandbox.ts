@@ -1,0 +1,170 @@
+import { access, mkdir, mkdtemp, readFile, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import {
+  probeBwrap,
+  SANDBOX_HOME,
+  SANDBOX_PROXY_SOCKET,
+  SandboxUnavailableError,
+  sandboxArgs,
+} from "./bwrap.ts";
+import { baseEnv, NODE_BIN_DIR, withExtraEnv } from "./env.ts";
+import { runProcess } from "./exec.ts";
+import { fileOps } from "./files.ts";
+import { defaultLogger, type WorkspaceLogger } from "./logger.ts";
+import { resolveInside } from "./paths.ts";
+import { startAllowListProxy } from "./proxy.ts";
+import type { Workspace } from "./types.ts";
+
+export interface SandboxWorkspaceOptions {
+  logger?: WorkspaceLogger;
+  /** Hosts reachable through the proxy (`host`, `host:port`, `*.domain`). Default: none. */
+  allowHosts?: readonly string[];
+  /** The app's data directory: never visible inside, even if a bound path contains it. */
+  dataDir?: string;
+  /** More host paths to hide (config files, key directories). */
+  hidePaths?: readonly string[];
+  /** More host paths to expose read-only (toolchains outside /usr). */
+  readOnlyPaths?: readonly string[];
+  /** Where the private /tmp and HOME live; default a fresh directory under the OS temp dir. */
+  stateDir?: string;
+  bwrapPath?: string;
+  socatPath?: string;
+}
+
+/** Inside the sandbox, the proxy's unix socket is reached at this loopback port. */
+const PROXY_PORT = 3128;
+
+/**
+ * Starts socat to bridge the sandbox's loopback to the proxy socket, waits until it listens
+ * (read from /proc/net/tcp, so no stray connection reaches the proxy), then runs the command.
+ */
+function bridgeScript(socatPath: string): string {
+  const hexPort = PROXY_PORT.toString(16).toUpperCase().padStart(4, "0");
+  return [
+    `${socatPath} TCP-LISTEN:${PROXY_PORT},bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:${SANDBOX_PROXY_SOCKET} 2>/dev/null &`,
+    `until grep -q ' 0100007F:${hexPort} 00000000:0000 0A' /proc/net/tcp; do :; done`,
+    'exec bash -c "$1"',
+  ].join("\n");
+}
+
+function proxyEnv(): Record<string, string> {
+  const url = `http://127.0.0.1:${PROXY_PORT}`;
+  return {
+    HTTP_PROXY: url,
+    HTTPS_PROXY: url,
+    ALL_PROXY: url,
+    http_proxy: url,
+    https_proxy: url,
+    all_proxy: url,
+    NO_PROXY: "localhost,127.0.0.1,::1",
+    no_proxy: "localhost,127.0.0.1,::1",
+    // Node's own fetch only honours the variables above when asked to.
+    NODE_USE_ENV_PROXY: "1",
+  };
+}
+
+/** Object directories a `clone --shared` checkout borrows; git inside needs to read them. */
+async function alternates(root: string): Promise<string[]> {
+  const objects = join(root, ".git", "objects");
+  const text = await readFile(join(objects, "info", "alternates"), "utf8").catch(() => "");
+  return text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"))
+    .map((line) => resolve(objects, line));
+}
+
+async function requireSocat(socatPath: string): Promise<void> {
+  try {
+    await access(socatPath);
+  } catch {
+    throw new SandboxUnavailableError(
+      `socat is required for sandbox network access (${socatPath} not found); install it with: apt-get install socat`,
+    );
+  }
+}
+
+/**
+ * A workspace whose commands run under bubblewrap: host system directories read-only, the
+ * checkout the only writable host directory, private /tmp and HOME, new PID/IPC/UTS/network
+ * namespaces, no capabilities, and an environment built from an allow-list. The network is
+ * reachable only through an allow-list proxy, which records every refusal.
+ */
+export async function createSandboxWorkspace(
+  dir: string,
+  options: SandboxWorkspaceOptions = {},
+): Promise<Workspace> {
+  const root = await realpath(dir);
+  const logger = options.logger ?? defaultLogger();
+  const bwrapPath = options.bwrapPath ?? "bwrap";
+  const socatPath = options.socatPath ?? "/usr/bin/socat";
+  await requireSocat(socatPath);
+
+  const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), "vmpilot-sandbox-")));
+  const tmpDir = join(stateDir, "tmp");
+  const homeDir = join(stateDir, "home");
+  await mkdir(tmpDir, { recursive: true });
+  await mkdir(homeDir, { recursive: true });
+  const proxySocket = join(stateDir, "proxy.sock");
+
+  const hidden = [...(options.hidePaths ?? [])];
+  if (options.dataDir) hidden.push(resolve(options.dataDir));
+  const prefix = await sandboxArgs({
+    root,
+    tmpDir,
+    homeDir,
+    readOnly: [NODE_BIN_DIR, ...(await alternates(root)), ...(options.readOnlyPaths ?? [])],
+    hidden,
+    proxySocket,
+  });
+
+  // The probe binds the proxy socket, so the proxy starts first.
+  await rm(proxySocket, { force: true });
+  const proxy = await startAllowListProxy({
+    socketPath: proxySocket,
+    allowHosts: options.allowHosts ?? [],
+    logger,
+  });
+  const release = async () => {
+    await proxy.close();
+    if (options.stateDir) await rm(proxySocket, { force: true });
+    else await rm(stateDir, { recursive: true, force: true });
+  };
+  try {
+    await probeBwrap(bwrapPath, prefix);
+  } catch (error) {
+    await release();
+    throw error;
+  }
+
+  const env = { ...baseEnv(SANDBOX_HOME), ...proxyEnv() };
+  const bridge = bridgeScript(socatPath);
+  const lifetime = new AbortController();
+
+  return {
+    provider: "sandbox",
+    root,
+    ...fileOps(root),
+    async exec(command, opts = {}) {
+      if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
+      const cwd = opts.cwd === undefined ? root : await resolveInside(root, opts.cwd);
+      const args = [...prefix];
+      for (const [name, value] of Object.entries(withExtraEnv(env, opts.env))) {
+        args.push("--setenv", name, value);
+      }
+      args.push("--chdir", cwd, "bash", "-c", bridge, "vmpilot", command);
+      const signal = opts.signal ? AbortSignal.any([opts.signal, lifetime.signal]) : lifetime.signal;
+      return runProcess(
+        { file: bwrapPath, args, cwd: root, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
+        { timeoutMs: opts.timeoutMs, signal },
+      );
+    },
+    blockedConnections: () => proxy.blocked(),
+    async dispose() {
+      if (lifetime.signal.aborted) return;
+      lifetime.abort();
+      await release();
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { bashTool } from "../../src/agent/tools/bash.ts";
+import type { AgentTool } from "../../src/agent/tools/types.ts";
+import { makeRepo, type TestRepo } from "./setup.ts";
+
+let repo: TestRepo;
+let bash: AgentTool;
+
+beforeEach(async () => {
+  repo = await makeRepo({ "src/lib/x.txt": "x\n" });
+  bash = bashTool(repo.workspace, { timeoutMs: 300 });
+});
+
+afterEach(async () => {
+  await repo.cleanup();
+});
+
+const sh = (input: Record<string, unknown>) => bash.run(input, { remainingMs: 60_000 });
+
+describe("bash tool", () => {
+  it("keeps the working directory between commands, and restart resets it", async () => {
+    expect(await sh({ command: "cd src && pwd" })).toEqual({
+      content: join(repo.root, "src"),
+      isError: false,
+    });
+    expect((await sh({ command: "cd lib; ls" })).content).toBe("x.txt");
+    expect((await sh({ command: "pwd" })).content).toBe(join(repo.root, "src/lib"));
+    expect(await sh({ restart: true })).toEqual({
+      content: "Shell restarted in the workspace root.",
+      isError: false,
+    });
+    expect((await sh({ command: "pwd" })).content).toBe(repo.root);
+  });
+
+  it("falls back to the root when the remembered directory is gone", async () => {
+    await sh({ command: "cd src/lib" });
+    await rm(join(repo.root, "src/lib"), { recursive: true });
+    const result = await sh({ command: "pwd" });
+    expect(result.content).toBe(
+      `${repo.root}\nstderr:\nnote: src/lib no longer exists; running in the workspace root`,
+    );
+  });
+
+  it("does not keep variables, as each command is a fresh shell", async () => {
+    await sh({ command: "export GREETING=hi" });
+    expect((await sh({ command: 'echo "[$GREETING]"' })).content).toBe("[]");
+  });
+
+  it("reports stderr and a failing exit code as an error", async () => {
+    expect(await sh({ command: "echo out; echo err >&2; exit 3" })).toEqual({
+      content: "out\nstderr:\nerr\nExit code: 3",
+      isError: true,
+    });
+  });
+
+  it("stops a command at the timeout", async () => {
+    expect(await sh({ command: "sleep 10" })).toEqual({
+      content: "Command timed out after 300 ms; its processes were killed.",
+      isError: true,
+    });
+  });
+
+  it("keeps the exit code of a command that exits early, and says when there is no output", async () => {
+    expect(await sh({ command: "true" })).toEqual({ content: "(no output)", isError: false });
+    expect(await sh({ command: "cd src; exit 4" })).toEqual({
+      content: "Exit code: 4",
+      isError: true,
+    });
+    expect((await sh({ command: "pwd" })).content).toBe(join(repo.root, "src"));
+  });
+
+  it("asks for a command when given none", async () => {
+    expect(await sh({})).toEqual({
+      content: "Provide a non-empty `command`, or `restart: true`.",
+      isError: true,
+    });
+  });
+
+  it("gives the model capped output and keeps the full output for the log", async () => {
+    const result = await sh({ command: "seq 1 20000" });
+    expect(result.content.length).toBeLessThanOrEqual(30_100);
+    expect(result.content).toContain("characters cut");
+    expect(result.log?.trimEnd().split("\n")).toHaveLength(20_000);
+  });
+});

@@ -1,0 +1,239 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { health } from "../../src/jobs/health.ts";
+import {
+  createQueue,
+  type DeadJob,
+  type JobHandler,
+  type Queue,
+  type QueueOptions,
+} from "../../src/jobs/queue.ts";
+import type { Database } from "../../src/store/database.ts";
+import { listJobEvents } from "../../src/store/job-events.ts";
+import { getJob, insertJob } from "../../src/store/jobs.ts";
+import { withTransaction } from "../../src/store/sql.ts";
+import { connectAgain, databases, newJob, seedChat } from "../helpers/db.ts";
+
+function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+const FAST: QueueOptions = { pollingIntervalSeconds: 0.5, cancelCheckMs: 100, concurrency: 3 };
+
+describe.each(databases())("queue on $name", (target) => {
+  // Two pools on one database: two worker processes.
+  let db: Database;
+  let otherDb: Database;
+  let queues: Queue[] = [];
+
+  beforeAll(async () => {
+    db = await target.open();
+    otherDb = await connectAgain(db);
+  });
+  afterEach(async () => {
+    await Promise.all(queues.map((q) => q.stop()));
+    queues = [];
+  });
+  afterAll(async () => {
+    await otherDb.close();
+    await db.close();
+  });
+
+  async function startQueue(on: Database, options: QueueOptions = {}) {
+    const queue = createQueue(on, { ...FAST, ...options });
+    queues.push(queue);
+    await queue.start();
+    return queue;
+  }
+
+  async function enqueue(queue: Queue, chat: { id: number; repositoryId: number; number: number }, key: string) {
+    return withTransaction(db.pool, async (client) => {
+      const job = await insertJob(client, newJob(chat));
+      await queue.enqueueJob(client, { jobId: job.id, chatKey: key });
+      return job.id;
+    });
+  }
+
+  it("enqueues with the caller's transaction, or not at all", async () => {
+    const queue = await startQueue(db);
+    const { chat, key } = await seedChat(db);
+    await expect(
+      withTransaction(db.pool, async (client) => {
+        const job = await insertJob(client, newJob(chat));
+        await queue.enqueueJob(client, { jobId: job.id, chatKey: key });
+        throw new Error("intake crashed");
+      }),
+    ).rejects.toThrow("intake crashed");
+    const jobId = await enqueue(queue, chat, key);
+
+    const { rows } = await db.pool.query(
+      "SELECT data->>'jobId' AS id FROM pgboss.job WHERE singleton_key = $1",
+      [key],
+    );
+    expect(rows).toEqual([{ id: String(jobId) }]);
+    const ran = deferred<number>();
+    await queue.work(async (job) => ran.resolve(job.jobId));
+    expect(await ran.promise).toBe(jobId);
+  });
+
+  it("runs every job exactly once across two worker processes, one at a time per chat", async () => {
+    const producer = await startQueue(db);
+    const chats = await Promise.all(Array.from({ length: 8 }, () => seedChat(db)));
+    const ids: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      for (const { chat, key } of chats) ids.push(await enqueue(producer, chat, key));
+    }
+
+    const runs = new Map<number, number>();
+    const order = new Map<string, number[]>();
+    const active = new Map<string, number>();
+    let overlap = 0;
+    const allRan = deferred();
+    const handler: JobHandler = async ({ jobId, chatKey }) => {
+      runs.set(jobId, (runs.get(jobId) ?? 0) + 1);
+      order.set(chatKey, [...(order.get(chatKey) ?? []), jobId]);
+      active.set(chatKey, (active.get(chatKey) ?? 0) + 1);
+      if ((active.get(chatKey) ?? 0) > 1) overlap++;
+      // Simulated work, to hold the chat while the other process polls.
+      await new Promise((r) => setTimeout(r, 30));
+      active.set(chatKey, (active.get(chatKey) ?? 0) - 1);
+      if ([...runs.values()].reduce((a, b) => a + b, 0) >= ids.length) allRan.resolve();
+    };
+    const first = await startQueue(db);
+    const second = await startQueue(otherDb);
+    await Promise.all([first.work(handler), second.work(handler)]);
+    await allRan.promise;
+    await Promise.all([first.stop(), second.stop()]);
+
+    expect([...runs.keys()].sort((a, b) => a - b)).toEqual(ids);
+    expect([...runs.values()].every((n) => n === 1)).toBe(true);
+    expect(overlap).toBe(0);
+    for (const jobIds of order.values()) expect(jobIds).toEqual([...jobIds].sort((a, b) => a - b));
+    const { rows } = await db.pool.query(
+      "SELECT DISTINCT status FROM jobs WHERE id = ANY($1::bigint[])",
+      [ids],
+    );
+    expect(rows).toEqual([{ status: "succeeded" }]);
+  });
+
+  it("holds a chat's next job while its first runs, and runs other chats meanwhile", async () => {
+    const queue = await startQueue(db);
+    const a = await seedChat(db);
+    const b = await seedChat(db);
+    const a1 = await enqueue(queue, a.chat, a.key);
+    const a2 = await enqueue(queue, a.chat, a.key);
+    const b1 = await enqueue(queue, b.chat, b.key);
+
+    const events: string[] = [];
+    const b1Started = deferred();
+    await queue.work(async ({ jobId }) => {
+      events.push(`start ${jobId}`);
+      // a1 waits for b1, which was enqueued after a2: were the chat not held, a2 (older) would
+      // have been picked up before b1.
+      if (jobId === a1) await b1Started.promise;
+      if (jobId === b1) b1Started.resolve();
+      events.push(`end ${jobId}`);
+    });
+    const done = deferred();
+    const check = setInterval(() => events.includes(`end ${a2}`) && done.resolve(), 50);
+    await done.promise;
+    clearInterval(check);
+
+    expect(events.indexOf(`start ${b1}`)).toBeLessThan(events.indexOf(`end ${a1}`));
+    expect(events.indexOf(`start ${a2}`)).toBeGreaterThan(events.indexOf(`end ${a1}`));
+  });
+
+  it("cancels a running job from another process within seconds, and a waiting one outright", async () => {
+    const worker = await startQueue(db);
+    const canceller = await startQueue(otherDb);
+    const { chat, key } = await seedChat(db);
+    const running = await enqueue(worker, chat, key);
+    const waiting = await enqueue(worker, chat, key);
+
+    const started = deferred();
+    const aborted = deferred<number>();
+    const ran: number[] = [];
+    await worker.work(async ({ jobId, signal }) => {
+      ran.push(jobId);
+      started.resolve();
+      await new Promise((_, reject) => {
+        signal.addEventListener("abort", () => {
+          aborted.resolve(Date.now());
+          reject(signal.reason);
+        });
+      });
+    });
+    await started.promise;
+    expect(await canceller.cancel(waiting)).toBe("cancelled");
+    const cancelledAt = Date.now();
+    expect(await canceller.cancel(running)).toBe("requested");
+    expect((await aborted.promise) - cancelledAt).toBeLessThan(3000);
+    await worker.stop();
+
+    expect(ran).toEqual([running]);
+    expect(await getJob(db.pool, running)).toMatchObject({ status: "cancelled", attempts: 1 });
+    expect(await getJob(db.pool, waiting)).toMatchObject({ status: "cancelled", attempts: 0 });
+    expect(await canceller.cancel(running)).toBe("finished");
+  });
+
+  it("retries with backoff, then dead-letters, tells onDead, and frees the chat", async () => {
+    const queue = await startQueue(db, { retryLimit: 1, retryDelay: 1, retryBackoff: true });
+    const { chat, key } = await seedChat(db);
+    const doomed = await enqueue(queue, chat, key);
+    const next = await enqueue(queue, chat, key);
+
+    const attempts: { attempt: number; at: number }[] = [];
+    const nextRan = deferred<number>();
+    const dead = deferred<DeadJob>();
+    await queue.work(
+      async ({ jobId, attempt, maxAttempts }) => {
+        if (jobId === next) return nextRan.resolve(Date.now());
+        expect(maxAttempts).toBe(2);
+        attempts.push({ attempt, at: Date.now() });
+        throw new Error(`model overloaded (attempt ${attempt})`);
+      },
+      { onDead: async (job) => dead.resolve(job) },
+    );
+
+    expect(await dead.promise).toEqual({
+      jobId: doomed,
+      chatKey: key,
+      error: "model overloaded (attempt 2)",
+    });
+    const nextAt = await nextRan.promise;
+    expect(attempts.map((a) => a.attempt)).toEqual([1, 2]);
+    expect((attempts[1]?.at ?? 0) - (attempts[0]?.at ?? 0)).toBeGreaterThanOrEqual(1000);
+    expect(nextAt).toBeGreaterThan(attempts[1]?.at ?? Infinity);
+    await queue.stop();
+
+    expect(await getJob(db.pool, doomed)).toMatchObject({
+      status: "dead",
+      attempts: 2,
+      error: "model overloaded (attempt 2)",
+    });
+    const events = (await listJobEvents(db.pool, doomed)).map((e) => e.type);
+    expect(events).toEqual([
+      "attempt_started",
+      "attempt_failed",
+      "attempt_started",
+      "attempt_failed",
+      "dead",
+    ]);
+    expect(await getJob(db.pool, next)).toMatchObject({ status: "succeeded" });
+  });
+
+  it("reports health for /healthz", async () => {
+    const queue = createQueue(db, FAST);
+    queues.push(queue);
+    expect(await health(db, queue)).toEqual({
+      database: "ok",
+      queue: "error",
+      embedded: target.name === "pglite",
+    });
+    await queue.start();
+    expect(await health(db, queue)).toMatchObject({ database: "ok", queue: "ok" });
+  });
+});

@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database } from "../../src/store/database.ts";
+import { recordDelivery } from "../../src/store/deliveries.ts";
+import {
+  getRepository,
+  setRepositorySettings,
+  upsertInstallation,
+  upsertRepository,
+} from "../../src/store/installations.ts";
+import { appendJobEvent, listJobEvents } from "../../src/store/job-events.ts";
+import { requestJobCancel, startJobAttempt } from "../../src/store/job-lifecycle.ts";
+import {
+  getJob,
+  insertJob,
+  listJobs,
+  repositoryCostSince,
+  updateJob,
+} from "../../src/store/jobs.ts";
+import { databases, newJob, seedChat, seedJob } from "../helpers/db.ts";
+
+describe.each(databases())("store records on $name", (target) => {
+  let db: Database;
+  beforeAll(async () => {
+    db = await target.open();
+  });
+  afterAll(async () => {
+    await db.close();
+  });
+
+  it("records a delivery id once", async () => {
+    const delivery = { id: "72d3162e-cc78-11e3-81ab-4c9367dc0958", event: "issues", action: "labeled" };
+    const results = await Promise.all([
+      recordDelivery(db.pool, delivery),
+      recordDelivery(db.pool, delivery),
+      recordDelivery(db.pool, delivery),
+    ]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await recordDelivery(db.pool, delivery)).toBe(false);
+  });
+
+  it("upserts installations and repositories, keeping settings", async () => {
+    // A repository whose installation event we never saw still gets recorded.
+    await upsertRepository(db.pool, { id: 42, installationId: 5, fullName: "acme/old-name" });
+    await setRepositorySettings(db.pool, 42, { label: "bot" });
+    await upsertRepository(db.pool, { id: 42, installationId: 5, fullName: "acme/new-name" });
+    expect(await getRepository(db.pool, 42)).toMatchObject({
+      fullName: "acme/new-name",
+      installationId: 5,
+      settings: { label: "bot" },
+      removedAt: null,
+    });
+    await upsertRepository(db.pool, {
+      id: 42,
+      installationId: 5,
+      fullName: "acme/new-name",
+      removed: true,
+    });
+    expect((await getRepository(db.pool, 42))?.removedAt).toBeInstanceOf(Date);
+
+    await upsertInstallation(db.pool, { id: 5, accountLogin: "acme", accountType: "Organization" });
+    await upsertInstallation(db.pool, { id: 5, suspended: true });
+    const { rows } = await db.pool.query(
+      "SELECT account_login, suspended_at IS NOT NULL AS suspended FROM installations WHERE id = 5",
+    );
+    expect(rows).toEqual([{ account_login: "acme", suspended: true }]);
+    await upsertInstallation(db.pool, { id: 5, suspended: false });
+    const { rows: after } = await db.pool.query(
+      "SELECT suspended_at FROM installations WHERE id = 5",
+    );
+    expect(after).toEqual([{ suspended_at: null }]);
+  });
+
+  it("inserts, reads, patches and lists jobs", async () => {
+    const { chat } = await seedChat(db);
+    await recordDelivery(db.pool, { id: "delivery-job", event: "issue_comment" });
+    const job = await insertJob(db.pool, {
+      ...newJob(chat),
+      trigger: "command",
+      command: "plan",
+      triggerCommentId: 2_000_000_001,
+      deliveryId: "delivery-job",
+      context: { cloneUrl: "https://github.com/acme/repo.git" },
+    });
+    expect(job).toMatchObject({
+      chatId: chat.id,
+      status: "queued",
+      command: "plan",
+      triggerCommentId: 2_000_000_001,
+      progressCommentId: null,
+      costUsd: 0,
+      finishedAt: null,
+      context: { cloneUrl: "https://github.com/acme/repo.git" },
+    });
+
+    const patched = await updateJob(db.pool, job.id, {
+      progressCommentId: 3_000_000_002,
+      usage: { inputTokens: 10 },
+      costUsd: 0.125,
+    });
+    expect(patched).toMatchObject({
+      status: "queued",
+      instruction: "fix it",
+      progressCommentId: 3_000_000_002,
+      usage: { inputTokens: 10 },
+      costUsd: 0.125,
+    });
+    const acknowledged = await updateJob(db.pool, job.id, { status: "acknowledged" });
+    expect(acknowledged?.finishedAt).toBeNull();
+    const refused = await updateJob(db.pool, job.id, { status: "refused" });
+    expect(refused?.finishedAt).toBeInstanceOf(Date);
+    expect(await getJob(db.pool, job.id)).toEqual(refused);
+    expect(await getJob(db.pool, 987_654)).toBeUndefined();
+
+    const second = await seedJob(db, chat);
+    expect((await listJobs(db.pool, { chatId: chat.id })).map((j) => j.id)).toEqual([
+      second.id,
+      job.id,
+    ]);
+    expect(
+      (await listJobs(db.pool, { chatId: chat.id, unfinished: true })).map((j) => j.id),
+    ).toEqual([second.id]);
+    expect(
+      (await listJobs(db.pool, { chatId: chat.id, statuses: ["refused"] })).map((j) => j.id),
+    ).toEqual([job.id]);
+    expect(
+      (await listJobs(db.pool, { chatId: chat.id, beforeId: second.id })).map((j) => j.id),
+    ).toEqual([job.id]);
+    expect(
+      await repositoryCostSince(db.pool, chat.repositoryId, new Date(Date.now() - 60_000)),
+    ).toBe(0.125);
+  });
+
+  it("cancels a queued job outright and a running one by request", async () => {
+    const { chat } = await seedChat(db);
+    const queued = await seedJob(db, chat);
+    expect(await requestJobCancel(db.pool, queued.id)).toBe("cancelled");
+    expect(await getJob(db.pool, queued.id)).toMatchObject({ status: "cancelled" });
+    expect(await startJobAttempt(db.pool, queued.id, 1)).toBe(false);
+
+    const running = await seedJob(db, chat);
+    expect(await startJobAttempt(db.pool, running.id, 1)).toBe(true);
+    expect(await requestJobCancel(db.pool, running.id)).toBe("requested");
+    expect(await getJob(db.pool, running.id)).toMatchObject({ status: "running" });
+    await updateJob(db.pool, running.id, { status: "cancelled" });
+    expect(await requestJobCancel(db.pool, running.id)).toBe("finished");
+  });
+
+  it("lists a job's events in order, resuming after an id", async () => {
+    const { chat } = await seedChat(db);
+    const job = await seedJob(db, chat);
+    const first = await appendJobEvent(db.pool, job.id, "step", { name: "clone" });
+    const second = await appendJobEvent(db.pool, job.id, "tool", { line: "npm test" });
+    const events = await listJobEvents(db.pool, job.id);
+    expect(events.map((e) => [e.type, e.data])).toEqual([
+      ["step", { name: "clone" }],
+      ["tool", { line: "npm test" }],
+    ]);
+    expect(events[0]?.at).toBeInstanceOf(Date);
+    expect(await listJobEvents(db.pool, job.id, first.id)).toEqual([second]);
+  });
+});

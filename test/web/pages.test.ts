@@ -1,0 +1,383 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getRepository, setRepositorySettings } from "../../src/store/installations.ts";
+import { type Job, updateJob } from "../../src/store/jobs.ts";
+import type { FakeRepo } from "./helpers/github-fake.ts";
+import { Client, startWebHarness, type WebHarness } from "./helpers/harness.ts";
+
+let h: WebHarness;
+let privateApp: FakeRepo;
+let publicLib: FakeRepo;
+let publicOpen: FakeRepo;
+const clients: Record<string, Client> = {};
+
+beforeAll(async () => {
+  h = await startWebHarness();
+  privateApp = await h.addRepo({
+    id: 501,
+    installationId: 10,
+    fullName: "acme/private-app",
+    private: true,
+    access: { alice: "admin", bob: "write", carol: "read" },
+  });
+  publicLib = await h.addRepo({
+    id: 502,
+    installationId: 10,
+    fullName: "acme/public-lib",
+    private: false,
+    access: { alice: "admin" },
+  });
+  publicOpen = await h.addRepo({
+    id: 503,
+    installationId: 11,
+    fullName: "octo/public-open",
+    private: false,
+    access: { erin: "admin" },
+  });
+  await setRepositorySettings(h.db.pool, publicOpen.id, { publicJobs: true });
+  for (const login of ["alice", "bob", "carol", "dave"]) {
+    clients[login] = new Client(h.url);
+    await clients[login].signIn(h.github, login);
+  }
+});
+
+afterAll(async () => {
+  await h.close();
+  expect(h.github.problems).toEqual([]);
+});
+
+const as = (login: string) => clients[login] as Client;
+
+describe("every page", () => {
+  it("sends the security headers", async () => {
+    for (const path of ["/", "/static/vmpilot.css", "/jobs/999999", "/login"]) {
+      const res = await as("alice").get(path);
+      expect(res.headers.get("content-security-policy")).toMatch(/default-src 'self'/);
+      expect(res.headers.get("content-security-policy")).not.toMatch(/unsafe-inline/);
+      expect(res.headers.get("x-frame-options")).toBe("DENY");
+      expect(res.headers.get("referrer-policy")).toBe("same-origin");
+      expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    }
+  });
+
+  it("sends visitors who are not signed in to the sign-in page", async () => {
+    const anonymous = new Client(h.url);
+    for (const path of ["/settings", "/jobs", "/usage", "/settings/acme/private-app"]) {
+      const res = await anonymous.get(path);
+      expect(res.status).toBe(303);
+      expect(res.headers.get("location")).toBe(`/login?next=${encodeURIComponent(path)}`);
+    }
+  });
+
+  it("leaves paths it does not serve to the next handler", async () => {
+    const res = await as("alice").get("/api/github/webhooks");
+    expect(res.status).toBe(404);
+    expect(await res.text()).toBe("not found");
+  });
+});
+
+describe("/settings", () => {
+  it("lists the repositories the user administers, as GitHub reports them", async () => {
+    const before = h.github.requests.length;
+    const page = await (await as("alice").get("/settings")).text();
+    expect(page).toContain('href="/settings/acme/private-app"');
+    expect(page).toContain('href="/settings/acme/public-lib"');
+    expect(page).not.toContain("octo/public-open");
+    expect(h.github.requests.slice(before)).toEqual([
+      "GET /api/v3/user/installations",
+      "GET /api/v3/user/installations/10/repositories",
+    ]);
+  });
+
+  it("shows a writer no repository and no settings form", async () => {
+    const page = await (await as("bob").get("/settings")).text();
+    expect(page).toContain("You administer no repository");
+    const form = await as("bob").get("/settings/acme/private-app");
+    expect(form.status).toBe(404);
+  });
+
+  it("does not let a writer save settings", async () => {
+    const csrf = Client.csrf(await (await as("bob").get("/")).text());
+    const res = await as("bob").post("/settings/acme/private-app", { csrf, label: "pwned" });
+    expect(res.status).toBe(404);
+    expect((await getRepository(h.db.pool, privateApp.id))?.settings).toEqual({});
+  });
+
+  it("shows an admin the form with each value's source", async () => {
+    const res = await as("alice").get("/settings/acme/private-app");
+    expect(res.status).toBe(200);
+    const page = await res.text();
+    expect(page).toMatch(/<label for="f-label">Trigger label <span class="source source-default">default<\/span>/);
+    expect(page).toContain('id="f-label" name="label"');
+    expect(page).toContain('value="vmpilot"');
+    expect(page).toContain('name="plugins" value="code_review"');
+  });
+
+  it("saves valid settings, storing only what differs from the defaults", async () => {
+    const client = as("alice");
+    const csrf = Client.csrf(await (await client.get("/settings/acme/private-app")).text());
+    const res = await client.post("/settings/acme/private-app", {
+      csrf,
+      enabled: "on",
+      label: "ai-fix",
+      triggerPolicy: "allow-list",
+      allowedUsers: "carol, bob\n",
+      model: "",
+      maxSteps: "50",
+      maxCostUsd: "2.5",
+      maxDailyCostUsd: "",
+      setup: "npm ci\n\nnpm run build",
+      "network.allow": "registry.npmjs.org\n*.pypi.org:443",
+      plugins: ["code_review"],
+    });
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/settings/acme/private-app?saved=1");
+    expect((await getRepository(h.db.pool, privateApp.id))?.settings).toEqual({
+      label: "ai-fix",
+      triggerPolicy: "allow-list",
+      allowedUsers: ["carol", "bob"],
+      maxCostUsd: 2.5,
+      setup: ["npm ci", "npm run build"],
+      network: { allow: ["registry.npmjs.org", "*.pypi.org:443"] },
+      plugins: ["code_review"],
+    });
+    const page = await (await client.get("/settings/acme/private-app?saved=1")).text();
+    expect(page).toContain('role="status">Saved.');
+    expect(page).toMatch(/Trigger label <span class="source source-page">set on this page/);
+    expect(page).toContain('value="ai-fix"');
+    expect(page).toContain('value="2.5"');
+    expect(page).toMatch(/name="plugins" value="code_review" checked/);
+    // publicJobs was not submitted: an unchecked box is false, which is the default.
+    expect(page).toMatch(/Public job pages<\/label> <span class="source source-default">/);
+  });
+
+  it("rejects invalid values with an error next to each field, keeping what was typed", async () => {
+    const client = as("alice");
+    const stored = (await getRepository(h.db.pool, privateApp.id))?.settings;
+    const csrf = Client.csrf(await (await client.get("/settings/acme/private-app")).text());
+    const res = await client.post("/settings/acme/private-app", {
+      csrf,
+      label: "ok",
+      maxSteps: "0",
+      maxCostUsd: "-3",
+      allowedUsers: "carol\nnot a user!",
+      "network.allow": "http://example.com/path",
+    });
+    expect(res.status).toBe(422);
+    const page = await res.text();
+    expect(page).toContain('<p class="error" id="f-maxSteps-error">Must be at least 1.</p>');
+    expect(page).toContain('<p class="error" id="f-maxCostUsd-error">Must be greater than 0.</p>');
+    expect(page).toMatch(/id="f-allowedUsers-error">“not a user!”: must be a GitHub user name/);
+    expect(page).toMatch(/id="f-network-allow-error">“http:\/\/example.com\/path”: must be a host name/);
+    expect(page).toMatch(/id="f-maxSteps" name="maxSteps" aria-describedby="f-maxSteps-hint f-maxSteps-error" aria-invalid="true"/);
+    expect(page).toContain('value="-3"');
+    expect(page).toContain('<a href="#f-maxSteps">Max steps per job: Must be at least 1.</a>');
+    expect((await getRepository(h.db.pool, privateApp.id))?.settings).toEqual(stored);
+  });
+
+  it("refuses a form without the session's CSRF token", async () => {
+    const stored = (await getRepository(h.db.pool, privateApp.id))?.settings;
+    const missing = await as("alice").post("/settings/acme/private-app", { label: "csrf" });
+    expect(missing.status).toBe(403);
+    const othersToken = Client.csrf(await (await as("bob").get("/")).text());
+    const wrong = await as("alice").post("/settings/acme/private-app", {
+      csrf: othersToken,
+      label: "csrf",
+    });
+    expect(wrong.status).toBe(403);
+    const json = await as("alice").request("/settings/acme/private-app", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ label: "csrf" }),
+    });
+    expect(json.status).toBe(415);
+    expect((await getRepository(h.db.pool, privateApp.id))?.settings).toEqual(stored);
+  });
+
+  it("shows the repo file's values winning over the page's", async () => {
+    publicLib.configFile = "label: from-file\nmaxSteps: 7\n";
+    await setRepositorySettings(h.db.pool, publicLib.id, { label: "from-page", maxCostUsd: 1 });
+    const page = await (await as("alice").get("/settings/acme/public-lib")).text();
+    expect(page).toMatch(/Trigger label <span class="source source-file">from .github\/vmpilot.yml/);
+    expect(page).toMatch(/sets this to <strong>from-file<\/strong>,\s*which takes precedence/);
+    expect(page).toMatch(/Max cost per job \(USD\) <span class="source source-page">/);
+    expect(page).toMatch(/Model <span class="source source-default">/);
+  });
+
+  it("says when the repo file is invalid, naming the key", async () => {
+    publicLib.configFile = "label: x\nmaxStep: 7\n";
+    const page = await (await as("alice").get("/settings/acme/public-lib")).text();
+    expect(page).toContain("is invalid and is ignored until it is fixed: maxStep: unknown key");
+    delete publicLib.configFile;
+  });
+});
+
+describe("/jobs", () => {
+  let privateJob: Job;
+  let publicJob: Job;
+  let openJob: Job;
+
+  beforeAll(async () => {
+    privateJob = await h.addJob(privateApp, {
+      status: "succeeded",
+      prNumber: 42,
+      costUsd: 0.1234,
+      startedAt: new Date(Date.now() - 90_000),
+      finishedAt: new Date(),
+      usage: { inputTokens: 1000, outputTokens: 200, cacheReadInputTokens: 5000 },
+    });
+    publicJob = await h.addJob(publicLib, { status: "failed", error: "token ghs_abcdefghijklmnopqrstuvwxyz0123 leaked" });
+    openJob = await h.addJob(publicOpen, { status: "succeeded" });
+    await h.addEvent(privateJob, "acknowledged", { message: "vmpilot is on it" });
+    await h.addEvent(privateJob, "step_started", { step: 1 });
+    await h.addEvent(privateJob, "text", { step: 1, text: "Let me look. <script>alert(1)</script>" });
+    await h.addEvent(privateJob, "tool_call", {
+      step: 1,
+      id: "t1",
+      name: "bash",
+      input: { command: "cat <img src=x onerror=alert(1)>" },
+    });
+    await h.addEvent(privateJob, "tool_result", {
+      step: 1,
+      id: "t1",
+      name: "bash",
+      isError: false,
+      output: "GH_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789\nok",
+      durationMs: 1500,
+    });
+    await h.addEvent(privateJob, "tool_call", {
+      step: 1,
+      id: "t2",
+      name: "str_replace_based_edit_tool",
+      input: { command: "str_replace", path: "src/a.ts", old_str: "const a = 1;\n", new_str: "const a = 2;\n" },
+    });
+    await h.addEvent(privateJob, "usage", {
+      step: 1,
+      turn: { inputTokens: 1000, outputTokens: 200, cacheReadInputTokens: 5000, cacheCreationInputTokens: 0, costUsd: 0.1234 },
+      totals: { costUsd: 0.1234 },
+    });
+  });
+
+  it("lists a reader's jobs per repository with status, trigger, requester, links and cost", async () => {
+    const page = await (await as("carol").get("/jobs")).text();
+    expect(page).toContain("acme/private-app");
+    expect(page).toContain(`<a href="/jobs/${privateJob.id}">#${privateJob.id}</a>`);
+    expect(page).toContain('class="status status-succeeded">succeeded');
+    expect(page).toContain(`href="${h.github.webUrl}/acme/private-app/pull/42"`);
+    expect(page).toContain(`href="${h.github.webUrl}/acme/private-app/issues/${privateJob.number}"`);
+    expect(page).toContain("$0.1234");
+    expect(page).toMatch(/1 min 30 s|1 min 29 s|1 min 31 s/);
+    expect(page).not.toContain("acme/public-lib"); // carol has no explicit access there
+  });
+
+  it("shows a reader the session log: escaped text, redacted output, commands and diffs", async () => {
+    const res = await as("carol").get(`/jobs/${privateJob.id}`);
+    expect(res.status).toBe(200);
+    const page = await res.text();
+    expect(page).toContain("Let me look. &lt;script&gt;alert(1)&lt;/script&gt;");
+    expect(page).not.toContain("<script>alert");
+    expect(page).toContain("cat &lt;img src=x onerror=alert(1)&gt;");
+    expect(page).toContain("GH_TOKEN=[REDACTED]");
+    expect(page).not.toContain("ghp_abc");
+    expect(page).toMatch(/<details><summary>Output of bash \(2 lines, 1.5 s\)<\/summary>/);
+    expect(page).toContain('<span class="del">- const a = 1;</span><span class="add">+ const a = 2;</span>');
+    expect(page).toContain("Tokens: 1,000 in, 200 out, 5,000 cache · cost $0.1234");
+    expect(page).toContain("<strong>Acknowledged</strong>");
+    expect(page).not.toContain("/static/live.js"); // finished: nothing to stream
+  });
+
+  it("gives a stranger 404 on a private repository's job, signed in or not", async () => {
+    expect((await as("dave").get(`/jobs/${privateJob.id}`)).status).toBe(404);
+    expect((await new Client(h.url).get(`/jobs/${privateJob.id}`)).status).toBe(404);
+    expect((await new Client(h.url).get(`/jobs/${privateJob.id}/events`)).status).toBe(404);
+    expect((await as("dave").get("/jobs/987654")).status).toBe(404);
+  });
+
+  it("shows public repositories' jobs to visitors only when publicJobs is on", async () => {
+    expect((await new Client(h.url).get(`/jobs/${publicJob.id}`)).status).toBe(404);
+    const open = await new Client(h.url).get(`/jobs/${openJob.id}`);
+    expect(open.status).toBe(200);
+    // Anyone signed in can read a public repository on GitHub, so they see its jobs.
+    const page = await (await as("dave").get(`/jobs/${publicJob.id}`)).text();
+    expect(page).toContain("token [REDACTED] leaked");
+  });
+
+  it("streams new steps of a running job as Server-Sent Events until it finishes", async () => {
+    const running = await h.addJob(privateApp, { status: "running", startedAt: new Date() });
+    const first = await h.addEvent(running, "step_started", { step: 1 });
+    const page = await (await as("carol").get(`/jobs/${running.id}`)).text();
+    expect(page).toContain('<script src="/static/live.js" defer></script>');
+    expect(page).toContain(`data-after="${first}" data-live="true"`);
+
+    const res = await as("carol").get(`/jobs/${running.id}/events?after=${first}`);
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const stream = readEvents(res);
+    const second = await h.addEvent(running, "text", { step: 1, text: "Working\non it" });
+    const step = await stream.next("step");
+    expect(step.id).toBe(String(second));
+    expect(step.data).toContain(`<li id="ev-${second}" class="text">`);
+    expect(step.data).toContain("Working\non it");
+    await h.addEvent(running, "finished", { reason: "end_turn", steps: 1, finalText: "Done" });
+    await updateJob(h.db.pool, running.id, { status: "succeeded" });
+    expect((await stream.next("step")).data).toContain("<strong>Finished</strong>");
+    expect((await stream.next("status")).data).toBe("succeeded");
+    expect((await stream.next("end")).data).toBe("succeeded");
+  });
+
+  it("resumes a stream after the Last-Event-ID the browser sends", async () => {
+    const running = await h.addJob(privateApp, { status: "running" });
+    const a = await h.addEvent(running, "text", { text: "a" });
+    const b = await h.addEvent(running, "text", { text: "b" });
+    await updateJob(h.db.pool, running.id, { status: "cancelled" });
+    const res = await as("carol").get(`/jobs/${running.id}/events?after=0`, {
+      "last-event-id": String(a),
+    });
+    const stream = readEvents(res);
+    expect((await stream.next("step")).id).toBe(String(b));
+    expect((await stream.next("end")).data).toBe("cancelled");
+  });
+});
+
+describe("/usage", () => {
+  it("shows tokens and cost per repository per day, with a chart", async () => {
+    const page = await (await as("alice").get("/usage")).text();
+    const today = new Date().toISOString().slice(0, 10);
+    expect(page).toContain("<svg");
+    expect(page).toMatch(/<rect [^>]*class="bar"><title>[0-9-]+: \$[0-9.]+<\/title><\/rect>/);
+    expect(page).toMatch(
+      new RegExp(`<td>${today}</td><td><a href="/jobs\\?repo=acme/private-app">acme/private-app</a></td>\\s*<td class="num">\\d+</td><td class="num">1,000</td><td class="num">200</td>`),
+    );
+    expect(page).toContain("$0.1234");
+  });
+
+  it("leaves out repositories the user cannot read", async () => {
+    const page = await (await as("dave").get("/usage")).text();
+    expect(page).toContain("No jobs in the last 30 days.");
+  });
+});
+
+/** Reads an SSE response event by event. */
+function readEvents(res: Response) {
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  return {
+    async next(type: string): Promise<{ id?: string; data: string }> {
+      for (;;) {
+        const end = buffer.indexOf("\n\n");
+        if (end >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const lines = block.split("\n");
+          const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
+          if (event !== type) continue;
+          const id = lines.find((l) => l.startsWith("id: "))?.slice(4);
+          const data = lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+          return { id, data };
+        }
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before a ${type} event`);
+        buffer += decoder.decode(value, { stream: true });
+      }
+    },
+  };
+}

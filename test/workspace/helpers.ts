@@ -1,0 +1,43 @@
+import { readdir, readFile } from "node:fs/promises";
+
+/** A process that has exited but not been reaped is dead for our purposes. */
+export async function isAlive(pid: number): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** Pids of live processes whose command line contains `token`. */
+export async function processesWith(token: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.includes(token) && (await isAlive(Number(entry)))) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** SIGKILL is delivered at once but dying takes a moment; wait for it, bounded. */
+export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 3000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return check();
+}
+
+/** A pino-shaped logger that records what it was given. */
+export function recordingLogger() {
+  const lines: { level: string; args: unknown[] }[] = [];
+  const log =
+    (level: string) =>
+    (...args: unknown[]) => {
+      lines.push({ level, args });
+    };
+  return { lines, warn: log("warn"), info: log("info"), debug: log("debug") };
+}
