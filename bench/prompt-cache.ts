@@ -10,6 +10,7 @@ import { buildSystemPrompt } from "../src/agent/prompt.ts";
 import { makeRepo } from "../test/agent/setup.ts";
 import {
   type FakeStep,
+  PromptCache,
   startAnthropicFake,
   text,
   toolUse,
@@ -98,9 +99,23 @@ try {
   const read = fake.usages.reduce((sum, u) => sum + u.cache_read_input_tokens, 0);
   const written = fake.usages.reduce((sum, u) => sum + u.cache_creation_input_tokens, 0);
   const share = read / total;
+  // The same requests with breakpoints only on tools and system: what the moving breakpoints buy.
+  const staticOnly = new PromptCache(1024);
+  let staticRead = 0;
+  for (const { body } of fake.requests) {
+    const messages = JSON.parse(JSON.stringify(body.messages), (key, value) =>
+      key === "cache_control" ? undefined : value,
+    );
+    staticRead += staticOnly.account({ ...body, messages }).cache_read_input_tokens;
+  }
   console.log(`prompt-cache: ${fake.usages.length} turns, ${total} input tokens`);
   console.log(
     `  read from cache ${read} (${(share * 100).toFixed(1)} %), written ${written}, uncached ${total - read - written}`,
+  );
+  const first = fake.requests[0]?.body;
+  const prefix = Math.ceil(JSON.stringify([first.tools, first.system]).length / 4);
+  console.log(
+    `  with breakpoints on tools and system only (a ~${prefix}-token prefix; 1,024 minimum), it would be ${((staticRead / total) * 100).toFixed(1)} %`,
   );
   console.log(
     `  cost $${result.usage.costUsd.toFixed(4)} on claude-sonnet-5-5, loop wall time ${ms.toFixed(0)} ms`,

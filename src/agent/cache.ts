@@ -11,7 +11,7 @@ export const MAX_BREAKPOINTS = 4;
 export interface CacheableRequest {
   tools: Anthropic.ToolUnion[];
   system: string;
-  messages: MessageParam[];
+  messages: readonly MessageParam[];
 }
 
 export interface CachedRequest {

@@ -12,23 +12,19 @@ import {
 } from "./compaction.ts";
 import { AgentFailure, describeError } from "./errors.ts";
 import type { AgentEvent, AgentEventListener, FailureCode, FinishReason } from "./events.ts";
+import { type AgentLimits, limitReached, remainingMs } from "./limits.ts";
 import { type ClientOptions, callModel, createClient } from "./model-call.ts";
 import type { Plugin } from "./plugins.ts";
 import type { BashToolOptions } from "./tools/bash.ts";
 import type { EditorOptions } from "./tools/editor.ts";
+import { runToolCalls } from "./tools/run-calls.ts";
 import { buildToolset } from "./tools/toolset.ts";
 import type { AgentTool } from "./tools/types.ts";
+import { mergeUserTurns } from "./turns.ts";
 import { addUsage, emptyUsage, promptTokens, turnUsage, type UsageTotals } from "./usage.ts";
 
 type MessageParam = Anthropic.MessageParam;
 type ContentBlock = Anthropic.ContentBlock;
-
-export interface AgentLimits {
-  /** Model requests; default 200. */
-  maxSteps?: number;
-  maxWallTimeMs?: number;
-  maxCostUsd?: number;
-}
 
 export interface RunAgentOptions {
   workspace: Workspace;
@@ -78,7 +74,6 @@ export interface AgentResult {
 }
 
 const DEFAULT_MAX_TOKENS = 16_000;
-const DEFAULT_MAX_STEPS = 200;
 /** Times in a row a reply may be cut off at max_tokens before the run fails. */
 const MAX_CUTOFFS = 3;
 /** Times the loop sends the model back to work because a plugin's finish check failed. */
@@ -141,7 +136,13 @@ class AgentRun {
         );
       }
       for (;;) {
-        const limit = this.#limitReached();
+        const limit = limitReached(this.#o.limits ?? {}, {
+          steps: this.#steps,
+          startedAt: this.#started,
+          costUsd: this.#usage.costUsd,
+          priceKnown: this.#model.known,
+          cancelled: this.#o.signal?.aborted ?? false,
+        });
         if (limit) return this.#finish(limit.reason, limit.detail);
         await this.#compactIfNeeded();
         this.#steps++;
@@ -211,15 +212,11 @@ class AgentRun {
       );
     }
     if (message.stop_reason === "model_context_window_exceeded") this.#forceCompaction = true;
-    if (message.content.length > 0) await this.#appendAssistant(message.content);
+    await this.#appendAssistant(message.content);
     const last = message.content.at(-1);
-    const cutTool = last?.type === "tool_use" ? last.id : undefined;
-    const reply: Anthropic.ContentBlockParam[] = await this.#runTools(
-      message.content,
-      cutTool,
-      limit,
-    );
-    if (!cutTool) {
+    const cutOff = last?.type === "tool_use" ? { id: last.id, limit } : undefined;
+    const reply: Anthropic.ContentBlockParam[] = await this.#runTools(message.content, cutOff);
+    if (!cutOff) {
       reply.push({
         type: "text",
         text: `Your reply was cut off by ${limit}. Continue exactly where you stopped.`,
@@ -228,66 +225,15 @@ class AgentRun {
     await this.#append({ role: "user", content: reply });
   }
 
-  async #runTools(
-    content: ContentBlock[],
-    cutOffId?: string,
-    limit?: string,
-  ): Promise<Anthropic.ToolResultBlockParam[]> {
-    const results: Anthropic.ToolResultBlockParam[] = [];
-    for (const block of content) {
-      if (block.type !== "tool_use") continue;
-      this.#emit({
-        type: "tool_call",
-        step: this.#steps,
-        id: block.id,
-        name: block.name,
-        input: block.input,
-      });
-      const started = Date.now();
-      const outcome =
-        block.id === cutOffId
-          ? {
-              content: `This tool call was cut off by ${limit} before its input was complete, so it was not run. Send it again with a smaller input (for example, write a large file in several steps).`,
-              isError: true,
-            }
-          : await this.#runTool(block);
-      this.#emit({
-        type: "tool_result",
-        step: this.#steps,
-        id: block.id,
-        name: block.name,
-        isError: outcome.isError,
-        output: outcome.content,
-        ...(outcome.log !== undefined && { log: outcome.log }),
-        durationMs: Date.now() - started,
-      });
-      results.push({
-        type: "tool_result",
-        tool_use_id: block.id,
-        content: outcome.content,
-        ...(outcome.isError && { is_error: true }),
-      });
-    }
-    return results;
-  }
-
-  async #runTool(
-    block: Anthropic.ToolUseBlock,
-  ): Promise<{ content: string; isError: boolean; log?: string }> {
-    const tool = this.#tools.find((t) => t.name === block.name);
-    if (!tool) return { content: `Unknown tool ${block.name}.`, isError: true };
-    const remainingMs = this.#remainingMs();
-    if (this.#o.signal?.aborted || remainingMs <= 0) {
-      return { content: "Not run: the run was stopped (cancelled or out of time).", isError: true };
-    }
-    try {
-      return await tool.run(block.input, { signal: this.#o.signal, remainingMs });
-    } catch (error) {
-      return {
-        content: `${block.name} failed: ${error instanceof Error ? error.message : String(error)}`,
-        isError: true,
-      };
-    }
+  #runTools(content: ContentBlock[], cutOff?: { id: string; limit: string }) {
+    return runToolCalls(content, {
+      tools: this.#tools,
+      step: this.#steps,
+      signal: this.#o.signal,
+      remainingMs: () => remainingMs(this.#o.limits ?? {}, this.#started),
+      emit: (event) => this.#emit(event),
+      cutOff,
+    });
   }
 
   #unmetFinishCheck(): string | undefined {
@@ -305,7 +251,7 @@ class AgentRun {
     const cached = withCacheBreakpoints({
       tools: this.#tools.map((t) => t.definition),
       system: this.#o.system,
-      messages,
+      messages: mergeUserTurns(messages),
     });
     const message = await callModel(
       this.#client,
@@ -406,36 +352,9 @@ class AgentRun {
     });
   }
 
-  #remainingMs(): number {
-    const max = this.#o.limits?.maxWallTimeMs ?? Number.POSITIVE_INFINITY;
-    return max - (Date.now() - this.#started);
-  }
-
-  #limitReached(): { reason: FinishReason; detail: string } | undefined {
-    const limits = this.#o.limits ?? {};
-    const maxSteps = limits.maxSteps ?? DEFAULT_MAX_STEPS;
-    if (this.#o.signal?.aborted) return { reason: "cancelled", detail: "The run was cancelled." };
-    if (this.#steps >= maxSteps)
-      return {
-        reason: "max_steps",
-        detail: `Stopped after ${this.#steps} steps (limit ${maxSteps}).`,
-      };
-    if (this.#remainingMs() <= 0) {
-      return {
-        reason: "max_wall_time",
-        detail: `Stopped after ${Math.round((Date.now() - this.#started) / 1000)} s (limit ${Math.round((limits.maxWallTimeMs ?? 0) / 1000)} s).`,
-      };
-    }
-    if (limits.maxCostUsd !== undefined && this.#usage.costUsd >= limits.maxCostUsd) {
-      return {
-        reason: "max_cost",
-        detail: `Stopped at $${this.#usage.costUsd.toFixed(4)}, over the $${limits.maxCostUsd.toFixed(2)} limit${this.#model.known ? "" : " (fallback prices: the model is not in the price table)"}.`,
-      };
-    }
-    return undefined;
-  }
-
   async #appendAssistant(content: ContentBlock[]): Promise<void> {
+    // An empty assistant turn is only valid last; the API merges the user turns around it.
+    if (content.length === 0) return;
     const text = textOf(content);
     if (text) this.#finalText = text;
     // Response blocks are valid request blocks; drop the fields only responses carry.

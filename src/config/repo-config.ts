@@ -215,10 +215,8 @@ function setSetting(target: RepoSettings, key: SettingKey, value: unknown): void
 
 /** JSON Schema of `.github/vmpilot.yml`, committed as schema/vmpilot.schema.json for editors. */
 export function repoConfigJsonSchema(): Record<string, unknown> {
-  return {
-    title: "vmpilot repository configuration (.github/vmpilot.yml)",
-    ...z.toJSONSchema(repoConfigSchema, { target: "draft-2020-12", io: "input" }),
-  };
+  const schema = z.toJSONSchema(repoConfigSchema, { target: "draft-2020-12", io: "input" });
+  return { $schema: schema.$schema, title: "vmpilot repository configuration", ...schema };
 }
 
 function formatPath(path: readonly PropertyKey[]): string {

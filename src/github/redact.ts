@@ -19,7 +19,7 @@ const PATTERNS: readonly RegExp[] = [
   // JSON Web Tokens (header.payload.signature, header and payload are base64url JSON).
   /\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g,
   // Authorization headers and bearer credentials in any rendering (HTTP, JSON, curl).
-  /(?<=\bauthorization["']?\s{0,5}[:=]\s{0,5}["']?(?:(?:bearer|token|basic)\s{1,5})?)[^\s"',;]{4,}/gi,
+  /(?<=\bauthorization["']?\s{0,5}[:=]\s{0,5}["']?(?:(?:bearer|token|basic)\s{1,5})?)(?!(?:bearer|token|basic)\s)[^\s"',;]{4,}/gi,
   /(?<=\bbearer\s{1,5})[A-Za-z0-9._~+/=-]{8,}/gi,
   // Passwords in URLs: scheme://user:password@host.
   /(?<=\b[a-z][a-z0-9+.-]{0,20}:\/\/[^\s/:@]{1,200}:)[^\s/@]{1,500}(?=@)/gi,

@@ -25,14 +25,13 @@ const HIDDEN_ATTRIBUTE =
   /\s(?:alt|title|aria-[a-z]{1,20}|data-[\w-]{1,50}|placeholder|value|hidden)(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]+))?/gi;
 
 // ![alt](url): the alt text is not shown inline.
-const IMAGE_ALT = /!\[[^\]\n]{0,2000}\]\(/g;
+const IMAGE_ALT = /!\[[^[\]\n]*\]\(/g;
 // [text](url "title"), 'title' or (title): titles only show on hover.
 const LINK_TITLE =
-  /(\]\([^\s)]{0,2000})[ \t]{1,20}(?:"[^"\n]{0,2000}"|'[^'\n]{0,2000}'|\([^)\n]{0,2000}\))(?=\))/g;
+  /(\]\([^\s()[\]]*)[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\([^()\n]*\))(?=\))/g;
 // Reference definitions render nothing; `[//]: # (text)` is the classic markdown comment.
-const LINK_DEFINITION = /^ {0,3}\[[^\]\n]{1,999}\]:[^\n]*$/gm;
+const LINK_DEFINITION = /^ {0,3}\[[^[\]\n]+\]:[^\n]*$/gm;
 
-const TRAILING_SPACE = /[ \t]+$/gm;
 const BLANK_RUNS = /\n{3,}/g;
 
 function decodeEntity(_match: string, code: string): string {
@@ -67,7 +66,9 @@ export function sanitize(text: string): string {
     .replace(IMAGE_ALT, "![](")
     .replace(LINK_TITLE, "$1")
     .replace(LINK_DEFINITION, "")
-    .replace(TRAILING_SPACE, "")
+    .split("\n")
+    .map((line) => line.trimEnd())
+    .join("\n")
     .replace(BLANK_RUNS, "\n\n")
     .trim();
 }

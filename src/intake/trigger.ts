@@ -155,7 +155,7 @@ function mentionTrigger(lines: string[], at: { line: number; start: number; end:
   // "Could you look at this, @bot?" carries its instruction before the mention.
   const instruction = /[\p{L}\p{N}]/u.test(after)
     ? after
-    : joinText([...lines.slice(0, at.line), line.slice(0, at.start)].join("\n"), after);
+    : [...lines.slice(0, at.line), line.slice(0, at.start)].join("\n").trim();
   const word = /^([A-Za-z]+)[:,.!]?(?=\s|$)/.exec(instruction);
   const name = word?.[1]?.toLowerCase() ?? "";
   if (word && VERB_SET.has(name)) {

@@ -1,5 +1,6 @@
 import { type Job as BossJob, type JobWithMetadata, PgBoss } from "pg-boss";
 import type { Database } from "../store/database.ts";
+import { appendJobEvent } from "../store/job-events.ts";
 import {
   type CancelOutcome,
   finishJob,
@@ -9,7 +10,6 @@ import {
   requestJobCancel,
   startJobAttempt,
 } from "../store/job-lifecycle.ts";
-import { appendJobEvent } from "../store/job-events.ts";
 import { type Logger, silentLogger } from "../store/logger.ts";
 import type { Queryable } from "../store/sql.ts";
 import { watchCancellations } from "./cancel-watch.ts";
@@ -49,7 +49,7 @@ export interface QueueOptions {
   concurrency?: number;
   /** Retries after the first attempt. Default 2. */
   retryLimit?: number;
-  /** Seconds before a retry; doubled per retry with backoff. Default 10. */
+  /** Whole seconds before a retry; doubled per retry with backoff. Default 10. */
   retryDelay?: number;
   retryBackoff?: boolean;
   /** Cap on the backoff delay, seconds. Default 600. */
@@ -159,21 +159,27 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     async start() {
       await boss.start();
       await boss.createQueue(DEAD_QUEUE, { retryLimit: 5, retryDelay: 5, retryBackoff: true });
+      const retryBackoff = options.retryBackoff ?? true;
       const settings = {
         retryLimit,
         retryDelay: options.retryDelay ?? 10,
-        retryBackoff: options.retryBackoff ?? true,
-        retryDelayMax: options.retryDelayMax ?? 600,
+        retryBackoff,
         expireInSeconds: options.expireInSeconds ?? 3600,
         heartbeatSeconds: options.heartbeatSeconds ?? 30,
         deadLetter: DEAD_QUEUE,
       };
+      // pg-boss rejects a backoff cap, even an undefined one, on a queue without backoff.
+      const cap = retryBackoff ? { retryDelayMax: options.retryDelayMax ?? 600 } : {};
       // key_strict_fifo: one active job per key, enforced by a unique index, so workers in other
       // processes cannot both claim a chat; later jobs of the chat wait their turn without
       // spending retries.
-      await boss.createQueue(JOB_QUEUE, { policy: "key_strict_fifo", ...settings });
+      await boss.createQueue(JOB_QUEUE, { policy: "key_strict_fifo", ...settings, ...cap });
       // Settings may have changed since the queue was created.
-      await boss.updateQueue(JOB_QUEUE, settings);
+      await boss.updateQueue(JOB_QUEUE, { ...settings, retryDelayMax: null, ...cap });
+      // send() looks the queue up in pg-boss's cache, on pg-boss's own pool when it is not cached.
+      // Inside a caller's transaction on the embedded database that lookup would wait for the
+      // transaction it is part of, so fill the cache now (this call goes through it).
+      await boss.getBlockedKeys(JOB_QUEUE);
       started = true;
     },
 

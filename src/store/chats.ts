@@ -78,7 +78,12 @@ export async function findOrCreateChat(
   const { rows } = await db.query<ChatRow>(
     `INSERT INTO chats (repository_id, number, kind, pr_number) VALUES ($1, $2, $3, $4)
      ON CONFLICT (repository_id, number) DO NOTHING RETURNING *`,
-    [input.repositoryId, input.number, input.kind, input.kind === "pull_request" ? input.number : null],
+    [
+      input.repositoryId,
+      input.number,
+      input.kind,
+      input.kind === "pull_request" ? input.number : null,
+    ],
   );
   if (rows[0]) return toChat(rows[0]);
   // Another request created it between our lookup and insert.

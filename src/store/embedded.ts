@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import { lockDataDir } from "./data-dir-lock.ts";
 
 // pg pools for the app and pg-boss, per process, plus a second process in tests; the socket server
 // queues queries from all of them onto PGlite's single backend.
@@ -18,11 +19,19 @@ export interface EmbeddedPostgres {
  */
 export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPostgres> {
   let pgliteDir: string | undefined;
+  let unlock = async () => {};
   if (dataDir !== "memory://") {
     pgliteDir = join(dataDir, "pglite");
     await mkdir(pgliteDir, { recursive: true });
+    unlock = await lockDataDir(dataDir);
   }
-  const pglite = await PGlite.create(pgliteDir);
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create(pgliteDir);
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
   const server = new PGLiteSocketServer({
     db: pglite,
     host: "127.0.0.1",
@@ -33,6 +42,7 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
     await server.start();
   } catch (error) {
     await pglite.close();
+    await unlock();
     throw error;
   }
   return {
@@ -40,6 +50,7 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
     async stop() {
       await server.stop();
       await pglite.close();
+      await unlock();
     },
   };
 }

@@ -56,7 +56,7 @@ export async function canViewJob(
   if (!facts.isPublic) return false;
   const repository = await getRepository(web.pool, job.repositoryId);
   const page = pageSettings(repository?.settings);
-  const resolved = resolveSettings({ defaults: web.config.defaults, page, file: facts.file });
+  const resolved = resolveSettings({ defaults: web.defaults, page, file: facts.file });
   return resolved.values.publicJobs;
 }
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type pg from "pg";
-import type { RepoConfig, RepoSettings } from "../config/repo-config.ts";
+import { defaults, type RepoConfig, type RepoSettings } from "../config/repo-config.ts";
 import type { Logger } from "../store/logger.ts";
 import { TtlCache } from "./cache.ts";
 import { GitHubUserApi } from "./github-user.ts";
@@ -55,10 +55,19 @@ export class WebServices {
   readonly publicFacts = new TtlCache<{ isPublic: boolean; file: RepoConfig | null }>(5 * 60_000);
 
   constructor(deps: WebDeps) {
+    // It signs sessions and derives the token encryption key: guessable means forgeable.
+    if (deps.config.sessionSecret.length < 32) {
+      throw new Error("the web session secret (SESSION_SECRET) must be at least 32 characters");
+    }
     this.config = deps.config;
     this.pool = deps.db.pool;
     this.logger = deps.logger;
     this.jar = new CookieJar(deps.config.sessionSecret, deps.config.publicUrl.startsWith("https:"));
+  }
+
+  /** The lowest layer of every repository's settings. */
+  get defaults(): RepoSettings {
+    return this.config.defaults ?? defaults;
   }
 
   /** GitHub as the signed-in user, or anonymously without a session. */

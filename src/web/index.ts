@@ -122,7 +122,8 @@ function handleError(web: WebServices, ctx: RequestContext, error: unknown): voi
   if (error instanceof SignInRequired || error instanceof GitHubAuthError) {
     const next = encodeURIComponent(ctx.url.pathname + ctx.url.search);
     // A revoked or expired token ends the session.
-    const clear = error instanceof GitHubAuthError ? { "set-cookie": web.jar.clearSession() } : {};
+    const clear: Record<string, string> =
+      error instanceof GitHubAuthError ? { "set-cookie": web.jar.clearSession() } : {};
     redirect(ctx.res, `/login?next=${next}`, clear);
     return;
   }

@@ -1,9 +1,9 @@
 import { type JobEvent, listJobEvents } from "../store/job-events.ts";
 import { getJob, type Job, listJobs } from "../store/jobs.ts";
 import { canViewJob, readableRepos } from "./access.ts";
+import { requireSession } from "./auth.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import { type Html, html } from "./html.ts";
-import { requireSession } from "./auth.ts";
 import { HttpError, send } from "./http.ts";
 import { jobPage, jobsTable } from "./jobs-view.ts";
 import { page } from "./layout.ts";

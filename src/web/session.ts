@@ -78,12 +78,15 @@ export class CookieJar {
     return serializeCookie(this.sessionName, "", { maxAgeSeconds: 0, secure: this.#secure });
   }
 
-  readState(req: IncomingMessage): OAuthState | null {
-    return this.#read<OAuthState>(req, this.stateName);
+  readState(req: IncomingMessage, now = Date.now()): OAuthState | null {
+    const payload = this.#read<OAuthState & { exp: number }>(req, this.stateName);
+    if (!payload || payload.exp * 1000 <= now) return null;
+    return { state: payload.state, next: payload.next };
   }
 
-  stateCookie(state: OAuthState): string {
-    return this.#write(this.stateName, state, STATE_SECONDS);
+  stateCookie(state: OAuthState, now = Date.now()): string {
+    const exp = Math.floor(now / 1000) + STATE_SECONDS;
+    return this.#write(this.stateName, { ...state, exp }, STATE_SECONDS);
   }
 
   clearState(): string {

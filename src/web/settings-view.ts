@@ -90,8 +90,9 @@ function field(view: SettingsView, key: SettingKey): Html {
   const common = html`id="${id}" name="${key}" aria-describedby="${describedBy}" ${errors.length ? html`aria-invalid="true"` : ""}`;
   const value = view.values[key];
   const source = html`<span class="source source-${view.sources[key]}">${SOURCE_TEXT[view.sources[key]]}</span>`;
-  const after = html`<p class="hint" id="${id}-hint">${describeSetting(key)} ${LINE_HINTS[key] ?? ""}</p>
-${errors.length ? html`<p class="error" id="${id}-error">${errors.join(" ")}</p>` : ""}
+  const after = html`${errors.length ? html`<p class="error" id="${id}-error">${errors.join(" ")}</p>` : ""}
+<p class="hint" id="${id}-hint">${describeSetting(key)} ${LINE_HINTS[key] ?? ""}
+(<code>${key}</code> in the file)</p>
 ${fileNote(view, key)}`;
   switch (FIELD_KINDS[key]) {
     case "checkbox":

@@ -1,10 +1,4 @@
-import {
-  defaults as builtInDefaults,
-  parseRepoConfig,
-  type RepoConfig,
-  type RepoSettings,
-  resolveSettings,
-} from "../config/repo-config.ts";
+import { parseRepoConfig, type RepoConfig, resolveSettings } from "../config/repo-config.ts";
 import { getRepository, setRepositorySettings, upsertRepository } from "../store/installations.ts";
 import { administeredRepo, CONFIG_PATH, pageSettings } from "./access.ts";
 import { requireCsrf, requireSession } from "./auth.ts";
@@ -13,6 +7,7 @@ import type { UserRepo } from "./github-user.ts";
 import { html } from "./html.ts";
 import { readForm, redirect, send } from "./http.ts";
 import { page } from "./layout.ts";
+import type { Session } from "./session.ts";
 import {
   configFromValues,
   type FormValues,
@@ -50,10 +45,10 @@ ${
 export async function repoSettings(web: WebServices, ctx: RequestContext): Promise<void> {
   const session = requireSession(ctx);
   const repo = await administeredRepo(web, session, repoName(ctx));
-  const state = await loadState(web, ctx, repo);
-  const resolved = resolveSettings({ defaults: defaults(web), page: state.page, file: state.file });
-  const pageOnly = resolveSettings({ defaults: defaults(web), page: state.page }).values;
-  show(web, ctx, 200, {
+  const state = await loadState(web, session, repo);
+  const resolved = resolveSettings({ defaults: web.defaults, page: state.page, file: state.file });
+  const pageOnly = resolveSettings({ defaults: web.defaults, page: state.page }).values;
+  show(web, ctx, session, 200, {
     ...state,
     repo: repo.fullName,
     values: valuesFromSettings(pageOnly),
@@ -66,18 +61,19 @@ export async function repoSettings(web: WebServices, ctx: RequestContext): Promi
 
 export async function saveRepoSettings(web: WebServices, ctx: RequestContext): Promise<void> {
   const form = await readForm(ctx.req);
-  requireCsrf(ctx.session, form);
-  const repo = await administeredRepo(web, ctx.session, repoName(ctx));
+  const session = ctx.session;
+  requireCsrf(session, form);
+  const repo = await administeredRepo(web, session, repoName(ctx));
   const values: FormValues = valuesFromForm(form);
   const result = configFromValues(values);
   if (!result.ok) {
-    const state = await loadState(web, ctx, repo);
+    const state = await loadState(web, session, repo);
     const { sources } = resolveSettings({
-      defaults: defaults(web),
+      defaults: web.defaults,
       page: state.page,
       file: state.file,
     });
-    show(web, ctx, 422, {
+    show(web, ctx, session, 422, {
       ...state,
       repo: repo.fullName,
       values,
@@ -95,7 +91,7 @@ export async function saveRepoSettings(web: WebServices, ctx: RequestContext): P
       fullName: repo.fullName,
     });
   }
-  await setRepositorySettings(web.pool, repo.id, overridesOf(result.config, defaults(web)));
+  await setRepositorySettings(web.pool, repo.id, overridesOf(result.config, web.defaults));
   redirect(ctx.res, `/settings/${repo.fullName}?saved=1`);
 }
 
@@ -105,13 +101,9 @@ interface StoredState {
   fileError: string | null;
 }
 
-async function loadState(
-  web: WebServices,
-  ctx: RequestContext,
-  repo: UserRepo,
-): Promise<StoredState> {
+async function loadState(web: WebServices, session: Session, repo: UserRepo): Promise<StoredState> {
   const stored = await getRepository(web.pool, repo.id);
-  const text = await web.github(ctx.session).fileText(repo.fullName, CONFIG_PATH);
+  const text = await web.github(session).fileText(repo.fullName, CONFIG_PATH);
   const parsed = text === null ? null : parseRepoConfig(text);
   return {
     page: pageSettings(stored?.settings),
@@ -123,17 +115,12 @@ async function loadState(
 function show(
   web: WebServices,
   ctx: RequestContext,
+  session: Session,
   status: number,
   view: Omit<SettingsView, "session" | "plugins">,
 ): void {
-  const session = ctx.session;
-  if (!session) throw new Error("settings need a session");
   const body = settingsForm({ ...view, session, plugins: web.config.plugins ?? [] });
   send(ctx.res, status, page({ title: `Settings · ${view.repo}`, session, nav: "settings", body }));
-}
-
-function defaults(web: WebServices): RepoSettings {
-  return web.config.defaults ?? builtInDefaults;
 }
 
 function repoName(ctx: RequestContext): string {

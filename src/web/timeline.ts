@@ -82,17 +82,18 @@ function renderToolResult(id: string, d: Record<string, unknown>): Html {
   const duration =
     typeof d.durationMs === "number" ? `, ${(d.durationMs / 1000).toFixed(1)} s` : "";
   return html`<li id="${id}" class="tool-result${d.isError ? " tool-error" : ""}">
-<details><summary>${what} ${str(d.name)} (${lines} lines${duration})</summary>
+<details><summary>${what} ${str(d.name)} (${lines} ${lines === 1 ? "line" : "lines"}${duration})</summary>
 <pre>${redact(output)}${cut ? "\n… cut here on the page" : ""}</pre></details></li>`;
 }
 
 function renderOther(id: string, time: Html, event: JobEvent): Html {
-  const message = event.data.message ?? event.data.detail ?? event.data.reason;
-  const rest = Object.keys(event.data).length
-    ? html`<details><summary>Details</summary><pre>${clean(JSON.stringify(event.data, null, 2))}</pre></details>`
+  const { message, ...rest } = event.data;
+  const details = Object.keys(rest).length
+    ? html`<details><summary>Details</summary><pre>${clean(JSON.stringify(rest, null, 2))}</pre></details>`
     : "";
-  return html`<li id="${id}" class="event">${time} <strong>${humanize(event.type)}</strong>
-    ${message !== undefined ? html`: ${clean(message)}` : ""}${rest}</li>`;
+  return html`<li id="${id}" class="event">${time} <strong>${humanize(event.type)}</strong>${
+    message !== undefined ? html`: ${clean(message)}` : ""
+  }${details}</li>`;
 }
 
 function usageLine(turn: unknown, totals: unknown): string {

@@ -1,8 +1,8 @@
 import { readableRepos } from "./access.ts";
+import { requireSession } from "./auth.ts";
 import { type Bar, barChart } from "./chart.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import { html } from "./html.ts";
-import { requireSession } from "./auth.ts";
 import { send } from "./http.ts";
 import { page } from "./layout.ts";
 import { type UsageRow, usageByDay } from "./queries.ts";
@@ -22,7 +22,7 @@ export async function usagePage(web: WebServices, ctx: RequestContext): Promise<
   const body = html`<h1>Usage</h1>
 <p>Tokens and cost of the last ${DAYS} days (UTC) in the repositories you can read:
 <strong>${usd(total)}</strong> in total.</p>
-${barChart(dailyBars(rows), `Cost per day, all repositories, last ${DAYS} days`)}
+${barChart(dailyBars(rows), `Cost per day, all repositories, last ${DAYS} days`, usd)}
 ${rows.length ? usageTable(rows) : html`<p>No jobs in the last ${DAYS} days.</p>`}`;
   send(ctx.res, 200, page({ title: "Usage", session, nav: "usage", body }));
 }

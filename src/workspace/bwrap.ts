@@ -74,12 +74,6 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     if (type === "dir") args.push("--tmpfs", secret);
     else if (type === "file") args.push("--ro-bind", "/dev/null", secret);
   }
-  for (const path of layout.readOnly) {
-    const real = await realpath(path);
-    if (bound.some((b) => isWithin(b, real))) continue;
-    args.push("--ro-bind", real, real);
-    bound.push(real);
-  }
   args.push(
     // A fresh /proc for the new PID namespace; kernel knobs stay read-only even for uid 0.
     "--proc",
@@ -98,10 +92,15 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     "--bind",
     layout.homeDir,
     SANDBOX_HOME,
-    "--bind",
-    layout.root,
-    layout.root,
   );
+  // After /tmp: these (and the root) may live under the host's /tmp, which the private one covers.
+  for (const path of layout.readOnly) {
+    const real = await realpath(path);
+    if (bound.some((b) => isWithin(b, real))) continue;
+    args.push("--ro-bind", real, real);
+    bound.push(real);
+  }
+  args.push("--bind", layout.root, layout.root);
   bound.push(layout.root);
   if (layout.proxySocket) args.push("--ro-bind", layout.proxySocket, SANDBOX_PROXY_SOCKET);
   for (const path of layout.hidden) {

@@ -18,7 +18,8 @@ import type { Workspace } from "./types.ts";
 
 export interface SandboxWorkspaceOptions {
   logger?: WorkspaceLogger;
-  /** Hosts reachable through the proxy (`host`, `host:port`, `*.domain`). Default: none. */
+  /** Hosts reachable through the proxy (`host`, `host:port`, `*.domain`). Default: none, and
+   * then the sandbox has no network at all (no proxy runs, so nothing is recorded). */
   allowHosts?: readonly string[];
   /** The app's data directory: never visible inside, even if a bound path contains it. */
   dataDir?: string;
@@ -36,14 +37,17 @@ export interface SandboxWorkspaceOptions {
 const PROXY_PORT = 3128;
 
 /**
- * Starts socat to bridge the sandbox's loopback to the proxy socket, waits until it listens
- * (read from /proc/net/tcp, so no stray connection reaches the proxy), then runs the command.
+ * Starts socat to bridge the sandbox's loopback to the proxy socket, waits until it accepts a
+ * connection, then runs the command. Polling with bash's /dev/tcp costs no fork per attempt;
+ * reading /proc/net/tcp instead costs milliseconds per read.
  */
 function bridgeScript(socatPath: string): string {
-  const hexPort = PROXY_PORT.toString(16).toUpperCase().padStart(4, "0");
   return [
     `${socatPath} TCP-LISTEN:${PROXY_PORT},bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:${SANDBOX_PROXY_SOCKET} 2>/dev/null &`,
-    `until grep -q ' 0100007F:${hexPort} 00000000:0000 0A' /proc/net/tcp; do :; done`,
+    `until { exec 3<>/dev/tcp/127.0.0.1/${PROXY_PORT}; } 2>/dev/null; do`,
+    '  kill -0 $! 2>/dev/null || { echo "vmpilot: the sandbox network bridge did not start" >&2; exit 125; }',
+    "done",
+    "exec 3>&-",
     'exec bash -c "$1"',
   ].join("\n");
 }
@@ -99,7 +103,9 @@ export async function createSandboxWorkspace(
   const logger = options.logger ?? defaultLogger();
   const bwrapPath = options.bwrapPath ?? "bwrap";
   const socatPath = options.socatPath ?? "/usr/bin/socat";
-  await requireSocat(socatPath);
+  const allowHosts = options.allowHosts ?? [];
+  const networked = allowHosts.length > 0;
+  if (networked) await requireSocat(socatPath);
 
   const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), "vmpilot-sandbox-")));
   const tmpDir = join(stateDir, "tmp");
@@ -116,18 +122,16 @@ export async function createSandboxWorkspace(
     homeDir,
     readOnly: [NODE_BIN_DIR, ...(await alternates(root)), ...(options.readOnlyPaths ?? [])],
     hidden,
-    proxySocket,
+    proxySocket: networked ? proxySocket : undefined,
   });
 
   // The probe binds the proxy socket, so the proxy starts first.
   await rm(proxySocket, { force: true });
-  const proxy = await startAllowListProxy({
-    socketPath: proxySocket,
-    allowHosts: options.allowHosts ?? [],
-    logger,
-  });
+  const proxy = networked
+    ? await startAllowListProxy({ socketPath: proxySocket, allowHosts, logger })
+    : undefined;
   const release = async () => {
-    await proxy.close();
+    await proxy?.close();
     if (options.stateDir) await rm(proxySocket, { force: true });
     else await rm(stateDir, { recursive: true, force: true });
   };
@@ -138,8 +142,8 @@ export async function createSandboxWorkspace(
     throw error;
   }
 
-  const env = { ...baseEnv(SANDBOX_HOME), ...proxyEnv() };
-  const bridge = bridgeScript(socatPath);
+  const env = networked ? { ...baseEnv(SANDBOX_HOME), ...proxyEnv() } : baseEnv(SANDBOX_HOME);
+  const run = networked ? ["bash", "-c", bridgeScript(socatPath), "vmpilot"] : ["bash", "-c"];
   const lifetime = new AbortController();
 
   return {
@@ -153,14 +157,14 @@ export async function createSandboxWorkspace(
       for (const [name, value] of Object.entries(withExtraEnv(env, opts.env))) {
         args.push("--setenv", name, value);
       }
-      args.push("--chdir", cwd, "bash", "-c", bridge, "vmpilot", command);
+      args.push("--chdir", cwd, ...run, command);
       const signal = opts.signal ? AbortSignal.any([opts.signal, lifetime.signal]) : lifetime.signal;
       return runProcess(
         { file: bwrapPath, args, cwd: root, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
         { timeoutMs: opts.timeoutMs, signal },
       );
     },
-    blockedConnections: () => proxy.blocked(),
+    blockedConnections: () => proxy?.blocked() ?? [],
     async dispose() {
       if (lifetime.signal.aborted) return;
       lifetime.abort();

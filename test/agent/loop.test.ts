@@ -76,13 +76,13 @@ describe("agent loop", () => {
           toolUse("bash", { command: "echo hello && cat README.md" }, "toolu_1"),
         ],
       },
-      { content: [text("All done.")] },
+      { content: [text("All done. ✅ Ünïcödé survives chunking 🚀")] },
     );
     const result = await runAgent(options());
 
     expectScriptUsed();
     expect(result.reason).toBe("end_turn");
-    expect(result.finalText).toBe("All done.");
+    expect(result.finalText).toBe("All done. ✅ Ünïcödé survives chunking 🚀");
     expect(lastMessage(1)).toEqual({
       role: "user",
       content: [
@@ -116,6 +116,26 @@ describe("agent loop", () => {
       isError: false,
       output: "hello\n# Demo",
     });
+  });
+
+  it("honours ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY like the SDK when no client options are given", async () => {
+    await start({ content: [text("ok")] });
+    const saved = { url: process.env.ANTHROPIC_BASE_URL, key: process.env.ANTHROPIC_API_KEY };
+    process.env.ANTHROPIC_BASE_URL = fake.url;
+    process.env.ANTHROPIC_API_KEY = "key-from-env";
+    try {
+      const result = await runAgent(options({ client: undefined }));
+      expect(result.reason).toBe("end_turn");
+      expect(fake.requests[0]?.headers.authorization).toBe("Bearer key-from-env");
+    } finally {
+      for (const [name, value] of [
+        ["ANTHROPIC_BASE_URL", saved.url],
+        ["ANTHROPIC_API_KEY", saved.key],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
   });
 
   it("offers the native tools with their exact types", async () => {
@@ -366,6 +386,23 @@ describe("agent loop", () => {
       content: [{ type: "tool_result", content: "2" }],
     });
     expect(events.at(-1)).toMatchObject({ type: "finished", reason: "max_steps", steps: 2 });
+  });
+
+  it("resumes a run that stopped on its own tool results by merging the user turns", async () => {
+    await start(
+      { content: [toolUse("bash", { command: "echo 1" }, "toolu_a")] },
+      { content: [text("ok")] },
+    );
+    const first = await runAgent(options({ limits: { maxSteps: 1 } }));
+    expect(first.reason).toBe("max_steps");
+    await runAgent(options({ messages: first.messages, instruction: "Carry on." }));
+    expectScriptUsed();
+    const sent = fake.requests[1]?.body.messages;
+    expect(sent.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "user"]);
+    expect(sent[2].content).toEqual([
+      { type: "tool_result", tool_use_id: "toolu_a", content: "1" },
+      { type: "text", text: "Carry on.", cache_control: { type: "ephemeral" } },
+    ]);
   });
 
   it("stops at the cost limit", async () => {

@@ -226,11 +226,12 @@ function sse(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-/** Splits a string into a few pieces, so deltas and socket writes arrive in chunks like the real thing. */
+/** Splits a string into pieces of `size` code points, so deltas arrive in chunks like the real thing. */
 function pieces(value: string, size: number): string[] {
-  if (value.length === 0) return [""];
+  const chars = [...value];
+  if (chars.length === 0) return [""];
   const out: string[] = [];
-  for (let i = 0; i < value.length; i += size) out.push(value.slice(i, i + size));
+  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(""));
   return out;
 }
 
@@ -332,9 +333,11 @@ async function streamMessage(
       sse("message_stop", { type: "message_stop" }),
     );
   }
-  // Cut the byte stream at arbitrary points, not only at event boundaries.
-  for (const chunk of pieces(events.join(""), 97)) {
-    if (!res.write(chunk)) await new Promise((resolve) => res.once("drain", resolve));
+  // Cut the byte stream at arbitrary points, not only at event boundaries (even inside a UTF-8 character).
+  const bytes = Buffer.from(events.join(""), "utf8");
+  for (let i = 0; i < bytes.length; i += 97) {
+    if (!res.write(bytes.subarray(i, i + 97)))
+      await new Promise((resolve) => res.once("drain", resolve));
   }
   res.end();
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { type Database, openDatabase } from "../../src/store/database.ts";
 import { chatKey, findOrCreateChat } from "../../src/store/chats.ts";
+import { type Database, openDatabase } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
 import { insertJob, type Job, type NewJob } from "../../src/store/jobs.ts";
 
@@ -51,7 +51,11 @@ async function openPostgres(adminUrl: string, options?: { migrate?: boolean }): 
   }
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const db = await openDatabase({ databaseUrl: url.toString(), dataDir: "", migrate: options?.migrate });
+  const db = await openDatabase({
+    databaseUrl: url.toString(),
+    dataDir: "",
+    migrate: options?.migrate,
+  });
   return {
     ...db,
     async close() {

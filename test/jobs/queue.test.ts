@@ -49,7 +49,11 @@ describe.each(databases())("queue on $name", (target) => {
     return queue;
   }
 
-  async function enqueue(queue: Queue, chat: { id: number; repositoryId: number; number: number }, key: string) {
+  async function enqueue(
+    queue: Queue,
+    chat: { id: number; repositoryId: number; number: number },
+    key: string,
+  ) {
     return withTransaction(db.pool, async (client) => {
       const job = await insertJob(client, newJob(chat));
       await queue.enqueueJob(client, { jobId: job.id, chatKey: key });
@@ -129,6 +133,7 @@ describe.each(databases())("queue on $name", (target) => {
 
     const events: string[] = [];
     const b1Started = deferred();
+    const a2Done = deferred();
     await queue.work(async ({ jobId }) => {
       events.push(`start ${jobId}`);
       // a1 waits for b1, which was enqueued after a2: were the chat not held, a2 (older) would
@@ -136,11 +141,9 @@ describe.each(databases())("queue on $name", (target) => {
       if (jobId === a1) await b1Started.promise;
       if (jobId === b1) b1Started.resolve();
       events.push(`end ${jobId}`);
+      if (jobId === a2) a2Done.resolve();
     });
-    const done = deferred();
-    const check = setInterval(() => events.includes(`end ${a2}`) && done.resolve(), 50);
-    await done.promise;
-    clearInterval(check);
+    await a2Done.promise;
 
     expect(events.indexOf(`start ${b1}`)).toBeLessThan(events.indexOf(`end ${a1}`));
     expect(events.indexOf(`start ${a2}`)).toBeGreaterThan(events.indexOf(`end ${a1}`));

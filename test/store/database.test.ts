@@ -1,4 +1,6 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -33,6 +35,24 @@ describe("embedded database on disk", () => {
     const { rows: versions } = await second.pool.query("SELECT version FROM schema_migrations");
     expect(versions.length).toBe((await loadMigrations()).length);
     await second.close();
+  });
+
+  it("refuses a second embedded database on the same files while the first runs", async () => {
+    const first = await openDatabase({ dataDir });
+    try {
+      await expect(openDatabase({ dataDir })).rejects.toThrow(/in use by process \d+/);
+    } finally {
+      await first.close();
+    }
+  });
+
+  it("takes over the lock of a process that died", async () => {
+    const child = spawn(process.execPath, ["-e", ""]);
+    await once(child, "exit");
+    await writeFile(join(dataDir, "pglite.lock"), String(child.pid));
+    const db = await openDatabase({ dataDir });
+    expect(await readFile(join(dataDir, "pglite.lock"), "utf8")).toBe(String(process.pid));
+    await db.close();
   });
 });
 

@@ -28,7 +28,11 @@ describe.each(databases())("store records on $name", (target) => {
   });
 
   it("records a delivery id once", async () => {
-    const delivery = { id: "72d3162e-cc78-11e3-81ab-4c9367dc0958", event: "issues", action: "labeled" };
+    const delivery = {
+      id: "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+      event: "issues",
+      action: "labeled",
+    };
     const results = await Promise.all([
       recordDelivery(db.pool, delivery),
       recordDelivery(db.pool, delivery),

@@ -40,7 +40,9 @@ describe("sign-in", () => {
     expect(session).toMatch(/HttpOnly; SameSite=Lax/);
     expect(session).not.toMatch(/Secure/); // http:// public URL
     // The token is encrypted inside the signed cookie: neither it nor its prefix shows.
-    expect(Buffer.from(session?.split("=")[1]?.split(".")[0] ?? "", "base64url").toString()).not.toContain("ghu_");
+    expect(
+      Buffer.from(session?.split("=")[1]?.split(".")[0] ?? "", "base64url").toString(),
+    ).not.toContain("ghu_");
 
     const home = await client.get("/");
     expect(await home.text()).toContain("Signed in as <strong>alice</strong>");

@@ -68,6 +68,14 @@ describe("every page", () => {
     }
   });
 
+  it("never puts the user's GitHub token into a page", async () => {
+    for (const path of ["/", "/settings", "/settings/acme/private-app", "/jobs", "/usage"]) {
+      const res = await as("alice").get(path);
+      expect(res.status).toBe(200);
+      expect(await res.text()).not.toMatch(/ghu_/);
+    }
+  });
+
   it("leaves paths it does not serve to the next handler", async () => {
     const res = await as("alice").get("/api/github/webhooks");
     expect(res.status).toBe(404);
@@ -106,7 +114,9 @@ describe("/settings", () => {
     const res = await as("alice").get("/settings/acme/private-app");
     expect(res.status).toBe(200);
     const page = await res.text();
-    expect(page).toMatch(/<label for="f-label">Trigger label <span class="source source-default">default<\/span>/);
+    expect(page).toMatch(
+      /<label for="f-label">Trigger label <span class="source source-default">default<\/span>/,
+    );
     expect(page).toContain('id="f-label" name="label"');
     expect(page).toContain('value="vmpilot"');
     expect(page).toContain('name="plugins" value="code_review"');
@@ -167,8 +177,12 @@ describe("/settings", () => {
     expect(page).toContain('<p class="error" id="f-maxSteps-error">Must be at least 1.</p>');
     expect(page).toContain('<p class="error" id="f-maxCostUsd-error">Must be greater than 0.</p>');
     expect(page).toMatch(/id="f-allowedUsers-error">“not a user!”: must be a GitHub user name/);
-    expect(page).toMatch(/id="f-network-allow-error">“http:\/\/example.com\/path”: must be a host name/);
-    expect(page).toMatch(/id="f-maxSteps" name="maxSteps" aria-describedby="f-maxSteps-hint f-maxSteps-error" aria-invalid="true"/);
+    expect(page).toMatch(
+      /id="f-network-allow-error">“http:\/\/example.com\/path”: must be a host name/,
+    );
+    expect(page).toMatch(
+      /id="f-maxSteps" name="maxSteps" aria-describedby="f-maxSteps-hint f-maxSteps-error" aria-invalid="true"/,
+    );
     expect(page).toContain('value="-3"');
     expect(page).toContain('<a href="#f-maxSteps">Max steps per job: Must be at least 1.</a>');
     expect((await getRepository(h.db.pool, privateApp.id))?.settings).toEqual(stored);
@@ -197,7 +211,9 @@ describe("/settings", () => {
     publicLib.configFile = "label: from-file\nmaxSteps: 7\n";
     await setRepositorySettings(h.db.pool, publicLib.id, { label: "from-page", maxCostUsd: 1 });
     const page = await (await as("alice").get("/settings/acme/public-lib")).text();
-    expect(page).toMatch(/Trigger label <span class="source source-file">from .github\/vmpilot.yml/);
+    expect(page).toMatch(
+      /Trigger label <span class="source source-file">from .github\/vmpilot.yml/,
+    );
     expect(page).toMatch(/sets this to <strong>from-file<\/strong>,\s*which takes precedence/);
     expect(page).toMatch(/Max cost per job \(USD\) <span class="source source-page">/);
     expect(page).toMatch(/Model <span class="source source-default">/);
@@ -225,11 +241,17 @@ describe("/jobs", () => {
       finishedAt: new Date(),
       usage: { inputTokens: 1000, outputTokens: 200, cacheReadInputTokens: 5000 },
     });
-    publicJob = await h.addJob(publicLib, { status: "failed", error: "token ghs_abcdefghijklmnopqrstuvwxyz0123 leaked" });
+    publicJob = await h.addJob(publicLib, {
+      status: "failed",
+      error: "token ghs_abcdefghijklmnopqrstuvwxyz0123 leaked",
+    });
     openJob = await h.addJob(publicOpen, { status: "succeeded" });
     await h.addEvent(privateJob, "acknowledged", { message: "vmpilot is on it" });
     await h.addEvent(privateJob, "step_started", { step: 1 });
-    await h.addEvent(privateJob, "text", { step: 1, text: "Let me look. <script>alert(1)</script>" });
+    await h.addEvent(privateJob, "text", {
+      step: 1,
+      text: "Let me look. <script>alert(1)</script>",
+    });
     await h.addEvent(privateJob, "tool_call", {
       step: 1,
       id: "t1",
@@ -248,11 +270,22 @@ describe("/jobs", () => {
       step: 1,
       id: "t2",
       name: "str_replace_based_edit_tool",
-      input: { command: "str_replace", path: "src/a.ts", old_str: "const a = 1;\n", new_str: "const a = 2;\n" },
+      input: {
+        command: "str_replace",
+        path: "src/a.ts",
+        old_str: "const a = 1;\n",
+        new_str: "const a = 2;\n",
+      },
     });
     await h.addEvent(privateJob, "usage", {
       step: 1,
-      turn: { inputTokens: 1000, outputTokens: 200, cacheReadInputTokens: 5000, cacheCreationInputTokens: 0, costUsd: 0.1234 },
+      turn: {
+        inputTokens: 1000,
+        outputTokens: 200,
+        cacheReadInputTokens: 5000,
+        cacheCreationInputTokens: 0,
+        costUsd: 0.1234,
+      },
       totals: { costUsd: 0.1234 },
     });
   });
@@ -263,7 +296,9 @@ describe("/jobs", () => {
     expect(page).toContain(`<a href="/jobs/${privateJob.id}">#${privateJob.id}</a>`);
     expect(page).toContain('class="status status-succeeded">succeeded');
     expect(page).toContain(`href="${h.github.webUrl}/acme/private-app/pull/42"`);
-    expect(page).toContain(`href="${h.github.webUrl}/acme/private-app/issues/${privateJob.number}"`);
+    expect(page).toContain(
+      `href="${h.github.webUrl}/acme/private-app/issues/${privateJob.number}"`,
+    );
     expect(page).toContain("$0.1234");
     expect(page).toMatch(/1 min 30 s|1 min 29 s|1 min 31 s/);
     expect(page).not.toContain("acme/public-lib"); // carol has no explicit access there
@@ -279,7 +314,9 @@ describe("/jobs", () => {
     expect(page).toContain("GH_TOKEN=[REDACTED]");
     expect(page).not.toContain("ghp_abc");
     expect(page).toMatch(/<details><summary>Output of bash \(2 lines, 1.5 s\)<\/summary>/);
-    expect(page).toContain('<span class="del">- const a = 1;</span><span class="add">+ const a = 2;</span>');
+    expect(page).toContain(
+      '<span class="del">- const a = 1;</span><span class="add">+ const a = 2;</span>',
+    );
     expect(page).toContain("Tokens: 1,000 in, 200 out, 5,000 cache · cost $0.1234");
     expect(page).toContain("<strong>Acknowledged</strong>");
     expect(page).not.toContain("/static/live.js"); // finished: nothing to stream
@@ -344,7 +381,9 @@ describe("/usage", () => {
     expect(page).toContain("<svg");
     expect(page).toMatch(/<rect [^>]*class="bar"><title>[0-9-]+: \$[0-9.]+<\/title><\/rect>/);
     expect(page).toMatch(
-      new RegExp(`<td>${today}</td><td><a href="/jobs\\?repo=acme/private-app">acme/private-app</a></td>\\s*<td class="num">\\d+</td><td class="num">1,000</td><td class="num">200</td>`),
+      new RegExp(
+        `<td>${today}</td><td><a href="/jobs\\?repo=acme/private-app">acme/private-app</a></td>\\s*<td class="num">\\d+</td><td class="num">1,000</td><td class="num">200</td>`,
+      ),
     );
     expect(page).toContain("$0.1234");
   });
@@ -371,7 +410,10 @@ function readEvents(res: Response) {
           const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
           if (event !== type) continue;
           const id = lines.find((l) => l.startsWith("id: "))?.slice(4);
-          const data = lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+          const data = lines
+            .filter((l) => l.startsWith("data: "))
+            .map((l) => l.slice(6))
+            .join("\n");
           return { id, data };
         }
         const { value, done } = await reader.read();

@@ -97,7 +97,10 @@ export async function startGitHubFake(): Promise<GitHubFake> {
         return json(res, 200, { error: "incorrect_client_credentials" });
       }
       if (!grant || grant.redirectUri !== form.get("redirect_uri")) {
-        return json(res, 200, { error: "bad_verification_code", error_description: "The code passed is incorrect or expired." });
+        return json(res, 200, {
+          error: "bad_verification_code",
+          error_description: "The code passed is incorrect or expired.",
+        });
       }
       codes.delete(form.get("code") ?? "");
       const token = `ghu_${randomBytes(18).toString("hex")}`;
@@ -130,12 +133,16 @@ export async function startGitHubFake(): Promise<GitHubFake> {
     const inst = /^\/user\/installations\/(\d+)\/repositories$/.exec(api);
     if (inst) {
       const repos = explicit.filter((r) => r.installationId === Number(inst[1]));
-      return json(res, 200, { total_count: repos.length, repositories: repos.map((r) => repoBody(r, login)) });
+      return json(res, 200, {
+        total_count: repos.length,
+        repositories: repos.map((r) => repoBody(r, login)),
+      });
     }
     const contents = /^\/repos\/([^/]+\/[^/]+)\/contents\/\.github\/vmpilot\.yml$/.exec(api);
     if (contents) {
       const repo = findRepo(contents[1]);
-      if (!repo || !visible(repo) || repo.configFile === undefined) return json(res, 404, { message: "Not Found" });
+      if (!repo || !visible(repo) || repo.configFile === undefined)
+        return json(res, 404, { message: "Not Found" });
       return json(res, 200, {
         type: "file",
         encoding: "base64",
@@ -165,7 +172,11 @@ export async function startGitHubFake(): Promise<GitHubFake> {
 
 function repoBody(repo: FakeRepo, login: string | undefined) {
   const role = login ? repo.access[login] : undefined;
-  const body: Record<string, unknown> = { id: repo.id, full_name: repo.fullName, private: repo.private };
+  const body: Record<string, unknown> = {
+    id: repo.id,
+    full_name: repo.fullName,
+    private: repo.private,
+  };
   // GitHub reports permissions to signed-in users only; anyone may pull a public repository.
   if (login) {
     body.permissions = {

@@ -22,7 +22,7 @@ export interface WebHarness {
 }
 
 export async function startWebHarness(
-  options: { oauth?: boolean; /** Shared, and left open on close. */ db?: Database } = {},
+  options: { oauth?: boolean /** Shared, and left open on close. */; db?: Database } = {},
 ): Promise<WebHarness> {
   const github = await startGitHubFake();
   const db = options.db ?? (await openDatabase({ dataDir: "memory://" }));
@@ -65,7 +65,11 @@ export async function startWebHarness(
     },
     async addJob(repo, patch = {}) {
       const { number = issue++, ...rest } = patch;
-      const chat = await findOrCreateChat(db.pool, { repositoryId: repo.id, number, kind: "issue" });
+      const chat = await findOrCreateChat(db.pool, {
+        repositoryId: repo.id,
+        number,
+        kind: "issue",
+      });
       const job = await insertJob(db.pool, {
         chatId: chat.id,
         installationId: repo.installationId,

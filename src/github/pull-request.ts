@@ -1,0 +1,185 @@
+// The draft pull request a chat opens, and keeps updating on later runs: one per chat and branch.
+import type { ProbotOctokit } from "probot";
+import { formatCost, formatDuration, quietMentions, type TestsSummary } from "./progress-comment.ts";
+import { redact } from "./redact.ts";
+
+export interface PullRequestRef {
+  number: number;
+  url: string;
+}
+
+export interface PublishPullRequestInput {
+  owner: string;
+  repo: string;
+  /** Branch in the same repository. */
+  head: string;
+  base: string;
+  title: string;
+  body: string;
+  /** The pull request the chat opened earlier, if any. */
+  knownNumber?: number | null;
+}
+
+export interface ChangedFile {
+  /** git's status letter: A, M, D, R, ... */
+  status: string;
+  path: string;
+}
+
+export interface PullRequestBodyInput {
+  summary: string;
+  tests?: TestsSummary;
+  files: readonly ChangedFile[];
+  costUsd: number;
+  durationMs: number;
+  /** The issue the pull request resolves. */
+  fixes?: number;
+  requester: string;
+  jobUrl: string;
+}
+
+const TITLE_MAX = 72;
+const FILES_SHOWN = 50;
+const SUMMARY_CAP = 20_000;
+// GitHub rejects bodies over 65536 characters.
+const BODY_CAP = 65_000;
+
+function status(error: unknown): number | undefined {
+  return (error as { status?: number }).status;
+}
+
+function errorText(error: unknown): string {
+  const data = (error as { response?: { data?: unknown } }).response?.data;
+  return `${(error as Error).message ?? ""} ${JSON.stringify(data ?? "")}`;
+}
+
+/** A title from the agent's summary: its first sentence, else the fallback. */
+export function pullRequestTitle(summary: string, fallback: string): string {
+  const line = summary
+    .split("\n")
+    .map((l) =>
+      l
+        .replace(/^\s*(?:#+|[-*>]|\d+\.)\s*/, "")
+        .replace(/^(?:summary|title)\s*:\s*/i, "")
+        .replace(/[*_`]/g, "")
+        .trim(),
+    )
+    .find((l) => l.length > 0 && !/^summary$/i.test(l));
+  const sentence = line?.split(/(?<=[.!?])\s/)[0]?.replace(/[.:]$/, "").trim() ?? "";
+  const title = sentence.length >= 10 ? sentence : fallback;
+  return title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1).trimEnd()}…` : title;
+}
+
+function testsText(tests: TestsSummary | undefined): string {
+  if (!tests) return "not reported";
+  const command = tests.command ? ` (\`${tests.command.replaceAll("`", "'")}\`)` : "";
+  const why = tests.explanation ? `: ${tests.explanation.replace(/\s+/g, " ")}` : "";
+  if (tests.outcome === "passed") return `✔ passed${command}`;
+  if (tests.outcome === "failed") return `✖ failed${command}${why}`;
+  return `not run${why}`;
+}
+
+export function renderPullRequestBody(input: PullRequestBodyInput): string {
+  const summary = input.summary.trim() || "(no summary)";
+  const files = input.files.slice(0, FILES_SHOWN).map((f) => `- \`${f.status}\` ${f.path}`);
+  if (input.files.length > FILES_SHOWN) files.push(`- … and ${input.files.length - FILES_SHOWN} more`);
+  const lines = [
+    quietMentions(
+      summary.length > SUMMARY_CAP ? `${summary.slice(0, SUMMARY_CAP)}\n\n…(cut)` : summary,
+    ),
+    "",
+    "---",
+    "",
+    `**Tests:** ${testsText(input.tests)}`,
+    "",
+    `**Files changed (${input.files.length}):**`,
+    ...files,
+    "",
+    `**Cost:** ${formatCost(input.costUsd)} · **time:** ${formatDuration(input.durationMs)} · ` +
+      `asked by @${input.requester} · [session log](${input.jobUrl})`,
+    "",
+    "Draft opened by vmpilot. Review it like any other pull request before merging.",
+  ];
+  if (input.fixes !== undefined) lines.push("", `Fixes #${input.fixes}`);
+  const body = redact(lines.join("\n"));
+  return body.length > BODY_CAP ? body.slice(0, BODY_CAP) : body;
+}
+
+export async function getOpenPullRequest(
+  octokit: ProbotOctokit,
+  input: { owner: string; repo: string; number: number },
+): Promise<PullRequestRef | undefined> {
+  try {
+    const { data } = await octokit.rest.pulls.get({
+      owner: input.owner,
+      repo: input.repo,
+      pull_number: input.number,
+    });
+    return data.state === "open" ? { number: data.number, url: data.html_url } : undefined;
+  } catch (error) {
+    if (status(error) === 404) return undefined;
+    throw error;
+  }
+}
+
+/** The open pull request from `head` (a branch of the same repository). */
+export async function findPullRequestByHead(
+  octokit: ProbotOctokit,
+  input: { owner: string; repo: string; head: string },
+): Promise<PullRequestRef | undefined> {
+  const { data } = await octokit.rest.pulls.list({
+    owner: input.owner,
+    repo: input.repo,
+    head: `${input.owner}:${input.head}`,
+    state: "open",
+    per_page: 10,
+  });
+  const found = data.find((pr) => pr.head.ref === input.head) ?? data[0];
+  return found && { number: found.number, url: found.html_url };
+}
+
+/**
+ * Updates the chat's open pull request, or the open one from the branch, or opens a draft. A
+ * creation that GitHub answered 5xx is retried by the client; if the first try had in fact
+ * succeeded, GitHub says the pull request exists and that one is updated instead.
+ */
+export async function publishPullRequest(
+  octokit: ProbotOctokit,
+  input: PublishPullRequestInput,
+): Promise<PullRequestRef & { created: boolean }> {
+  const repo = { owner: input.owner, repo: input.repo };
+  const existing =
+    (input.knownNumber
+      ? await getOpenPullRequest(octokit, { ...repo, number: input.knownNumber })
+      : undefined) ?? (await findPullRequestByHead(octokit, { ...repo, head: input.head }));
+  if (existing) {
+    await octokit.rest.pulls.update({ ...repo, pull_number: existing.number, body: input.body });
+    return { ...existing, created: false };
+  }
+  const create = (draft: boolean) =>
+    octokit.rest.pulls.create({
+      ...repo,
+      head: input.head,
+      base: input.base,
+      title: redact(input.title),
+      body: input.body,
+      draft,
+    });
+  try {
+    const { data } = await create(true).catch((error: unknown) => {
+      // Some plans have no draft pull requests; open a normal one there.
+      if (status(error) === 422 && /draft/i.test(errorText(error))) return create(false);
+      throw error;
+    });
+    return { number: data.number, url: data.html_url, created: true };
+  } catch (error) {
+    if (status(error) === 422 && /already exists/i.test(errorText(error))) {
+      const found = await findPullRequestByHead(octokit, { ...repo, head: input.head });
+      if (found) {
+        await octokit.rest.pulls.update({ ...repo, pull_number: found.number, body: input.body });
+        return { ...found, created: false };
+      }
+    }
+    throw error;
+  }
+}

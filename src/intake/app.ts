@@ -1,0 +1,44 @@
+// The Probot application: webhook handlers of the intake. They touch only the database; GitHub
+// and the model are called later, by the worker.
+import type { ApplicationFunction, Context } from "probot";
+import {
+  fromIssueComment,
+  fromIssues,
+  fromReview,
+  fromReviewComment,
+  type TriggerDelivery,
+} from "./deliveries.ts";
+import { recordInstallation } from "./installations.ts";
+import { type IntakeDeps, recordTrigger } from "./record.ts";
+
+export function intakeApp(deps: IntakeDeps): ApplicationFunction {
+  return (app) => {
+    const intake = async (context: Context, delivery: TriggerDelivery) => {
+      const result = await recordTrigger(deps, context.id, delivery);
+      if ("jobId" in result) {
+        context.log.info(
+          { delivery: context.id, jobId: result.jobId, verb: result.trigger.verb },
+          "job queued",
+        );
+      } else {
+        context.log.debug({ delivery: context.id, result }, "no job");
+      }
+    };
+    app.on(["issues.opened", "issues.labeled", "issues.assigned"], (context) =>
+      intake(context, fromIssues(context.payload)),
+    );
+    app.on("issue_comment.created", (context) => intake(context, fromIssueComment(context.payload)));
+    app.on("pull_request_review_comment.created", (context) =>
+      intake(context, fromReviewComment(context.payload)),
+    );
+    app.on("pull_request_review.submitted", (context) =>
+      intake(context, fromReview(context.payload)),
+    );
+    app.on("installation", (context) =>
+      recordInstallation(deps.db, context.id, "installation", context.payload),
+    );
+    app.on("installation_repositories", (context) =>
+      recordInstallation(deps.db, context.id, "installation_repositories", context.payload),
+    );
+  };
+}

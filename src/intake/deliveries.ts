@@ -1,0 +1,130 @@
+// Webhook payloads → one shape the intake works with. Pure field mapping.
+import type { Context } from "probot";
+import type { TriggerTarget } from "../github/job-context.ts";
+import type { TriggerInput } from "./trigger.ts";
+
+export interface TriggerDelivery {
+  input: TriggerInput;
+  installationId: number;
+  repository: {
+    id: number;
+    fullName: string;
+    owner: string;
+    name: string;
+    cloneUrl: string;
+    defaultBranch: string;
+  };
+  number: number;
+  itemKind: "issue" | "pull_request";
+  title: string;
+  htmlUrl: string;
+  target: TriggerTarget;
+  requester: string;
+}
+
+export type IssuesPayload = Context<"issues.opened" | "issues.labeled" | "issues.assigned">["payload"];
+export type IssueCommentPayload = Context<"issue_comment.created">["payload"];
+export type ReviewCommentPayload = Context<"pull_request_review_comment.created">["payload"];
+export type ReviewPayload = Context<"pull_request_review.submitted">["payload"];
+
+interface Common {
+  repository: IssuesPayload["repository"];
+  installation?: { id: number };
+  sender: { login: string; type: string };
+}
+
+function common(payload: Common) {
+  const repo = payload.repository;
+  if (!payload.installation) throw new Error("webhook without installation: not a GitHub App delivery");
+  return {
+    installationId: payload.installation.id,
+    repository: {
+      id: repo.id,
+      fullName: repo.full_name,
+      owner: repo.owner.login,
+      name: repo.name,
+      cloneUrl: repo.clone_url,
+      defaultBranch: repo.default_branch,
+    },
+    requester: payload.sender.login,
+  };
+}
+
+export function fromIssues(payload: IssuesPayload): TriggerDelivery {
+  const issue = payload.issue;
+  return {
+    ...common(payload),
+    input: {
+      event: "issues",
+      action: payload.action,
+      sender: payload.sender,
+      text: issue.body,
+      label: "label" in payload ? payload.label?.name : undefined,
+      assignee: "assignee" in payload ? (payload.assignee?.login ?? undefined) : undefined,
+      item: { locked: Boolean(issue.locked), state: issue.state ?? "open", authorLogin: issue.user?.login },
+    },
+    number: issue.number,
+    itemKind: issue.pull_request ? "pull_request" : "issue",
+    title: issue.title,
+    htmlUrl: issue.html_url,
+    target: { type: "issue" },
+  };
+}
+
+export function fromIssueComment(payload: IssueCommentPayload): TriggerDelivery {
+  const issue = payload.issue;
+  return {
+    ...common(payload),
+    input: {
+      event: "issue_comment",
+      action: payload.action,
+      sender: payload.sender,
+      text: payload.comment.body,
+      item: { locked: Boolean(issue.locked), state: issue.state ?? "open", authorLogin: issue.user?.login },
+    },
+    number: issue.number,
+    itemKind: issue.pull_request ? "pull_request" : "issue",
+    title: issue.title,
+    htmlUrl: payload.comment.html_url,
+    target: { type: "issue_comment", id: payload.comment.id },
+  };
+}
+
+export function fromReviewComment(payload: ReviewCommentPayload): TriggerDelivery {
+  const pr = payload.pull_request;
+  return {
+    ...common(payload),
+    input: {
+      event: "pull_request_review_comment",
+      action: payload.action,
+      sender: payload.sender,
+      text: payload.comment.body,
+      item: { locked: Boolean(pr.locked), state: pr.state, authorLogin: pr.user?.login },
+    },
+    number: pr.number,
+    itemKind: "pull_request",
+    title: pr.title,
+    htmlUrl: payload.comment.html_url,
+    target: { type: "review_comment", id: payload.comment.id },
+  };
+}
+
+export function fromReview(payload: ReviewPayload): TriggerDelivery {
+  const pr = payload.pull_request;
+  return {
+    ...common(payload),
+    input: {
+      event: "pull_request_review",
+      action: payload.action,
+      sender: payload.sender,
+      text: payload.review.body,
+      reviewState: payload.review.state.toLowerCase(),
+      item: { locked: Boolean(pr.locked), state: pr.state, authorLogin: pr.user?.login },
+    },
+    number: pr.number,
+    itemKind: "pull_request",
+    title: pr.title,
+    htmlUrl: payload.review.html_url,
+    target: { type: "review", id: payload.review.id },
+  };
+}

@@ -1,0 +1,102 @@
+// The texts of the bot's first answer. Each carries the job's marker so a retry finds it.
+import { jobMarker } from "../github/comments.ts";
+import type { JobContext } from "../github/job-context.ts";
+import type { Job, JobStatus } from "../store/jobs.ts";
+
+export function jobUrl(publicUrl: string, jobId: number): string {
+  return `${publicUrl}/jobs/${jobId}`;
+}
+
+function withMarker(jobId: number, lines: string[]): string {
+  return [...lines, "", jobMarker(jobId)].join("\n");
+}
+
+export function progressBody(job: Job, publicUrl: string): string {
+  const verb = job.command ?? "fix";
+  return withMarker(job.id, [
+    `👀 **vmpilot is on it** — [job #${job.id}](${jobUrl(publicUrl, job.id)})`,
+    "",
+    `Acknowledged \`${verb}\` for @${job.requester}. The agent pipeline is not enabled in this ` +
+      "version, so this request is recorded but no work will be done on it yet.",
+  ]);
+}
+
+export function refusalBody(job: Job, policy: "write" | "allow-list"): string {
+  const who =
+    policy === "allow-list"
+      ? "the users on this repository's vmpilot allow-list"
+      : "people with write, maintain or admin access to this repository, and the users on its " +
+        "vmpilot allow-list";
+  return withMarker(job.id, [
+    `Sorry @${job.requester}, vmpilot only acts when asked by ${who}. ` +
+      "A maintainer can trigger it for you.",
+  ]);
+}
+
+export function helpBody(job: Job, context: JobContext): string {
+  const c = `/${context.command}`;
+  const intro = context.unknownVerb
+    ? `\`${context.unknownVerb}\` is not a vmpilot command. These are:`
+    : "vmpilot commands (write them at the start of a line in a comment):";
+  return withMarker(job.id, [
+    intro,
+    "",
+    `- \`${c} fix [instructions]\` — work on this issue or pull request and open or update a ` +
+      `draft pull request. The \`${context.label}\` label, assigning @${context.appSlug}[bot] and ` +
+      `mentioning @${context.appSlug} do the same; \`${c} <instructions>\` too.`,
+    `- \`${c} plan [instructions]\` — post a plan only, change nothing.`,
+    `- \`${c} review\` — review this pull request.`,
+    `- \`${c} retry\` — run the last request again.`,
+    `- \`${c} stop\` — cancel the job that is running here.`,
+    `- \`${c} status\` — show the state of the latest job here.`,
+    `- \`${c} help\` — show this list.`,
+    "",
+    "They work for people with write, maintain or admin access to the repository and for users " +
+      "on its vmpilot allow-list.",
+  ]);
+}
+
+const STATUS_TEXT: Record<JobStatus, string> = {
+  queued: "waiting to start",
+  running: "running",
+  acknowledged: "acknowledged (the agent pipeline is not enabled in this version)",
+  refused: "refused (the requester may not trigger vmpilot)",
+  succeeded: "finished",
+  failed: "failed",
+  cancelled: "cancelled",
+  dead: "failed after retries",
+};
+
+export function statusBody(job: Job, latest: Job | undefined, waiting: number, publicUrl: string) {
+  if (!latest) {
+    return withMarker(job.id, ["There is no vmpilot job in this conversation yet."]);
+  }
+  const lines = [
+    `Job [#${latest.id}](${jobUrl(publicUrl, latest.id)}) (\`${latest.command ?? "fix"}\`, ` +
+      `asked by @${latest.requester}) is ${STATUS_TEXT[latest.status]}.`,
+  ];
+  if (waiting > 0) lines.push("", `${waiting} more waiting behind it.`);
+  return withMarker(job.id, lines);
+}
+
+export function stopBody(job: Job, stopped: number[], publicUrl: string): string {
+  if (stopped.length === 0) {
+    return withMarker(job.id, ["Nothing to stop: no vmpilot job is running or waiting here."]);
+  }
+  const links = stopped.map((id) => `[#${id}](${jobUrl(publicUrl, id)})`).join(", ");
+  return withMarker(job.id, [`Stopped job ${links} as asked by @${job.requester}.`]);
+}
+
+export function deadBody(
+  job: Job,
+  context: JobContext,
+  error: string | null,
+  publicUrl: string,
+): string {
+  const reason = error ? `: ${error.replace(/\s+/g, " ").slice(0, 300)}` : "";
+  return withMarker(job.id, [
+    `❌ vmpilot [job #${job.id}](${jobUrl(publicUrl, job.id)}) failed after retries${reason}`,
+    "",
+    `Comment \`/${context.command} retry\` to try again.`,
+  ]);
+}

@@ -1,0 +1,36 @@
+// Runs queued jobs in this process: the acknowledgement now; the agent pipeline joins here later.
+import { editComment, postComment } from "../github/comments.ts";
+import { readJobContext } from "../github/job-context.ts";
+import { getJob, updateJob } from "../store/jobs.ts";
+import { type AcknowledgeDeps, acknowledge } from "./acknowledge.ts";
+import { deadBody } from "./acknowledge-messages.ts";
+import type { DeadJob, Queue } from "./queue.ts";
+
+export interface WorkerDeps extends AcknowledgeDeps {
+  queue: Queue;
+}
+
+export async function startWorker(deps: WorkerDeps): Promise<void> {
+  await deps.queue.work(
+    async (run) => {
+      await acknowledge(deps, run);
+    },
+    { onDead: (dead) => reportDead(deps, dead) },
+  );
+}
+
+/** Tells the requester that the job gave up, in the job's own comment when it has one. */
+export async function reportDead(deps: AcknowledgeDeps, dead: DeadJob): Promise<void> {
+  const job = await getJob(deps.db.pool, dead.jobId);
+  if (!job) return;
+  const context = readJobContext(job.context);
+  const item = { owner: context.owner, repo: context.name, number: job.number };
+  const octokit = await deps.auth(job.installationId);
+  const body = deadBody(job, context, dead.error, deps.publicUrl);
+  if (job.progressCommentId !== null) {
+    await editComment(octokit, item, job.progressCommentId, body);
+  } else {
+    const commentId = await postComment(octokit, item, body);
+    await updateJob(deps.db.pool, job.id, { progressCommentId: commentId });
+  }
+}

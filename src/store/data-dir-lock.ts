@@ -1,0 +1,44 @@
+import { readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+const lockedHere = new Set<string>();
+
+/**
+ * PGlite is a single-process database: a second process opening the same files would corrupt them.
+ * The lock holds our pid; a lock left by a process that is gone is taken over. A container restart
+ * can give us the pid of the process that left the lock, so our own pid counts as held only when
+ * this process took the lock.
+ */
+export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  const path = join(dataDir, "pglite.lock");
+  for (;;) {
+    try {
+      await writeFile(path, String(process.pid), { flag: "wx" });
+      lockedHere.add(path);
+      return async () => {
+        lockedHere.delete(path);
+        await rm(path, { force: true });
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    const holder = Number(await readFile(path, "utf8").catch(() => ""));
+    const held = holder === process.pid ? lockedHere.has(path) : holder > 0 && isRunning(holder);
+    if (held) {
+      throw new Error(
+        `the embedded database in ${dataDir} is in use by process ${holder} ` +
+          `(remove ${path} if it is not); set DATABASE_URL to share one database between processes`,
+      );
+    }
+    await rm(path, { force: true });
+  }
+}

@@ -1,0 +1,74 @@
+import { createHash, randomUUID } from "node:crypto";
+import { access, mkdir, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { cleanRepoUrl, type GitAuth, gitClient } from "./git.ts";
+
+/** A readable, collision-free directory name for one repository URL. */
+export function mirrorName(cleanUrl: string): string {
+  const readable = cleanUrl
+    .replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
+    .replace(/\.git\/?$/, "")
+    .replace(/[^A-Za-z0-9._-]+/g, "_")
+    .replace(/^[._]+/, "")
+    .slice(-80);
+  const hash = createHash("sha256").update(cleanUrl).digest("hex").slice(0, 12);
+  return `${readable}-${hash}.git`;
+}
+
+const locks = new Map<string, Promise<unknown>>();
+
+/** Runs `task` after every earlier task with the same key, so two fetches never share a mirror. */
+async function serialized<T>(key: string, task: () => Promise<T>): Promise<T> {
+  const previous = locks.get(key) ?? Promise.resolve();
+  const run = previous.then(task, task);
+  const tail = run.catch(() => undefined);
+  locks.set(key, tail);
+  try {
+    return await run;
+  } finally {
+    if (locks.get(key) === tail) locks.delete(key);
+  }
+}
+
+export interface Mirror {
+  /** The bare repository under `<dataDir>/mirrors`. */
+  path: string;
+  /** The repository URL without credentials. */
+  url: string;
+}
+
+/**
+ * Creates or refreshes the bare mirror of a repository. Branches and tags are mirrored (not
+ * every ref: GitHub's refs/pull/* would dwarf the rest). A new mirror is cloned beside its final
+ * place and renamed in, so an interrupted clone never leaves a half mirror behind.
+ */
+export function syncMirror(dataDir: string, repo: string, auth?: GitAuth): Promise<Mirror> {
+  const clean = cleanRepoUrl(repo);
+  const credentials = auth ?? clean.auth;
+  const mirrors = join(dataDir, "mirrors");
+  const path = join(mirrors, mirrorName(clean.url));
+  return serialized(path, async () => {
+    const exists = await access(join(path, "HEAD")).then(
+      () => true,
+      () => false,
+    );
+    if (exists) {
+      await gitClient(path, credentials).fetch(["--prune", "--prune-tags", "--tags", "origin"]);
+      return { path, url: clean.url };
+    }
+    await mkdir(mirrors, { recursive: true });
+    const partial = `${path}.partial-${randomUUID()}`;
+    try {
+      await gitClient(mirrors, credentials).clone(clean.url, partial, ["--bare"]);
+      const git = gitClient(partial);
+      await git.addConfig("remote.origin.fetch", "+refs/heads/*:refs/heads/*");
+      // Checkouts borrow this mirror's objects; automatic gc must never prune them away.
+      await git.addConfig("gc.auto", "0");
+      await rename(partial, path);
+    } catch (error) {
+      await rm(partial, { recursive: true, force: true });
+      throw error;
+    }
+    return { path, url: clean.url };
+  });
+}

@@ -1,0 +1,138 @@
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import {
+  checkRepoConfig,
+  defaults,
+  parseRepoConfig,
+  repoConfigJsonSchema,
+  resolveSettings,
+} from "../../src/config/repo-config.ts";
+
+const SCHEMA_FILE = new URL("../../schema/vmpilot.schema.json", import.meta.url);
+
+describe("parseRepoConfig", () => {
+  it("accepts a full config", () => {
+    const text = `
+enabled: true
+label: ai
+triggerPolicy: allow-list
+allowedUsers: [alice, bob-2]
+model: claude-sonnet-4-5
+maxSteps: 30
+maxCostUsd: 2.5
+maxDailyCostUsd: 20
+setup: [npm ci]
+network:
+  allow: [registry.npmjs.org, "*.pypi.org:443", localhost:8080]
+plugins: [code_review]
+publicJobs: true
+`;
+    const result = parseRepoConfig(text);
+    expect(result).toEqual({
+      ok: true,
+      config: {
+        enabled: true,
+        label: "ai",
+        triggerPolicy: "allow-list",
+        allowedUsers: ["alice", "bob-2"],
+        model: "claude-sonnet-4-5",
+        maxSteps: 30,
+        maxCostUsd: 2.5,
+        maxDailyCostUsd: 20,
+        setup: ["npm ci"],
+        network: { allow: ["registry.npmjs.org", "*.pypi.org:443", "localhost:8080"] },
+        plugins: ["code_review"],
+        publicJobs: true,
+      },
+    });
+  });
+
+  it("treats an empty file or a comment-only file as no settings", () => {
+    expect(parseRepoConfig("")).toEqual({ ok: true, config: {} });
+    expect(parseRepoConfig("# nothing yet\n")).toEqual({ ok: true, config: {} });
+  });
+
+  it.each([
+    ["lable: x", "lable: unknown key"],
+    ["network:\n  allow: [a.com]\n  deny: [b.com]", "network.deny: unknown key"],
+    ["maxSteps: 0", "maxSteps: must be at least 1"],
+    ["maxSteps: 501", "maxSteps: must be at most 500"],
+    ["maxSteps: 2.5", "maxSteps: must be a whole number"],
+    ["maxCostUsd: 0", "maxCostUsd: must be greater than 0"],
+    ["maxDailyCostUsd: lots", "maxDailyCostUsd: must be a number"],
+    ["enabled: yes", "enabled: expected boolean, received string"],
+    ["triggerPolicy: anyone", "triggerPolicy: must be write or allow-list"],
+    ["allowedUsers: [ok, 'no spaces']", "allowedUsers[1]: must be a GitHub user name"],
+    ["network:\n  allow: ['https://a.com/x']", "network.allow[0]: must be a host name"],
+    ["setup: ['  ']", "setup[0]: must not be empty"],
+    ["label: ''", "label: must not be empty"],
+    ["plugins: [Bad!]", "plugins[0]: must be a plugin name"],
+    ["- a list", "must be a mapping of settings"],
+    ["label: [unclosed", "invalid YAML"],
+    ["label: a\nlabel: b", "invalid YAML: Map keys must be unique"],
+  ])("rejects %j naming the key", (text, expected) => {
+    const result = parseRepoConfig(text);
+    expect(result.ok).toBe(false);
+    expect(result.ok ? "" : result.message).toContain(expected);
+  });
+
+  it("lists every problem at once", () => {
+    const result = checkRepoConfig({ foo: 1, bar: 2, maxSteps: -1 });
+    expect(result.ok ? [] : result.issues.map((i) => i.path).sort()).toEqual([
+      "bar",
+      "foo",
+      "maxSteps",
+    ]);
+  });
+});
+
+describe("resolveSettings", () => {
+  it("takes each field from the repo file, else the page, else the defaults, and says which", () => {
+    const resolved = resolveSettings({
+      page: { label: "page-label", maxSteps: 10, network: { allow: ["a.com"] } },
+      file: { label: "file-label", plugins: ["code_review"] },
+    });
+    expect(resolved.values).toEqual({
+      ...defaults,
+      label: "file-label",
+      maxSteps: 10,
+      network: { allow: ["a.com"] },
+      plugins: ["code_review"],
+    });
+    expect(resolved.sources).toMatchObject({
+      label: "file",
+      maxSteps: "page",
+      "network.allow": "page",
+      plugins: "file",
+      model: "default",
+      enabled: "default",
+    });
+  });
+
+  it("does not share arrays with its inputs", () => {
+    const page = { setup: ["npm ci"] };
+    const resolved = resolveSettings({ page });
+    resolved.values.setup.push("rm -rf /");
+    expect(page.setup).toEqual(["npm ci"]);
+    expect(defaults.setup).toEqual([]);
+  });
+
+  it("lets a file switch a page setting back off", () => {
+    const resolved = resolveSettings({ page: { enabled: false }, file: { enabled: true } });
+    expect(resolved.values.enabled).toBe(true);
+    expect(resolved.sources.enabled).toBe("file");
+  });
+});
+
+describe("schema/vmpilot.schema.json", () => {
+  it("matches the zod schema (UPDATE_SCHEMA=1 rewrites it)", () => {
+    const generated = repoConfigJsonSchema();
+    if (process.env.UPDATE_SCHEMA === "1") {
+      writeFileSync(SCHEMA_FILE, JSON.stringify(generated));
+      execFileSync("node_modules/.bin/biome", ["format", "--write", SCHEMA_FILE.pathname]);
+    }
+    expect(JSON.parse(readFileSync(SCHEMA_FILE, "utf8"))).toEqual(generated);
+    expect(generated).toMatchObject({ type: "object", additionalProperties: false });
+  });
+});

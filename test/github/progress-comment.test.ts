@@ -1,0 +1,221 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import {
+  formatDuration,
+  quietMentions,
+  renderFailure,
+  renderFinal,
+  renderProgress,
+  ThrottledComment,
+} from "../../src/github/progress-comment.ts";
+import { clearRegisteredSecrets, registerSecret } from "../../src/github/redact.ts";
+
+const job = { jobId: 7, jobUrl: "https://vmpilot.example.com/jobs/7" };
+const token = `ghs_${"a1B2".repeat(9)}`;
+
+describe("renderProgress", () => {
+  it("checks off done steps, marks the current one and shows activity, time and cost", () => {
+    const body = renderProgress(
+      {
+        ...job,
+        current: "agent",
+        activity: "bash: npm test -- --grep `login`\nand more",
+        startedAt: 0,
+        costUsd: 0.01234,
+      },
+      125_000,
+    );
+    expect(body).toContain("[job #7](https://vmpilot.example.com/jobs/7)");
+    expect(body).toContain("- ✔ Acknowledged\n- ✔ Workspace ready\n- ⏳ **Agent working**\n- ◻ Tests");
+    expect(body).toContain("Latest: `bash: npm test -- --grep 'login' and more`");
+    expect(body).toContain("Elapsed 2m 05s · cost so far $0.0123");
+    expect(body).toContain("<!-- vmpilot:job:7 -->");
+  });
+
+  it("shows only the steps a job has", () => {
+    const body = renderProgress(
+      { ...job, steps: ["acknowledged", "workspace", "agent"], current: "agent", startedAt: 0, costUsd: 0 },
+      0,
+    );
+    expect(body).not.toContain("Pull request");
+  });
+});
+
+describe("renderFinal", () => {
+  const usage = {
+    inputTokens: 1200,
+    outputTokens: 3400,
+    cacheReadInputTokens: 50_000,
+    cacheCreationInputTokens: 800,
+    costUsd: 1.5,
+  };
+
+  it("shows the outcome, PR link, tests, tokens and cost", () => {
+    const body = renderFinal({
+      ...job,
+      ok: true,
+      headline: "Opened draft pull request #12",
+      pullRequest: { number: 12, url: "https://github.com/o/r/pull/12" },
+      summary: "Fixed the crash. cc @octocat and @org/team, mail me at a@b.c",
+      tests: { outcome: "passed", command: "npm test" },
+      usage,
+      startedAt: 0,
+      finishedAt: 3_725_000,
+    });
+    expect(body).toContain("✅ **Opened draft pull request #12**");
+    expect(body).toContain("Pull request: [#12](https://github.com/o/r/pull/12)");
+    expect(body).toContain("- Tests: ✔ passed (`npm test`)");
+    expect(body).toContain("- Tokens: 52,000 in (50,000 from cache) · 3,400 out");
+    expect(body).toContain("- Cost: $1.50 · time: 1h 02m");
+    expect(body).not.toMatch(/@octocat|@org\/team/);
+    expect(body).toContain("a@b.c");
+  });
+
+  it("states failed tests and limit notes", () => {
+    const body = renderFinal({
+      ...job,
+      ok: false,
+      headline: "Stopped at the cost limit",
+      notes: ["Stopped at $5.0100, over the $5.00 limit."],
+      tests: { outcome: "failed", command: "make test", explanation: "flaky network" },
+      usage,
+      startedAt: 0,
+      finishedAt: 1000,
+    });
+    expect(body).toContain("⚠️ **Stopped at the cost limit**");
+    expect(body).toContain("> Stopped at $5.0100, over the $5.00 limit.");
+    expect(body).toContain("- Tests: ✖ failed (`make test`): flaky network");
+  });
+});
+
+describe("renderFailure", () => {
+  afterEach(() => clearRegisteredSecrets());
+
+  it("gives a short redacted reason and the retry command", () => {
+    registerSecret("webhook-secret-value");
+    const body = renderFailure({
+      ...job,
+      reason: `push failed: Authorization: Basic ${token} webhook-secret-value ${"x".repeat(1000)}`,
+      command: "vmpilot",
+      startedAt: 0,
+      finishedAt: 9000,
+      costUsd: 0.2,
+    });
+    expect(body).not.toContain(token);
+    expect(body).not.toContain("webhook-secret-value");
+    expect(body).toContain("[REDACTED]");
+    expect(body).toContain("Comment `/vmpilot retry` to try again.");
+    expect(body.length).toBeLessThan(700);
+  });
+});
+
+describe("helpers", () => {
+  it.each([
+    [0, "0s"],
+    [59_400, "59s"],
+    [61_000, "1m 01s"],
+    [7_260_000, "2h 01m"],
+  ])("formatDuration(%i) = %s", (ms, text) => expect(formatDuration(ms)).toBe(text));
+
+  it("quietMentions leaves code and e-mail alone", () => {
+    expect(quietMentions("@a, (@b) `@c` x@d.e")).toBe("@\u200Ba, (@\u200Bb) `@c` x@d.e");
+  });
+});
+
+describe("ThrottledComment", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+    clearRegisteredSecrets();
+  });
+
+  function recorder() {
+    const edits: { at: number; body: string }[] = [];
+    const edit = vi.fn(async (body: string) => {
+      edits.push({ at: Date.now(), body });
+    });
+    return { edits, edit };
+  }
+
+  it("edits at most once per interval, with the latest body", async () => {
+    const { edits, edit } = recorder();
+    const start = Date.now();
+    const comment = new ThrottledComment({ edit, intervalMs: 3000 });
+    comment.update("one");
+    await vi.advanceTimersByTimeAsync(0);
+    comment.update("two");
+    comment.update("three");
+    await vi.advanceTimersByTimeAsync(2999);
+    expect(edits.map((e) => e.body)).toEqual(["one"]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(edits.map((e) => e.body)).toEqual(["one", "three"]);
+    expect(edits[1]?.at).toBe(start + 3000);
+    // Nothing new: no edit.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(edits).toHaveLength(2);
+  });
+
+  it("always flushes the final body at once, and ignores updates after it", async () => {
+    const { edits, edit } = recorder();
+    const comment = new ThrottledComment({ edit, intervalMs: 3000 });
+    comment.update("working");
+    await vi.advanceTimersByTimeAsync(0);
+    comment.update("still working");
+    await comment.finish("done");
+    comment.update("late");
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(edits.map((e) => e.body)).toEqual(["working", "done"]);
+  });
+
+  it("waits for an edit in flight before the final one, so the final one lands last", async () => {
+    const order: string[] = [];
+    let release: () => void = () => {};
+    const edit = vi.fn(async (body: string) => {
+      order.push(`start ${body}`);
+      if (body === "slow") await new Promise<void>((resolve) => (release = resolve));
+      order.push(`end ${body}`);
+    });
+    const comment = new ThrottledComment({ edit, intervalMs: 1000 });
+    comment.update("slow");
+    const finished = comment.finish("final");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual(["start slow"]);
+    release();
+    await finished;
+    expect(order).toEqual(["start slow", "end slow", "start final", "end final"]);
+  });
+
+  it("keeps going after a failed edit and reports it", async () => {
+    const errors: unknown[] = [];
+    let fail = true;
+    const bodies: string[] = [];
+    const comment = new ThrottledComment({
+      edit: async (body) => {
+        if (fail) {
+          fail = false;
+          throw new Error("502");
+        }
+        bodies.push(body);
+      },
+      intervalMs: 1000,
+      onError: (error) => errors.push(error),
+    });
+    comment.update("a");
+    await vi.advanceTimersByTimeAsync(0);
+    comment.update("b");
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(errors).toHaveLength(1);
+    expect(bodies).toEqual(["b"]);
+  });
+
+  it("redacts every body", async () => {
+    registerSecret("super-secret-key-123");
+    const { edits, edit } = recorder();
+    const comment = new ThrottledComment({ edit, intervalMs: 1000 });
+    comment.update(`running with ${token}`);
+    await vi.advanceTimersByTimeAsync(0);
+    await comment.finish("done super-secret-key-123");
+    expect(edits.map((e) => e.body)).toEqual(["running with [REDACTED]", "done [REDACTED]"]);
+  });
+});

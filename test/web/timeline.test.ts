@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import type { JobEvent } from "../../src/store/job-events.ts";
+import { renderEvent } from "../../src/web/timeline.ts";
+
+const at = new Date("2026-01-02T03:04:05Z");
+const render = (type: string, data: Record<string, unknown>) =>
+  renderEvent({ id: 9, jobId: 1, at, type, data } satisfies JobEvent).value;
+
+describe("renderEvent", () => {
+  it("renders a step heading with the event's id for the live page", () => {
+    expect(render("step_started", { step: 3 })).toBe(
+      '<li id="ev-9" class="step"><h3>Step 3</h3></li>',
+    );
+  });
+
+  it("shows a created file as an all-added diff and a view as one line", () => {
+    const created = render("tool_call", {
+      name: "str_replace_based_edit_tool",
+      input: { command: "create", path: "a.txt", file_text: "x\ny\n" },
+    });
+    expect(created).toContain("Created <code>a.txt</code>");
+    expect(created).toContain('<span class="add">+ x</span><span class="add">+ y</span>');
+    expect(
+      render("tool_call", {
+        name: "str_replace_based_edit_tool",
+        input: { command: "view", path: "b" },
+      }),
+    ).toContain("Viewed <code>b</code>");
+  });
+
+  it("marks failed tool results and redacts secrets in them", () => {
+    const out = render("tool_result", {
+      name: "bash",
+      isError: true,
+      output: "short",
+      log: "key sk-ant-api03-abcdefghijklmnop",
+    });
+    expect(out).toContain('class="tool-result tool-error"');
+    expect(out).toContain("Error from bash (1 line)");
+    expect(out).toContain("key [REDACTED]");
+  });
+
+  it("shows other tools' input as JSON and unknown pipeline events by name", () => {
+    expect(render("tool_call", { name: "code_review", input: { line: "<x>" } })).toContain(
+      "&quot;line&quot;: &quot;&lt;x&gt;&quot;",
+    );
+    const refused = render("refused", { message: "bob may not trigger <b>", permission: "read" });
+    expect(refused).toContain("<strong>Refused</strong>: bob may not trigger &lt;b&gt;<details>");
+    expect(refused).toContain("&quot;permission&quot;: &quot;read&quot;");
+  });
+
+  it("shows the outcome of the run", () => {
+    expect(render("failed", { code: "api_overloaded", error: "Overloaded" })).toContain(
+      "<strong>Failed</strong> (api_overloaded):",
+    );
+    expect(
+      render("finished", { reason: "max_cost", steps: 4, detail: "Cost cap reached" }),
+    ).toContain("Cost cap reached");
+  });
+});

@@ -1,0 +1,164 @@
+import { execFileSync } from "node:child_process";
+import { mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { prepareCheckout } from "../../src/workspace/checkout.ts";
+import { authEnv, cleanRepoUrl, validateBranchName } from "../../src/workspace/git.ts";
+import { syncMirror } from "../../src/workspace/mirror.ts";
+import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
+import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import { recordingLogger } from "./helpers.ts";
+
+const TOKEN = "ghs_checkoutTestToken0123456789";
+
+let base: string;
+let dataDir: string;
+let served: string;
+let server: GitHttpServer;
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, { cwd, encoding: "utf8" }).trim();
+}
+
+function commit(repo: string, file: string, text: string): void {
+  execFileSync("sh", ["-c", `printf %s "$1" > "$2" && git add -A && git commit -qm "$2"`, "sh", text, file], {
+    cwd: repo,
+    env: {
+      PATH: process.env.PATH,
+      GIT_AUTHOR_NAME: "t",
+      GIT_AUTHOR_EMAIL: "t@example.com",
+      GIT_COMMITTER_NAME: "t",
+      GIT_COMMITTER_EMAIL: "t@example.com",
+    },
+  });
+}
+
+/** Every file under `dir`, as bytes, for grepping. */
+async function allFiles(dir: string): Promise<{ path: string; data: Buffer }[]> {
+  const out: { path: string; data: Buffer }[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    out.push({ path, data: await readFile(path) });
+  }
+  return out;
+}
+
+const secretForms = [TOKEN, Buffer.from(`x-access-token:${TOKEN}`).toString("base64")];
+
+async function filesContainingToken(dir: string): Promise<string[]> {
+  const files = await allFiles(dir);
+  return files.filter((f) => secretForms.some((s) => f.data.includes(s))).map((f) => f.path);
+}
+
+beforeAll(async () => {
+  base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-checkout-")));
+  dataDir = join(base, "data");
+  served = join(base, "served");
+  const repo = join(served, "acme", "app");
+  execFileSync("git", ["init", "-q", "-b", "main", repo]);
+  commit(repo, "README.md", "hello\n");
+  server = await startGitHttpServer({ projectRoot: served, token: TOKEN });
+});
+
+afterAll(async () => {
+  await server.close();
+  await rm(base, { recursive: true, force: true });
+});
+
+describe("prepareCheckout", () => {
+  it("checks out a new branch over authenticated HTTP and writes no token anywhere", async () => {
+    const dest = join(base, "work", "job-1");
+    const checkout = await prepareCheckout({
+      dataDir,
+      repo: server.url("acme/app"),
+      auth: { token: TOKEN },
+      dest,
+      branch: "vmpilot/issue-1",
+    });
+    expect(server.accepted).toBeGreaterThan(0);
+    expect(checkout.baseBranch).toBe("main");
+    expect(git(dest, "branch", "--show-current")).toBe("vmpilot/issue-1");
+    expect(git(dest, "remote", "get-url", "origin")).toBe(server.url("acme/app"));
+    expect(await readFile(join(dest, "README.md"), "utf8")).toBe("hello\n");
+    expect(await readFile(join(dest, ".git", "config"), "utf8")).not.toContain(TOKEN);
+    expect(await filesContainingToken(dest)).toEqual([]);
+    expect(await filesContainingToken(checkout.mirror)).toEqual([]);
+  });
+
+  it("refuses without credentials", async () => {
+    await expect(
+      prepareCheckout({
+        dataDir: join(base, "other-data"),
+        repo: server.url("acme/app"),
+        dest: join(base, "work", "no-auth"),
+        branch: "x",
+      }),
+    ).rejects.toThrow();
+    expect(server.refused).toBeGreaterThan(0);
+  });
+
+  it("takes credentials out of the URL and refreshes a warm mirror", async () => {
+    commit(join(served, "acme", "app"), "CHANGELOG.md", "v2\n");
+    const withToken = server.url("acme/app").replace("http://", `http://x-access-token:${TOKEN}@`);
+    const dest = join(base, "work", "job-2");
+    const checkout = await prepareCheckout({ dataDir, repo: withToken, dest, branch: "job-2" });
+    expect(checkout.url).toBe(server.url("acme/app"));
+    expect(await readFile(join(dest, "CHANGELOG.md"), "utf8")).toBe("v2\n");
+    expect(await filesContainingToken(dest)).toEqual([]);
+    expect(await filesContainingToken(checkout.mirror)).toEqual([]);
+  });
+
+  it("serializes concurrent syncs of one mirror", async () => {
+    const repo = server.url("acme/app");
+    const data = join(base, "concurrent-data");
+    const results = await Promise.all(
+      [1, 2, 3].map(() => syncMirror(data, repo, { token: TOKEN })),
+    );
+    expect(new Set(results.map((r) => r.path)).size).toBe(1);
+    expect(await readdir(join(data, "mirrors"))).toHaveLength(1);
+  });
+
+  it("works from a local path, and git works inside the sandbox on the shared clone", async () => {
+    const dest = join(base, "work", "local");
+    const source = join(served, "acme", "app");
+    const checkout = await prepareCheckout({ dataDir, repo: source, dest, branch: "local-job" });
+    expect(checkout.url).toBe(source);
+    const workspace = await createSandboxWorkspace(dest, { dataDir, logger: recordingLogger() });
+    try {
+      await writeFile(join(dest, "new.txt"), "x");
+      const result = await workspace.exec("git log --format=%s && git status --porcelain");
+      expect(result.stderr).toBe("");
+      expect(result.stdout).toBe("CHANGELOG.md\nREADME.md\n?? new.txt\n");
+    } finally {
+      await workspace.dispose();
+    }
+  });
+});
+
+describe("git helpers", () => {
+  it("sends credentials only as an extra header in the environment", () => {
+    expect(authEnv({ token: "t", scheme: "bearer" })).toEqual({
+      GIT_CONFIG_COUNT: "1",
+      GIT_CONFIG_KEY_0: "http.extraHeader",
+      GIT_CONFIG_VALUE_0: "Authorization: Bearer t",
+    });
+    expect(cleanRepoUrl("https://u:p%40ss@github.com/a/b.git")).toEqual({
+      url: "https://github.com/a/b.git",
+      auth: { token: "p@ss", username: "u" },
+    });
+    expect(cleanRepoUrl("file:///srv/repo").url).toBe("file:///srv/repo");
+  });
+
+  it.each(["-rf", "a..b", "a b", "../x", ".hidden", "x.lock", "x/", "a//b", "x;rm", ""])(
+    "rejects the branch name %j",
+    (name) => {
+      expect(() => validateBranchName(name)).toThrow(/Invalid branch name/);
+    },
+  );
+
+  it("accepts ordinary branch names", () => {
+    expect(validateBranchName("vmpilot/issue-42_fix.v2")).toBe("vmpilot/issue-42_fix.v2");
+  });
+});
