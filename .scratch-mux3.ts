@@ -1,12 +1,9 @@
-import { PGlite } from "@electric-sql/pglite";
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import { startEmbeddedPostgres } from "./src/store/embedded.ts";
 import net from "node:net";
 import pg from "pg";
 
-const db = await PGlite.create();
-const server = new PGLiteSocketServer({ db, port: 0, host: "127.0.0.1", maxConnections: 50 });
-await server.start();
-const [host, port] = server.getServerConn().split(":");
+const e = await startEmbeddedPostgres("memory://");
+const [host, port] = new URL(e.url).host.split(":");
 const pool = new pg.Pool({ host, port: Number(port), user: "postgres", database: "postgres", max: 4 });
 await pool.query("select 1");
 // raw client: startup, then Parse; pause; Bind/Execute/Sync
@@ -26,11 +23,11 @@ const parse = msg("P", Buffer.concat([cstr(""), cstr("SELECT 'raw-' || $1::text 
 sock.write(parse);
 await new Promise((r) => setTimeout(r, 100));
 // meanwhile another client runs a different unnamed parse
-const other = await pool.query("SELECT $1::int + 1 AS w, 2 AS z", [41]);
-console.log("other", other.rows);
+const otherP = pool.query("SELECT $1::int + 1 AS w, 2 AS z", [41]);
+await new Promise((r) => setTimeout(r, 100));
 // Bind with one text param
 const bindBody = Buffer.concat([cstr(""), cstr(""), Buffer.from([0,0]), Buffer.from([0,1]), (() => { const b = Buffer.alloc(4); b.writeInt32BE(3); return b; })(), Buffer.from("abc"), Buffer.from([0,0])]);
 sock.write(Buffer.concat([msg("B", bindBody), msg("D", Buffer.concat([Buffer.from("P"), cstr("")])), msg("E", Buffer.concat([cstr(""), Buffer.from([0,0,0,0])])), msg("S", Buffer.alloc(0))]));
-await new Promise((r) => setTimeout(r, 300));
+console.log("other", (await otherP).rows);
 console.log(JSON.stringify(out.toString("latin1").replace(/[^\x20-\x7e]/g, ".")));
-sock.destroy(); await pool.end(); await server.stop(); await db.close();
+sock.destroy(); await pool.end(); await e.stop();

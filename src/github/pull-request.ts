@@ -177,7 +177,8 @@ export async function publishPullRequest(
       const found = await findPullRequestByHead(octokit, { ...repo, head: input.head });
       if (found) {
         await octokit.rest.pulls.update({ ...repo, pull_number: found.number, body: input.body });
-        return { ...found, created: false };
+        // There was none before this run, so this run opened it.
+        return { ...found, created: true };
       }
     }
     throw error;

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
 import { lockDataDir } from "./data-dir-lock.ts";
+import { serializeSessions } from "./pglite-sessions.ts";
 
 // pg pools for the app and pg-boss, per process, plus a second process in tests; the socket server
 // queues queries from all of them onto PGlite's single backend.
@@ -33,7 +34,7 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
     throw error;
   }
   const server = new PGLiteSocketServer({
-    db: pglite,
+    db: serializeSessions(pglite),
     host: "127.0.0.1",
     port: 0,
     maxConnections: MAX_CONNECTIONS,

@@ -1,4 +1,4 @@
-import { gitClient, type GitAuth, validateBranchName } from "./git.ts";
+import { type GitAuth, gitClient, validateBranchName } from "./git.ts";
 import { syncMirror } from "./mirror.ts";
 
 export interface CheckoutOptions {

@@ -48,7 +48,12 @@ export function authEnv(auth: GitAuth | undefined): Record<string, string> {
   };
 }
 
-const ALLOWED_GIT_ENV = ["GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GIT_TERMINAL_PROMPT"];
+const ALLOWED_GIT_ENV = [
+  "GIT_CONFIG_COUNT",
+  "GIT_CONFIG_KEY_0",
+  "GIT_CONFIG_VALUE_0",
+  "GIT_TERMINAL_PROMPT",
+];
 
 /**
  * simple-git for the worker's own git commands, with a minimal environment: the worker's secrets

@@ -31,7 +31,9 @@ function normalizeHost(host: string): string {
  * Compiles allow-list entries: `host` (any port), `host:port`, `*.domain` (subdomains only),
  * `[v6addr]:port`. Invalid entries throw, so a typo cannot silently open or close access.
  */
-export function compileAllowList(entries: readonly string[]): (host: string, port: number) => boolean {
+export function compileAllowList(
+  entries: readonly string[],
+): (host: string, port: number) => boolean {
   const rules: Rule[] = entries.map((entry) => {
     const { host: raw, port } = splitHostPort(entry.trim());
     const host = normalizeHost(raw);
@@ -97,7 +99,14 @@ export async function startAllowListProxy(options: ProxyOptions): Promise<AllowL
     delete headers["proxy-connection"];
     delete headers["proxy-authorization"];
     const upstream = http.request(
-      { host, port, method: req.method, path: target.pathname + target.search, headers, agent: false },
+      {
+        host,
+        port,
+        method: req.method,
+        path: target.pathname + target.search,
+        headers,
+        agent: false,
+      },
       (response) => {
         res.writeHead(response.statusCode ?? 502, response.headers);
         response.pipe(res);

@@ -158,7 +158,9 @@ export async function createSandboxWorkspace(
         args.push("--setenv", name, value);
       }
       args.push("--chdir", cwd, ...run, command);
-      const signal = opts.signal ? AbortSignal.any([opts.signal, lifetime.signal]) : lifetime.signal;
+      const signal = opts.signal
+        ? AbortSignal.any([opts.signal, lifetime.signal])
+        : lifetime.signal;
       return runProcess(
         { file: bwrapPath, args, cwd: root, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
         { timeoutMs: opts.timeoutMs, signal },

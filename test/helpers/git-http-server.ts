@@ -55,7 +55,9 @@ export async function startGitHttpServer(options: GitHttpServerOptions): Promise
         ...(req.headers["content-encoding"]
           ? { HTTP_CONTENT_ENCODING: req.headers["content-encoding"] }
           : {}),
-        ...(req.headers["git-protocol"] ? { GIT_PROTOCOL: String(req.headers["git-protocol"]) } : {}),
+        ...(req.headers["git-protocol"]
+          ? { GIT_PROTOCOL: String(req.headers["git-protocol"]) }
+          : {}),
       },
       stdio: ["pipe", "pipe", "inherit"],
     });

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -90,6 +91,41 @@ describe.each(databases())("database on $name", (target) => {
     );
   });
 
+  it("keeps a query split across reads apart from other connections' queries", async () => {
+    const raw = await rawSession(db.url);
+    try {
+      // Parse now, Bind later: another connection's query arrives in between.
+      raw.send(message("P", cstring(""), cstring("SELECT 'raw-' || $1::text AS v"), int16(0)));
+      await raw.until("1");
+      const other = new pg.Client({ connectionString: db.url });
+      await other.connect();
+      const otherResult = other.query("SELECT $1::int + 1 AS w", [41]);
+      // A window for the other query to reach the server; the assertions hold however it lands.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const value = Buffer.from("abc");
+      raw.send(
+        message(
+          "B",
+          cstring(""),
+          cstring(""),
+          int16(0),
+          int16(1),
+          int32(value.length),
+          value,
+          int16(0),
+        ),
+        message("E", cstring(""), int32(0)),
+        message("S"),
+      );
+      const reply = await raw.until("Z");
+      expect(reply.toString("latin1")).toContain("raw-abc");
+      expect((await otherResult).rows).toEqual([{ w: 42 }]);
+      await other.end();
+    } finally {
+      raw.close();
+    }
+  });
+
   it("isolates a transaction from a client querying meanwhile", async () => {
     await db.pool.query("CREATE TABLE tx_probe (n int)");
     let seenDuring: Promise<number> | undefined;
@@ -113,3 +149,58 @@ describe.each(databases())("database on $name", (target) => {
     expect(rows.map((r) => r.n)).toEqual([1, 2]);
   });
 });
+
+// Just enough of the wire protocol to send an extended query in two parts.
+const cstring = (text: string) => Buffer.from(`${text}\0`);
+const int16 = (n: number) => Buffer.from([n >> 8, n & 255]);
+const int32 = (n: number) => {
+  const b = Buffer.alloc(4);
+  b.writeInt32BE(n);
+  return b;
+};
+const message = (type: string, ...parts: Buffer[]) => {
+  const body = Buffer.concat(parts);
+  return Buffer.concat([Buffer.from(type), int32(body.length + 4), body]);
+};
+
+async function rawSession(url: string) {
+  const { hostname, port, username, pathname } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  await once(socket, "connect");
+  let received = Buffer.alloc(0);
+  let waiting: (() => void) | undefined;
+  socket.on("data", (data) => {
+    received = Buffer.concat([received, data]);
+    waiting?.();
+  });
+  // Resolves with everything received once a message of this type has arrived.
+  const until = (type: string) =>
+    new Promise<Buffer>((resolve) => {
+      const check = () => {
+        for (let at = 0; at + 5 <= received.length; at += 1 + received.readInt32BE(at + 1)) {
+          if (String.fromCharCode(received[at] ?? 0) === type) {
+            const all = received;
+            received = Buffer.alloc(0);
+            waiting = undefined;
+            return resolve(all);
+          }
+        }
+      };
+      waiting = check;
+      check();
+    });
+  const params = [
+    cstring("user"),
+    cstring(username),
+    cstring("database"),
+    cstring(pathname.slice(1)),
+  ];
+  const startup = Buffer.concat([int32(196608), ...params, Buffer.from([0])]);
+  socket.write(Buffer.concat([int32(startup.length + 4), startup]));
+  await until("Z");
+  return {
+    send: (...messages: Buffer[]) => socket.write(Buffer.concat(messages)),
+    until,
+    close: () => socket.destroy(),
+  };
+}

@@ -22,16 +22,20 @@ function git(cwd: string, ...args: string[]): string {
 }
 
 function commit(repo: string, file: string, text: string): void {
-  execFileSync("sh", ["-c", `printf %s "$1" > "$2" && git add -A && git commit -qm "$2"`, "sh", text, file], {
-    cwd: repo,
-    env: {
-      PATH: process.env.PATH,
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@example.com",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@example.com",
+  execFileSync(
+    "sh",
+    ["-c", `printf %s "$1" > "$2" && git add -A && git commit -qm "$2"`, "sh", text, file],
+    {
+      cwd: repo,
+      env: {
+        PATH: process.env.PATH,
+        GIT_AUTHOR_NAME: "t",
+        GIT_AUTHOR_EMAIL: "t@example.com",
+        GIT_COMMITTER_NAME: "t",
+        GIT_COMMITTER_EMAIL: "t@example.com",
+      },
     },
-  });
+  );
 }
 
 /** Every file under `dir`, as bytes, for grepping. */

@@ -57,7 +57,9 @@ describe("sandbox workspace", () => {
   });
 
   it("cannot read the data directory", async () => {
-    const result = await workspace.exec(`cat ${dataDir}/config.json; grep -rs data-dir-secret /tmp /home /run ${base}`);
+    const result = await workspace.exec(
+      `cat ${dataDir}/config.json; grep -rs data-dir-secret /tmp /home /run ${base}`,
+    );
     expect(result.stdout).not.toContain("data-dir-secret");
     expect(result.stderr).toMatch(/No such file/);
   });
@@ -92,7 +94,7 @@ describe("sandbox workspace", () => {
       [
         "cat /etc/shadow | wc -c",
         "grep CapEff /proc/self/status",
-        "v=$(cat /proc/sys/vm/swappiness); (printf %s \"$v\" > /proc/sys/vm/swappiness) 2>/dev/null || echo sysctl-readonly",
+        'v=$(cat /proc/sys/vm/swappiness); (printf %s "$v" > /proc/sys/vm/swappiness) 2>/dev/null || echo sysctl-readonly',
         "hostname",
       ].join("; "),
     );
@@ -101,9 +103,12 @@ describe("sandbox workspace", () => {
 
   it("kills the whole process tree on timeout", async () => {
     const token = `${Math.floor(Math.random() * 1e6)}.${Math.floor(Math.random() * 1e6)}`;
-    const result = await workspace.exec(`sleep ${token} & (sleep ${token} & wait) & sleep ${token}`, {
-      timeoutMs: 300,
-    });
+    const result = await workspace.exec(
+      `sleep ${token} & (sleep ${token} & wait) & sleep ${token}`,
+      {
+        timeoutMs: 300,
+      },
+    );
     expect(result.timedOut).toBe(true);
     expect(await waitUntil(async () => (await processesWith(token)).length === 0)).toBe(true);
   });

@@ -28,7 +28,10 @@ describe("runSetup", () => {
     const seen: string[] = [];
     const report = await runSetup(
       { root, allowHosts: [`127.0.0.2:${port}`], logger: recordingLogger() },
-      [`curl -sS -o deps.txt http://127.0.0.2:${port}/`, "curl -sS http://registry.invalid/ || true"],
+      [
+        `curl -sS -o deps.txt http://127.0.0.2:${port}/`,
+        "curl -sS http://registry.invalid/ || true",
+      ],
       { onStep: (step) => seen.push(step.command) },
     );
     expect(report.ok).toBe(true);
@@ -38,10 +41,7 @@ describe("runSetup", () => {
   });
 
   it("stops at the first failing command", async () => {
-    const report = await runSetup({ root, logger: recordingLogger() }, [
-      "exit 3",
-      "touch never",
-    ]);
+    const report = await runSetup({ root, logger: recordingLogger() }, ["exit 3", "touch never"]);
     expect(report.ok).toBe(false);
     expect(report.steps).toHaveLength(1);
     expect(report.steps[0]?.result.exitCode).toBe(3);

@@ -1,0 +1,76 @@
+/**
+ * Sandboxed exec overhead: 200 runs of `true` through the sandbox workspace against a raw spawn of
+ * `true`, plus the host workspace and a sandbox with the network proxy bridge for context.
+ * Goal: the sandbox's median at most 10 ms above the raw spawn's.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { createHostWorkspace } from "../src/workspace/host.ts";
+import { createSandboxWorkspace } from "../src/workspace/sandbox.ts";
+import type { Workspace } from "../src/workspace/types.ts";
+
+const RUNS = 200;
+const GOAL_EXTRA_MS = 10;
+const quiet = pino({ level: "silent" });
+
+function rawSpawn(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("true", [], { stdio: ["ignore", "pipe", "pipe"] });
+    child.on("error", reject);
+    child.on("close", () => resolve());
+  });
+}
+
+async function measure(runs: number, task: () => Promise<unknown>): Promise<number[]> {
+  for (let i = 0; i < 5; i++) await task();
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    await task();
+    times.push(performance.now() - start);
+  }
+  return times.sort((a, b) => a - b);
+}
+
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? Number.NaN;
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+
+function report(name: string, sorted: number[]): void {
+  console.log(`${name.padEnd(30)} median ${fmt(pct(sorted, 50))}  p90 ${fmt(pct(sorted, 90))}`);
+}
+
+async function execTrue(workspace: Workspace): Promise<void> {
+  const result = await workspace.exec("true");
+  if (result.exitCode !== 0) throw new Error(`true failed: ${result.stderr}`);
+}
+
+const root = await mkdtemp(join(tmpdir(), "vmpilot-bench-exec-"));
+const host = createHostWorkspace(root, { logger: quiet });
+const sandbox = await createSandboxWorkspace(root, { logger: quiet });
+const networked = await createSandboxWorkspace(root, {
+  logger: quiet,
+  allowHosts: ["registry.npmjs.org"],
+});
+try {
+  const raw = await measure(RUNS, rawSpawn);
+  const hostTimes = await measure(RUNS, () => execTrue(host));
+  const sandboxTimes = await measure(RUNS, () => execTrue(sandbox));
+  const networkedTimes = await measure(RUNS / 4, () => execTrue(networked));
+  console.log(`${RUNS} runs of \`true\``);
+  report("raw spawn", raw);
+  report("host workspace (bash -c)", hostTimes);
+  report("sandbox workspace", sandboxTimes);
+  report(`sandbox + proxy bridge (${RUNS / 4})`, networkedTimes);
+  const extra = pct(sandboxTimes, 50) - pct(raw, 50);
+  const extraP90 = pct(sandboxTimes, 90) - pct(raw, 90);
+  console.log(
+    `sandbox extra: median ${fmt(extra)}, p90 ${fmt(extraP90)} (goal ≤ ${GOAL_EXTRA_MS} ms: ${extra <= GOAL_EXTRA_MS ? "met" : "missed"})`,
+  );
+} finally {
+  await Promise.all([host.dispose(), sandbox.dispose(), networked.dispose()]);
+  await rm(root, { recursive: true, force: true });
+}

@@ -1,0 +1,142 @@
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { simpleGit } from "simple-git";
+import { runAgent } from "../agent/loop.ts";
+import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../agent/plugins.ts";
+import { buildSystemPrompt } from "../agent/prompt.ts";
+import { runTitle } from "../agent/summary.ts";
+import { commitInWorkspace } from "../workspace/commit.ts";
+import {
+  cleanRepoUrl,
+  createWorkspace,
+  prepareCheckout,
+  type Workspace,
+} from "../workspace/index.ts";
+import { type RunArgs, UsageError } from "./args.ts";
+import { deliverBranch } from "./deliver.ts";
+import { createProgressPrinter, formatUsd, type ProgressOutput } from "./progress.ts";
+
+export interface CliIo {
+  stdout: ProgressOutput;
+  env: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+}
+
+const AUTHOR = { name: "vmpilot", email: "vmpilot@users.noreply.github.com" };
+
+function slug(text: string): string {
+  return (
+    text
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 40)
+      .replace(/-+$/, "") || "task"
+  );
+}
+
+async function localRepo(path: string): Promise<boolean> {
+  if (!existsSync(path)) throw new UsageError(`no repository at ${path}`);
+  const inside = await simpleGit(path)
+    .revparse(["--is-inside-work-tree"])
+    .catch(() => simpleGit(path).revparse(["--is-bare-repository"]))
+    .catch(() => "");
+  if (inside.trim() !== "true") throw new UsageError(`${path} is not a git repository`);
+  return true;
+}
+
+/** `vmpilot/<task-slug>`, with a suffix only when the local repository already has that branch. */
+async function branchName(args: RunArgs, repoUrl: string, local: boolean): Promise<string> {
+  if (args.branch) return args.branch;
+  const base = `vmpilot/${slug(args.task)}`;
+  if (!local) return base;
+  const taken = await simpleGit(repoUrl)
+    .raw(["rev-parse", "--verify", "--quiet", `refs/heads/${base}`])
+    .then(
+      (out) => out.trim() !== "",
+      () => false,
+    );
+  return taken ? `${base}-${Date.now().toString(36)}` : base;
+}
+
+/** Runs one task end to end and prints a summary; resolves to the process exit code. */
+export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
+  if (!io.env.ANTHROPIC_API_KEY && !io.env.ANTHROPIC_AUTH_TOKEN) {
+    throw new UsageError("ANTHROPIC_API_KEY is not set: export your Anthropic API key first");
+  }
+  const { url: repoUrl } = cleanRepoUrl(args.repo);
+  const local = !/^[a-z][a-z0-9+.-]*:\/\//i.test(repoUrl) && !/^[^/]+@[^/:]+:/.test(repoUrl);
+  if (local) await localRepo(repoUrl);
+
+  const started = Date.now();
+  const dataDir = io.env.DATA_DIR ?? join(homedir(), ".cache", "vmpilot");
+  await mkdir(join(dataDir, "workspaces"), { recursive: true });
+  const dest = join(await mkdtemp(join(dataDir, "workspaces", "run-")), "repo");
+  const branch = await branchName(args, repoUrl, local);
+  const print = (line: string) => io.stdout.write(`${line}\n`);
+  let workspace: Workspace | undefined;
+  try {
+    const checkout = await prepareCheckout({ dataDir, repo: args.repo, dest, branch });
+    workspace = await createWorkspace({ provider: args.provider, root: checkout.root, dataDir });
+    print(`vmpilot: ${args.provider} workspace on branch ${branch} (from ${checkout.baseBranch})`);
+
+    const plugins = selectPlugins(await discoverPlugins(), DEFAULT_ENABLED_PLUGINS);
+    const system = await buildSystemPrompt({ workspace, plugins });
+    const printer = createProgressPrinter(io.stdout);
+    const result = await runAgent({
+      workspace,
+      instruction: args.task,
+      system,
+      model: args.model,
+      limits: { maxSteps: args.maxSteps },
+      plugins,
+      onEvent: printer.onEvent,
+      signal: io.signal,
+    });
+    printer.close();
+
+    const tests = result.reports.tests as { outcome?: string } | undefined;
+    const usage = result.usage;
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    if (result.reason === "error") {
+      print(`✗ failed: ${result.error?.message ?? "unknown error"}`);
+      print(
+        `  ${result.steps} steps · ${formatUsd(usage.costUsd)} · ${seconds}s; nothing committed`,
+      );
+      return 1;
+    }
+    if (result.detail) print(`note: ${result.detail}`);
+
+    const commit = await commitInWorkspace(workspace, {
+      message: runTitle(result.finalText, args.task),
+      author: AUTHOR,
+    });
+    if (commit) {
+      await deliverBranch({
+        repoUrl,
+        local,
+        checkoutRoot: checkout.root,
+        mirror: checkout.mirror,
+        branch,
+      });
+    }
+    print("");
+    print(
+      commit ? `✔ committed ${commit.sha.slice(0, 10)} on ${branch}` : "✔ no changes to commit",
+    );
+    if (commit) print(`  files changed (${commit.files.length}): ${commit.files.join(", ")}`);
+    print(`  tests: ${tests?.outcome ?? "not reported"}`);
+    print(
+      `  tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadInputTokens} cache read, ${usage.cacheCreationInputTokens} cache write`,
+    );
+    print(
+      `  cost: ${formatUsd(usage.costUsd)} · ${result.steps} steps · ${seconds}s · ended: ${result.reason}`,
+    );
+    return 0;
+  } finally {
+    await workspace?.dispose();
+    await rm(join(dest, ".."), { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,73 @@
+// Reads `.github/vmpilot.yml` from the default branch the way Probot's context.config does: the
+// repository's own file, else the owner's `.github` repository, else nothing (defaults apply).
+import type { ProbotOctokit } from "probot";
+import { type ConfigIssue, parseRepoConfig, type RepoConfig } from "../config/repo-config.ts";
+import { jobMarker } from "./comments.ts";
+
+export const REPO_CONFIG_PATH = ".github/vmpilot.yml";
+
+export type RepoConfigLoad =
+  | { ok: true; config: RepoConfig; source: string | undefined }
+  | { ok: false; issues: ConfigIssue[]; message: string; source: string };
+
+function status(error: unknown): number | undefined {
+  return (error as { status?: number }).status;
+}
+
+/** The file's text, or undefined when there is none (404, or a directory). */
+async function readFile(
+  octokit: ProbotOctokit,
+  owner: string,
+  repo: string,
+): Promise<string | undefined> {
+  try {
+    const response = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner,
+      repo,
+      path: REPO_CONFIG_PATH,
+      mediaType: { format: "raw" },
+    });
+    // A directory or submodule answers with JSON metadata instead of the raw file.
+    if (typeof response.data !== "string") return undefined;
+    return response.data;
+  } catch (error) {
+    if (status(error) === 404) return undefined;
+    throw error;
+  }
+}
+
+export async function loadRepoConfig(
+  octokit: ProbotOctokit,
+  input: { owner: string; repo: string },
+): Promise<RepoConfigLoad> {
+  const candidates = [input.repo, ...(input.repo === ".github" ? [] : [".github"])];
+  for (const repo of candidates) {
+    const text = await readFile(octokit, input.owner, repo);
+    if (text === undefined) continue;
+    const source = `${input.owner}/${repo}/${REPO_CONFIG_PATH}`;
+    const parsed = parseRepoConfig(text);
+    return parsed.ok
+      ? { ok: true, config: parsed.config, source }
+      : { ok: false, issues: parsed.issues, message: parsed.message, source };
+  }
+  return { ok: true, config: {}, source: undefined };
+}
+
+/** The comment that tells the maintainers which key to fix. */
+export function renderConfigError(
+  load: Extract<RepoConfigLoad, { ok: false }>,
+  view: { jobId: number; jobUrl: string; command: string },
+): string {
+  const lines = load.issues
+    .slice(0, 20)
+    .map((issue) => `- ${issue.path ? `\`${issue.path}\`: ` : ""}${issue.message}`);
+  return [
+    `❌ **vmpilot cannot start: \`${load.source}\` is invalid** — [job #${view.jobId}](${view.jobUrl})`,
+    "",
+    ...lines,
+    "",
+    `Fix the file on the default branch, then comment \`/${view.command} retry\`.`,
+    "",
+    jobMarker(view.jobId),
+  ].join("\n");
+}

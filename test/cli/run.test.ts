@@ -1,0 +1,151 @@
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type AnthropicFake,
+  startAnthropicFake,
+  text,
+  toolUse,
+} from "../helpers/anthropic-fake.ts";
+
+const run = promisify(execFile);
+const cli = join(import.meta.dirname, "../../bin/vmpilot.js");
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function vmpilot(args: string[], env: Record<string, string>): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [cli, ...args], {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", ...env },
+      timeout: 120_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+async function git(cwd: string, ...args: string[]): Promise<string> {
+  return (await run("git", args, { cwd })).stdout.trim();
+}
+
+/** A scratch project whose one test fails because `add` subtracts. */
+async function scratchRepo(root: string): Promise<string> {
+  const repo = join(root, "project");
+  await mkdir(repo);
+  await writeFile(join(repo, "math.sh"), "add() { echo $(($1 - $2)); }\n");
+  await writeFile(
+    join(repo, "test.sh"),
+    '. ./math.sh\n[ "$(add 2 3)" = 5 ] && echo "1 passed" || { echo "add 2 3 gave $(add 2 3)"; exit 1; }\n',
+  );
+  await git(root, "init", "--quiet", "--initial-branch=main", repo);
+  await git(repo, "add", ".");
+  await git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init");
+  return repo;
+}
+
+describe("vmpilot run", () => {
+  let root: string;
+  let fake: AnthropicFake;
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), "vmpilot-cli-"));
+    fake = await startAnthropicFake();
+  });
+  afterAll(async () => {
+    await fake.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it("fixes a failing test in the sandbox and leaves it committed on a new branch", async () => {
+    const repo = await scratchRepo(root);
+    fake.push(
+      { content: [text("Running the tests first."), toolUse("bash", { command: "bash test.sh" })] },
+      {
+        content: [
+          toolUse("str_replace_based_edit_tool", {
+            command: "str_replace",
+            path: "math.sh",
+            old_str: "$(($1 - $2))",
+            new_str: "$(($1 + $2))",
+          }),
+        ],
+      },
+      { content: [toolUse("report_tests", { outcome: "passed", command: "bash test.sh" })] },
+      {
+        content: [
+          text("add() subtracted; it adds now and the test passes.\nSummary: Fix add() to add"),
+        ],
+      },
+    );
+
+    const result = await vmpilot(["run", "--repo", repo, "fix the failing test"], {
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      ANTHROPIC_BASE_URL: fake.url,
+      DATA_DIR: join(root, "data"),
+    });
+
+    expect(result.stderr).not.toMatch(/error/i);
+    expect(result.code).toBe(0);
+    expect(fake.problems).toEqual([]);
+    expect(fake.pending()).toBe(0);
+    const firstResult = fake.requests[1]?.body.messages.at(-1).content[0];
+    expect(firstResult).toMatchObject({ type: "tool_result", is_error: true });
+    expect(JSON.stringify(firstResult.content)).toContain("add 2 3 gave -1");
+
+    const branch = "vmpilot/fix-the-failing-test";
+    expect(await git(repo, "branch", "--list", branch)).toContain(branch);
+    expect(await git(repo, "log", "-1", "--format=%s%n%an", branch)).toBe(
+      "Fix add() to add\nvmpilot",
+    );
+    expect(await git(repo, "diff", "--name-only", "main", branch)).toBe("math.sh");
+    expect(await git(repo, "rev-parse", "--abbrev-ref", "HEAD")).toBe("main");
+
+    await git(repo, "checkout", "--quiet", branch);
+    expect((await run("bash", ["test.sh"], { cwd: repo })).stdout).toContain("1 passed");
+
+    expect(result.stdout).toContain(`committed`);
+    expect(result.stdout).toContain("files changed (1): math.sh");
+    expect(result.stdout).toContain("tests: passed");
+    expect(result.stdout).toMatch(/cost: \$\d/);
+  });
+
+  it("reports a missing API key in one line with exit code 2", async () => {
+    const result = await vmpilot(["run", "--repo", root, "task"], {});
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe(
+      "vmpilot: ANTHROPIC_API_KEY is not set: export your Anthropic API key first",
+    );
+  });
+
+  it("reports a missing repository in one line with exit code 2", async () => {
+    const result = await vmpilot(["run", "--repo", join(root, "nope"), "task"], {
+      ANTHROPIC_API_KEY: "sk-ant-test",
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe(`vmpilot: no repository at ${join(root, "nope")}`);
+  });
+
+  it("reports a missing bwrap with the fix, and exit code 2", async () => {
+    const repo = await scratchRepo(await mkdtemp(join(root, "nobwrap-")));
+    const bin = join(root, "bin-without-bwrap");
+    await mkdir(bin);
+    await symlink("/usr/bin/git", join(bin, "git"));
+    const result = await vmpilot(["run", "--repo", repo, "task"], {
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      DATA_DIR: join(root, "data"),
+      PATH: bin,
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toContain("apt-get install bubblewrap");
+  });
+});

@@ -1,0 +1,138 @@
+import nock from "nock";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  publishPullRequest,
+  pullRequestTitle,
+  renderPullRequestBody,
+} from "../../src/github/pull-request.ts";
+import { assertAllMocksUsed, GITHUB_API, isolateNetwork, testOctokit } from "../helpers/octokit.ts";
+
+const input = {
+  owner: "acme",
+  repo: "app",
+  head: "vmpilot/issue-4-fix-crash",
+  base: "main",
+  title: "Fix the crash",
+  body: "body text\n\nFixes #4",
+};
+const prJson = (number: number, state = "open") => ({
+  number,
+  state,
+  html_url: `https://github.com/acme/app/pull/${number}`,
+  head: { ref: input.head },
+});
+
+beforeAll(() => isolateNetwork());
+afterEach(() => assertAllMocksUsed());
+
+describe("publishPullRequest", () => {
+  it("opens a draft when none exists, retrying a 502", async () => {
+    let posts = 0;
+    nock(GITHUB_API)
+      .get("/repos/acme/app/pulls")
+      .query({ head: `acme:${input.head}`, state: "open", per_page: "10" })
+      .reply(200, [])
+      .post("/repos/acme/app/pulls")
+      .reply(() => {
+        posts++;
+        return [502, { message: "Bad Gateway" }];
+      })
+      .post("/repos/acme/app/pulls", (body) => {
+        expect(body).toMatchObject({ head: input.head, base: "main", draft: true, title: "Fix the crash" });
+        return true;
+      })
+      .reply(201, prJson(12));
+    const pr = await publishPullRequest(testOctokit(), input);
+    expect(posts).toBe(1);
+    expect(pr).toEqual({ number: 12, url: "https://github.com/acme/app/pull/12", created: true });
+  });
+
+  it("updates the chat's open pull request instead of opening another", async () => {
+    nock(GITHUB_API)
+      .get("/repos/acme/app/pulls/12")
+      .reply(200, prJson(12))
+      .patch("/repos/acme/app/pulls/12", { body: input.body })
+      .reply(200, prJson(12));
+    const pr = await publishPullRequest(testOctokit(), { ...input, knownNumber: 12 });
+    expect(pr).toMatchObject({ number: 12, created: false });
+  });
+
+  it("finds the open pull request by its head branch when the chat lost track of it", async () => {
+    nock(GITHUB_API)
+      .get("/repos/acme/app/pulls/12")
+      .reply(200, prJson(12, "closed"))
+      .get("/repos/acme/app/pulls")
+      .query(true)
+      .reply(200, [prJson(15)])
+      .patch("/repos/acme/app/pulls/15")
+      .reply(200, prJson(15));
+    const pr = await publishPullRequest(testOctokit(), { ...input, knownNumber: 12 });
+    expect(pr).toMatchObject({ number: 15, created: false });
+  });
+
+  it("when a retried creation already succeeded, uses that pull request", async () => {
+    nock(GITHUB_API)
+      .get("/repos/acme/app/pulls")
+      .query(true)
+      .reply(200, [])
+      .post("/repos/acme/app/pulls")
+      .reply(422, {
+        message: "Validation Failed",
+        errors: [{ message: `A pull request already exists for acme:${input.head}.` }],
+      })
+      .get("/repos/acme/app/pulls")
+      .query(true)
+      .reply(200, [prJson(20)])
+      .patch("/repos/acme/app/pulls/20")
+      .reply(200, prJson(20));
+    expect(await publishPullRequest(testOctokit(), input)).toMatchObject({ number: 20 });
+  });
+
+  it("opens a normal pull request where drafts are not available", async () => {
+    nock(GITHUB_API)
+      .get("/repos/acme/app/pulls")
+      .query(true)
+      .reply(200, [])
+      .post("/repos/acme/app/pulls", (body) => body.draft === true)
+      .reply(422, { message: "Draft pull requests are not supported in this repository." })
+      .post("/repos/acme/app/pulls", (body) => body.draft === false)
+      .reply(201, prJson(3));
+    expect(await publishPullRequest(testOctokit(), input)).toMatchObject({ number: 3, created: true });
+  });
+});
+
+describe("pullRequestTitle", () => {
+  it.each([
+    ["Fixed the login crash on empty passwords. Added a test.", "Fixed the login crash on empty passwords"],
+    ["## Summary\n\n- **Guard** `parse()` against null input\n", "Guard parse() against null input"],
+    ["Summary: Make retries configurable", "Make retries configurable"],
+    ["Done.", "Fix #4: crash"],
+    ["", "Fix #4: crash"],
+    ["x".repeat(100), `${"x".repeat(71)}…`],
+  ])("%j → %j", (summary, title) => expect(pullRequestTitle(summary, "Fix #4: crash")).toBe(title));
+});
+
+describe("renderPullRequestBody", () => {
+  it("has the summary, tests, files, cost, duration and Fixes #N, redacted", () => {
+    const body = renderPullRequestBody({
+      summary: `Fixed it; the token was ghs_${"a".repeat(36)}. Thanks @someone`,
+      tests: { outcome: "passed", command: "npm test" },
+      files: [
+        { status: "M", path: "src/a.ts" },
+        { status: "A", path: "test/a.test.ts" },
+      ],
+      costUsd: 0.4321,
+      durationMs: 95_000,
+      fixes: 4,
+      requester: "octocat",
+      jobUrl: "https://vmpilot.example.com/jobs/9",
+    });
+    expect(body).toContain("**Tests:** ✔ passed (`npm test`)");
+    expect(body).toContain("**Files changed (2):**\n- `M` src/a.ts\n- `A` test/a.test.ts");
+    expect(body).toContain("**Cost:** $0.4321 · **time:** 1m 35s");
+    expect(body).toContain("[session log](https://vmpilot.example.com/jobs/9)");
+    expect(body.endsWith("Fixes #4")).toBe(true);
+    expect(body).not.toContain("ghs_");
+    expect(body).not.toContain("@someone");
+  });
+});

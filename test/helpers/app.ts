@@ -1,0 +1,56 @@
+// The real server, started in-process for tests: test configuration with a generated app key.
+import { generateKeyPairSync } from "node:crypto";
+import type { Config } from "../../src/config/env.ts";
+import { createLogger } from "../../src/github/logger.ts";
+import { type RunningServer, type StartOptions, startServer } from "../../src/main.ts";
+import type { Database } from "../../src/store/database.ts";
+
+export const WEBHOOK_SECRET = "test-webhook-secret-4f2a";
+export const APP_SLUG = "vmpilot-bot";
+
+let key: string | undefined;
+
+/** An RSA key in the PEM form GitHub hands out, generated once per test process. */
+export function appPrivateKey(): string {
+  key ??= generateKeyPairSync("rsa", { modulusLength: 2048 })
+    .privateKey.export({ type: "pkcs1", format: "pem" })
+    .toString();
+  return key;
+}
+
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return {
+    appId: 12345,
+    privateKey: appPrivateKey(),
+    webhookSecret: WEBHOOK_SECRET,
+    dataDir: "memory://",
+    logLevel: "silent",
+    logFormat: "json",
+    host: "127.0.0.1",
+    port: 0,
+    baseUrl: "https://api.github.com",
+    label: "vmpilot",
+    command: "vmpilot",
+    workerConcurrency: 2,
+    publicUrl: "https://vmpilot.test",
+    allowedUsers: [],
+    production: false,
+    ...overrides,
+  };
+}
+
+/** startServer on a loopback port with quiet logs and a fast-polling queue. */
+export function startTestServer(
+  db: Database,
+  options: Partial<Omit<StartOptions, "db">> = {},
+): Promise<RunningServer> {
+  const config = options.config ?? testConfig();
+  return startServer({
+    role: "all",
+    logger: createLogger({ level: config.logLevel, format: "json" }),
+    ...options,
+    config,
+    db,
+    queue: { pollingIntervalSeconds: 0.5, retryDelay: 1, ...options.queue },
+  });
+}

@@ -1,0 +1,395 @@
+// The real server, store (PGlite) and queue, with signed real payloads POSTed over HTTP and
+// GitHub mocked at the nock edge.
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { RunningServer } from "../../src/main.ts";
+import { type Database, openDatabase } from "../../src/store/database.ts";
+import { getRepository } from "../../src/store/installations.ts";
+import { getJob, type Job, listJobs } from "../../src/store/jobs.ts";
+import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { seedJob } from "../helpers/db.ts";
+import {
+  expectGitHubDone,
+  github,
+  mockApp,
+  mockInstallationToken,
+  mockPermission,
+  useGitHubMock,
+} from "../helpers/github-mock.ts";
+import { deliver, examplePayload, type Payload } from "../helpers/webhooks.ts";
+
+useGitHubMock();
+
+const REPO = "Codertocat/Hello-World";
+const REPO_ID = 186853002;
+let db: Database;
+let server: RunningServer;
+let nextInstallation = 1000;
+let nextCommentId = 50_000;
+
+beforeAll(async () => {
+  db = await openDatabase({ dataDir: "memory://" });
+  mockApp(APP_SLUG);
+  server = await startTestServer(db);
+  expectGitHubDone();
+});
+
+afterAll(async () => {
+  await server?.close();
+  await db?.close();
+});
+
+function send(event: string, payload: Payload, extra: { id?: string; signature?: string | null } = {}) {
+  return deliver(server.url, { event, payload, secret: WEBHOOK_SECRET, ...extra });
+}
+
+function forInstallation(payload: Payload): { payload: Payload; installation: number } {
+  const installation = nextInstallation++;
+  payload.installation = { id: installation };
+  return { payload, installation };
+}
+
+function issueComment(body: string, sender = { login: "Codertocat", type: "User" }) {
+  const payload = examplePayload("issue_comment", "created");
+  payload.comment.body = body;
+  payload.comment.id = nextCommentId++;
+  payload.sender = { ...payload.sender, ...sender };
+  payload.comment.user = payload.sender;
+  return forInstallation(payload);
+}
+
+async function jobsForDelivery(deliveryId: string): Promise<Job[]> {
+  const { rows } = await db.pool.query<{ id: string }>(
+    "SELECT id FROM jobs WHERE delivery_id = $1",
+    [deliveryId],
+  );
+  return Promise.all(rows.map(async (row) => (await getJob(db.pool, Number(row.id))) as Job));
+}
+
+async function deliveryCount(deliveryId: string): Promise<number> {
+  const { rows } = await db.pool.query("SELECT 1 FROM deliveries WHERE id = $1", [deliveryId]);
+  return rows.length;
+}
+
+/** Waits until the queue is done with the job (no sleeps: polls the row). */
+function finished(jobId: number): Promise<Job> {
+  return vi.waitFor(
+    async () => {
+      const job = await getJob(db.pool, jobId);
+      if (!job?.finishedAt) throw new Error(`job ${jobId} still ${job?.status}`);
+      return job;
+    },
+    { timeout: 15_000, interval: 25 },
+  );
+}
+
+/** Mocks a full acknowledgement and returns the posted comment body once it has been sent. */
+function expectAcknowledgement(installation: number, reactionPath: string, number: number) {
+  mockInstallationToken(installation);
+  mockPermission(REPO, "Codertocat", "write");
+  github().post(reactionPath, { content: "eyes" }).reply(201, { id: 1, content: "eyes" });
+  let posted = "";
+  github()
+    .post(`/repos/${REPO}/issues/${number}/comments`, (body) => {
+      posted = body.body;
+      return true;
+    })
+    .reply(201, { id: 777_000 + installation, body: "" });
+  return () => posted;
+}
+
+describe("webhook signature", () => {
+  it("rejects a forged signature with 4xx and stores nothing", async () => {
+    const { payload } = issueComment("/vmpilot fix");
+    const response = await send("issue_comment", payload, { signature: `sha256=${"0".repeat(64)}` });
+    expect(response.status).toBeGreaterThanOrEqual(400);
+    expect(response.status).toBeLessThan(500);
+    expect(await deliveryCount(response.id)).toBe(0);
+    expect(await jobsForDelivery(response.id)).toEqual([]);
+  });
+
+  it("rejects a body signed with another secret", async () => {
+    const { payload } = issueComment("/vmpilot fix");
+    const response = await deliver(server.url, {
+      event: "issue_comment",
+      payload,
+      secret: "not-the-secret",
+    });
+    expect(response.status).toBe(400);
+    expect(await deliveryCount(response.id)).toBe(0);
+  });
+
+  it("rejects a missing signature with 4xx and stores nothing", async () => {
+    const { payload } = issueComment("/vmpilot fix");
+    const response = await send("issue_comment", payload, { signature: null });
+    expect(response.status).toBe(400);
+    expect(await deliveryCount(response.id)).toBe(0);
+  });
+});
+
+describe("triggers", () => {
+  interface Case {
+    name: string;
+    event: string;
+    payload: () => Payload;
+    reaction: (payload: Payload) => string;
+    number: number;
+    expected: Partial<Job>;
+  }
+  const cases: Case[] = [
+    {
+      name: "label",
+      event: "issues",
+      payload: () => {
+        const p = examplePayload("issues", "labeled");
+        p.label.name = "vmpilot";
+        return p;
+      },
+      reaction: () => `/repos/${REPO}/issues/1/reactions`,
+      number: 1,
+      expected: { trigger: "label", command: "fix", instruction: "", triggerCommentId: null },
+    },
+    {
+      name: "assigned to the app",
+      event: "issues",
+      payload: () => {
+        const p = examplePayload("issues", "assigned");
+        p.assignee = { ...p.assignee, login: `${APP_SLUG}[bot]`, type: "Bot" };
+        return p;
+      },
+      reaction: () => `/repos/${REPO}/issues/1/reactions`,
+      number: 1,
+      expected: { trigger: "assigned", command: "fix" },
+    },
+    {
+      name: "opened with a mention",
+      event: "issues",
+      payload: () => {
+        const p = examplePayload("issues", "opened");
+        p.issue.body = `The README is wrong.\n\n@${APP_SLUG} please fix the spelling`;
+        return p;
+      },
+      reaction: () => `/repos/${REPO}/issues/1/reactions`,
+      number: 1,
+      expected: { trigger: "mention", command: "fix", instruction: "please fix the spelling" },
+    },
+    {
+      name: "comment mention",
+      event: "issue_comment",
+      payload: () => issueComment(`Hey @${APP_SLUG}, plan the migration`).payload,
+      reaction: (p) => `/repos/${REPO}/issues/comments/${p.comment.id}/reactions`,
+      number: 1,
+      expected: { trigger: "mention", instruction: "plan the migration" },
+    },
+    {
+      name: "command",
+      event: "issue_comment",
+      payload: () => issueComment("LGTM otherwise.\n/vmpilot plan split the module").payload,
+      reaction: (p) => `/repos/${REPO}/issues/comments/${p.comment.id}/reactions`,
+      number: 1,
+      expected: { trigger: "command", command: "plan", instruction: "split the module" },
+    },
+    {
+      name: "review comment",
+      event: "pull_request_review_comment",
+      payload: () => {
+        const p = examplePayload("pull_request_review_comment", "created");
+        p.comment.body = `@${APP_SLUG} rename this variable`;
+        return p;
+      },
+      reaction: () => `/repos/${REPO}/pulls/comments/284312630/reactions`,
+      number: 2,
+      expected: {
+        trigger: "review_comment",
+        command: "fix",
+        instruction: "rename this variable",
+        triggerCommentId: 284312630,
+      },
+    },
+    {
+      name: "review submitted",
+      event: "pull_request_review",
+      payload: () => {
+        const p = examplePayload("pull_request_review", "submitted");
+        p.review.body = "/vmpilot review focus on error handling";
+        return p;
+      },
+      reaction: () => `/repos/${REPO}/issues/2/reactions`,
+      number: 2,
+      expected: { trigger: "review", command: "review", instruction: "focus on error handling" },
+    },
+  ];
+
+  it.each(cases)("$name → a job, 👀 and one progress comment", async (c) => {
+    const { payload, installation } = forInstallation(c.payload());
+    const posted = expectAcknowledgement(installation, c.reaction(payload), c.number);
+    const response = await send(c.event, payload);
+    expect(response.status).toBe(200);
+    const [job] = await jobsForDelivery(response.id);
+    expect(job).toMatchObject({
+      ...c.expected,
+      number: c.number,
+      repo: REPO,
+      requester: "Codertocat",
+      installationId: installation,
+    });
+    const done = await finished(job?.id as number);
+    expect(done.status).toBe("acknowledged");
+    expect(done.progressCommentId).toBe(777_000 + installation);
+    expect(posted()).toContain("vmpilot is on it");
+    expect(posted()).toContain(`https://vmpilot.test/jobs/${done.id}`);
+    expect(posted()).toContain("not enabled in this version");
+  });
+});
+
+describe("intake rules", () => {
+  it("creates one job for a delivery sent twice", async () => {
+    const { payload, installation } = issueComment("/vmpilot fix the typo");
+    expectAcknowledgement(
+      installation,
+      `/repos/${REPO}/issues/comments/${payload.comment.id}/reactions`,
+      1,
+    );
+    const first = await send("issue_comment", payload);
+    const second = await send("issue_comment", payload, { id: first.id });
+    expect([first.status, second.status]).toEqual([200, 200]);
+    const jobs = await jobsForDelivery(first.id);
+    expect(jobs).toHaveLength(1);
+    await finished(jobs[0]?.id as number);
+  });
+
+  it("refuses a read-only user politely and does nothing else", async () => {
+    const { payload, installation } = issueComment("/vmpilot fix", { login: "reader", type: "User" });
+    mockInstallationToken(installation);
+    mockPermission(REPO, "reader", "read");
+    let reply = "";
+    github()
+      .post(`/repos/${REPO}/issues/1/comments`, (body) => {
+        reply = body.body;
+        return true;
+      })
+      .reply(201, { id: 1 });
+    const response = await send("issue_comment", payload);
+    const [job] = await jobsForDelivery(response.id);
+    const done = await finished(job?.id as number);
+    expect(done.status).toBe("refused");
+    expect(reply).toMatch(/^Sorry @reader, .*write, maintain or admin access/);
+  });
+
+  it("ignores bots, including the app itself", async () => {
+    for (const sender of [
+      { login: "dependabot[bot]", type: "Bot" },
+      { login: `${APP_SLUG}[bot]`, type: "Bot" },
+    ]) {
+      const { payload } = issueComment(`/vmpilot fix @${APP_SLUG}`, sender);
+      const response = await send("issue_comment", payload);
+      expect(response.status).toBe(200);
+      expect(await deliveryCount(response.id)).toBe(0);
+      expect(await jobsForDelivery(response.id)).toEqual([]);
+    }
+  });
+
+  it("ignores comments without a trigger and comments on locked issues", async () => {
+    const plain = issueComment("Thanks, looks good");
+    const locked = issueComment("/vmpilot fix");
+    locked.payload.issue.locked = true;
+    for (const { payload } of [plain, locked]) {
+      const response = await send("issue_comment", payload);
+      expect(response.status).toBe(200);
+      expect(await jobsForDelivery(response.id)).toEqual([]);
+    }
+  });
+
+  it("answers an unknown verb with the help text and no reaction", async () => {
+    const { payload, installation } = issueComment("/vmpilot deploy");
+    mockInstallationToken(installation);
+    mockPermission(REPO, "Codertocat", "admin");
+    let reply = "";
+    github()
+      .post(`/repos/${REPO}/issues/1/comments`, (body) => {
+        reply = body.body;
+        return true;
+      })
+      .reply(201, { id: 2 });
+    const response = await send("issue_comment", payload);
+    const [job] = await jobsForDelivery(response.id);
+    expect(job?.command).toBe("help");
+    const done = await finished(job?.id as number);
+    expect(done.status).toBe("succeeded");
+    expect(reply).toContain("`deploy` is not a vmpilot command");
+    expect(reply).toContain("/vmpilot stop");
+  });
+
+  it("stops the chat's waiting job on /vmpilot stop", async () => {
+    // A job of issue 1's chat that has not started (inserted without enqueueing).
+    const [chatJob] = await listJobs(db.pool, { repositoryId: REPO_ID, limit: 1 });
+    const waiting = await seedJob(db, {
+      id: chatJob?.chatId as number,
+      repositoryId: REPO_ID,
+      number: 1,
+    });
+    const { payload, installation } = issueComment("/vmpilot stop");
+    mockInstallationToken(installation);
+    mockPermission(REPO, "Codertocat", "maintain");
+    let reply = "";
+    github()
+      .post(`/repos/${REPO}/issues/1/comments`, (body) => {
+        reply = body.body;
+        return true;
+      })
+      .reply(201, { id: 3 });
+    const response = await send("issue_comment", payload);
+    const [job] = await jobsForDelivery(response.id);
+    await finished(job?.id as number);
+    expect((await getJob(db.pool, waiting.id))?.status).toBe("cancelled");
+    expect(reply).toContain(`Stopped job [#${waiting.id}]`);
+  });
+
+  it("survives a 1 MB comment and unicode tricks", async () => {
+    const huge = `/vmpilot fix ${"x".repeat(1_000_000)}`;
+    const tricky = "/vmpilot fix \u202Etxt.exe\u202C \u200B<!-- hidden -->visible 𝕏 \u{E0041} \uFEFF";
+    for (const body of [huge, tricky]) {
+      const { payload, installation } = issueComment(body);
+      expectAcknowledgement(
+        installation,
+        `/repos/${REPO}/issues/comments/${payload.comment.id}/reactions`,
+        1,
+      );
+      const response = await send("issue_comment", payload);
+      expect(response.status).toBe(200);
+      const [job] = await jobsForDelivery(response.id);
+      await finished(job?.id as number);
+      if (body === tricky) expect(job?.instruction).toBe("txt.exe visible 𝕏");
+      else expect(job?.instruction).toHaveLength(1_000_000);
+    }
+  });
+
+  it("records installations and their repositories", async () => {
+    const created = examplePayload("installation", "created");
+    created.installation.id = 424242;
+    created.repositories = [{ id: 9001, name: "a", full_name: "acme/a", private: false }];
+    expect((await send("installation", created)).status).toBe(200);
+    const added = examplePayload("installation_repositories", "added");
+    added.installation.id = 424242;
+    added.repositories_added = [{ id: 9002, name: "b", full_name: "acme/b", private: false }];
+    added.repositories_removed = [{ id: 9001, name: "a", full_name: "acme/a", private: false }];
+    expect((await send("installation_repositories", added)).status).toBe(200);
+    expect(await getRepository(db.pool, 9002)).toMatchObject({ installationId: 424242, removedAt: null });
+    expect((await getRepository(db.pool, 9001))?.removedAt).toBeInstanceOf(Date);
+    const { rows } = await db.pool.query("SELECT account_login FROM installations WHERE id = 424242");
+    expect(rows).toEqual([{ account_login: "Codertocat" }]);
+  });
+});
+
+describe("GET /healthz", () => {
+  it("reports database and queue status as JSON", async () => {
+    const response = await fetch(`${server.url}/healthz`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      status: "ok",
+      role: "all",
+      database: "ok",
+      queue: "ok",
+      embedded: true,
+    });
+  });
+});
