@@ -121,7 +121,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
     return {
-      problems: parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`),
+      // The variable, not the position inside it (ALLOWED_USERS, not ALLOWED_USERS.1).
+      problems: parsed.error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`),
     };
   }
   const e = parsed.data;

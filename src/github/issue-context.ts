@@ -58,7 +58,9 @@ const BODY_CAP = 20_000;
 const MAX_COMMENTS = 50;
 
 function cut(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}\n[… ${text.length - max} characters cut]` : text;
+  return text.length > max
+    ? `${text.slice(0, max)}\n[… ${text.length - max} characters cut]`
+    : text;
 }
 
 function clean(text: string | null | undefined, max: number): string {
@@ -103,7 +105,10 @@ export async function gatherIssueContext(
   return context;
 }
 
-async function pullRequestInfo(octokit: ProbotOctokit, query: GatherQuery): Promise<PullRequestInfo> {
+async function pullRequestInfo(
+  octokit: ProbotOctokit,
+  query: GatherQuery,
+): Promise<PullRequestInfo> {
   const repo = { owner: query.owner, repo: query.repo };
   const { data: pr } = await octokit.rest.pulls.get({ ...repo, pull_number: query.number });
   const headRepo = pr.head.repo?.full_name ?? null;

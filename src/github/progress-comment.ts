@@ -178,6 +178,19 @@ export function renderFailure(view: FailureView): string {
   ].join("\n");
 }
 
+/** A short final answer that is neither a result nor a failure (nothing to retry, a fork, a cap). */
+export function renderNotice(view: {
+  jobId: number;
+  jobUrl: string;
+  icon: string;
+  headline: string;
+  text: string;
+}): string {
+  return [header(view.icon, view.headline, view), "", view.text, "", jobMarker(view.jobId)].join(
+    "\n",
+  );
+}
+
 export interface CommentTimers {
   now(): number;
   setTimeout(callback: () => void, ms: number): unknown;

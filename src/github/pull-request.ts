@@ -1,6 +1,11 @@
 // The draft pull request a chat opens, and keeps updating on later runs: one per chat and branch.
 import type { ProbotOctokit } from "probot";
-import { formatCost, formatDuration, quietMentions, type TestsSummary } from "./progress-comment.ts";
+import {
+  formatCost,
+  formatDuration,
+  quietMentions,
+  type TestsSummary,
+} from "./progress-comment.ts";
 import { redact } from "./redact.ts";
 
 export interface PullRequestRef {
@@ -38,7 +43,6 @@ export interface PullRequestBodyInput {
   jobUrl: string;
 }
 
-const TITLE_MAX = 72;
 const FILES_SHOWN = 50;
 const SUMMARY_CAP = 20_000;
 // GitHub rejects bodies over 65536 characters.
@@ -53,23 +57,6 @@ function errorText(error: unknown): string {
   return `${(error as Error).message ?? ""} ${JSON.stringify(data ?? "")}`;
 }
 
-/** A title from the agent's summary: its first sentence, else the fallback. */
-export function pullRequestTitle(summary: string, fallback: string): string {
-  const line = summary
-    .split("\n")
-    .map((l) =>
-      l
-        .replace(/^\s*(?:#+|[-*>]|\d+\.)\s*/, "")
-        .replace(/^(?:summary|title)\s*:\s*/i, "")
-        .replace(/[*_`]/g, "")
-        .trim(),
-    )
-    .find((l) => l.length > 0 && !/^summary$/i.test(l));
-  const sentence = line?.split(/(?<=[.!?])\s/)[0]?.replace(/[.:]$/, "").trim() ?? "";
-  const title = sentence.length >= 10 ? sentence : fallback;
-  return title.length > TITLE_MAX ? `${title.slice(0, TITLE_MAX - 1).trimEnd()}…` : title;
-}
-
 function testsText(tests: TestsSummary | undefined): string {
   if (!tests) return "not reported";
   const command = tests.command ? ` (\`${tests.command.replaceAll("`", "'")}\`)` : "";
@@ -82,7 +69,8 @@ function testsText(tests: TestsSummary | undefined): string {
 export function renderPullRequestBody(input: PullRequestBodyInput): string {
   const summary = input.summary.trim() || "(no summary)";
   const files = input.files.slice(0, FILES_SHOWN).map((f) => `- \`${f.status}\` ${f.path}`);
-  if (input.files.length > FILES_SHOWN) files.push(`- … and ${input.files.length - FILES_SHOWN} more`);
+  if (input.files.length > FILES_SHOWN)
+    files.push(`- … and ${input.files.length - FILES_SHOWN} more`);
   const lines = [
     quietMentions(
       summary.length > SUMMARY_CAP ? `${summary.slice(0, SUMMARY_CAP)}\n\n…(cut)` : summary,

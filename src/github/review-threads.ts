@@ -50,7 +50,9 @@ interface ThreadsPage {
           path: string;
           line: number | null;
           originalLine: number | null;
-          comments: { nodes: { databaseId: number; body: string; author: { login: string } | null }[] };
+          comments: {
+            nodes: { databaseId: number; body: string; author: { login: string } | null }[];
+          };
         }[];
       };
     } | null;

@@ -9,12 +9,13 @@ import {
   type TriggerDelivery,
 } from "./deliveries.ts";
 import { recordInstallation } from "./installations.ts";
-import { type IntakeDeps, recordTrigger } from "./record.ts";
+import { createIntake, type IntakeDeps } from "./record.ts";
 
 export function intakeApp(deps: IntakeDeps): ApplicationFunction {
   return (app) => {
+    const recordTrigger = createIntake(deps);
     const intake = async (context: Context, delivery: TriggerDelivery) => {
-      const result = await recordTrigger(deps, context.id, delivery);
+      const result = await recordTrigger(context.id, delivery);
       if ("jobId" in result) {
         context.log.info(
           { delivery: context.id, jobId: result.jobId, verb: result.trigger.verb },

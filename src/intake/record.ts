@@ -1,16 +1,18 @@
-// Turns a trigger delivery into a durable job: one transaction records the delivery id (dedupe),
-// the job row and the queue entry, so a crash anywhere leaves either all of them or none.
+// Turns trigger deliveries into durable jobs: one transaction records the delivery ids (dedupe),
+// the job rows and the queue entries, so a crash anywhere leaves either all of them or none.
+// Deliveries arriving together share that transaction (group commit, see batcher.ts).
 import type { JobContext } from "../github/job-context.ts";
 import { CONTROL_VERBS } from "../jobs/acknowledge.ts";
 import type { Queue } from "../jobs/queue.ts";
-import { chatKey, findOrCreateChat } from "../store/chats.ts";
+import { type Chat, chatKey, findOrCreateChat } from "../store/chats.ts";
 import type { Database } from "../store/database.ts";
-import { recordDelivery } from "../store/deliveries.ts";
-import { getRepository, upsertRepository } from "../store/installations.ts";
-import { insertJob, type JobTrigger } from "../store/jobs.ts";
-import { withTransaction } from "../store/sql.ts";
+import { getRepository, type Repository, upsertRepository } from "../store/installations.ts";
+import type { JobTrigger, NewJob } from "../store/jobs.ts";
+import { type Queryable, withTransaction } from "../store/sql.ts";
+import { insertJobs, recordDeliveries } from "./batch-store.ts";
+import { createBatcher } from "./batcher.ts";
 import type { TriggerDelivery } from "./deliveries.ts";
-import { parseTrigger, type Trigger, type TriggerOptions } from "./trigger.ts";
+import { type ParseResult, parseTrigger, type Trigger, type TriggerOptions } from "./trigger.ts";
 
 export interface IntakeDeps {
   db: Database;
@@ -26,92 +28,170 @@ export type IntakeResult =
   | { ignored: string }
   | { duplicate: true };
 
-export async function recordTrigger(
-  deps: IntakeDeps,
-  deliveryId: string,
-  delivery: TriggerDelivery,
-): Promise<IntakeResult> {
-  const options: TriggerOptions = { appSlug: deps.appSlug, label: deps.label, command: deps.command };
-  const first = parseTrigger(delivery.input, options);
-  // Most deliveries are not for us: answer them without touching the database. Only a label can
-  // turn out to be a trigger once the repository's own label setting is known.
-  const maybeLabel = delivery.input.action === "labeled" && "ignored" in first;
-  if ("ignored" in first && !(maybeLabel && first.ignored === "no trigger")) return first;
+interface Pending {
+  deliveryId: string;
+  delivery: TriggerDelivery;
+  parsed: ParseResult;
+}
 
-  const result = await withTransaction(deps.db.pool, async (client): Promise<IntakeResult> => {
-    const repo = delivery.repository;
-    const fresh = await recordDelivery(client, {
-      id: deliveryId,
-      event: delivery.input.event,
-      action: delivery.input.action,
-      installationId: delivery.installationId,
-      repositoryId: repo.id,
-    });
-    if (!fresh) return { duplicate: true };
-    const stored = await getRepository(client, repo.id);
-    // Upsert only when something changed: the upsert locks the row, which would serialize every
-    // delivery for a busy repository.
-    if (
-      !stored ||
-      stored.fullName !== repo.fullName ||
-      stored.installationId !== delivery.installationId ||
-      stored.removedAt
-    ) {
-      await upsertRepository(client, {
-        id: repo.id,
+export type RecordTrigger = (deliveryId: string, delivery: TriggerDelivery) => Promise<IntakeResult>;
+
+export function createIntake(deps: IntakeDeps): RecordTrigger {
+  const options: TriggerOptions = { appSlug: deps.appSlug, label: deps.label, command: deps.command };
+  const write = createBatcher((batch: Pending[]) => writeBatch(deps, options, batch), {
+    maxSize: 200,
+    maxInFlight: 4,
+  });
+  return async (deliveryId, delivery) => {
+    const parsed = parseTrigger(delivery.input, options);
+    // Most deliveries are not for us: answer them without touching the database. Only a label can
+    // turn out to be a trigger once the repository's own label setting is known.
+    const maybeLabel = delivery.input.action === "labeled" && "ignored" in parsed;
+    if ("ignored" in parsed && !(maybeLabel && parsed.ignored === "no trigger")) return parsed;
+    const result = await write({ deliveryId, delivery, parsed });
+    if ("jobId" in result) deps.queue.wake();
+    return result;
+  };
+}
+
+async function writeBatch(
+  deps: IntakeDeps,
+  options: TriggerOptions,
+  batch: Pending[],
+): Promise<IntakeResult[]> {
+  return withTransaction(deps.db.pool, async (client) => {
+    const results: IntakeResult[] = batch.map(() => ({ duplicate: true }));
+    const fresh = await recordDeliveries(
+      client,
+      batch.map(({ deliveryId, delivery }) => ({
+        id: deliveryId,
+        event: delivery.input.event,
+        action: delivery.input.action,
         installationId: delivery.installationId,
-        fullName: repo.fullName,
-        removed: false,
-      });
+        repositoryId: delivery.repository.id,
+      })),
+    );
+    const repositories = new Map<number, Repository | undefined>();
+    const chats = new Map<string, Chat>();
+    const jobs: Array<NewJob & { deliveryId: string }> = [];
+    const jobSlots: Array<{ index: number; trigger: Trigger; chatId: number }> = [];
+    for (const [index, { deliveryId, delivery, parsed }] of batch.entries()) {
+      // A delivery id repeated within the batch is new only the first time.
+      if (!fresh.delete(deliveryId)) continue;
+      const repo = await knownRepository(client, repositories, delivery);
+      const settings = repo?.settings ?? {};
+      if (settings.enabled === false) {
+        results[index] = { ignored: "disabled for this repository" };
+        continue;
+      }
+      const label = typeof settings.label === "string" ? settings.label : deps.label;
+      const result = label === deps.label ? parsed : parseTrigger(delivery.input, { ...options, label });
+      if ("ignored" in result) {
+        results[index] = result;
+        continue;
+      }
+      const chatId = (await chatFor(client, chats, delivery)).id;
+      jobs.push(newJob(deps, delivery, deliveryId, result.trigger, chatId, label));
+      jobSlots.push({ index, trigger: result.trigger, chatId });
     }
-    const settings = stored?.settings ?? {};
-    if (settings.enabled === false) return { ignored: "disabled for this repository" };
-    const label = typeof settings.label === "string" ? settings.label : deps.label;
-    const parsed = label === deps.label ? first : parseTrigger(delivery.input, { ...options, label });
-    if ("ignored" in parsed) return parsed;
-    const { trigger } = parsed;
-    const chat = await findOrCreateChat(client, {
-      repositoryId: repo.id,
+    if (jobs.length === 0) return results;
+    const ids = await insertJobs(client, jobs);
+    for (const [n, slot] of jobSlots.entries()) {
+      const jobId = ids[n] as number;
+      // stop, status and help must not wait for the chat's running job to finish.
+      const key = CONTROL_VERBS.has(slot.trigger.verb)
+        ? `${chatKey(slot.chatId)}:job:${jobId}`
+        : chatKey(slot.chatId);
+      await deps.queue.enqueueJob(client, { jobId, chatKey: key });
+      results[slot.index] = { jobId, trigger: slot.trigger };
+    }
+    return results;
+  });
+}
+
+/** The stored repository, recorded or brought up to date from the delivery when needed. */
+async function knownRepository(
+  client: Queryable,
+  cache: Map<number, Repository | undefined>,
+  delivery: TriggerDelivery,
+): Promise<Repository | undefined> {
+  const repo = delivery.repository;
+  if (cache.has(repo.id)) return cache.get(repo.id);
+  const stored = await getRepository(client, repo.id);
+  cache.set(repo.id, stored);
+  // Upsert only when something changed: it locks the row, which would serialize every delivery
+  // for a busy repository.
+  if (
+    !stored ||
+    stored.fullName !== repo.fullName ||
+    stored.installationId !== delivery.installationId ||
+    stored.removedAt
+  ) {
+    await upsertRepository(client, {
+      id: repo.id,
+      installationId: delivery.installationId,
+      fullName: repo.fullName,
+      removed: false,
+    });
+  }
+  return stored;
+}
+
+async function chatFor(
+  client: Queryable,
+  cache: Map<string, Chat>,
+  delivery: TriggerDelivery,
+): Promise<Chat> {
+  const key = `${delivery.repository.id}#${delivery.number}`;
+  let chat = cache.get(key);
+  if (!chat) {
+    chat = await findOrCreateChat(client, {
+      repositoryId: delivery.repository.id,
       number: delivery.number,
       kind: delivery.itemKind,
     });
-    const context: JobContext = {
-      owner: repo.owner,
-      name: repo.name,
-      itemKind: delivery.itemKind,
-      title: delivery.title,
-      htmlUrl: delivery.htmlUrl,
-      cloneUrl: repo.cloneUrl,
-      defaultBranch: repo.defaultBranch,
-      target: delivery.target,
-      appSlug: deps.appSlug,
-      command: deps.command,
-      label,
-      ...(trigger.unknownVerb ? { unknownVerb: trigger.unknownVerb } : {}),
-    };
-    const job = await insertJob(client, {
-      chatId: chat.id,
-      installationId: delivery.installationId,
-      repositoryId: repo.id,
-      repo: repo.fullName,
-      number: delivery.number,
-      trigger: jobTrigger(delivery, trigger),
-      command: trigger.verb,
-      requester: delivery.requester,
-      instruction: trigger.instruction,
-      triggerCommentId: "id" in delivery.target ? delivery.target.id : null,
-      deliveryId,
-      context: context as unknown as Record<string, unknown>,
-    });
-    // stop, status and help must not wait for the chat's running job to finish.
-    const key = CONTROL_VERBS.has(trigger.verb)
-      ? `${chatKey(chat.id)}:job:${job.id}`
-      : chatKey(chat.id);
-    await deps.queue.enqueueJob(client, { jobId: job.id, chatKey: key });
-    return { jobId: job.id, trigger };
-  });
-  if ("jobId" in result) deps.queue.wake();
-  return result;
+    cache.set(key, chat);
+  }
+  return chat;
+}
+
+function newJob(
+  deps: IntakeDeps,
+  delivery: TriggerDelivery,
+  deliveryId: string,
+  trigger: Trigger,
+  chatId: number,
+  label: string,
+): NewJob & { deliveryId: string } {
+  const repo = delivery.repository;
+  const context: JobContext = {
+    owner: repo.owner,
+    name: repo.name,
+    itemKind: delivery.itemKind,
+    title: delivery.title,
+    htmlUrl: delivery.htmlUrl,
+    cloneUrl: repo.cloneUrl,
+    defaultBranch: repo.defaultBranch,
+    target: delivery.target,
+    appSlug: deps.appSlug,
+    command: deps.command,
+    label,
+    ...(trigger.unknownVerb ? { unknownVerb: trigger.unknownVerb } : {}),
+  };
+  return {
+    chatId,
+    installationId: delivery.installationId,
+    repositoryId: repo.id,
+    repo: repo.fullName,
+    number: delivery.number,
+    trigger: jobTrigger(delivery, trigger),
+    command: trigger.verb,
+    requester: delivery.requester,
+    instruction: trigger.instruction,
+    triggerCommentId: "id" in delivery.target ? delivery.target.id : null,
+    deliveryId,
+    context: context as unknown as Record<string, unknown>,
+  };
 }
 
 function jobTrigger(delivery: TriggerDelivery, trigger: Trigger): JobTrigger {

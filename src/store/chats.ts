@@ -8,7 +8,10 @@ export interface Chat {
   /** The issue or pull request the chat started on. */
   number: number;
   kind: ChatKind;
-  /** The pull request the chat opened, or follows into. */
+  /**
+   * The pull request a chat started on an issue opened and follows into; null until then, and for
+   * a chat started on a pull request (its number is that pull request).
+   */
   prNumber: number | null;
   branch: string | null;
   messageCount: number;
@@ -76,14 +79,9 @@ export async function findOrCreateChat(
   const existing = await findChat(db, input.repositoryId, input.number);
   if (existing) return existing;
   const { rows } = await db.query<ChatRow>(
-    `INSERT INTO chats (repository_id, number, kind, pr_number) VALUES ($1, $2, $3, $4)
+    `INSERT INTO chats (repository_id, number, kind) VALUES ($1, $2, $3)
      ON CONFLICT (repository_id, number) DO NOTHING RETURNING *`,
-    [
-      input.repositoryId,
-      input.number,
-      input.kind,
-      input.kind === "pull_request" ? input.number : null,
-    ],
+    [input.repositoryId, input.number, input.kind],
   );
   if (rows[0]) return toChat(rows[0]);
   // Another request created it between our lookup and insert.

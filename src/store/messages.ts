@@ -1,6 +1,7 @@
 import type { Queryable } from "./sql.ts";
 
-export type MessageRole = "user" | "assistant";
+/** The model API's message roles. */
+export type MessageRole = "user" | "assistant" | "system";
 
 export interface Message {
   chatId: number;

@@ -1,7 +1,7 @@
 import type pg from "pg";
 
-/** Anything that runs a query: the pool, or a client checked out for a transaction. */
-export type Queryable = pg.Pool | pg.PoolClient;
+/** Anything that runs a query: the pool, or a client (say, one checked out for a transaction). */
+export type Queryable = pg.Pool | pg.PoolClient | pg.Client;
 
 /**
  * Runs fn inside BEGIN/COMMIT on one client. fn must use only that client: on the embedded

@@ -1,5 +1,7 @@
 import { type GitAuth, gitClient, validateBranchName } from "./git.ts";
-import { syncMirror } from "./mirror.ts";
+import { defaultLogger, type WorkspaceLogger } from "./logger.ts";
+import { defaultBranch, sharedClone, syncMirror } from "./mirror.ts";
+import { claimSpare, refreshSpare, replenishSpare } from "./spares.ts";
 
 export interface CheckoutOptions {
   /** The app's data directory; mirrors live in `<dataDir>/mirrors`. */
@@ -7,12 +9,18 @@ export interface CheckoutOptions {
   /** https URL, file:// URL or local path. Credentials in the URL are moved to `auth`. */
   repo: string;
   auth?: GitAuth;
-  /** Where the checkout goes; must not exist yet. */
+  /** Where the checkout goes; must not exist yet. Same filesystem as dataDir to use spares. */
   dest: string;
   /** Default: the repository's default branch. */
   baseBranch?: string;
   /** The new branch the job works on. */
   branch: string;
+  /**
+   * Keep a ready-made checkout of this repository in `<dataDir>/spares` for the next job (made
+   * in the background). For long-running workers; off by default.
+   */
+  keepSpare?: boolean;
+  logger?: WorkspaceLogger;
 }
 
 export interface Checkout {
@@ -23,6 +31,8 @@ export interface Checkout {
   baseBranch: string;
   baseSha: string;
   branch: string;
+  /** True when a spare checkout was claimed instead of writing a new working tree. */
+  fromSpare: boolean;
 }
 
 /** Creates and switches to a new branch in a checkout. */
@@ -31,27 +41,26 @@ export async function createBranch(root: string, name: string): Promise<void> {
 }
 
 /**
- * Makes a job's checkout from the warm mirror: refresh the mirror, clone it with `--shared`
- * (objects are borrowed through `objects/info/alternates`, not copied), point `origin` at the
- * clean repository URL, and create the job's branch. No credential is written anywhere.
+ * Makes a job's checkout: refresh the bare mirror, then either claim a spare checkout and move
+ * it to the current base, or clone the mirror with `--shared`; finally create the job's branch.
+ * Credentials are used for the fetch only and written nowhere.
  */
 export async function prepareCheckout(options: CheckoutOptions): Promise<Checkout> {
   validateBranchName(options.branch);
   if (options.baseBranch !== undefined) validateBranchName(options.baseBranch);
   const mirror = await syncMirror(options.dataDir, options.repo, options.auth);
-  const baseBranch =
-    options.baseBranch ??
-    (await gitClient(mirror.path).raw(["symbolic-ref", "--short", "HEAD"])).trim();
+  const baseBranch = options.baseBranch ?? (await defaultBranch(mirror));
 
-  await gitClient(mirror.path).clone(mirror.path, options.dest, [
-    "--shared",
-    "--branch",
-    baseBranch,
-  ]);
-  const git = gitClient(options.dest);
-  await git.remote(["set-url", "origin", mirror.url]);
+  const fromSpare =
+    options.keepSpare === true && (await claimSpare(options.dataDir, mirror, options.dest));
+  if (fromSpare) await refreshSpare(options.dest, mirror, baseBranch);
+  else await sharedClone(mirror, options.dest, baseBranch);
   await createBranch(options.dest, options.branch);
-  const baseSha = (await git.revparse(["HEAD"])).trim();
+  if (options.keepSpare) {
+    replenishSpare(options.dataDir, mirror, options.logger ?? defaultLogger());
+  }
+
+  const baseSha = (await gitClient(options.dest).revparse(["HEAD"])).trim();
   return {
     root: options.dest,
     url: mirror.url,
@@ -59,5 +68,6 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     baseBranch,
     baseSha,
     branch: options.branch,
+    fromSpare,
   };
 }

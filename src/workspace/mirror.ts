@@ -72,3 +72,18 @@ export function syncMirror(dataDir: string, repo: string, auth?: GitAuth): Promi
     return { path, url: clean.url };
   });
 }
+
+/**
+ * Clones a mirror cheaply: `--shared` borrows its objects through `objects/info/alternates`
+ * instead of copying them; only the working tree is written. `origin` then points at the clean
+ * repository URL, never at the mirror.
+ */
+export async function sharedClone(mirror: Mirror, dest: string, branch: string): Promise<void> {
+  await gitClient(mirror.path).clone(mirror.path, dest, ["--shared", "--branch", branch]);
+  await gitClient(dest).remote(["set-url", "origin", mirror.url]);
+}
+
+/** The branch the repository's HEAD named when the mirror was made. */
+export async function defaultBranch(mirror: Mirror): Promise<string> {
+  return (await gitClient(mirror.path).raw(["symbolic-ref", "--short", "HEAD"])).trim();
+}

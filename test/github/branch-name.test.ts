@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import {
   chooseIssueBranch,
+  issueBranchName,
   isValidBranchName,
   isVmpilotBranch,
-  issueBranchName,
   slugify,
 } from "../../src/github/branch-name.ts";
 
@@ -34,11 +34,9 @@ describe("issueBranchName", () => {
 });
 
 describe("isValidBranchName", () => {
-  it.each([
-    "vmpilot/issue-1-x",
-    "feature/my_branch.v2",
-    "main",
-  ])("accepts %s", (name) => expect(isValidBranchName(name)).toBe(true));
+  it.each(["vmpilot/issue-1-x", "feature/my_branch.v2", "main"])("accepts %s", (name) =>
+    expect(isValidBranchName(name)).toBe(true),
+  );
 
   it.each([
     "",

@@ -25,7 +25,9 @@ describe("renderProgress", () => {
       125_000,
     );
     expect(body).toContain("[job #7](https://vmpilot.example.com/jobs/7)");
-    expect(body).toContain("- ✔ Acknowledged\n- ✔ Workspace ready\n- ⏳ **Agent working**\n- ◻ Tests");
+    expect(body).toContain(
+      "- ✔ Acknowledged\n- ✔ Workspace ready\n- ⏳ **Agent working**\n- ◻ Tests",
+    );
     expect(body).toContain("Latest: `bash: npm test -- --grep 'login' and more`");
     expect(body).toContain("Elapsed 2m 05s · cost so far $0.0123");
     expect(body).toContain("<!-- vmpilot:job:7 -->");
@@ -33,7 +35,13 @@ describe("renderProgress", () => {
 
   it("shows only the steps a job has", () => {
     const body = renderProgress(
-      { ...job, steps: ["acknowledged", "workspace", "agent"], current: "agent", startedAt: 0, costUsd: 0 },
+      {
+        ...job,
+        steps: ["acknowledged", "workspace", "agent"],
+        current: "agent",
+        startedAt: 0,
+        costUsd: 0,
+      },
       0,
     );
     expect(body).not.toContain("Pull request");

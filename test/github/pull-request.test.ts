@@ -1,11 +1,8 @@
 import nock from "nock";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  publishPullRequest,
-  pullRequestTitle,
-  renderPullRequestBody,
-} from "../../src/github/pull-request.ts";
-import { assertAllMocksUsed, GITHUB_API, isolateNetwork, testOctokit } from "../helpers/octokit.ts";
+import { describe, expect, it } from "vitest";
+import { publishPullRequest, renderPullRequestBody } from "../../src/github/pull-request.ts";
+import { GITHUB_API, useGitHubMock } from "../helpers/github-mock.ts";
+import { testOctokit } from "../helpers/octokit.ts";
 
 const input = {
   owner: "acme",
@@ -22,8 +19,7 @@ const prJson = (number: number, state = "open") => ({
   head: { ref: input.head },
 });
 
-beforeAll(() => isolateNetwork());
-afterEach(() => assertAllMocksUsed());
+useGitHubMock();
 
 describe("publishPullRequest", () => {
   it("opens a draft when none exists, retrying a 502", async () => {
@@ -38,7 +34,12 @@ describe("publishPullRequest", () => {
         return [502, { message: "Bad Gateway" }];
       })
       .post("/repos/acme/app/pulls", (body) => {
-        expect(body).toMatchObject({ head: input.head, base: "main", draft: true, title: "Fix the crash" });
+        expect(body).toMatchObject({
+          head: input.head,
+          base: "main",
+          draft: true,
+          title: "Fix the crash",
+        });
         return true;
       })
       .reply(201, prJson(12));
@@ -97,19 +98,11 @@ describe("publishPullRequest", () => {
       .reply(422, { message: "Draft pull requests are not supported in this repository." })
       .post("/repos/acme/app/pulls", (body) => body.draft === false)
       .reply(201, prJson(3));
-    expect(await publishPullRequest(testOctokit(), input)).toMatchObject({ number: 3, created: true });
+    expect(await publishPullRequest(testOctokit(), input)).toMatchObject({
+      number: 3,
+      created: true,
+    });
   });
-});
-
-describe("pullRequestTitle", () => {
-  it.each([
-    ["Fixed the login crash on empty passwords. Added a test.", "Fixed the login crash on empty passwords"],
-    ["## Summary\n\n- **Guard** `parse()` against null input\n", "Guard parse() against null input"],
-    ["Summary: Make retries configurable", "Make retries configurable"],
-    ["Done.", "Fix #4: crash"],
-    ["", "Fix #4: crash"],
-    ["x".repeat(100), `${"x".repeat(71)}…`],
-  ])("%j → %j", (summary, title) => expect(pullRequestTitle(summary, "Fix #4: crash")).toBe(title));
 });
 
 describe("renderPullRequestBody", () => {

@@ -36,8 +36,16 @@ describe("redact", () => {
       "jwt eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOjEyMzR9.c2lnbmF0dXJlLXZhbHVl end",
       `jwt ${REDACTED} end`,
     ],
-    ["authorization header", "Authorization: Bearer abc.def-ghi", `Authorization: Bearer ${REDACTED}`],
-    ["authorization json", '{"authorization":"token abcdef123456"}', `{"authorization":"token ${REDACTED}"}`],
+    [
+      "authorization header",
+      "Authorization: Bearer abc.def-ghi",
+      `Authorization: Bearer ${REDACTED}`,
+    ],
+    [
+      "authorization json",
+      '{"authorization":"token abcdef123456"}',
+      `{"authorization":"token ${REDACTED}"}`,
+    ],
     ["bare bearer", "curl -H 'bearer s3cr3t-t0k3n'", `curl -H 'bearer ${REDACTED}'`],
     [
       "credentials in a URL",
@@ -50,15 +58,19 @@ describe("redact", () => {
       `postgres://app:${REDACTED}@db.internal:5432/vmpilot`,
     ],
     ["private key", `key:\n${pem.trim()}\ndone`, `key:\n${REDACTED}\ndone`],
-    [
-      "private key with escaped newlines",
-      JSON.stringify({ pem }),
-      `{"pem":"${REDACTED}\\n"}`,
-    ],
+    ["private key with escaped newlines", JSON.stringify({ pem }), `{"pem":"${REDACTED}\\n"}`],
     ["truncated private key", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg", REDACTED],
-    ["ordinary text", "ghp is a prefix; sk-ant is a word; eyJ alone", "ghp is a prefix; sk-ant is a word; eyJ alone"],
+    [
+      "ordinary text",
+      "ghp is a prefix; sk-ant is a word; eyJ alone",
+      "ghp is a prefix; sk-ant is a word; eyJ alone",
+    ],
     ["short ghp lookalike", "ghp_short", "ghp_short"],
-    ["commit sha", "commit 0123456789abcdef0123456789abcdef01234567", "commit 0123456789abcdef0123456789abcdef01234567"],
+    [
+      "commit sha",
+      "commit 0123456789abcdef0123456789abcdef01234567",
+      "commit 0123456789abcdef0123456789abcdef01234567",
+    ],
     ["url without password", "https://github.com/o/r", "https://github.com/o/r"],
   ];
   it.each(cases)("%s", (_name, input, expected) => {

@@ -1,20 +1,25 @@
 import nock from "nock";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadRepoConfig, renderConfigError } from "../../src/github/repo-config-loader.ts";
-import { assertAllMocksUsed, GITHUB_API, isolateNetwork, testOctokit } from "../helpers/octokit.ts";
+import { GITHUB_API, useGitHubMock } from "../helpers/github-mock.ts";
+import { testOctokit } from "../helpers/octokit.ts";
 
 const path = "/repos/acme/app/contents/.github%2Fvmpilot.yml";
 const orgPath = "/repos/acme/.github/contents/.github%2Fvmpilot.yml";
-const raw = (text: string) => [200, text, { "content-type": "application/vnd.github.raw; charset=utf-8" }] as const;
+const raw = (text: string) =>
+  [200, text, { "content-type": "application/vnd.github.raw; charset=utf-8" }] as const;
 
-beforeAll(() => isolateNetwork());
-afterEach(() => assertAllMocksUsed());
+useGitHubMock();
 
 describe("loadRepoConfig", () => {
   it("reads the repository's file as raw text and validates it", async () => {
     nock(GITHUB_API, { reqheaders: { accept: /application\/vnd\.github\.v3\.raw/ } })
       .get(path)
-      .reply(...raw("model: claude-haiku-4-5\nmaxSteps: 12\nsetup: [npm ci]\nnetwork:\n  allow: [registry.npmjs.org]\n"));
+      .reply(
+        ...raw(
+          "model: claude-haiku-4-5\nmaxSteps: 12\nsetup: [npm ci]\nnetwork:\n  allow: [registry.npmjs.org]\n",
+        ),
+      );
     const load = await loadRepoConfig(testOctokit(), { owner: "acme", repo: "app" });
     expect(load).toEqual({
       ok: true,
@@ -29,7 +34,11 @@ describe("loadRepoConfig", () => {
   });
 
   it("falls back to the owner's .github repository, then to defaults", async () => {
-    nock(GITHUB_API).get(path).reply(404).get(orgPath).reply(...raw("maxCostUsd: 2\n"));
+    nock(GITHUB_API)
+      .get(path)
+      .reply(404)
+      .get(orgPath)
+      .reply(...raw("maxCostUsd: 2\n"));
     expect(await loadRepoConfig(testOctokit(), { owner: "acme", repo: "app" })).toMatchObject({
       ok: true,
       config: { maxCostUsd: 2 },
@@ -44,12 +53,18 @@ describe("loadRepoConfig", () => {
   });
 
   it("names the bad key of an invalid file, and the comment says how to go on", async () => {
-    nock(GITHUB_API).get(path).reply(...raw("maxSteps: 9000\nmodle: x\n"));
+    nock(GITHUB_API)
+      .get(path)
+      .reply(...raw("maxSteps: 9000\nmodle: x\n"));
     const load = await loadRepoConfig(testOctokit(), { owner: "acme", repo: "app" });
     expect(load.ok).toBe(false);
     if (load.ok) return;
     expect(load.issues.map((i) => i.path).sort()).toEqual(["maxSteps", "modle"]);
-    const body = renderConfigError(load, { jobId: 3, jobUrl: "https://v.example/jobs/3", command: "vmpilot" });
+    const body = renderConfigError(load, {
+      jobId: 3,
+      jobUrl: "https://v.example/jobs/3",
+      command: "vmpilot",
+    });
     expect(body).toContain("`acme/app/.github/vmpilot.yml` is invalid");
     expect(body).toContain("- `maxSteps`: must be at most 500");
     expect(body).toContain("- `modle`: unknown key");
@@ -57,14 +72,18 @@ describe("loadRepoConfig", () => {
   });
 
   it("reports broken YAML", async () => {
-    nock(GITHUB_API).get(path).reply(...raw("setup: [npm ci\n"));
+    nock(GITHUB_API)
+      .get(path)
+      .reply(...raw("setup: [npm ci\n"));
     const load = await loadRepoConfig(testOctokit(), { owner: "acme", repo: "app" });
     expect(load).toMatchObject({ ok: false, message: expect.stringMatching(/invalid YAML/) });
   });
 
   it("does not swallow server errors (they are retried, then fail the attempt)", async () => {
     nock(GITHUB_API).get(path).times(4).reply(500, { message: "boom" });
-    await expect(loadRepoConfig(testOctokit(), { owner: "acme", repo: "app" })).rejects.toMatchObject({
+    await expect(
+      loadRepoConfig(testOctokit(), { owner: "acme", repo: "app" }),
+    ).rejects.toMatchObject({
       status: 500,
     });
   });

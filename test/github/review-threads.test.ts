@@ -1,15 +1,15 @@
 import nock from "nock";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   listUnresolvedThreads,
   parseThreadReplies,
   replyToThreads,
   threadsInstruction,
 } from "../../src/github/review-threads.ts";
-import { assertAllMocksUsed, GITHUB_API, isolateNetwork, testOctokit } from "../helpers/octokit.ts";
+import { GITHUB_API, useGitHubMock } from "../helpers/github-mock.ts";
+import { testOctokit } from "../helpers/octokit.ts";
 
-beforeAll(() => isolateNetwork());
-afterEach(() => assertAllMocksUsed());
+useGitHubMock();
 
 const thread = (resolved: boolean, path: string, comments: [number, string, string][]) => ({
   isResolved: resolved,
@@ -44,15 +44,22 @@ describe("review threads", () => {
     nock(GITHUB_API)
       .post("/graphql")
       .times(2)
-      .reply((_uri, body) => {
-        const { variables, query } = body as { variables: Record<string, unknown>; query: string };
+      .reply(async (request: Request) => {
+        const { variables, query } = (await request.json()) as {
+          variables: Record<string, unknown>;
+          query: string;
+        };
         expect(query).toContain("reviewThreads(first: 50, after: $cursor)");
         expect(variables).toMatchObject({ owner: "acme", repo: "app", number: 7 });
         cursors.push(variables.cursor);
         const page = pages[cursors.length - 1];
         return [200, { data: { repository: { pullRequest: { reviewThreads: page } } } }];
       });
-    const threads = await listUnresolvedThreads(testOctokit(), { owner: "acme", repo: "app", number: 7 });
+    const threads = await listUnresolvedThreads(testOctokit(), {
+      owner: "acme",
+      repo: "app",
+      number: 7,
+    });
     expect(cursors).toEqual([null, "c1"]);
     expect(threads.map((t) => [t.label, t.path, t.comments.map((c) => c.id)])).toEqual([
       ["T1", "src/a.ts", [2, 3]],
@@ -67,8 +74,20 @@ describe("review threads", () => {
 
   it("replies in each thread with what the agent reported, or the fallback", async () => {
     const threads = [
-      { label: "T1", path: "a.ts", line: 1, outdated: false, comments: [{ id: 2, author: "rev", body: "x" }] },
-      { label: "T2", path: "b.ts", line: 2, outdated: false, comments: [{ id: 4, author: "rev", body: "y" }] },
+      {
+        label: "T1",
+        path: "a.ts",
+        line: 1,
+        outdated: false,
+        comments: [{ id: 2, author: "rev", body: "x" }],
+      },
+      {
+        label: "T2",
+        path: "b.ts",
+        line: 2,
+        outdated: false,
+        comments: [{ id: 4, author: "rev", body: "y" }],
+      },
     ];
     const replies = parseThreadReplies(
       "All done.\n\n- **T1:** Renamed `foo` to `bar` as @rev asked.\nT3: nonsense\n",
@@ -78,8 +97,9 @@ describe("review threads", () => {
     nock(GITHUB_API)
       .post(/\/repos\/acme\/app\/pulls\/7\/comments\/(2|4)\/replies/)
       .times(2)
-      .reply((uri, body) => {
-        bodies[Number(uri.split("/")[6])] = (body as { body: string }).body;
+      .reply(async (request: Request) => {
+        const id = Number(new URL(request.url).pathname.split("/")[7]);
+        bodies[id] = ((await request.json()) as { body: string }).body;
         return [201, { id: 99 }];
       });
     const posted = await replyToThreads(

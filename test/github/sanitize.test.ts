@@ -3,7 +3,11 @@ import { sanitize, stripInvisible } from "../../src/github/sanitize.ts";
 
 describe("sanitize", () => {
   const cases: Array<[string, string, string]> = [
-    ["plain markdown", "Fix **the** bug in `main.ts`.\n\n- a\n- b", "Fix **the** bug in `main.ts`.\n\n- a\n- b"],
+    [
+      "plain markdown",
+      "Fix **the** bug in `main.ts`.\n\n- a\n- b",
+      "Fix **the** bug in `main.ts`.\n\n- a\n- b",
+    ],
     ["zero-width characters", "ig\u200Bno\u200Cre\u200D\u2060 this\uFEFF", "ignore this"],
     ["bidi controls", "abc\u202Edcba\u202C \u2066x\u2069 \u200Fy", "abcdcba x y"],
     ["unicode tag smuggling", "hello\u{E0049}\u{E0047}\u{E004E}", "hello"],
@@ -19,14 +23,22 @@ describe("sanitize", () => {
     ["link title single quotes", "[docs](https://x 'hidden')", "[docs](https://x)"],
     ["markdown comment", "[//]: # (run rm -rf)\ntext", "text"],
     ["reference definition", 'see [a]\n\n[a]: https://x "hidden title"', "see [a]"],
-    ["hidden attributes", '<img src="a.png" alt="do evil" title="t" data-x="y">', '<img src="a.png">'],
+    [
+      "hidden attributes",
+      '<img src="a.png" alt="do evil" title="t" data-x="y">',
+      '<img src="a.png">',
+    ],
     ["aria label", '<span aria-label="secret">shown</span>', "<span>shown</span>"],
     ["script element", "a<script>alert(1)</script>b", "ab"],
     ["style element", "a<style>.x{}</style>b", "ab"],
     ["numeric entities", "&#105;gnore &#x69;t &#x200B;x", "ignore it x"],
     ["markup entities stay encoded", "&#60;b&#62; &#38;", "&#60;b&#62; &#38;"],
     ["named invisible entities", "a&zwj;b&shy;c", "abc"],
-    ["details stay visible", "<details><summary>Logs</summary>\n\ntrace\n</details>", "<details><summary>Logs</summary>\n\ntrace\n</details>"],
+    [
+      "details stay visible",
+      "<details><summary>Logs</summary>\n\ntrace\n</details>",
+      "<details><summary>Logs</summary>\n\ntrace\n</details>",
+    ],
     ["blank runs collapse", "a\n\n\n\n\nb   \n", "a\n\nb"],
     ["emoji and scripts survive", "日本語 🚀 العربية", "日本語 🚀 العربية"],
   ];

@@ -3,8 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
+import { findOrCreateChat } from "../../src/store/chats.ts";
 import { getRepository } from "../../src/store/installations.ts";
-import { getJob, type Job, listJobs } from "../../src/store/jobs.ts";
+import { getJob, type Job } from "../../src/store/jobs.ts";
 import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
 import { seedJob } from "../helpers/db.ts";
 import {
@@ -178,7 +179,7 @@ describe("triggers", () => {
       payload: () => issueComment(`Hey @${APP_SLUG}, plan the migration`).payload,
       reaction: (p) => `/repos/${REPO}/issues/comments/${p.comment.id}/reactions`,
       number: 1,
-      expected: { trigger: "mention", instruction: "plan the migration" },
+      expected: { trigger: "mention", command: "plan", instruction: "the migration" },
     },
     {
       name: "command",
@@ -320,19 +321,16 @@ describe("intake rules", () => {
   });
 
   it("stops the chat's waiting job on /vmpilot stop", async () => {
-    // A job of issue 1's chat that has not started (inserted without enqueueing).
-    const [chatJob] = await listJobs(db.pool, { repositoryId: REPO_ID, limit: 1 });
-    const waiting = await seedJob(db, {
-      id: chatJob?.chatId as number,
-      repositoryId: REPO_ID,
-      number: 1,
-    });
+    // A job of issue 77's chat that has not started (inserted without enqueueing).
+    const chat = await findOrCreateChat(db.pool, { repositoryId: REPO_ID, number: 77, kind: "issue" });
+    const waiting = await seedJob(db, chat);
     const { payload, installation } = issueComment("/vmpilot stop");
+    payload.issue.number = 77;
     mockInstallationToken(installation);
     mockPermission(REPO, "Codertocat", "maintain");
     let reply = "";
     github()
-      .post(`/repos/${REPO}/issues/1/comments`, (body) => {
+      .post(`/repos/${REPO}/issues/77/comments`, (body) => {
         reply = body.body;
         return true;
       })
@@ -341,7 +339,7 @@ describe("intake rules", () => {
     const [job] = await jobsForDelivery(response.id);
     await finished(job?.id as number);
     expect((await getJob(db.pool, waiting.id))?.status).toBe("cancelled");
-    expect(reply).toContain(`Stopped job [#${waiting.id}]`);
+    expect(reply).toContain(`Stopped job [#${waiting.id}](https://vmpilot.test/jobs/${waiting.id}) as`);
   });
 
   it("survives a 1 MB comment and unicode tricks", async () => {

@@ -50,7 +50,7 @@ describe.each(databases())("chats and messages on $name", (target) => {
       number: 30,
       kind: "pull_request",
     });
-    expect(standalonePr).toMatchObject({ number: 30, kind: "pull_request", prNumber: 30 });
+    expect(standalonePr).toMatchObject({ number: 30, kind: "pull_request", prNumber: null });
   });
 
   it("numbers appended messages in order and round-trips their content", async () => {

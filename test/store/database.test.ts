@@ -93,12 +93,15 @@ describe.each(databases())("database on $name", (target) => {
 
   it("keeps a query split across reads apart from other connections' queries", async () => {
     const raw = await rawSession(db.url);
+    const other = new pg.Client({ connectionString: db.url });
+    await other.connect();
     try {
       // Parse now, Bind later: another connection's query arrives in between.
-      raw.send(message("P", cstring(""), cstring("SELECT 'raw-' || $1::text AS v"), int16(0)));
+      raw.send(
+        message("P", cstring(""), cstring("SELECT 'raw-' || $1::text AS v"), int16(0)),
+        message("H"),
+      );
       await raw.until("1");
-      const other = new pg.Client({ connectionString: db.url });
-      await other.connect();
       const otherResult = other.query("SELECT $1::int + 1 AS w", [41]);
       // A window for the other query to reach the server; the assertions hold however it lands.
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -120,9 +123,9 @@ describe.each(databases())("database on $name", (target) => {
       const reply = await raw.until("Z");
       expect(reply.toString("latin1")).toContain("raw-abc");
       expect((await otherResult).rows).toEqual([{ w: 42 }]);
-      await other.end();
     } finally {
       raw.close();
+      await other.end();
     }
   });
 

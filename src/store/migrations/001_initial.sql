@@ -88,7 +88,7 @@ CREATE INDEX jobs_unfinished ON jobs (id) WHERE finished_at IS NULL;
 CREATE TABLE messages (
   chat_id bigint NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
   seq integer NOT NULL,
-  role text NOT NULL CHECK (role IN ('user', 'assistant')),
+  role text NOT NULL CHECK (role IN ('user', 'assistant', 'system')),
   content jsonb NOT NULL,
   job_id bigint REFERENCES jobs (id),
   created_at timestamptz NOT NULL DEFAULT now(),

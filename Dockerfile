@@ -1,0 +1,36 @@
+# syntax=docker/dockerfile:1
+# vmpilot: one image for both process groups (npm start -- --role web|worker).
+
+# Production dependencies only; TypeScript runs through tsx, so there is no compile step.
+FROM node:24-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM node:24-slim AS runtime
+# git: clone and push in the worker; bubblewrap: the workspace sandbox; socat: the sandbox's
+# network bridge; tini: reaps the sandbox's processes and forwards signals.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends git bubblewrap socat ca-certificates tini \
+  && rm -rf /var/lib/apt/lists/*
+ENV NODE_ENV=production \
+  HOST=0.0.0.0 \
+  PORT=3000 \
+  DATA_DIR=/data \
+  LOG_FORMAT=json
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json package-lock.json tsconfig.json app.yml ./
+COPY bin ./bin
+COPY src ./src
+COPY plugins ./plugins
+RUN useradd --create-home --uid 10001 --user-group --shell /usr/sbin/nologin vmpilot \
+  && mkdir -p /data \
+  && chown vmpilot:vmpilot /data
+USER vmpilot
+VOLUME ["/data"]
+EXPOSE 3000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["tini", "--"]
+CMD ["npm", "start"]

@@ -1,0 +1,230 @@
+// Webhook intake under load: 200 concurrent connections POST signed issue_comment deliveries, each
+// with a unique X-GitHub-Delivery, to the real server and store (role web: verify, dedupe, parse,
+// job + enqueue in one transaction, 200). The same load against a Probot server whose handler does
+// nothing gives the ratio. Runs on embedded PGlite and on PostgreSQL (TEST_DATABASE_URL, default
+// postgres://postgres@127.0.0.1:5432/test; a fresh database is created and dropped).
+// Goal on PostgreSQL: p99 <= 25 ms and >= 0.5x the no-op throughput.
+//
+// The server runs in a child process so the load generator does not share its event loop.
+import { fork } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import pg from "pg";
+import { createNodeMiddleware, Probot } from "probot";
+import { createLogger } from "../src/github/logger.ts";
+import { startServer } from "../src/main.ts";
+import { openDatabase } from "../src/store/database.ts";
+import { appPrivateKey, testConfig, WEBHOOK_SECRET } from "../test/helpers/app.ts";
+import { examplePayload, signature } from "../test/helpers/webhooks.ts";
+
+const CONNECTIONS = 200;
+const DURATION_S = 10;
+const WARMUP_S = 2;
+
+type Mode = { kind: "noop" } | { kind: "vmpilot"; databaseUrl?: string; dataDir?: string };
+
+interface Result {
+  p50: number;
+  p99: number;
+  rate: number;
+  ok: number;
+  errors: number;
+}
+
+// --- child: one server ------------------------------------------------------------------------
+
+async function serve(mode: Mode): Promise<void> {
+  const logger = createLogger({ level: "info", format: "json" });
+  let close: () => Promise<unknown>;
+  let url: string;
+  let count: () => Promise<number>;
+  if (mode.kind === "noop") {
+    const probot = new Probot({ appId: 1, privateKey: appPrivateKey(), secret: WEBHOOK_SECRET, log: logger });
+    let received = 0;
+    const middleware = await createNodeMiddleware(
+      (app) => {
+        app.on("issue_comment.created", async () => {
+          received++;
+        });
+      },
+      { probot },
+    );
+    const server = createServer(async (req, res) => {
+      if (!(await middleware(req, res))) res.writeHead(404).end();
+    });
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    close = () => new Promise((done) => server.close(done));
+    count = async () => received;
+  } else {
+    // A loopback GitHub (via the Enterprise base URL) answers the one GET /app at startup.
+    const github = createServer((req, res) => {
+      res.writeHead(req.url === "/api/v3/app" ? 200 : 404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ id: 1, slug: "vmpilot-bot" }));
+    });
+    await new Promise<void>((done) => github.listen(0, "127.0.0.1", done));
+    const base = `http://127.0.0.1:${(github.address() as AddressInfo).port}/api/v3`;
+    const config = testConfig({
+      baseUrl: base,
+      logLevel: "info",
+      databaseUrl: mode.databaseUrl,
+      dataDir: mode.dataDir ?? "",
+    });
+    const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger });
+    const server = await startServer({ config, role: "web", db, logger });
+    url = server.url;
+    close = async () => {
+      await server.close();
+      await db.close();
+      github.close();
+    };
+    count = async () =>
+      Number((await db.pool.query<{ n: string }>("SELECT count(*) AS n FROM jobs")).rows[0]?.n);
+  }
+  process.send?.({ url });
+  process.once("message", async () => {
+    const handled = await count();
+    await close();
+    process.send?.({ handled }, () => process.exit(0));
+  });
+}
+
+// --- parent: load and report ----------------------------------------------------------------
+
+function delivery() {
+  const payload = examplePayload("issue_comment", "created");
+  payload.installation = { id: 1 };
+  payload.comment.body = "/vmpilot fix the typo in the README, please";
+  const body = JSON.stringify(payload);
+  return {
+    body,
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": "issue_comment",
+      "x-hub-signature-256": signature(body, WEBHOOK_SECRET),
+      // Replaced per request by autocannon (idReplacement): every delivery id is unique.
+      "x-github-delivery": "bench-[<id>]",
+    },
+  };
+}
+
+async function load(url: string, seconds: number): Promise<Result> {
+  const { body, headers } = delivery();
+  const result = await autocannon({
+    url: `${url}/api/github/webhooks`,
+    method: "POST",
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers,
+    body,
+    idReplacement: true,
+  });
+  return {
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    rate: result.requests.average,
+    ok: result["2xx"],
+    errors: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+async function measure(mode: Mode): Promise<Result & { handled: number }> {
+  const child = fork(import.meta.filename, ["--serve", JSON.stringify(mode)], {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "ignore", "inherit", "ipc"],
+  });
+  const next = () =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      child.once("message", (message) => resolve(message as Record<string, unknown>));
+      child.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
+    });
+  const { url } = (await next()) as { url: string };
+  try {
+    await load(url, WARMUP_S);
+    const result = await load(url, DURATION_S);
+    const done = next();
+    child.send("stop");
+    const { handled } = (await done) as { handled: number };
+    return { ...result, handled };
+  } finally {
+    child.kill();
+  }
+}
+
+async function freshPostgres(adminUrl: string) {
+  const name = `vmpilot_bench_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+const fmt = (r: Result) =>
+  `p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  ${r.rate.toFixed(0)} deliveries/s` +
+  (r.errors ? `  (${r.errors} errors)` : "");
+
+async function main() {
+  const noop = await measure({ kind: "noop" });
+  console.log(`intake no-op Probot handler:  ${fmt(noop)}`);
+  const dataDir = mkdtempSync(join(tmpdir(), "vmpilot-bench-"));
+  const targets: Array<[string, () => Promise<{ mode: Mode; cleanup(): Promise<void> }>]> = [
+    [
+      "embedded PGlite",
+      async () => ({
+        mode: { kind: "vmpilot", dataDir },
+        cleanup: async () => rmSync(dataDir, { recursive: true, force: true }),
+      }),
+    ],
+    [
+      "PostgreSQL",
+      async () => {
+        const db = await freshPostgres(
+          process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+        );
+        return { mode: { kind: "vmpilot", databaseUrl: db.url }, cleanup: () => db.drop() };
+      },
+    ],
+  ];
+  for (const [name, prepare] of targets) {
+    let target: Awaited<ReturnType<typeof prepare>>;
+    try {
+      target = await prepare();
+    } catch (error) {
+      console.log(`intake ${name}: skipped (${(error as Error).message})`);
+      continue;
+    }
+    try {
+      const r = await measure(target.mode);
+      const ratio = r.rate / noop.rate;
+      console.log(
+        `intake ${name}: ${fmt(r)}  ratio ${ratio.toFixed(2)}x no-op  jobs ${r.handled}` +
+          (name === "PostgreSQL"
+            ? `  goal p99<=25ms ${r.p99 <= 25 ? "met" : "MISSED"}, >=0.5x ${ratio >= 0.5 ? "met" : "MISSED"}`
+            : ""),
+      );
+    } finally {
+      await target.cleanup();
+    }
+  }
+}
+
+const serveIndex = process.argv.indexOf("--serve");
+if (serveIndex >= 0) {
+  await serve(JSON.parse(process.argv[serveIndex + 1] as string) as Mode);
+} else {
+  await main();
+}

@@ -1,0 +1,115 @@
+// Where a running job reports: its session log (job_events, redacted), its cost on the job row,
+// and its progress comment on GitHub (throttled).
+import type { AgentEvent } from "../../agent/events.ts";
+import {
+  type ProgressStep,
+  type ProgressView,
+  renderProgress,
+  type ThrottledComment,
+} from "../../github/progress-comment.ts";
+import { redact, redactDeep } from "../../github/redact.ts";
+import { appendJobEvent } from "../../store/job-events.ts";
+import { updateJob } from "../../store/jobs.ts";
+import type { Logger } from "../../store/logger.ts";
+import type { Queryable } from "../../store/sql.ts";
+
+// The page cuts outputs at 100,000 characters; storing more only grows the table.
+const LOG_CAP = 200_000;
+const ACTIVITY_CAP = 200;
+
+/** One line for the progress comment: what the agent is doing now. */
+export function describeToolCall(name: string, input: unknown): string {
+  const i = (input ?? {}) as Record<string, unknown>;
+  const first = (value: unknown) =>
+    String(value ?? "")
+      .split("\n")[0]
+      ?.slice(0, ACTIVITY_CAP) ?? "";
+  if (name === "bash") return i.restart ? "bash: restart" : `$ ${first(i.command)}`;
+  if (name === "str_replace_based_edit_tool") return `${first(i.command)} ${first(i.path)}`.trim();
+  return name;
+}
+
+function capped(text: unknown): unknown {
+  return typeof text === "string" && text.length > LOG_CAP
+    ? `${text.slice(0, LOG_CAP)}\n[… ${text.length - LOG_CAP} characters cut]`
+    : text;
+}
+
+/** What an agent event stores: its fields without the type, redacted, outputs capped. */
+function eventData(event: AgentEvent): Record<string, unknown> {
+  const { type: _type, ...data } = event as AgentEvent & Record<string, unknown>;
+  if (event.type === "compacted") delete data.messages;
+  if (event.type === "tool_result") {
+    data.output = capped(event.output);
+    if (event.log !== undefined) data.log = capped(event.log);
+  }
+  return redactDeep(data);
+}
+
+export interface JobProgressOptions {
+  db: Queryable;
+  jobId: number;
+  comment: ThrottledComment;
+  view: ProgressView;
+  /** What earlier attempts of this job spent. */
+  baseCostUsd: number;
+  logger: Logger;
+  now?: () => number;
+}
+
+export class JobProgress {
+  readonly view: ProgressView;
+  readonly #o: JobProgressOptions;
+  readonly #now: () => number;
+  /** Writes go out in order, one after another; flush() waits for them. */
+  #writes: Promise<void> = Promise.resolve();
+
+  constructor(options: JobProgressOptions) {
+    this.#o = options;
+    this.view = { ...options.view };
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Moves the checklist to `step` and logs a pipeline event. */
+  step(step: ProgressStep, message?: string): void {
+    this.view.current = step;
+    if (message) this.log("pipeline", { step, message });
+    this.#show();
+  }
+
+  /** A session-log event of the pipeline itself. */
+  log(type: string, data: Record<string, unknown>): void {
+    const clean = redactDeep(data);
+    this.#write(() => appendJobEvent(this.#o.db, this.#o.jobId, type, clean).then(() => {}));
+  }
+
+  readonly onEvent = (event: AgentEvent): void => {
+    this.#write(() =>
+      appendJobEvent(this.#o.db, this.#o.jobId, event.type, eventData(event)).then(() => {}),
+    );
+    if (event.type === "tool_call") {
+      this.view.activity = redact(describeToolCall(event.name, event.input));
+    } else if (event.type === "usage") {
+      const costUsd = this.#o.baseCostUsd + event.totals.costUsd;
+      this.view.costUsd = costUsd;
+      const usage = { ...event.totals };
+      this.#write(() => updateJob(this.#o.db, this.#o.jobId, { usage, costUsd }).then(() => {}));
+    }
+    this.#show();
+  };
+
+  /** Waits until every event so far is stored. */
+  async flush(): Promise<void> {
+    await this.#writes;
+  }
+
+  #show(): void {
+    this.#o.comment.update(renderProgress(this.view, this.#now()));
+  }
+
+  #write(task: () => Promise<void>): void {
+    this.#writes = this.#writes.then(task).catch((error: unknown) => {
+      this.#o.logger.warn({ err: error, jobId: this.#o.jobId }, "recording job progress failed");
+    });
+  }
+}

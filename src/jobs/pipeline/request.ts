@@ -1,0 +1,124 @@
+// What a job asks of the agent: the mode (fix, plan, review, review threads), and the user turn.
+import { buildInstruction, type IssueContext, renderContext } from "../../github/issue-context.ts";
+import { type ReviewThread, threadsInstruction } from "../../github/review-threads.ts";
+import { type Job, listJobs } from "../../store/jobs.ts";
+import type { Queryable } from "../../store/sql.ts";
+
+export type Mode = "fix" | "plan" | "review" | "threads";
+
+export interface WorkRequest {
+  mode: Mode;
+  /** The job whose request runs: this one, or the one `retry` repeats. */
+  source: Job;
+  /** The requester's words (sanitized at intake); empty when the item itself is the task. */
+  request: string;
+  /** A plain "approve" (or nothing) right after a plan: carry the plan out. */
+  approvesPlan: boolean;
+  /** The chat's previous piece of work, for "comments since then". */
+  previous: Job | undefined;
+}
+
+const WORK_VERBS: ReadonlySet<string> = new Set(["fix", "plan", "review"]);
+const APPROVAL = /^\s*(approved?|yes|lgtm|go( ahead)?|do it|ok(ay)?|ship it)\b[\s.!]*$/i;
+
+function isWork(job: Job): boolean {
+  return WORK_VERBS.has(job.command ?? "fix");
+}
+
+export async function resolveRequest(
+  db: Queryable,
+  job: Job,
+): Promise<WorkRequest | { nothing: string }> {
+  const earlier = (await listJobs(db, { chatId: job.chatId, beforeId: job.id, limit: 50 })).filter(
+    isWork,
+  );
+  let source = job;
+  if (job.command === "retry") {
+    const last = earlier[0];
+    if (!last) return { nothing: "There is nothing to retry in this conversation yet." };
+    source = last;
+  }
+  const verb = source.command ?? "fix";
+  const mode: Mode =
+    verb === "plan"
+      ? "plan"
+      : verb === "review"
+        ? "review"
+        : source.trigger === "review" || source.trigger === "review_comment"
+          ? "threads"
+          : "fix";
+  const before = earlier.filter((j) => j.id < source.id);
+  const approvesPlan =
+    mode === "fix" &&
+    before[0]?.command === "plan" &&
+    (source.instruction.trim() === "" || APPROVAL.test(source.instruction));
+  return {
+    mode,
+    source,
+    request: approvesPlan ? "" : source.instruction,
+    approvesPlan,
+    previous: earlier[0],
+  };
+}
+
+export interface InstructionParts {
+  request: WorkRequest;
+  requester: string;
+  number: number;
+  kind: "issue" | "pull_request";
+  context: IssueContext;
+  /** The chat has seen the item before: only new comments are shown. */
+  itemSeen: boolean;
+  threads?: readonly ReviewThread[];
+  retry: boolean;
+}
+
+function quoted(text: string): string {
+  return text
+    .trim()
+    .split("\n")
+    .map((line) => `> ${line}`)
+    .join("\n");
+}
+
+/** The user turn for a job. Only the requester's words are instructions; the rest is fenced. */
+export function instructionFor(parts: InstructionParts): string {
+  const { request, requester } = parts;
+  const noun = parts.kind === "pull_request" ? "pull request" : "issue";
+  const words = request.request.trim() ? `\n\n${quoted(request.request)}` : "";
+  const context = () => renderContext(parts.context, { itemSeen: parts.itemSeen });
+  let lead: string;
+  switch (request.mode) {
+    case "plan":
+      lead = `@${requester} asks for a plan only, for ${noun} #${parts.number} (this is your instruction).${words}\n\nDo not change any files in this run: read the code with read-only commands, then reply with a short numbered plan (what to change where, how to test it, risks). The plan will be posted for approval; a later message will ask you to carry it out.`;
+      break;
+    case "review":
+      lead = `@${requester} asks you to review pull request #${parts.number} (this is your instruction).${words}\n\nFollow the code_review guidance. Do not change any files.`;
+      break;
+    case "threads":
+      lead = threadsInstruction(requester, parts.threads ?? []);
+      if (words) lead += `\n\n@${requester} added:${words}`;
+      break;
+    case "fix":
+      if (request.approvesPlan) {
+        lead = `@${requester} approved the plan you proposed above: carry it out now, with tests.`;
+        break;
+      }
+      return `${parts.retry ? `@${requester} asked to retry. ` : ""}${buildInstruction({
+        requester,
+        request: request.request,
+        number: parts.number,
+        kind: parts.kind,
+        context: parts.context,
+        itemSeen: parts.itemSeen,
+      })}`;
+  }
+  const rest = context();
+  return [parts.retry ? `@${requester} asked to retry. ${lead}` : lead, rest]
+    .filter(Boolean)
+    .join("\n\n");
+}
+
+/** The user turn when an interrupted attempt of the same job goes on from the stored chat. */
+export const RESUME_INSTRUCTION =
+  "The previous attempt of this job was interrupted (the worker stopped), and its workspace was lost: the checkout is fresh. Continue the task from the conversation above, and redo any changes that are not in the workspace.";

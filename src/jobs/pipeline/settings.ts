@@ -1,0 +1,54 @@
+// The settings a job runs with: defaults < the settings page < `.github/vmpilot.yml`, and how much
+// of the repository's daily budget is left.
+import type { ProbotOctokit } from "probot";
+import { checkRepoConfig, type RepoSettings, resolveSettings } from "../../config/repo-config.ts";
+import { loadRepoConfig, renderConfigError } from "../../github/repo-config-loader.ts";
+import { getRepository } from "../../store/installations.ts";
+import { type Job, repositoryCostSince } from "../../store/jobs.ts";
+import type { Queryable } from "../../store/sql.ts";
+
+export type JobSettings =
+  | { ok: true; settings: RepoSettings /** The most this attempt may spend. */; budgetUsd: number }
+  /** `body`: a ready comment (invalid config); otherwise `error` is the whole story. */
+  | { ok: false; error: string; body?: string };
+
+function startOfUtcDay(now: Date): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+}
+
+export async function jobSettings(
+  db: Queryable,
+  octokit: ProbotOctokit,
+  job: Job,
+  view: { jobUrl: string; command: string; owner: string; repo: string; now?: Date },
+): Promise<JobSettings> {
+  const load = await loadRepoConfig(octokit, { owner: view.owner, repo: view.repo });
+  if (!load.ok) {
+    return {
+      ok: false,
+      error: `invalid ${load.source}: ${load.message}`,
+      body: renderConfigError(load, { jobId: job.id, jobUrl: view.jobUrl, command: view.command }),
+    };
+  }
+  // The settings page validates on save; a stored value that no longer fits is ignored.
+  const page = checkRepoConfig((await getRepository(db, job.repositoryId))?.settings ?? {});
+  const settings = resolveSettings({
+    page: page.ok ? page.config : null,
+    file: load.config,
+  }).values;
+  // Today's spending includes this job's earlier attempts, which the job limit counts already.
+  const spentToday =
+    (await repositoryCostSince(db, job.repositoryId, startOfUtcDay(view.now ?? new Date()))) -
+    job.costUsd;
+  const dailyLeft = settings.maxDailyCostUsd - spentToday;
+  const jobLeft = settings.maxCostUsd - job.costUsd;
+  if (dailyLeft <= 0) {
+    const error = `This repository reached its daily cost limit ($${settings.maxDailyCostUsd.toFixed(2)}); vmpilot will work again tomorrow (UTC), or a maintainer can raise maxDailyCostUsd.`;
+    return { ok: false, error };
+  }
+  if (jobLeft <= 0) {
+    const error = `This job already spent its limit of $${settings.maxCostUsd.toFixed(2)} (maxCostUsd).`;
+    return { ok: false, error };
+  }
+  return { ok: true, settings, budgetUsd: Math.min(dailyLeft, jobLeft) };
+}

@@ -1,0 +1,116 @@
+// A job's workspace: the branch's checkout from the mirror cache, in a sandbox, after the
+// repository's setup commands.
+import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { gitClient } from "../../workspace/git.ts";
+import {
+  type Checkout,
+  createWorkspace,
+  type GitAuth,
+  type ProviderName,
+  prepareCheckout,
+  runSetup,
+  type SetupStep,
+  syncMirror,
+  type Workspace,
+  type WorkspaceLogger,
+} from "../../workspace/index.ts";
+
+export interface JobWorkspace {
+  workspace: Workspace;
+  checkout: Checkout;
+  /** The branch's remote sha when the job started, or null when the job creates it. */
+  remoteSha: string | null;
+  dispose(): Promise<void>;
+}
+
+export interface JobWorkspaceOptions {
+  dataDir: string;
+  provider: ProviderName;
+  jobId: number;
+  attempt: number;
+  /** The repository's clone URL from the webhook (any GitHub or Enterprise host). */
+  cloneUrl: string;
+  auth: GitAuth;
+  branch: string;
+  defaultBranch: string;
+  allowHosts: readonly string[];
+  setup: readonly string[];
+  signal: AbortSignal;
+  logger: WorkspaceLogger;
+  onSetupStep(step: SetupStep): void;
+}
+
+export class SetupFailed extends Error {
+  override name = "SetupFailed";
+}
+
+async function remoteBranchSha(mirror: string, branch: string): Promise<string | null> {
+  const out = await gitClient(mirror)
+    .raw(["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`])
+    .catch(() => "");
+  return out.trim() || null;
+}
+
+/** Checks the branch out (continuing it when it exists), opens the sandbox and runs setup. */
+export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<JobWorkspace> {
+  const dir = join(options.dataDir, "workspaces", `job-${options.jobId}-${options.attempt}`);
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  const remove = () => rm(dir, { recursive: true, force: true });
+  let workspace: Workspace | undefined;
+  try {
+    const mirror = await syncMirror(options.dataDir, options.cloneUrl, options.auth);
+    const remoteSha = await remoteBranchSha(mirror.path, options.branch);
+    // prepareCheckout always makes a new branch; an existing one is continued under a scratch
+    // name, then renamed inside the workspace before anything else runs there.
+    const scratch = `vmpilot/job-${options.jobId}-checkout`;
+    const checkout = await prepareCheckout({
+      dataDir: options.dataDir,
+      repo: options.cloneUrl,
+      auth: options.auth,
+      dest: join(dir, "repo"),
+      baseBranch: remoteSha ? options.branch : options.defaultBranch,
+      branch: remoteSha ? scratch : options.branch,
+    });
+    const spec = {
+      provider: options.provider,
+      root: checkout.root,
+      dataDir: options.dataDir,
+      logger: options.logger,
+    };
+    workspace = await createWorkspace({ ...spec, allowHosts: [...options.allowHosts] });
+    if (remoteSha) {
+      const renamed = await workspace.exec(
+        `git checkout -q '${options.branch}' && git branch -q -D '${scratch}'`,
+      );
+      if (renamed.exitCode !== 0) throw new Error(`git checkout failed: ${renamed.stderr.trim()}`);
+    }
+    const setup = await runSetup({ ...spec, allowHosts: [...options.allowHosts] }, options.setup, {
+      signal: options.signal,
+      onStep: options.onSetupStep,
+    });
+    if (!setup.ok) {
+      const failed = setup.steps.at(-1);
+      const tail = `${failed?.result.stderr ?? ""}\n${failed?.result.stdout ?? ""}`
+        .trim()
+        .slice(-500);
+      const status = failed?.result.timedOut ? "timed out" : `exited ${failed?.result.exitCode}`;
+      throw new SetupFailed(`setup command \`${failed?.command}\` ${status}: ${tail}`);
+    }
+    const ready = workspace;
+    return {
+      workspace: ready,
+      checkout: { ...checkout, branch: options.branch },
+      remoteSha,
+      async dispose() {
+        await ready.dispose();
+        await remove();
+      },
+    };
+  } catch (error) {
+    await workspace?.dispose();
+    await remove();
+    throw error;
+  }
+}

@@ -1,0 +1,226 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadConfig, loadDotEnv } from "../../src/config/env.ts";
+import { appPrivateKey } from "../helpers/app.ts";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const key = appPrivateKey();
+const app = { APP_ID: "123", PRIVATE_KEY: key, WEBHOOK_SECRET: "s3cret-value" };
+
+function problems(env: NodeJS.ProcessEnv): string[] {
+  const result = loadConfig(env, ROOT);
+  return "problems" in result ? result.problems : [];
+}
+
+function config(env: NodeJS.ProcessEnv) {
+  const result = loadConfig(env, ROOT);
+  if ("problems" in result) throw new Error(result.problems.join("\n"));
+  return result.config;
+}
+
+describe("loadConfig", () => {
+  it("applies defaults", () => {
+    expect(config({})).toMatchObject({
+      appId: undefined,
+      dataDir: join(ROOT, "data"),
+      logLevel: "info",
+      logFormat: "pretty",
+      host: "localhost",
+      port: 3000,
+      baseUrl: "https://api.github.com",
+      label: "vmpilot",
+      command: "vmpilot",
+      workerConcurrency: 2,
+      publicUrl: "http://localhost:3000",
+      allowedUsers: [],
+    });
+  });
+
+  it("reads a complete configuration", () => {
+    expect(
+      config({
+        ...app,
+        DATABASE_URL: "postgres://u:p@db:5432/x",
+        DATA_DIR: "/var/lib/vmpilot",
+        LOG_LEVEL: "DEBUG",
+        HOST: "0.0.0.0",
+        PORT: "8080",
+        GHE_HOST: "github.example.com",
+        GHE_PROTOCOL: "http",
+        VMPILOT_LABEL: "ai",
+        VMPILOT_COMMAND: "pilot",
+        WORKER_CONCURRENCY: "4",
+        PUBLIC_URL: "https://pilot.example.com/",
+        ALLOWED_USERS: " alice, bob-2 ,,",
+        NODE_ENV: "production",
+      }),
+    ).toMatchObject({
+      appId: 123,
+      privateKey: key,
+      webhookSecret: "s3cret-value",
+      databaseUrl: "postgres://u:p@db:5432/x",
+      dataDir: "/var/lib/vmpilot",
+      logLevel: "debug",
+      logFormat: "json",
+      host: "0.0.0.0",
+      port: 8080,
+      baseUrl: "http://github.example.com/api/v3",
+      label: "ai",
+      command: "pilot",
+      workerConcurrency: 4,
+      publicUrl: "https://pilot.example.com",
+      allowedUsers: ["alice", "bob-2"],
+      production: true,
+    });
+  });
+
+  const keyForms: Array<[string, NodeJS.ProcessEnv]> = [
+    ["escaped newlines", { PRIVATE_KEY: key.replaceAll("\n", "\\n") }],
+    ["base64", { PRIVATE_KEY: Buffer.from(key).toString("base64") }],
+  ];
+  it.each(keyForms)("accepts a private key with %s", (_name, env) => {
+    expect(config({ ...app, ...env }).privateKey?.trim()).toBe(key.trim());
+  });
+
+  it("reads PRIVATE_KEY_PATH", () => {
+    const dir = mkdtempSync(join(tmpdir(), "vmpilot-env-"));
+    writeFileSync(join(dir, "app.pem"), key);
+    expect(config({ APP_ID: "1", WEBHOOK_SECRET: "x", PRIVATE_KEY_PATH: join(dir, "app.pem") }).privateKey).toBe(key);
+  });
+
+  const bad: Array<[string, NodeJS.ProcessEnv, string[]]> = [
+    ["port", { PORT: "http" }, ["PORT: must be an integer from 0 to 65535"]],
+    ["port range", { PORT: "70000" }, ["PORT: must be at most 65535"]],
+    ["log level", { LOG_LEVEL: "loud" }, ["LOG_LEVEL: must be one of trace, debug, info, warn, error, fatal, silent"]],
+    ["database url", { DATABASE_URL: "mysql://x" }, ["DATABASE_URL: must be a postgres:// URL"]],
+    ["app id", { APP_ID: "abc" }, ["APP_ID: must be the numeric GitHub App id"]],
+    ["command word", { VMPILOT_COMMAND: "/Pilot" }, ["VMPILOT_COMMAND: must be a lowercase word such as vmpilot"]],
+    ["concurrency", { WORKER_CONCURRENCY: "0" }, ["WORKER_CONCURRENCY: must be at least 1"]],
+    ["allowed users", { ALLOWED_USERS: "alice,bad user" }, ["ALLOWED_USERS: must be comma-separated GitHub logins"]],
+    [
+      "app without key and secret",
+      { APP_ID: "1" },
+      ["PRIVATE_KEY: is required when APP_ID is set (or set PRIVATE_KEY_PATH)", "WEBHOOK_SECRET: is required when APP_ID is set"],
+    ],
+    ["garbage key", { ...app, PRIVATE_KEY: "-----BEGIN nonsense" }, ["PRIVATE_KEY: is not a PEM-encoded private key (download it from the app settings)"]],
+    ["missing key file", { ...app, PRIVATE_KEY: "", PRIVATE_KEY_PATH: "/nonexistent/key.pem" }, ["PRIVATE_KEY_PATH: no file at /nonexistent/key.pem"]],
+    ["production without an app", { NODE_ENV: "production" }, ["APP_ID: is required in production (NODE_ENV=production)"]],
+    ["several at once", { PORT: "x", LOG_LEVEL: "y", GHE_PROTOCOL: "ftp" }, [
+      "LOG_LEVEL: must be one of trace, debug, info, warn, error, fatal, silent",
+      "PORT: must be an integer from 0 to 65535",
+      "GHE_PROTOCOL: must be http or https",
+    ]],
+  ];
+  it.each(bad)("reports a bad %s", (_name, env, expected) => {
+    expect(problems(env)).toEqual(expected);
+  });
+
+  it("never echoes a secret value in a problem", () => {
+    const lines = problems({ ...app, PRIVATE_KEY: "super-secret-not-a-key" });
+    expect(lines.join("\n")).not.toContain("super-secret");
+  });
+});
+
+describe("loadDotEnv", () => {
+  it("fills unset variables from .env without overriding the environment", () => {
+    const dir = mkdtempSync(join(tmpdir(), "vmpilot-dotenv-"));
+    writeFileSync(join(dir, ".env"), 'APP_ID=42\nPRIVATE_KEY="line1\\nline2"\nPORT=1\n');
+    const env: NodeJS.ProcessEnv = { PORT: "2" };
+    loadDotEnv(env, dir);
+    expect(env).toEqual({ APP_ID: "42", PRIVATE_KEY: "line1\nline2", PORT: "2" });
+  });
+});
+
+/** Runs `npm start`'s entry point in a child process. */
+function start(env: NodeJS.ProcessEnv, args: string[] = []) {
+  return spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_SMEE_SETUP: "true", ...env },
+  });
+}
+
+async function exited(child: ReturnType<typeof start>) {
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  const code = await new Promise<number | null>((done) => child.on("exit", done));
+  return { code, stdout, stderr };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const { port } = server.address() as { port: number };
+  await new Promise((done) => server.close(done));
+  return port;
+}
+
+describe("npm start", () => {
+  it("prints one line per configuration problem and exits 1 without a stack trace", async () => {
+    const result = await exited(start({ PORT: "http", LOG_LEVEL: "loud", APP_ID: "1" }));
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split("\n")).toEqual([
+      "vmpilot: invalid configuration: LOG_LEVEL: must be one of trace, debug, info, warn, error, fatal, silent",
+      "vmpilot: invalid configuration: PORT: must be an integer from 0 to 65535",
+    ]);
+  });
+
+  it("rejects an unknown role", async () => {
+    const result = await exited(start({ ...app }, ["--role", "cook"]));
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe('vmpilot: failed to start: --role must be one of web, worker, all, not "cook"');
+  });
+
+  it("shows Probot's setup page from app.yml when APP_ID is unset", async () => {
+    const port = await freePort();
+    const child = start({ HOST: "127.0.0.1", PORT: String(port), LOG_FORMAT: "json" });
+    try {
+      await new Promise<void>((ready, fail) => {
+        let out = "";
+        child.stdout.on("data", (chunk) => {
+          out += chunk;
+          if (out.includes("Listening on")) ready();
+        });
+        child.on("exit", (code) => fail(new Error(`exited with ${code}: ${out}`)));
+      });
+      const root = await fetch(`http://127.0.0.1:${port}/`, { redirect: "manual" });
+      expect(root.status).toBe(302);
+      expect(root.headers.get("location")).toBe("/probot");
+      const page = await fetch(`http://127.0.0.1:${port}/probot`);
+      expect(page.status).toBe(200);
+      const html = await page.text();
+      expect(html).toContain("https://github.com/settings/apps/new");
+      const manifest = JSON.parse(/name="manifest" id="manifest" value='([^']*)'/.exec(html)?.[1] ?? "");
+      expect(manifest).toMatchObject({
+        name: "vmpilot",
+        default_events: [
+          "issues",
+          "issue_comment",
+          "pull_request",
+          "pull_request_review",
+          "pull_request_review_comment",
+        ],
+        default_permissions: {
+          contents: "write",
+          issues: "write",
+          pull_requests: "write",
+          metadata: "read",
+        },
+        redirect_url: `http://127.0.0.1:${port}/probot/setup`,
+      });
+    } finally {
+      const gone = new Promise((done) => child.once("exit", done));
+      child.kill("SIGTERM");
+      await gone;
+    }
+  });
+});

@@ -1,0 +1,195 @@
+// The acknowledgement step on its own, against PGlite and PostgreSQL, with GitHub mocked by nock.
+import { Probot } from "probot";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { JobContext } from "../../src/github/job-context.ts";
+import { createLogger } from "../../src/github/logger.ts";
+import { REDACTED } from "../../src/github/redact.ts";
+import { type AcknowledgeDeps, acknowledge } from "../../src/jobs/acknowledge.ts";
+import { reportDead } from "../../src/jobs/worker.ts";
+import { findOrCreateChat } from "../../src/store/chats.ts";
+import type { Database } from "../../src/store/database.ts";
+import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
+import { getJob, insertJob, type Job, updateJob } from "../../src/store/jobs.ts";
+import { appPrivateKey } from "../helpers/app.ts";
+import { databases } from "../helpers/db.ts";
+import { github, mockInstallationToken, mockPermission, useGitHubMock } from "../helpers/github-mock.ts";
+
+useGitHubMock();
+
+const logger = createLogger({ level: "silent", format: "json" });
+const probot = new Probot({ appId: 1, privateKey: appPrivateKey(), log: logger });
+let nextInstallation = 1;
+let nextRepository = 5000;
+
+describe.each(databases())("acknowledge on $name", (target) => {
+  let db: Database;
+  const cancelled: number[] = [];
+  let deps: AcknowledgeDeps;
+
+  beforeAll(async () => {
+    db = await target.open();
+    deps = {
+      db,
+      queue: {
+        async cancel(jobId) {
+          cancelled.push(jobId);
+          return "cancelled";
+        },
+      },
+      auth: (installationId) => probot.auth(installationId),
+      allowedUsers: ["Trusted-Friend"],
+      publicUrl: "https://pilot.example",
+      logger,
+    };
+  });
+  afterAll(() => db?.close());
+
+  /** A job on a new repository and installation, triggered by a comment. */
+  async function seed(overrides: { requester?: string; command?: string } = {}) {
+    const installationId = nextInstallation++;
+    const repositoryId = nextRepository++;
+    const name = `repo-${repositoryId}`;
+    mockInstallationToken(installationId);
+    await upsertRepository(db.pool, { id: repositoryId, installationId, fullName: `acme/${name}` });
+    const chat = await findOrCreateChat(db.pool, { repositoryId, number: 7, kind: "issue" });
+    const context: JobContext = {
+      owner: "acme",
+      name,
+      itemKind: "issue",
+      title: "Broken",
+      htmlUrl: `https://github.com/acme/${name}/issues/7`,
+      cloneUrl: `https://github.com/acme/${name}.git`,
+      defaultBranch: "main",
+      target: { type: "issue_comment", id: 99 },
+      appSlug: "vmpilot-bot",
+      command: "vmpilot",
+      label: "vmpilot",
+    };
+    const job = await insertJob(db.pool, {
+      chatId: chat.id,
+      installationId,
+      repositoryId,
+      repo: `acme/${name}`,
+      number: 7,
+      trigger: "command",
+      command: overrides.command ?? "fix",
+      requester: overrides.requester ?? "maintainer",
+      triggerCommentId: 99,
+      context: context as unknown as Record<string, unknown>,
+    });
+    return { job, repo: `acme/${name}`, repositoryId };
+  }
+
+  const run = (job: Job, attempt = 1) =>
+    acknowledge(deps, { jobId: job.id, attempt, signal: new AbortController().signal });
+
+  it("reacts, posts one progress comment and stores its id", async () => {
+    const { job, repo } = await seed();
+    mockPermission(repo, "maintainer", "write");
+    github().post(`/repos/${repo}/issues/comments/99/reactions`, { content: "eyes" }).reply(201, {});
+    github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 501 });
+    expect(await run(job)).toBe("acknowledged");
+    expect(await getJob(db.pool, job.id)).toMatchObject({ status: "acknowledged", progressCommentId: 501 });
+  });
+
+  it("edits the stored comment on a rerun instead of posting again", async () => {
+    const { job, repo } = await seed();
+    await updateJob(db.pool, job.id, { progressCommentId: 502 });
+    mockPermission(repo, "maintainer", "admin");
+    github().patch(`/repos/${repo}/issues/comments/502`).reply(200, { id: 502 });
+    expect(await run(job, 2)).toBe("acknowledged");
+  });
+
+  it("finds the comment a crashed attempt posted but never stored", async () => {
+    const { job, repo } = await seed();
+    mockPermission(repo, "maintainer", "maintain");
+    github().post(`/repos/${repo}/issues/comments/99/reactions`).reply(200, {});
+    github()
+      .get(`/repos/${repo}/issues/7/comments`)
+      .query(true)
+      .reply(200, [
+        { id: 600, body: "unrelated" },
+        { id: 601, body: `vmpilot is on it\n<!-- vmpilot:job:${job.id} -->` },
+      ]);
+    github().patch(`/repos/${repo}/issues/comments/601`).reply(200, { id: 601 });
+    expect(await run(job, 2)).toBe("acknowledged");
+    expect((await getJob(db.pool, job.id))?.progressCommentId).toBe(601);
+  });
+
+  it("lets allow-listed users in without asking GitHub", async () => {
+    const { job, repo } = await seed({ requester: "trusted-friend" });
+    github().post(`/repos/${repo}/issues/comments/99/reactions`).reply(201, {});
+    github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 502 });
+    expect(await run(job)).toBe("acknowledged");
+  });
+
+  it("refuses writers on an allow-list-only repository", async () => {
+    const { job, repo, repositoryId } = await seed();
+    await setRepositorySettings(db.pool, repositoryId, {
+      triggerPolicy: "allow-list",
+      allowedUsers: ["someone-else"],
+    });
+    let reply = "";
+    github()
+      .post(`/repos/${repo}/issues/7/comments`, (body) => {
+        reply = body.body;
+        return true;
+      })
+      .reply(201, { id: 503 });
+    expect(await run(job)).toBe("refused");
+    expect(reply).toContain("allow-list");
+    expect((await getJob(db.pool, job.id))?.status).toBe("refused");
+  });
+
+  it("lets users on the repository's allow-list in", async () => {
+    const { job, repo, repositoryId } = await seed({ requester: "contributor" });
+    await setRepositorySettings(db.pool, repositoryId, { allowedUsers: ["Contributor"] });
+    github().post(`/repos/${repo}/issues/comments/99/reactions`).reply(201, {});
+    github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 504 });
+    expect(await run(job)).toBe("acknowledged");
+  });
+
+  it("refuses someone GitHub does not know as a collaborator", async () => {
+    const { job, repo } = await seed({ requester: "stranger" });
+    github()
+      .get(`/repos/${repo}/collaborators/stranger/permission`)
+      .reply(404, { message: "Not Found" });
+    github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 505 });
+    expect(await run(job)).toBe("refused");
+  });
+
+  it("answers status with the chat's current job", async () => {
+    const { job: work, repo } = await seed();
+    await updateJob(db.pool, work.id, { status: "running" });
+    const statusJob = await insertJob(db.pool, { ...work, command: "status", context: work.context });
+    mockPermission(repo, "maintainer", "write");
+    let reply = "";
+    github()
+      .post(`/repos/${repo}/issues/7/comments`, (body) => {
+        reply = body.body;
+        return true;
+      })
+      .reply(201, { id: 506 });
+    expect(await run(statusJob)).toBe("answered");
+    expect(reply).toContain(`Job [#${work.id}](https://pilot.example/jobs/${work.id})`);
+    expect(reply).toContain("is running");
+  });
+
+  it("tells the user a dead job failed, in its own comment, with secrets redacted", async () => {
+    const { job, repo } = await seed();
+    await updateJob(db.pool, job.id, { progressCommentId: 507 });
+    let body = "";
+    github()
+      .patch(`/repos/${repo}/issues/comments/507`, (request) => {
+        body = request.body;
+        return true;
+      })
+      .reply(200, {});
+    const token = `ghs_${"a".repeat(36)}`;
+    await reportDead(deps, { jobId: job.id, chatKey: "x", error: `push with ${token} failed` });
+    expect(body).toContain("failed after retries");
+    expect(body).toContain(REDACTED);
+    expect(body).not.toContain(token);
+    expect(body).toContain("/vmpilot retry");
+  });
+});
