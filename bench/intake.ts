@@ -25,6 +25,10 @@ import { examplePayload, signature } from "../test/helpers/webhooks.ts";
 const CONNECTIONS = 200;
 const DURATION_S = 10;
 const WARMUP_S = 2;
+// At 200 connections latency is queueing (Little's law: in flight / throughput), for the no-op
+// handler too; a short light-load run shows the latency of one acknowledgement itself.
+const LIGHT_CONNECTIONS = 10;
+const LIGHT_DURATION_S = 4;
 
 type Mode = { kind: "noop" } | { kind: "vmpilot"; databaseUrl?: string; dataDir?: string };
 
@@ -44,7 +48,12 @@ async function serve(mode: Mode): Promise<void> {
   let url: string;
   let count: () => Promise<number>;
   if (mode.kind === "noop") {
-    const probot = new Probot({ appId: 1, privateKey: appPrivateKey(), secret: WEBHOOK_SECRET, log: logger });
+    const probot = new Probot({
+      appId: 1,
+      privateKey: appPrivateKey(),
+      secret: WEBHOOK_SECRET,
+      log: logger,
+    });
     let received = 0;
     const middleware = await createNodeMiddleware(
       (app) => {
@@ -76,7 +85,11 @@ async function serve(mode: Mode): Promise<void> {
       databaseUrl: mode.databaseUrl,
       dataDir: mode.dataDir ?? "",
     });
-    const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger });
+    const db = await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      logger,
+    });
     const server = await startServer({ config, role: "web", db, logger });
     url = server.url;
     close = async () => {
@@ -114,12 +127,12 @@ function delivery() {
   };
 }
 
-async function load(url: string, seconds: number): Promise<Result> {
+async function load(url: string, seconds: number, connections = CONNECTIONS): Promise<Result> {
   const { body, headers } = delivery();
   const result = await autocannon({
     url: `${url}/api/github/webhooks`,
     method: "POST",
-    connections: CONNECTIONS,
+    connections,
     duration: seconds,
     headers,
     body,
@@ -134,7 +147,7 @@ async function load(url: string, seconds: number): Promise<Result> {
   };
 }
 
-async function measure(mode: Mode): Promise<Result & { handled: number }> {
+async function measure(mode: Mode): Promise<Result & { handled: number; light: Result }> {
   const child = fork(import.meta.filename, ["--serve", JSON.stringify(mode)], {
     execArgv: ["--import", "tsx"],
     stdio: ["ignore", "ignore", "inherit", "ipc"],
@@ -148,10 +161,11 @@ async function measure(mode: Mode): Promise<Result & { handled: number }> {
   try {
     await load(url, WARMUP_S);
     const result = await load(url, DURATION_S);
+    const light = await load(url, LIGHT_DURATION_S, LIGHT_CONNECTIONS);
     const done = next();
     child.send("stop");
     const { handled } = (await done) as { handled: number };
-    return { ...result, handled };
+    return { ...result, handled, light };
   } finally {
     child.kill();
   }
@@ -179,7 +193,8 @@ const fmt = (r: Result) =>
 
 async function main() {
   const noop = await measure({ kind: "noop" });
-  console.log(`intake no-op Probot handler:  ${fmt(noop)}`);
+  console.log(`intake no-op Probot handler: ${fmt(noop)}`);
+  console.log(`  at ${LIGHT_CONNECTIONS} connections: ${fmt(noop.light)}`);
   const dataDir = mkdtempSync(join(tmpdir(), "vmpilot-bench-"));
   const targets: Array<[string, () => Promise<{ mode: Mode; cleanup(): Promise<void> }>]> = [
     [
@@ -216,6 +231,7 @@ async function main() {
             ? `  goal p99<=25ms ${r.p99 <= 25 ? "met" : "MISSED"}, >=0.5x ${ratio >= 0.5 ? "met" : "MISSED"}`
             : ""),
       );
+      console.log(`  at ${LIGHT_CONNECTIONS} connections: ${fmt(r.light)}`);
     } finally {
       await target.cleanup();
     }

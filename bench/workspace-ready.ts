@@ -8,8 +8,8 @@
  * Runs are interleaved and preceded by `sync`, so disk writeback from one run does not land in
  * the next. Goal: at least 10x faster than the cold clone, and at most 1.5 s.
  */
-import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -22,6 +22,7 @@ const RUNS = 3;
 const GOAL_RATIO = 10;
 const GOAL_WARM_MS = 1500;
 const logger = pino({ level: "silent" });
+
 /** Builds the repository with fast-import: no working tree is written to make it. */
 function generateRepo(path: string): void {
   execFileSync("git", ["init", "-q", "--bare", "-b", "main", path]);
@@ -128,17 +129,15 @@ try {
     cold.push(
       await timed(() => execFileSync("git", ["clone", "-q", url, join(base, `cold-${i}`)])),
     );
-    execFileSync("sync");
-    plain.push(
-      await timed(() =>
-        prepareCheckout({
-          dataDir,
-          repo: url,
-          dest: join(base, `plain-${i}`),
-          branch: `plain-${i}`,
-        }),
-      ),
-    );
+    if (i === 0) {
+      // One run is enough to show what writing the whole tree costs; each leaves 50,000 files.
+      execFileSync("sync");
+      plain.push(
+        await timed(() =>
+          prepareCheckout({ dataDir, repo: url, dest: join(base, "plain"), branch: "plain" }),
+        ),
+      );
+    }
     execFileSync("sync");
     spare.push(
       await timed(async () => {
@@ -164,7 +163,7 @@ try {
   console.log(`cold git clone                         ${coldMs.toFixed(0)} ms`);
   console.log(`first checkout (creates the mirror)    ${first.toFixed(0)} ms`);
   console.log(
-    `warm mirror, clone --shared            ${plainMs.toFixed(0)} ms (${(coldMs / plainMs).toFixed(1)}x)`,
+    `warm mirror, clone --shared (1 run)    ${plainMs.toFixed(0)} ms (${(coldMs / plainMs).toFixed(1)}x)`,
   );
   console.log(
     `warm mirror, spare checkout            ${spareMs.toFixed(0)} ms (${ratio.toFixed(1)}x)`,
@@ -174,5 +173,6 @@ try {
       `goal ≤ ${GOAL_WARM_MS} ms: ${spareMs <= GOAL_WARM_MS ? "met" : "missed"}`,
   );
 } finally {
-  await rm(base, { recursive: true, force: true });
+  // Deleting ~10 trees of 50,000 files takes as long as the benchmark; let it finish unwatched.
+  spawn("rm", ["-rf", base], { detached: true, stdio: "ignore" }).unref();
 }

@@ -44,7 +44,8 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-type Handler = (req: IncomingMessage, res: ServerResponse) => void | boolean | Promise<void | boolean>;
+/** Answers a request and returns true, or returns false (or nothing) to pass it on. */
+type Handler = (req: IncomingMessage, res: ServerResponse) => unknown;
 
 /** Starts the configured roles and an HTTP server on config.host:config.port (0 picks a port). */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
@@ -56,7 +57,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   for (const secret of [config.webhookSecret, config.privateKey, config.anthropicApiKey]) {
     registerSecret(secret);
   }
-  const logger = options.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
+  const logger =
+    options.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   const cleanup: Array<() => Promise<unknown> | unknown> = [];
   const close = async () => {
     for (const step of cleanup.reverse()) await step();
@@ -182,7 +184,8 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
   loadDotEnv();
   const loaded = loadConfig();
   if ("problems" in loaded) {
-    for (const problem of loaded.problems) console.error(`vmpilot: invalid configuration: ${problem}`);
+    for (const problem of loaded.problems)
+      console.error(`vmpilot: invalid configuration: ${problem}`);
     process.exit(1);
   }
   const { config } = loaded;

@@ -79,7 +79,12 @@ export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
   let workspace: Workspace | undefined;
   try {
     const checkout = await prepareCheckout({ dataDir, repo: args.repo, dest, branch });
-    workspace = await createWorkspace({ provider: args.provider, root: checkout.root, dataDir });
+    workspace = await createWorkspace({
+      provider: args.provider,
+      root: checkout.root,
+      dataDir,
+      mirror: checkout.mirror,
+    });
     print(`vmpilot: ${args.provider} workspace on branch ${branch} (from ${checkout.baseBranch})`);
 
     const plugins = selectPlugins(await discoverPlugins(), DEFAULT_ENABLED_PLUGINS);

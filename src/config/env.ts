@@ -117,7 +117,10 @@ export interface Config {
 
 export type ConfigResult = { config: Config } | { problems: string[] };
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ConfigResult {
+/** Untyped on purpose: the point is to check values Probot's ProcessEnv typing would reject. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigResult {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
     return {
@@ -143,7 +146,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     if (!e.WEBHOOK_SECRET) problems.push("WEBHOOK_SECRET: is required when APP_ID is set");
   }
   if (problems.length > 0) return { problems };
-  const baseUrl = e.GHE_HOST ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}/api/v3` : "https://api.github.com";
+  const baseUrl = e.GHE_HOST
+    ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}/api/v3`
+    : "https://api.github.com";
   const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
   return {
     config: {
@@ -193,7 +198,9 @@ function readPrivateKey(
   try {
     createPrivateKey(pem);
   } catch {
-    throw new Error(`${source}: is not a PEM-encoded private key (download it from the app settings)`);
+    throw new Error(
+      `${source}: is not a PEM-encoded private key (download it from the app settings)`,
+    );
   }
   return pem;
 }
@@ -202,7 +209,10 @@ function readPrivateKey(
  * Loads `.env` (written by Probot's setup flow) into `env`; variables already set win, as with
  * dotenv.
  */
-export function loadDotEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): void {
+export function loadDotEnv(
+  env: Record<string, string | undefined> = process.env,
+  cwd = process.cwd(),
+): void {
   const file = resolve(cwd, ".env");
   if (!existsSync(file)) return;
   for (const [key, value] of Object.entries(parseEnv(readFileSync(file, "utf8")))) {

@@ -46,11 +46,6 @@ export function isValidBranchName(name: string): boolean {
   return name.split("/").every((part) => !part.startsWith(".") && !part.endsWith(".lock"));
 }
 
-export function assertValidBranchName(name: string): string {
-  if (!isValidBranchName(name)) throw new Error(`Refusing the branch name ${JSON.stringify(name)}`);
-  return name;
-}
-
 export function isVmpilotBranch(name: string): boolean {
   return name.startsWith(BRANCH_PREFIX) && isValidBranchName(name);
 }

@@ -19,7 +19,11 @@ function clean(body: string): string {
 }
 
 /** Posts a comment and returns its id. */
-export async function postComment(octokit: ProbotOctokit, item: Item, body: string): Promise<number> {
+export async function postComment(
+  octokit: ProbotOctokit,
+  item: Item,
+  body: string,
+): Promise<number> {
   const { data } = await octokit.rest.issues.createComment({
     owner: item.owner,
     repo: item.repo,

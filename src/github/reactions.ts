@@ -4,7 +4,11 @@ import type { Item } from "./comments.ts";
 import type { TriggerTarget } from "./job-context.ts";
 
 /** Adds 👀; GitHub answers 200 instead of 201 when it is already there, so repeating is harmless. */
-export async function addEyes(octokit: ProbotOctokit, item: Item, target: TriggerTarget): Promise<void> {
+export async function addEyes(
+  octokit: ProbotOctokit,
+  item: Item,
+  target: TriggerTarget,
+): Promise<void> {
   const repo = { owner: item.owner, repo: item.repo, content: "eyes" as const };
   switch (target.type) {
     case "issue_comment":

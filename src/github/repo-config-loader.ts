@@ -27,9 +27,12 @@ async function readFile(
       path: REPO_CONFIG_PATH,
       mediaType: { format: "raw" },
     });
+    const data: unknown = response.data;
+    if (typeof data === "string") return data;
+    // Octokit hands over bodies without a text content type as bytes.
+    if (data instanceof ArrayBuffer) return Buffer.from(data).toString("utf8");
     // A directory or submodule answers with JSON metadata instead of the raw file.
-    if (typeof response.data !== "string") return undefined;
-    return response.data;
+    return undefined;
   } catch (error) {
     if (status(error) === 404) return undefined;
     throw error;

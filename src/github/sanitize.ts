@@ -5,8 +5,13 @@
 
 // Zero-width and invisible formatting characters, bidi controls, Unicode tag characters
 // ("ASCII smuggling"), variation selectors, and C0/C1 controls other than tab and newline.
-const INVISIBLE =
-  /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDDEF]/g;
+// Built from a string: a literal would trip linters on its control characters and joiners.
+const INVISIBLE = new RegExp(
+  "[\\u0000-\\u0008\\u000B-\\u001F\\u007F-\\u009F\\u00AD\\u034F\\u061C\\u115F\\u1160\\u17B4\\u17B5" +
+    "\\u180B-\\u180F\\u200B-\\u200F\\u202A-\\u202E\\u2060-\\u206F\\u3164\\uFE00-\\uFE0F\\uFEFF\\uFFA0" +
+    "\\uFFF9-\\uFFFB]|\\uDB40[\\uDC00-\\uDDEF]",
+  "g",
+);
 
 // HTML comments never render; an unterminated one hides the rest of the text.
 const HTML_COMMENT = /<!--[\s\S]*?(?:-->|$)/g;
@@ -27,8 +32,7 @@ const HIDDEN_ATTRIBUTE =
 // ![alt](url): the alt text is not shown inline.
 const IMAGE_ALT = /!\[[^[\]\n]*\]\(/g;
 // [text](url "title"), 'title' or (title): titles only show on hover.
-const LINK_TITLE =
-  /(\]\([^\s()[\]]*)[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\([^()\n]*\))(?=\))/g;
+const LINK_TITLE = /(\]\([^\s()[\]]*)[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\([^()\n]*\))(?=\))/g;
 // Reference definitions render nothing; `[//]: # (text)` is the classic markdown comment.
 const LINK_DEFINITION = /^ {0,3}\[[^[\]\n]+\]:[^\n]*$/gm;
 

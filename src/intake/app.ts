@@ -28,7 +28,9 @@ export function intakeApp(deps: IntakeDeps): ApplicationFunction {
     app.on(["issues.opened", "issues.labeled", "issues.assigned"], (context) =>
       intake(context, fromIssues(context.payload)),
     );
-    app.on("issue_comment.created", (context) => intake(context, fromIssueComment(context.payload)));
+    app.on("issue_comment.created", (context) =>
+      intake(context, fromIssueComment(context.payload)),
+    );
     app.on("pull_request_review_comment.created", (context) =>
       intake(context, fromReviewComment(context.payload)),
     );

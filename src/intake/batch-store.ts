@@ -6,7 +6,10 @@ import type { NewJob } from "../store/jobs.ts";
 import type { Queryable } from "../store/sql.ts";
 
 /** Insert-or-ignore; returns the ids that were new (a repeated id counts once). */
-export async function recordDeliveries(db: Queryable, deliveries: DeliveryInput[]): Promise<Set<string>> {
+export async function recordDeliveries(
+  db: Queryable,
+  deliveries: DeliveryInput[],
+): Promise<Set<string>> {
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO deliveries (id, event, action, installation_id, repository_id)
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])

@@ -30,7 +30,7 @@ export function createBatcher<I, O>(
   async function settle(batch: Entry<I, O>[]): Promise<void> {
     try {
       const results = await run(batch.map((entry) => entry.item));
-      batch.forEach((entry, i) => entry.resolve(results[i] as O));
+      for (const [i, entry] of batch.entries()) entry.resolve(results[i] as O);
     } catch (error) {
       const [only] = batch;
       if (batch.length === 1 && only) {

@@ -22,7 +22,9 @@ export interface TriggerDelivery {
   requester: string;
 }
 
-export type IssuesPayload = Context<"issues.opened" | "issues.labeled" | "issues.assigned">["payload"];
+export type IssuesPayload = Context<
+  "issues.opened" | "issues.labeled" | "issues.assigned"
+>["payload"];
 export type IssueCommentPayload = Context<"issue_comment.created">["payload"];
 export type ReviewCommentPayload = Context<"pull_request_review_comment.created">["payload"];
 export type ReviewPayload = Context<"pull_request_review.submitted">["payload"];
@@ -35,7 +37,8 @@ interface Common {
 
 function common(payload: Common) {
   const repo = payload.repository;
-  if (!payload.installation) throw new Error("webhook without installation: not a GitHub App delivery");
+  if (!payload.installation)
+    throw new Error("webhook without installation: not a GitHub App delivery");
   return {
     installationId: payload.installation.id,
     repository: {
@@ -61,7 +64,11 @@ export function fromIssues(payload: IssuesPayload): TriggerDelivery {
       text: issue.body,
       label: "label" in payload ? payload.label?.name : undefined,
       assignee: "assignee" in payload ? (payload.assignee?.login ?? undefined) : undefined,
-      item: { locked: Boolean(issue.locked), state: issue.state ?? "open", authorLogin: issue.user?.login },
+      item: {
+        locked: Boolean(issue.locked),
+        state: issue.state ?? "open",
+        authorLogin: issue.user?.login,
+      },
     },
     number: issue.number,
     itemKind: issue.pull_request ? "pull_request" : "issue",
@@ -80,7 +87,11 @@ export function fromIssueComment(payload: IssueCommentPayload): TriggerDelivery 
       action: payload.action,
       sender: payload.sender,
       text: payload.comment.body,
-      item: { locked: Boolean(issue.locked), state: issue.state ?? "open", authorLogin: issue.user?.login },
+      item: {
+        locked: Boolean(issue.locked),
+        state: issue.state ?? "open",
+        authorLogin: issue.user?.login,
+      },
     },
     number: issue.number,
     itemKind: issue.pull_request ? "pull_request" : "issue",

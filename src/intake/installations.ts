@@ -45,8 +45,11 @@ export async function recordInstallation(
         : payload.action === "created"
           ? (payload.repositories ?? [])
           : [];
-    const removed: RepoRef[] = ("repositories_removed" in payload ? payload.repositories_removed : [])
-      .flatMap((repo) => (repo.id && repo.full_name ? [{ id: repo.id, full_name: repo.full_name }] : []));
+    const removed: RepoRef[] = (
+      "repositories_removed" in payload ? payload.repositories_removed : []
+    ).flatMap((repo) =>
+      repo.id && repo.full_name ? [{ id: repo.id, full_name: repo.full_name }] : [],
+    );
     for (const [repos, isRemoved] of [
       [added, false],
       [removed, true],

@@ -34,13 +34,20 @@ interface Pending {
   parsed: ParseResult;
 }
 
-export type RecordTrigger = (deliveryId: string, delivery: TriggerDelivery) => Promise<IntakeResult>;
+export type RecordTrigger = (
+  deliveryId: string,
+  delivery: TriggerDelivery,
+) => Promise<IntakeResult>;
 
 export function createIntake(deps: IntakeDeps): RecordTrigger {
-  const options: TriggerOptions = { appSlug: deps.appSlug, label: deps.label, command: deps.command };
+  const options: TriggerOptions = {
+    appSlug: deps.appSlug,
+    label: deps.label,
+    command: deps.command,
+  };
   const write = createBatcher((batch: Pending[]) => writeBatch(deps, options, batch), {
     maxSize: 200,
-    maxInFlight: 4,
+    maxInFlight: 2,
   });
   return async (deliveryId, delivery) => {
     const parsed = parseTrigger(delivery.input, options);
@@ -85,7 +92,8 @@ async function writeBatch(
         continue;
       }
       const label = typeof settings.label === "string" ? settings.label : deps.label;
-      const result = label === deps.label ? parsed : parseTrigger(delivery.input, { ...options, label });
+      const result =
+        label === deps.label ? parsed : parseTrigger(delivery.input, { ...options, label });
       if ("ignored" in result) {
         results[index] = result;
         continue;

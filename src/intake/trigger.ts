@@ -152,7 +152,10 @@ function commandTrigger(rest: string, following: string[]): Trigger {
 function mentionTrigger(lines: string[], at: { line: number; start: number; end: number }) {
   const line = lines[at.line] ?? "";
   // "@bot, plan it" and "@bot: plan it" read as "plan it".
-  const after = joinText(line.slice(at.end).replace(/^[\s,:;]+/, ""), lines.slice(at.line + 1).join("\n"));
+  const after = joinText(
+    line.slice(at.end).replace(/^[\s,:;]+/, ""),
+    lines.slice(at.line + 1).join("\n"),
+  );
   // "Could you look at this, @bot?" carries its instruction before the mention.
   const instruction = /[\p{L}\p{N}]/u.test(after)
     ? after

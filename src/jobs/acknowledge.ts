@@ -1,7 +1,13 @@
 // A job's first step: is the requester allowed, and the bot's first visible answer. Safe to rerun
 // after a crash: the answer is one comment per job, found again by id or marker, never duplicated.
 import type { ProbotOctokit } from "probot";
-import { editComment, findMarkedComment, type Item, jobMarker, postComment } from "../github/comments.ts";
+import {
+  editComment,
+  findMarkedComment,
+  type Item,
+  jobMarker,
+  postComment,
+} from "../github/comments.ts";
 import { readJobContext } from "../github/job-context.ts";
 import { checkPermission } from "../github/permissions.ts";
 import { addEyes } from "../github/reactions.ts";
@@ -111,7 +117,9 @@ async function answerOnce(
 
 async function status(deps: AcknowledgeDeps, job: Job): Promise<string> {
   const jobs = await listJobs(deps.db.pool, { chatId: job.chatId, limit: 50 });
-  const work = jobs.filter((other) => other.id !== job.id && !CONTROL_VERBS.has(other.command ?? ""));
+  const work = jobs.filter(
+    (other) => other.id !== job.id && !CONTROL_VERBS.has(other.command ?? ""),
+  );
   // Newest first: show the running job if there is one, else the newest.
   const latest = work.find((other) => other.status === "running") ?? work[0];
   const waiting = work.filter((other) => other.status === "queued" && other !== latest).length;

@@ -23,18 +23,26 @@ export function createHostWorkspace(dir: string, options: HostWorkspaceOptions =
     "workspace provider 'host' runs commands without isolation; use it only for trusted repositories",
   );
   const env = baseEnv(homedir());
+  const lifetime = new AbortController();
   return {
     provider: "host",
     root,
     ...fileOps(root),
     async exec(command, opts = {}) {
+      if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
       const cwd = opts.cwd === undefined ? root : await resolveInside(root, opts.cwd);
       return runProcess(
         { file: "bash", args: ["-c", command], cwd, env: withExtraEnv(env, opts.env) },
-        { timeoutMs: opts.timeoutMs, signal: opts.signal },
+        {
+          timeoutMs: opts.timeoutMs,
+          signal: opts.signal ? AbortSignal.any([opts.signal, lifetime.signal]) : lifetime.signal,
+        },
       );
     },
     blockedConnections: () => [],
-    async dispose() {},
+    async dispose() {
+      // Commands still running die with the workspace.
+      lifetime.abort();
+    },
   };
 }

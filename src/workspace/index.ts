@@ -11,4 +11,5 @@ export { capText, MODEL_OUTPUT_CAP } from "./output.ts";
 export { PathEscapeError, resolveInside } from "./paths.ts";
 export { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox.ts";
 export { runSetup, type SetupOptions, type SetupReport, type SetupStep } from "./setup.ts";
+export { sparesSettled } from "./spares.ts";
 export type * from "./types.ts";

@@ -1,6 +1,6 @@
 import { access, mkdir, mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import {
   probeBwrap,
   SANDBOX_HOME,
@@ -23,6 +23,8 @@ export interface SandboxWorkspaceOptions {
   allowHosts?: readonly string[];
   /** The app's data directory: never visible inside, even if a bound path contains it. */
   dataDir?: string;
+  /** The mirror a shared checkout borrows objects from (`Checkout.mirror`); bound read-only. */
+  mirror?: string;
   /** More host paths to hide (config files, key directories). */
   hidePaths?: readonly string[];
   /** More host paths to expose read-only (toolchains outside /usr). */
@@ -68,15 +70,40 @@ function proxyEnv(): Record<string, string> {
   };
 }
 
-/** Object directories a `clone --shared` checkout borrows; git inside needs to read them. */
-async function alternates(root: string): Promise<string[]> {
+/**
+ * The mirror object directory a `clone --shared` checkout borrows; git inside needs to read it.
+ * Given `mirror`, exactly its objects. Otherwise the checkout's alternates file is read, but it
+ * is agent-writable once commands have run there, so only a mirror's object directory under
+ * `<dataDir>/mirrors` is accepted, never an arbitrary path.
+ */
+async function borrowedObjects(root: string, options: SandboxWorkspaceOptions): Promise<string[]> {
+  if (options.mirror) return [join(options.mirror, "objects")];
+  if (!options.dataDir) return [];
+  const mirrors = await realpath(join(options.dataDir, "mirrors")).catch(() => undefined);
+  if (!mirrors) return [];
   const objects = join(root, ".git", "objects");
   const text = await readFile(join(objects, "info", "alternates"), "utf8").catch(() => "");
-  return text
-    .split("\n")
-    .map((line) => line.trim())
-    .filter((line) => line !== "" && !line.startsWith("#"))
-    .map((line) => resolve(objects, line));
+  const first = text.split("\n").find((line) => line.trim() !== "" && !line.startsWith("#"));
+  if (!first) return [];
+  const real = await realpath(resolve(objects, first.trim())).catch(() => "");
+  const mirror = dirname(real);
+  const isMirrorObjects =
+    basename(real) === "objects" && dirname(mirror) === mirrors && mirror.endsWith(".git");
+  return isMirrorObjects ? [real] : [];
+}
+
+/**
+ * The running Node's install, so commands get the same Node (and its npm). The whole prefix when
+ * it is a Node install (nvm and tarball layouts: bin/ beside lib/node_modules/npm), else bin only
+ * — never a broader directory such as a home holding `~/bin/node`.
+ */
+async function nodeInstall(): Promise<string> {
+  const prefix = dirname(NODE_BIN_DIR);
+  const isInstall = await access(join(prefix, "lib", "node_modules", "npm")).then(
+    () => true,
+    () => false,
+  );
+  return isInstall ? prefix : NODE_BIN_DIR;
 }
 
 async function requireSocat(socatPath: string): Promise<void> {
@@ -120,7 +147,11 @@ export async function createSandboxWorkspace(
     root,
     tmpDir,
     homeDir,
-    readOnly: [NODE_BIN_DIR, ...(await alternates(root)), ...(options.readOnlyPaths ?? [])],
+    readOnly: [
+      await nodeInstall(),
+      ...(await borrowedObjects(root, options)),
+      ...(options.readOnlyPaths ?? []),
+    ],
     hidden,
     proxySocket: networked ? proxySocket : undefined,
   });

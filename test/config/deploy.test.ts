@@ -89,7 +89,8 @@ describe("Dockerfile", () => {
         expect(ignored, source).not.toContain(source);
       }
     }
-    for (const secret of [".env", "*.pem", "node_modules", ".git"]) expect(ignored).toContain(secret);
+    for (const secret of [".env", "*.pem", "node_modules", ".git"])
+      expect(ignored).toContain(secret);
   });
 
   describe("HEALTHCHECK", () => {

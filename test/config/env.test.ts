@@ -4,19 +4,19 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadConfig, loadDotEnv } from "../../src/config/env.ts";
+import { type Env, loadConfig, loadDotEnv } from "../../src/config/env.ts";
 import { appPrivateKey } from "../helpers/app.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const key = appPrivateKey();
 const app = { APP_ID: "123", PRIVATE_KEY: key, WEBHOOK_SECRET: "s3cret-value" };
 
-function problems(env: NodeJS.ProcessEnv): string[] {
+function problems(env: Env): string[] {
   const result = loadConfig(env, ROOT);
   return "problems" in result ? result.problems : [];
 }
 
-function config(env: NodeJS.ProcessEnv) {
+function config(env: Env) {
   const result = loadConfig(env, ROOT);
   if ("problems" in result) throw new Error(result.problems.join("\n"));
   return result.config;
@@ -78,7 +78,7 @@ describe("loadConfig", () => {
     });
   });
 
-  const keyForms: Array<[string, NodeJS.ProcessEnv]> = [
+  const keyForms: Array<[string, Env]> = [
     ["escaped newlines", { PRIVATE_KEY: key.replaceAll("\n", "\\n") }],
     ["base64", { PRIVATE_KEY: Buffer.from(key).toString("base64") }],
   ];
@@ -89,31 +89,65 @@ describe("loadConfig", () => {
   it("reads PRIVATE_KEY_PATH", () => {
     const dir = mkdtempSync(join(tmpdir(), "vmpilot-env-"));
     writeFileSync(join(dir, "app.pem"), key);
-    expect(config({ APP_ID: "1", WEBHOOK_SECRET: "x", PRIVATE_KEY_PATH: join(dir, "app.pem") }).privateKey).toBe(key);
+    expect(
+      config({ APP_ID: "1", WEBHOOK_SECRET: "x", PRIVATE_KEY_PATH: join(dir, "app.pem") })
+        .privateKey,
+    ).toBe(key);
   });
 
-  const bad: Array<[string, NodeJS.ProcessEnv, string[]]> = [
+  const bad: Array<[string, Env, string[]]> = [
     ["port", { PORT: "http" }, ["PORT: must be an integer from 0 to 65535"]],
     ["port range", { PORT: "70000" }, ["PORT: must be at most 65535"]],
-    ["log level", { LOG_LEVEL: "loud" }, ["LOG_LEVEL: must be one of trace, debug, info, warn, error, fatal, silent"]],
+    [
+      "log level",
+      { LOG_LEVEL: "loud" },
+      ["LOG_LEVEL: must be one of trace, debug, info, warn, error, fatal, silent"],
+    ],
     ["database url", { DATABASE_URL: "mysql://x" }, ["DATABASE_URL: must be a postgres:// URL"]],
     ["app id", { APP_ID: "abc" }, ["APP_ID: must be the numeric GitHub App id"]],
-    ["command word", { VMPILOT_COMMAND: "/Pilot" }, ["VMPILOT_COMMAND: must be a lowercase word such as vmpilot"]],
+    [
+      "command word",
+      { VMPILOT_COMMAND: "/Pilot" },
+      ["VMPILOT_COMMAND: must be a lowercase word such as vmpilot"],
+    ],
     ["concurrency", { WORKER_CONCURRENCY: "0" }, ["WORKER_CONCURRENCY: must be at least 1"]],
-    ["allowed users", { ALLOWED_USERS: "alice,bad user" }, ["ALLOWED_USERS: must be comma-separated GitHub logins"]],
+    [
+      "allowed users",
+      { ALLOWED_USERS: "alice,bad user" },
+      ["ALLOWED_USERS: must be comma-separated GitHub logins"],
+    ],
     [
       "app without key and secret",
       { APP_ID: "1" },
-      ["PRIVATE_KEY: is required when APP_ID is set (or set PRIVATE_KEY_PATH)", "WEBHOOK_SECRET: is required when APP_ID is set"],
+      [
+        "PRIVATE_KEY: is required when APP_ID is set (or set PRIVATE_KEY_PATH)",
+        "WEBHOOK_SECRET: is required when APP_ID is set",
+      ],
     ],
-    ["garbage key", { ...app, PRIVATE_KEY: "-----BEGIN nonsense" }, ["PRIVATE_KEY: is not a PEM-encoded private key (download it from the app settings)"]],
-    ["missing key file", { ...app, PRIVATE_KEY: "", PRIVATE_KEY_PATH: "/nonexistent/key.pem" }, ["PRIVATE_KEY_PATH: no file at /nonexistent/key.pem"]],
-    ["production without an app", { NODE_ENV: "production" }, ["APP_ID: is required in production (NODE_ENV=production)"]],
-    ["several at once", { PORT: "x", LOG_LEVEL: "y", GHE_PROTOCOL: "ftp" }, [
-      "LOG_LEVEL: must be one of trace, debug, info, warn, error, fatal, silent",
-      "PORT: must be an integer from 0 to 65535",
-      "GHE_PROTOCOL: must be http or https",
-    ]],
+    [
+      "garbage key",
+      { ...app, PRIVATE_KEY: "-----BEGIN nonsense" },
+      ["PRIVATE_KEY: is not a PEM-encoded private key (download it from the app settings)"],
+    ],
+    [
+      "missing key file",
+      { ...app, PRIVATE_KEY: "", PRIVATE_KEY_PATH: "/nonexistent/key.pem" },
+      ["PRIVATE_KEY_PATH: no file at /nonexistent/key.pem"],
+    ],
+    [
+      "production without an app",
+      { NODE_ENV: "production" },
+      ["APP_ID: is required in production (NODE_ENV=production)"],
+    ],
+    [
+      "several at once",
+      { PORT: "x", LOG_LEVEL: "y", GHE_PROTOCOL: "ftp" },
+      [
+        "LOG_LEVEL: must be one of trace, debug, info, warn, error, fatal, silent",
+        "PORT: must be an integer from 0 to 65535",
+        "GHE_PROTOCOL: must be http or https",
+      ],
+    ],
   ];
   it.each(bad)("reports a bad %s", (_name, env, expected) => {
     expect(problems(env)).toEqual(expected);
@@ -129,14 +163,14 @@ describe("loadDotEnv", () => {
   it("fills unset variables from .env without overriding the environment", () => {
     const dir = mkdtempSync(join(tmpdir(), "vmpilot-dotenv-"));
     writeFileSync(join(dir, ".env"), 'APP_ID=42\nPRIVATE_KEY="line1\\nline2"\nPORT=1\n');
-    const env: NodeJS.ProcessEnv = { PORT: "2" };
+    const env: Record<string, string | undefined> = { PORT: "2" };
     loadDotEnv(env, dir);
     expect(env).toEqual({ APP_ID: "42", PRIVATE_KEY: "line1\nline2", PORT: "2" });
   });
 });
 
 /** Runs `npm start`'s entry point in a child process. */
-function start(env: NodeJS.ProcessEnv, args: string[] = []) {
+function start(env: Env, args: string[] = []) {
   return spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_SMEE_SETUP: "true", ...env },
@@ -177,7 +211,9 @@ describe("npm start", () => {
   it("rejects an unknown role", async () => {
     const result = await exited(start({ ...app }, ["--role", "cook"]));
     expect(result.code).toBe(1);
-    expect(result.stderr.trim()).toBe('vmpilot: failed to start: --role must be one of web, worker, all, not "cook"');
+    expect(result.stderr.trim()).toBe(
+      'vmpilot: failed to start: --role must be one of web, worker, all, not "cook"',
+    );
   });
 
   it("shows Probot's setup page from app.yml when APP_ID is unset", async () => {
@@ -199,7 +235,9 @@ describe("npm start", () => {
       expect(page.status).toBe(200);
       const html = await page.text();
       expect(html).toContain("https://github.com/settings/apps/new");
-      const manifest = JSON.parse(/name="manifest" id="manifest" value='([^']*)'/.exec(html)?.[1] ?? "");
+      const manifest = JSON.parse(
+        /name="manifest" id="manifest" value='([^']*)'/.exec(html)?.[1] ?? "",
+      );
       expect(manifest).toMatchObject({
         name: "vmpilot",
         default_events: [

@@ -8,7 +8,11 @@ const token = `ghs_${"Q".repeat(36)}`;
 
 function capture(format: "json" | "pretty" = "json") {
   const lines: string[] = [];
-  const logger = createLogger({ level: "debug", format, destination: { write: (l) => lines.push(l) } });
+  const logger = createLogger({
+    level: "debug",
+    format,
+    destination: { write: (l) => lines.push(l) },
+  });
   return { logger, output: () => lines.join("") };
 }
 
@@ -19,7 +23,13 @@ describe("createLogger", () => {
     const { logger, output } = capture();
     registerSecret("configured-webhook-secret");
     logger.info(`cloning with ${token}`);
-    logger.info({ headers: { authorization: `token ${token}` }, url: `https://x-access-token:${token}@github.com/o/r` }, "push");
+    logger.info(
+      {
+        headers: { authorization: `token ${token}` },
+        url: `https://x-access-token:${token}@github.com/o/r`,
+      },
+      "push",
+    );
     logger.warn({ nested: { deeper: ["sk-ant-api03-abcdefghijklmnop"] } }, "model");
     logger.error({ err: new Error(`failed: configured-webhook-secret ${token}`) }, "boom");
     logger.info({ token: "opaque-value-without-prefix" }, "named field");

@@ -33,6 +33,16 @@ describe("loadRepoConfig", () => {
     });
   });
 
+  it("takes the file whatever content type GitHub labels it with", async () => {
+    nock(GITHUB_API)
+      .get(path)
+      .reply(200, "maxSteps: 3\n", { "content-type": "application/vnd.github.raw" });
+    expect(await loadRepoConfig(testOctokit(), { owner: "acme", repo: "app" })).toMatchObject({
+      ok: true,
+      config: { maxSteps: 3 },
+    });
+  });
+
   it("falls back to the owner's .github repository, then to defaults", async () => {
     nock(GITHUB_API)
       .get(path)

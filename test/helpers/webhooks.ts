@@ -47,8 +47,13 @@ export async function deliver(
     "x-github-event": delivery.event,
     "x-github-delivery": id,
   };
-  const sig = delivery.signature === undefined ? signature(body, delivery.secret) : delivery.signature;
+  const sig =
+    delivery.signature === undefined ? signature(body, delivery.secret) : delivery.signature;
   if (sig !== null) headers["x-hub-signature-256"] = sig;
-  const response = await fetch(`${serverUrl}/api/github/webhooks`, { method: "POST", headers, body });
+  const response = await fetch(`${serverUrl}/api/github/webhooks`, {
+    method: "POST",
+    headers,
+    body,
+  });
   return { status: response.status, body: await response.text(), id };
 }

@@ -47,12 +47,18 @@ it("talks to the Enterprise API base for the slug, the token and the acknowledge
 
   mockInstallationToken(5, GHE);
   mockPermission("Codertocat/Hello-World", "Codertocat", "write", GHE);
-  github(GHE).post("/repos/Codertocat/Hello-World/issues/comments/492700400/reactions").reply(201, {});
+  github(GHE)
+    .post("/repos/Codertocat/Hello-World/issues/comments/492700400/reactions")
+    .reply(201, {});
   github(GHE).post("/repos/Codertocat/Hello-World/issues/1/comments").reply(201, { id: 9 });
   const payload = examplePayload("issue_comment", "created");
   payload.installation = { id: 5 };
   payload.comment.body = "@ghe-pilot fix the typo";
-  const response = await deliver(server.url, { event: "issue_comment", payload, secret: WEBHOOK_SECRET });
+  const response = await deliver(server.url, {
+    event: "issue_comment",
+    payload,
+    secret: WEBHOOK_SECRET,
+  });
   expect(response.status).toBe(200);
   const [job] = await listJobs(db.pool, {});
   await vi.waitFor(

@@ -51,10 +51,7 @@ it("acknowledges a job left queued by a dead worker exactly once after restart",
     .post(`/repos/${REPO}/issues/1/reactions`, { content: "eyes" })
     .once()
     .reply(201, { id: 1, content: "eyes" });
-  const comment = github()
-    .post(`/repos/${REPO}/issues/1/comments`)
-    .once()
-    .reply(201, { id: 4242 });
+  const comment = github().post(`/repos/${REPO}/issues/1/comments`).once().reply(201, { id: 4242 });
   const worker = await startTestServer(db, { role: "worker" });
   servers.push(worker);
   const done = await vi.waitFor(

@@ -2,8 +2,8 @@
 // GitHub mocked at the nock edge.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
 import { findOrCreateChat } from "../../src/store/chats.ts";
+import { type Database, openDatabase } from "../../src/store/database.ts";
 import { getRepository } from "../../src/store/installations.ts";
 import { getJob, type Job } from "../../src/store/jobs.ts";
 import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
@@ -39,7 +39,11 @@ afterAll(async () => {
   await db?.close();
 });
 
-function send(event: string, payload: Payload, extra: { id?: string; signature?: string | null } = {}) {
+function send(
+  event: string,
+  payload: Payload,
+  extra: { id?: string; signature?: string | null } = {},
+) {
   return deliver(server.url, { event, payload, secret: WEBHOOK_SECRET, ...extra });
 }
 
@@ -101,7 +105,9 @@ function expectAcknowledgement(installation: number, reactionPath: string, numbe
 describe("webhook signature", () => {
   it("rejects a forged signature with 4xx and stores nothing", async () => {
     const { payload } = issueComment("/vmpilot fix");
-    const response = await send("issue_comment", payload, { signature: `sha256=${"0".repeat(64)}` });
+    const response = await send("issue_comment", payload, {
+      signature: `sha256=${"0".repeat(64)}`,
+    });
     expect(response.status).toBeGreaterThanOrEqual(400);
     expect(response.status).toBeLessThan(500);
     expect(await deliveryCount(response.id)).toBe(0);
@@ -259,7 +265,10 @@ describe("intake rules", () => {
   });
 
   it("refuses a read-only user politely and does nothing else", async () => {
-    const { payload, installation } = issueComment("/vmpilot fix", { login: "reader", type: "User" });
+    const { payload, installation } = issueComment("/vmpilot fix", {
+      login: "reader",
+      type: "User",
+    });
     mockInstallationToken(installation);
     mockPermission(REPO, "reader", "read");
     let reply = "";
@@ -322,7 +331,11 @@ describe("intake rules", () => {
 
   it("stops the chat's waiting job on /vmpilot stop", async () => {
     // A job of issue 77's chat that has not started (inserted without enqueueing).
-    const chat = await findOrCreateChat(db.pool, { repositoryId: REPO_ID, number: 77, kind: "issue" });
+    const chat = await findOrCreateChat(db.pool, {
+      repositoryId: REPO_ID,
+      number: 77,
+      kind: "issue",
+    });
     const waiting = await seedJob(db, chat);
     const { payload, installation } = issueComment("/vmpilot stop");
     payload.issue.number = 77;
@@ -339,12 +352,15 @@ describe("intake rules", () => {
     const [job] = await jobsForDelivery(response.id);
     await finished(job?.id as number);
     expect((await getJob(db.pool, waiting.id))?.status).toBe("cancelled");
-    expect(reply).toContain(`Stopped job [#${waiting.id}](https://vmpilot.test/jobs/${waiting.id}) as`);
+    expect(reply).toContain(
+      `Stopped job [#${waiting.id}](https://vmpilot.test/jobs/${waiting.id}) as`,
+    );
   });
 
   it("survives a 1 MB comment and unicode tricks", async () => {
     const huge = `/vmpilot fix ${"x".repeat(1_000_000)}`;
-    const tricky = "/vmpilot fix \u202Etxt.exe\u202C \u200B<!-- hidden -->visible 𝕏 \u{E0041} \uFEFF";
+    const tricky =
+      "/vmpilot fix \u202Etxt.exe\u202C \u200B<!-- hidden -->visible 𝕏 \u{E0041} \uFEFF";
     for (const body of [huge, tricky]) {
       const { payload, installation } = issueComment(body);
       expectAcknowledgement(
@@ -371,9 +387,14 @@ describe("intake rules", () => {
     added.repositories_added = [{ id: 9002, name: "b", full_name: "acme/b", private: false }];
     added.repositories_removed = [{ id: 9001, name: "a", full_name: "acme/a", private: false }];
     expect((await send("installation_repositories", added)).status).toBe(200);
-    expect(await getRepository(db.pool, 9002)).toMatchObject({ installationId: 424242, removedAt: null });
+    expect(await getRepository(db.pool, 9002)).toMatchObject({
+      installationId: 424242,
+      removedAt: null,
+    });
     expect((await getRepository(db.pool, 9001))?.removedAt).toBeInstanceOf(Date);
-    const { rows } = await db.pool.query("SELECT account_login FROM installations WHERE id = 424242");
+    const { rows } = await db.pool.query(
+      "SELECT account_login FROM installations WHERE id = 424242",
+    );
     expect(rows).toEqual([{ account_login: "Codertocat" }]);
   });
 });

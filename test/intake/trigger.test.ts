@@ -12,7 +12,14 @@ const user = { login: "octocat", type: "User" };
 const openItem = { locked: false, state: "open" };
 
 function comment(text: string, overrides: Partial<TriggerInput> = {}): TriggerInput {
-  return { event: "issue_comment", action: "created", sender: user, text, item: openItem, ...overrides };
+  return {
+    event: "issue_comment",
+    action: "created",
+    sender: user,
+    text,
+    item: openItem,
+    ...overrides,
+  };
 }
 
 describe("findMention", () => {
@@ -46,10 +53,16 @@ describe("findMention", () => {
 describe("parseText", () => {
   const cases: Array<[string, ReturnType<typeof parseText>]> = [
     ["/vmpilot fix the typo", { kind: "command", verb: "fix", instruction: "the typo" }],
-    ["/vmpilot the typo in README", { kind: "command", verb: "fix", instruction: "the typo in README" }],
+    [
+      "/vmpilot the typo in README",
+      { kind: "command", verb: "fix", instruction: "the typo in README" },
+    ],
     ["/vmpilot", { kind: "command", verb: "fix", instruction: "" }],
     ["/vmpilot plan", { kind: "command", verb: "plan", instruction: "" }],
-    ["/VMPILOT Review: focus on tests", { kind: "command", verb: "review", instruction: "focus on tests" }],
+    [
+      "/VMPILOT Review: focus on tests",
+      { kind: "command", verb: "review", instruction: "focus on tests" },
+    ],
     ["/vmpilot stop", { kind: "command", verb: "stop", instruction: "" }],
     ["/vmpilot retry", { kind: "command", verb: "retry", instruction: "" }],
     ["/vmpilot status", { kind: "command", verb: "status", instruction: "" }],
@@ -65,7 +78,10 @@ describe("parseText", () => {
     ["```\n/vmpilot fix\n```", null],
     ["> /vmpilot fix\nquoted only", null],
     ["@vmpilot-bot fix the typo", { kind: "mention", verb: "fix", instruction: "the typo" }],
-    ["@vmpilot-bot please fix the typo", { kind: "mention", verb: "fix", instruction: "please fix the typo" }],
+    [
+      "@vmpilot-bot please fix the typo",
+      { kind: "mention", verb: "fix", instruction: "please fix the typo" },
+    ],
     ["@vmpilot-bot review", { kind: "mention", verb: "review", instruction: "" }],
     ["@vmpilot-bot stop.", { kind: "mention", verb: "stop", instruction: "" }],
     [
@@ -104,7 +120,13 @@ describe("parseTrigger", () => {
     ],
     [
       "assigned to the app",
-      { event: "issues", action: "assigned", sender: user, assignee: "vmpilot-bot[bot]", item: openItem },
+      {
+        event: "issues",
+        action: "assigned",
+        sender: user,
+        assignee: "vmpilot-bot[bot]",
+        item: openItem,
+      },
       { trigger: { kind: "assigned", verb: "fix", instruction: "" } },
     ],
     [
@@ -114,11 +136,25 @@ describe("parseTrigger", () => {
     ],
     [
       "opened with a mention",
-      { event: "issues", action: "opened", sender: user, text: "Broken. @vmpilot-bot fix", item: openItem },
+      {
+        event: "issues",
+        action: "opened",
+        sender: user,
+        text: "Broken. @vmpilot-bot fix",
+        item: openItem,
+      },
       { trigger: { kind: "mention", verb: "fix", instruction: "" } },
     ],
-    ["comment command", comment("/vmpilot fix it"), { trigger: { kind: "command", verb: "fix", instruction: "it" } }],
-    ["bot sender", comment("/vmpilot fix", { sender: { login: "ci", type: "Bot" } }), { ignored: "sender is a bot" }],
+    [
+      "comment command",
+      comment("/vmpilot fix it"),
+      { trigger: { kind: "command", verb: "fix", instruction: "it" } },
+    ],
+    [
+      "bot sender",
+      comment("/vmpilot fix", { sender: { login: "ci", type: "Bot" } }),
+      { ignored: "sender is a bot" },
+    ],
     [
       "app itself",
       comment("@vmpilot-bot fix", { sender: { login: "vmpilot-bot[bot]", type: "User" } }),
@@ -238,6 +274,8 @@ describe("hostile input", () => {
 
   it("handles lone surrogates and mixed scripts", () => {
     const result = parseTrigger(comment("/vmpilot fix \uD800 العربية 𝕏 \u{E0041}"), options);
-    expect(result).toEqual({ trigger: { kind: "command", verb: "fix", instruction: "\uD800 العربية 𝕏" } });
+    expect(result).toEqual({
+      trigger: { kind: "command", verb: "fix", instruction: "\uD800 العربية 𝕏" },
+    });
   });
 });

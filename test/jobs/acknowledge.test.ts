@@ -12,7 +12,12 @@ import { setRepositorySettings, upsertRepository } from "../../src/store/install
 import { getJob, insertJob, type Job, updateJob } from "../../src/store/jobs.ts";
 import { appPrivateKey } from "../helpers/app.ts";
 import { databases } from "../helpers/db.ts";
-import { github, mockInstallationToken, mockPermission, useGitHubMock } from "../helpers/github-mock.ts";
+import {
+  github,
+  mockInstallationToken,
+  mockPermission,
+  useGitHubMock,
+} from "../helpers/github-mock.ts";
 
 useGitHubMock();
 
@@ -86,10 +91,15 @@ describe.each(databases())("acknowledge on $name", (target) => {
   it("reacts, posts one progress comment and stores its id", async () => {
     const { job, repo } = await seed();
     mockPermission(repo, "maintainer", "write");
-    github().post(`/repos/${repo}/issues/comments/99/reactions`, { content: "eyes" }).reply(201, {});
+    github()
+      .post(`/repos/${repo}/issues/comments/99/reactions`, { content: "eyes" })
+      .reply(201, {});
     github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 501 });
     expect(await run(job)).toBe("acknowledged");
-    expect(await getJob(db.pool, job.id)).toMatchObject({ status: "acknowledged", progressCommentId: 501 });
+    expect(await getJob(db.pool, job.id)).toMatchObject({
+      status: "acknowledged",
+      progressCommentId: 501,
+    });
   });
 
   it("edits the stored comment on a rerun instead of posting again", async () => {
@@ -161,7 +171,11 @@ describe.each(databases())("acknowledge on $name", (target) => {
   it("answers status with the chat's current job", async () => {
     const { job: work, repo } = await seed();
     await updateJob(db.pool, work.id, { status: "running" });
-    const statusJob = await insertJob(db.pool, { ...work, command: "status", context: work.context });
+    const statusJob = await insertJob(db.pool, {
+      ...work,
+      command: "status",
+      context: work.context,
+    });
     mockPermission(repo, "maintainer", "write");
     let reply = "";
     github()

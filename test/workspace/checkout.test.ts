@@ -7,6 +7,7 @@ import { prepareCheckout } from "../../src/workspace/checkout.ts";
 import { authEnv, cleanRepoUrl, validateBranchName } from "../../src/workspace/git.ts";
 import { syncMirror } from "../../src/workspace/mirror.ts";
 import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
+import { sparesSettled } from "../../src/workspace/spares.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { recordingLogger } from "./helpers.ts";
 
@@ -124,6 +125,46 @@ describe("prepareCheckout", () => {
     expect(await readdir(join(data, "mirrors"))).toHaveLength(1);
   });
 
+  it("claims a spare checkout and moves it to the current base", async () => {
+    const source = join(served, "acme", "app");
+    const spareData = join(base, "spare-data");
+    const repo = server.url("acme/app");
+    const auth = { token: TOKEN };
+    const logger = recordingLogger();
+    const first = await prepareCheckout({
+      dataDir: spareData,
+      repo,
+      auth,
+      dest: join(base, "work", "spare-1"),
+      branch: "spare-1",
+      keepSpare: true,
+      logger,
+    });
+    expect(first.fromSpare).toBe(false);
+    await sparesSettled();
+    commit(source, "LATEST.md", "newer than the spare\n");
+    const dest = join(base, "work", "spare-2");
+    const second = await prepareCheckout({
+      dataDir: spareData,
+      repo,
+      auth,
+      dest,
+      branch: "spare-2",
+      keepSpare: true,
+      logger,
+    });
+    await sparesSettled();
+    expect(second.fromSpare).toBe(true);
+    expect(second.baseSha).toBe(git(source, "rev-parse", "HEAD"));
+    expect(git(dest, "branch", "--show-current")).toBe("spare-2");
+    expect(git(dest, "status", "--porcelain")).toBe("");
+    expect(git(dest, "remote", "get-url", "origin")).toBe(repo);
+    expect(await readFile(join(dest, "LATEST.md"), "utf8")).toBe("newer than the spare\n");
+    expect(await filesContainingToken(dest)).toEqual([]);
+    expect(await filesContainingToken(join(spareData))).toEqual([]);
+    expect(logger.lines.filter((l) => l.level === "warn")).toEqual([]);
+  });
+
   it("works from a local path, and git works inside the sandbox on the shared clone", async () => {
     const dest = join(base, "work", "local");
     const source = join(served, "acme", "app");
@@ -134,7 +175,7 @@ describe("prepareCheckout", () => {
       await writeFile(join(dest, "new.txt"), "x");
       const result = await workspace.exec("git log --format=%s && git status --porcelain");
       expect(result.stderr).toBe("");
-      expect(result.stdout).toBe("CHANGELOG.md\nREADME.md\n?? new.txt\n");
+      expect(result.stdout).toBe("LATEST.md\nCHANGELOG.md\nREADME.md\n?? new.txt\n");
     } finally {
       await workspace.dispose();
     }

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, realpath, symlink } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, realpath, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -19,6 +19,7 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await workspace.dispose();
+  await rm(root, { recursive: true, force: true });
 });
 
 describe("host workspace", () => {

@@ -1,14 +1,15 @@
-import { mkdir, mkdtemp, realpath, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PathEscapeError, resolveInside } from "../../src/workspace/paths.ts";
 
+let base: string;
 let root: string;
 let outside: string;
 
 beforeAll(async () => {
-  const base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-paths-")));
+  base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-paths-")));
   root = join(base, "root");
   outside = join(base, "outside");
   await mkdir(join(root, "src"), { recursive: true });
@@ -18,6 +19,10 @@ beforeAll(async () => {
   await symlink(outside, join(root, "escape"));
   await symlink(join(outside, "new-file"), join(root, "dangling"));
   await symlink("src", join(root, "inner"));
+});
+
+afterAll(async () => {
+  await rm(base, { recursive: true, force: true });
 });
 
 describe("resolveInside", () => {

@@ -74,6 +74,23 @@ describe("sandbox workspace", () => {
     }
   });
 
+  it("binds no path an agent planted in the checkout's alternates file", async () => {
+    const planted = join(base, "planted");
+    await mkdir(join(planted, "objects"), { recursive: true });
+    await writeFile(join(planted, "objects", "loot"), "other-tenant");
+    await mkdir(join(root, ".git", "objects", "info"), { recursive: true });
+    await writeFile(join(root, ".git", "objects", "info", "alternates"), `${planted}/objects\n`);
+    const again = await createSandboxWorkspace(root, { dataDir, logger: recordingLogger() });
+    try {
+      const result = await again.exec(`cat ${planted}/objects/loot`);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).toMatch(/No such file/);
+    } finally {
+      await again.dispose();
+      await rm(join(root, ".git"), { recursive: true, force: true });
+    }
+  });
+
   it("passes no secrets from the worker's environment", async () => {
     process.env.GITHUB_TOKEN = "ghs_sandbox_secret";
     process.env.ANTHROPIC_API_KEY = "sk-ant-sandbox-secret";
@@ -111,6 +128,17 @@ describe("sandbox workspace", () => {
     );
     expect(result.timedOut).toBe(true);
     expect(await waitUntil(async () => (await processesWith(token)).length === 0)).toBe(true);
+  });
+
+  it("kills running commands when disposed", async () => {
+    const token = `${Math.floor(Math.random() * 1e6)}.${Math.floor(Math.random() * 1e6)}`;
+    const short = await createSandboxWorkspace(root, { logger: recordingLogger() });
+    const running = short.exec(`sleep ${token}`);
+    expect(await waitUntil(async () => (await processesWith(token)).length > 0)).toBe(true);
+    await short.dispose();
+    expect((await running).exitCode).toBeNull();
+    expect(await waitUntil(async () => (await processesWith(token)).length === 0)).toBe(true);
+    await expect(short.exec("true")).rejects.toThrow(/disposed/);
   });
 
   it("fails with the fix when bwrap is missing", async () => {

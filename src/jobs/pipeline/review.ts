@@ -41,6 +41,7 @@ export function commentableLines(files: readonly { filename: string; patch?: str
   const lines = new Map<string, Set<number>>();
   for (const file of files) {
     const set = new Set<number>();
+    // Zero until the first hunk header: a file without a patch (binary, too big) has no lines.
     let line = 0;
     for (const row of (file.patch ?? "").split("\n")) {
       const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(row);
@@ -48,7 +49,7 @@ export function commentableLines(files: readonly { filename: string; patch?: str
         line = Number(hunk[1]);
         continue;
       }
-      if (row.startsWith("-") || row.startsWith("\\")) continue;
+      if (line === 0 || row.startsWith("-") || row.startsWith("\\")) continue;
       set.add(line++);
     }
     lines.set(file.filename, set);
@@ -63,7 +64,7 @@ function clean(text: string): string {
 /** Posts one review; comments on lines outside the diff go into its body instead. */
 export async function postReview(
   octokit: ProbotOctokit,
-  input: { owner: string; repo: string; number: number; headSha: string; text: string },
+  input: { owner: string; repo: string; number: number; headSha?: string; text: string },
 ): Promise<{ inline: number; url: string }> {
   const repo = { owner: input.owner, repo: input.repo };
   const { summary, comments } = parseReview(input.text);
@@ -84,7 +85,8 @@ export async function postReview(
   const { data } = await octokit.rest.pulls.createReview({
     ...repo,
     pull_number: input.number,
-    commit_id: input.headSha,
+    // Without it GitHub reviews the pull request's latest commit.
+    ...(input.headSha && { commit_id: input.headSha }),
     event: "COMMENT",
     body: clean(body),
     comments: inline.map((c) => ({

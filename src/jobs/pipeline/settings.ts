@@ -20,7 +20,15 @@ export async function jobSettings(
   db: Queryable,
   octokit: ProbotOctokit,
   job: Job,
-  view: { jobUrl: string; command: string; owner: string; repo: string; now?: Date },
+  view: {
+    jobUrl: string;
+    command: string;
+    owner: string;
+    repo: string;
+    /** The worker's defaults, as the settings page shows them. */
+    defaults?: RepoSettings;
+    now?: Date;
+  },
 ): Promise<JobSettings> {
   const load = await loadRepoConfig(octokit, { owner: view.owner, repo: view.repo });
   if (!load.ok) {
@@ -33,6 +41,7 @@ export async function jobSettings(
   // The settings page validates on save; a stored value that no longer fits is ignored.
   const page = checkRepoConfig((await getRepository(db, job.repositoryId))?.settings ?? {});
   const settings = resolveSettings({
+    defaults: view.defaults,
     page: page.ok ? page.config : null,
     file: load.config,
   }).values;

@@ -1,0 +1,86 @@
+// The agent run of a job: the chat so far plus the new turn, every new message stored as it comes,
+// every event logged and shown.
+import type Anthropic from "@anthropic-ai/sdk";
+import { type AgentResult, runAgent } from "../../agent/loop.ts";
+import { type ClientOptions, createClient } from "../../agent/model-call.ts";
+import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent/plugins.ts";
+import { buildSystemPrompt } from "../../agent/prompt.ts";
+import type { RepoSettings } from "../../config/repo-config.ts";
+import type { TestsSummary } from "../../github/progress-comment.ts";
+import { appendMessage } from "../../store/messages.ts";
+import type { Queryable } from "../../store/sql.ts";
+import type { Workspace } from "../../workspace/types.ts";
+import type { JobProgress } from "./progress.ts";
+import type { Mode } from "./request.ts";
+
+export interface JobAgentInput {
+  db: Queryable;
+  chatId: number;
+  jobId: number;
+  mode: Mode;
+  workspace: Workspace;
+  history: Anthropic.MessageParam[];
+  instruction: string;
+  settings: RepoSettings;
+  /** The most this run may spend (job and daily limits). */
+  budgetUsd: number;
+  maxWallTimeMs: number;
+  available: readonly Plugin[];
+  anthropic?: Anthropic | ClientOptions;
+  streamRetryDelayMs?: number;
+  progress: JobProgress;
+  signal: AbortSignal;
+}
+
+/** Read-only modes get no tests to report and no editor; reviews get the code_review guidance. */
+export function pluginsFor(mode: Mode, enabled: readonly string[], available: readonly Plugin[]) {
+  let names = enabled.length > 0 ? [...enabled] : [...DEFAULT_ENABLED_PLUGINS];
+  if (mode === "plan" || mode === "review") names = names.filter((n) => n !== "testing");
+  if (mode === "review" && !names.includes("code_review")) names.push("code_review");
+  return selectPlugins(available, names);
+}
+
+export function testsOf(result: AgentResult): TestsSummary | undefined {
+  const tests = result.reports.tests as TestsSummary | undefined;
+  return tests?.outcome ? tests : undefined;
+}
+
+export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
+  const plugins = pluginsFor(input.mode, input.settings.plugins, input.available);
+  const client =
+    input.anthropic && "messages" in input.anthropic
+      ? input.anthropic
+      : createClient(input.anthropic);
+  const readOnly = input.mode === "plan" || input.mode === "review";
+  const { progress } = input;
+  return runAgent({
+    workspace: input.workspace,
+    messages: input.history,
+    instruction: input.instruction,
+    system: await buildSystemPrompt({ workspace: input.workspace, plugins }),
+    model: input.settings.model,
+    limits: {
+      maxSteps: input.settings.maxSteps,
+      maxCostUsd: input.budgetUsd,
+      maxWallTimeMs: input.maxWallTimeMs,
+    },
+    plugins,
+    ...(readOnly && { tools: ["bash"] }),
+    onEvent: (event) => {
+      if (event.type === "tool_call" && event.name === "report_tests") progress.step("tests");
+      progress.onEvent(event);
+    },
+    // Stored before the loop goes on, so a crash loses at most the turn in flight.
+    onMessage: async (message) => {
+      await appendMessage(input.db, {
+        chatId: input.chatId,
+        role: message.role,
+        content: message.content,
+        jobId: input.jobId,
+      });
+    },
+    signal: input.signal,
+    client,
+    streamRetryDelayMs: input.streamRetryDelayMs,
+  });
+}

@@ -1,0 +1,166 @@
+// What a finished agent run leaves behind, per mode: a plan in the comment, a posted review, or a
+// pushed branch with its pull request (and replies in the review threads it addressed).
+import type { AgentResult } from "../../agent/loop.ts";
+import { runTitle } from "../../agent/summary.ts";
+import type { IssueContext } from "../../github/issue-context.ts";
+import { type FinalView, renderFinal } from "../../github/progress-comment.ts";
+import {
+  parseThreadReplies,
+  type ReviewThread,
+  replyToThreads,
+} from "../../github/review-threads.ts";
+import { type Chat, linkChatToPr } from "../../store/chats.ts";
+import { updateJob } from "../../store/jobs.ts";
+import type { Queryable } from "../../store/sql.ts";
+import type { CommitIdentity } from "../../workspace/commit.ts";
+import { testsOf } from "./agent.ts";
+import { type Delivered, deliver } from "./deliver.ts";
+import type { WorkRequest } from "./request.ts";
+import { postReview } from "./review.ts";
+import type { Session } from "./session.ts";
+import type { Target } from "./target.ts";
+import type { JobWorkspace } from "./workspace.ts";
+
+type Found = Extract<Target, { ok: true }>;
+
+function baseView(session: Session, result: AgentResult) {
+  return {
+    jobId: session.job.id,
+    jobUrl: session.url,
+    startedAt: session.startedAt,
+    usage: { ...result.usage, costUsd: session.job.costUsd + result.usage.costUsd },
+    tests: testsOf(result),
+    notes: result.detail ? [result.detail] : [],
+    ok: result.reason === "end_turn",
+  };
+}
+
+export function planBody(session: Session, result: AgentResult): string {
+  const view = baseView(session, result);
+  const { command, appSlug } = session.context;
+  return renderFinal({
+    ...view,
+    headline: "Plan ready",
+    summary: result.finalText,
+    notes: [
+      ...view.notes,
+      `To carry it out, comment \`/${command} fix\` or mention @${appSlug} approve.`,
+    ],
+    finishedAt: Date.now(),
+  });
+}
+
+export async function reviewBody(
+  session: Session,
+  result: AgentResult,
+  prNumber: number,
+  issue: IssueContext,
+): Promise<string> {
+  const posted = await postReview(session.octokit, {
+    ...session.item,
+    number: prNumber,
+    headSha: issue.pullRequest?.headSha,
+    text: result.finalText,
+  });
+  const s = posted.inline === 1 ? "" : "s";
+  return renderFinal({
+    ...baseView(session, result),
+    headline: `Posted a review with ${posted.inline} inline comment${s}`,
+    pullRequest: { number: prNumber, url: posted.url },
+    finishedAt: Date.now(),
+  });
+}
+
+export interface FixInput {
+  session: Session;
+  db: Queryable;
+  chat: Chat;
+  request: WorkRequest;
+  target: Found;
+  ws: JobWorkspace;
+  /** A fresh installation token: the run may have outlived the one the checkout used. */
+  token: () => Promise<string>;
+  result: AgentResult;
+  threads: readonly ReviewThread[];
+  author?: CommitIdentity;
+  signal: AbortSignal;
+}
+
+/** Pushes the work, opens or updates the pull request, answers the threads; the final comment. */
+export async function fixBody(input: FixInput): Promise<string> {
+  const { session, result, target, chat } = input;
+  const { context, job } = session;
+  const view = baseView(session, result);
+  session.progress.step("pushed");
+  const delivered = await deliver({
+    octokit: session.octokit,
+    owner: context.owner,
+    repo: context.name,
+    ws: input.ws,
+    token: await input.token(),
+    defaultBranch: context.defaultBranch,
+    served: target.served,
+    title: runTitle(result.finalText, input.request.request || context.title),
+    summary: result.finalText,
+    tests: view.tests,
+    author: input.author ?? {
+      name: `${context.appSlug}[bot]`,
+      email: `${context.appSlug}[bot]@users.noreply.github.com`,
+    },
+    requester: job.requester,
+    fixes: chat.kind === "issue" ? chat.number : undefined,
+    knownPr: chat.prNumber ?? job.prNumber,
+    jobUrl: session.url,
+    costUsd: view.usage.costUsd,
+    startedAt: session.startedAt,
+    signal: input.signal,
+  });
+  const pr = delivered.pullRequest;
+  if (pr) {
+    session.progress.step("pull_request");
+    await linkChatToPr(input.db, chat.id, pr.number, target.branch);
+    await updateJob(input.db, job.id, { prNumber: pr.number });
+  }
+  if (input.request.mode === "threads" && target.prNumber !== null) {
+    const fallback = delivered.pushed
+      ? `Addressed in ${delivered.sha.slice(0, 10)}; see the [session log](${session.url}).`
+      : `No code change for this one; see the [session log](${session.url}).`;
+    await replyToThreads(
+      session.octokit,
+      { ...session.item, number: target.prNumber },
+      input.threads,
+      parseThreadReplies(result.finalText),
+      fallback,
+    );
+  }
+  const served = target.served ? { number: job.number, url: context.htmlUrl } : undefined;
+  return renderFinal({
+    ...view,
+    ...headline(delivered, view.ok, served),
+    summary: result.finalText,
+    finishedAt: Date.now(),
+  });
+}
+
+function headline(
+  delivered: Delivered,
+  ok: boolean,
+  served: { number: number; url: string } | undefined,
+): Pick<FinalView, "ok" | "headline" | "pullRequest"> {
+  if (!delivered.pushed)
+    return { ok, headline: "Done: no changes to the code, so no pull request" };
+  const pr = delivered.pullRequest;
+  if (pr) {
+    const verb = pr.created ? "Opened draft pull request" : "Updated pull request";
+    return {
+      ok,
+      headline: `${verb} #${pr.number}`,
+      pullRequest: { number: pr.number, url: pr.url },
+    };
+  }
+  return {
+    ok,
+    headline: `Pushed ${delivered.sha.slice(0, 10)} to this pull request`,
+    pullRequest: served,
+  };
+}

@@ -1,0 +1,106 @@
+// Intake's durable write on its own, against PGlite and PostgreSQL: group commit, dedupe inside
+// and across batches, per-repository settings, and one bad delivery failing alone.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromIssueComment, fromIssues } from "../../src/intake/deliveries.ts";
+import { createIntake, type IntakeResult } from "../../src/intake/record.ts";
+import { createQueue, type Queue } from "../../src/jobs/queue.ts";
+import type { Database } from "../../src/store/database.ts";
+import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
+import { listJobs } from "../../src/store/jobs.ts";
+import { databases } from "../helpers/db.ts";
+import { examplePayload } from "../helpers/webhooks.ts";
+
+let nextRepository = 7000;
+
+function comment(repositoryId: number, body: string, number = 1) {
+  const payload = examplePayload("issue_comment", "created");
+  payload.installation = { id: 3 };
+  payload.repository.id = repositoryId;
+  payload.repository.full_name = `acme/r${repositoryId}`;
+  payload.issue.number = number;
+  payload.comment.body = body;
+  return fromIssueComment(payload);
+}
+
+function labeled(repositoryId: number, label: string) {
+  const payload = examplePayload("issues", "labeled");
+  payload.installation = { id: 3 };
+  payload.repository.id = repositoryId;
+  payload.repository.full_name = `acme/r${repositoryId}`;
+  payload.label.name = label;
+  return fromIssues(payload);
+}
+
+describe.each(databases())("intake on $name", (target) => {
+  let db: Database;
+  let queue: Queue;
+  let record: ReturnType<typeof createIntake>;
+
+  beforeAll(async () => {
+    db = await target.open();
+    queue = createQueue(db, { pollingIntervalSeconds: 60 });
+    await queue.start();
+    record = createIntake({
+      db,
+      queue,
+      appSlug: "vmpilot-bot",
+      label: "vmpilot",
+      command: "vmpilot",
+    });
+  });
+  afterAll(async () => {
+    await queue?.stop();
+    await db?.close();
+  });
+
+  it("writes concurrent deliveries in shared transactions, one job per delivery id", async () => {
+    const repo = nextRepository++;
+    const ids = Array.from({ length: 40 }, (_, i) => `batch-${repo}-${i}`);
+    // Every fifth id is sent twice at once: the copies land in the same batch or the next one.
+    const sends = [...ids, ...ids.filter((_, i) => i % 5 === 0)].map((id, i) =>
+      record(id, comment(repo, `/vmpilot fix item ${i % 40}`, 1 + (i % 3))),
+    );
+    const results: IntakeResult[] = await Promise.all(sends);
+    expect(results.filter((r) => "jobId" in r)).toHaveLength(40);
+    expect(results.filter((r) => "duplicate" in r)).toHaveLength(8);
+    const jobs = await listJobs(db.pool, { repositoryId: repo, limit: 100 });
+    expect(jobs).toHaveLength(40);
+    expect(new Set(jobs.map((j) => j.deliveryId))).toEqual(new Set(ids));
+    expect(new Set(jobs.map((j) => j.chatId)).size).toBe(3);
+  });
+
+  it("ignores a repository that turned vmpilot off, and honours its own label", async () => {
+    const off = nextRepository++;
+    const custom = nextRepository++;
+    for (const id of [off, custom]) {
+      await upsertRepository(db.pool, { id, installationId: 3, fullName: `acme/r${id}` });
+    }
+    await setRepositorySettings(db.pool, off, { enabled: false });
+    await setRepositorySettings(db.pool, custom, { label: "ai-please" });
+    expect(await record(`off-${off}`, comment(off, "/vmpilot fix"))).toEqual({
+      ignored: "disabled for this repository",
+    });
+    expect(await record(`lbl-${custom}-a`, labeled(custom, "vmpilot"))).toEqual({
+      ignored: "no trigger",
+    });
+    expect(await record(`lbl-${custom}-b`, labeled(custom, "AI-please"))).toMatchObject({
+      jobId: expect.any(Number),
+      trigger: { kind: "label", verb: "fix" },
+    });
+  });
+
+  it("fails only the bad delivery of a batch", async () => {
+    const repo = nextRepository++;
+    const first = record(`ok-${repo}-0`, comment(repo, "/vmpilot fix"));
+    // An issue number outside PostgreSQL's integer range makes that row's insert fail.
+    const batch = [
+      record(`ok-${repo}-1`, comment(repo, "/vmpilot fix")),
+      record(`bad-${repo}`, comment(repo, "/vmpilot fix", 2 ** 40)),
+      record(`ok-${repo}-2`, comment(repo, "/vmpilot fix")),
+    ];
+    await first;
+    const settled = await Promise.allSettled(batch);
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(await listJobs(db.pool, { repositoryId: repo })).toHaveLength(3);
+  });
+});

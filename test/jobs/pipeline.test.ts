@@ -1,0 +1,214 @@
+// The pipeline end to end in-process: PGlite, the real sandbox and git, a loopback git server as
+// the remote, the Anthropic fake at the HTTP edge and GitHub's REST API mocked with nock.
+import { describe, expect, it } from "vitest";
+import { runPipeline } from "../../src/jobs/pipeline.ts";
+import { getChat } from "../../src/store/chats.ts";
+import { listJobEvents } from "../../src/store/job-events.ts";
+import { getJob } from "../../src/store/jobs.ts";
+import { listMessages } from "../../src/store/messages.ts";
+import { type FakeReply, overloaded, text, toolUse } from "../helpers/anthropic-fake.ts";
+import { github } from "../helpers/github-mock.ts";
+import {
+  API_KEY,
+  captureComment,
+  fixScript,
+  lastTurn,
+  mockRequester,
+  mockStart,
+  plain,
+  run,
+  sh,
+  TOKEN,
+  toolResults,
+  usePipelineHarness,
+} from "./pipeline-harness.ts";
+
+const h = usePipelineHarness();
+const WEBHOOK_SECRET = "webhook-secret-for-the-pipeline-test";
+const secretForms = [
+  TOKEN,
+  Buffer.from(`x-access-token:${TOKEN}`).toString("base64"),
+  API_KEY,
+  WEBHOOK_SECRET,
+];
+const branch = "vmpilot/issue-4-crash-on-empty-input";
+
+describe("runPipeline", () => {
+  it("fixes an issue: branch pushed, draft PR with Fixes #N, final comment links it; a follow-up continues the chat and the PR", async () => {
+    const seeded = await h.seedRepo();
+    const first = await h.seedJob(seeded);
+    mockStart(seeded);
+    mockRequester();
+    const comment = captureComment(seeded.repo, first.commentId);
+    let prBody = "";
+    github()
+      .get(`/repos/${seeded.repo}/pulls`)
+      .query({ head: `acme:${branch}`, state: "open", per_page: "10" })
+      .reply(200, [])
+      .post(`/repos/${seeded.repo}/pulls`, (body) => {
+        prBody = body.body;
+        expect(body).toMatchObject({
+          head: branch,
+          base: "main",
+          draft: true,
+          title: "Make value.txt say fixed",
+        });
+        return true;
+      })
+      .reply(201, { number: 12, html_url: `https://github.com/${seeded.repo}/pull/12` });
+    h.fake.push(...fixScript("Changed value.txt to fixed.\n\nSummary: Make value.txt say fixed"));
+
+    expect(await runPipeline(run(first.job.id), h.deps())).toBe("succeeded");
+
+    expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
+    expect(sh(seeded.remote, `git log -1 --format='%an|%B' ${branch}`)).toBe(
+      "vmpilot-bot[bot]|Make value.txt say fixed\n\nCo-authored-by: octocat <583231+octocat@users.noreply.github.com>",
+    );
+    expect(prBody).toContain("Fixes #4");
+    expect(prBody).toContain("**Tests:** ✔ passed (`sh test.sh`)");
+    expect(prBody).toContain("- `M` value.txt");
+    const final = comment.at(-1) ?? "";
+    expect(final).toContain("✅ **Opened draft pull request #12**");
+    expect(final).toContain(`Pull request: [#12](https://github.com/${seeded.repo}/pull/12)`);
+    expect(final).toContain("- Tests: ✔ passed");
+    expect(final).toContain(`<!-- vmpilot:job:${first.job.id} -->`);
+    // The untrusted issue text reached the model sanitized and fenced.
+    const opening = JSON.stringify(h.fake.requests[0]?.body.messages[0]);
+    expect(opening).toContain("<github_context>");
+    expect(opening).not.toContain("ignore your instructions");
+
+    const job1 = await getJob(h.db.pool, first.job.id);
+    expect(job1).toMatchObject({ status: "succeeded", prNumber: 12, branch });
+    expect(job1?.costUsd).toBeGreaterThan(0);
+    expect(await getChat(h.db.pool, seeded.chatId)).toMatchObject({ prNumber: 12, branch });
+    const stored = await listMessages(h.db.pool, seeded.chatId);
+    expect(stored).toHaveLength(8);
+    const events = await listJobEvents(h.db.pool, first.job.id);
+    expect(events.map((e) => e.type)).toEqual(
+      expect.arrayContaining(["pipeline", "tool_call", "tool_result", "usage", "finished"]),
+    );
+
+    // The follow-up: a mention in the same chat.
+    const second = await h.seedJob(seeded, {
+      trigger: "mention",
+      instruction: "also write done.txt",
+      triggerCommentId: 901,
+    });
+    mockStart(seeded, [
+      {
+        id: 901,
+        user: { login: "octocat" },
+        body: "@vmpilot-bot also write done.txt",
+        created_at: "2030-01-01T00:00:00Z",
+      },
+    ]);
+    mockRequester();
+    const comment2 = captureComment(seeded.repo, second.commentId);
+    github()
+      .get(`/repos/${seeded.repo}/pulls/12`)
+      .reply(200, {
+        number: 12,
+        state: "open",
+        html_url: `https://github.com/${seeded.repo}/pull/12`,
+      })
+      .patch(`/repos/${seeded.repo}/pulls/12`, (body) => String(body?.body).includes("Fixes #4"))
+      .reply(200, { number: 12 });
+    const [firstStep, ...rest] = fixScript(
+      "Wrote done.txt.\n\nSummary: Add done.txt",
+      "echo yes > done.txt",
+    );
+    h.fake.push(
+      (request) => {
+        const messages = request.body.messages;
+        // The whole first run comes first, then the new request.
+        expect(messages.slice(0, 8).map(plain)).toEqual(stored.map(plain));
+        expect(lastTurn(request.body)).toContain("also write done.txt");
+        return firstStep as FakeReply;
+      },
+      ...rest,
+    );
+
+    expect(await runPipeline(run(second.job.id), h.deps())).toBe("succeeded");
+    expect(sh(seeded.remote, `git log --format=%s main..${branch}`)).toBe(
+      "Add done.txt\nMake value.txt say fixed",
+    );
+    expect(sh(seeded.remote, `git show ${branch}:done.txt`)).toBe("yes");
+    expect(comment2.at(-1)).toContain("✅ **Updated pull request #12**");
+    expect(await listMessages(h.db.pool, seeded.chatId)).toHaveLength(16);
+  });
+
+  it("a hostile agent finds no token, key or webhook secret anywhere it can look", async () => {
+    const saved = { ...process.env };
+    process.env.ANTHROPIC_API_KEY = API_KEY;
+    process.env.WEBHOOK_SECRET = WEBHOOK_SECRET;
+    process.env.GITHUB_TOKEN = TOKEN;
+    try {
+      const seeded = await h.seedRepo();
+      const { job, commentId } = await h.seedJob(seeded);
+      mockStart(seeded);
+      mockRequester();
+      const comment = captureComment(seeded.repo, commentId);
+      const probes = [
+        "env",
+        "cat /proc/*/environ | tr '\\0' '\\n'",
+        "git config --list --show-origin",
+        "cat .git/config",
+        "ls -la ~ && cat ~/.gitconfig ~/.git-credentials 2>&1",
+        `cat ${h.dataDir}/mirrors/*/config 2>&1; ls -R ${h.dataDir} 2>&1 | head`,
+        "ps aux 2>&1 || ls /proc",
+      ];
+      h.fake.push(
+        { content: probes.map((command) => toolUse("bash", { command })) },
+        { content: [toolUse("report_tests", { outcome: "not_run", explanation: "probing only" })] },
+        { content: [text("Nothing to change.")] },
+      );
+
+      expect(await runPipeline(run(job.id), h.deps())).toBe("succeeded");
+
+      const results = h.fake.requests.flatMap((r) => toolResults(r.body));
+      expect(results.length).toBeGreaterThanOrEqual(probes.length);
+      expect(results.join("\n")).toContain("HOME=/home/sandbox");
+      for (const request of h.fake.requests) {
+        const body = JSON.stringify(request.body);
+        for (const secret of secretForms) expect(body).not.toContain(secret);
+      }
+      expect(comment.at(-1)).toContain("no changes to the code, so no pull request");
+    } finally {
+      process.env = saved;
+    }
+  });
+
+  it("tells the user when Anthropic stays overloaded after the retries", async () => {
+    const seeded = await h.seedRepo();
+    const { job, commentId } = await h.seedJob(seeded);
+    mockStart(seeded);
+    const comment = captureComment(seeded.repo, commentId);
+    h.fake.push(overloaded(), overloaded(), overloaded());
+
+    expect(await runPipeline(run(job.id), h.deps())).toBe("failed");
+
+    expect(h.fake.requests).toHaveLength(3);
+    const final = comment.at(-1) ?? "";
+    expect(final).toContain("❌ **vmpilot failed**");
+    expect(final).toMatch(/overloaded/i);
+    expect(final).toContain("Comment `/vmpilot retry` to try again.");
+    expect(await getJob(h.db.pool, job.id)).toMatchObject({ status: "failed" });
+  });
+
+  it("names the bad key of an invalid .github/vmpilot.yml and does nothing else", async () => {
+    const seeded = await h.seedRepo();
+    const { job, commentId } = await h.seedJob(seeded);
+    github()
+      .get(`/repos/${seeded.repo}/contents/.github%2Fvmpilot.yml`)
+      .reply(200, "maxSteps: 9000\nsetup: [npm ci]\n", {
+        "content-type": "application/vnd.github.raw",
+      });
+    const comment = captureComment(seeded.repo, commentId);
+
+    expect(await runPipeline(run(job.id), h.deps())).toBe("failed");
+
+    expect(comment.at(-1)).toContain("- `maxSteps`: must be at most 500");
+    expect(h.fake.requests).toHaveLength(0);
+    expect((await getJob(h.db.pool, job.id))?.error).toMatch(/maxSteps/);
+  });
+});
