@@ -7,6 +7,7 @@ import { runAgent } from "../agent/loop.ts";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../agent/plugins.ts";
 import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
+import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
 import { commitInWorkspace } from "../workspace/commit.ts";
 import {
   cleanRepoUrl,
@@ -26,17 +27,6 @@ export interface CliIo {
 
 const AUTHOR = { name: "vmpilot", email: "vmpilot@users.noreply.github.com" };
 
-function slug(text: string): string {
-  return (
-    text
-      .toLowerCase()
-      .replace(/[^a-z0-9]+/g, "-")
-      .replace(/^-+|-+$/g, "")
-      .slice(0, 40)
-      .replace(/-+$/, "") || "task"
-  );
-}
-
 async function localRepo(path: string): Promise<boolean> {
   if (!existsSync(path)) throw new UsageError(`no repository at ${path}`);
   const inside = await simpleGit(path)
@@ -50,7 +40,7 @@ async function localRepo(path: string): Promise<boolean> {
 /** `vmpilot/<task-slug>`, with a suffix only when the local repository already has that branch. */
 async function branchName(args: RunArgs, repoUrl: string, local: boolean): Promise<string> {
   if (args.branch) return args.branch;
-  const base = `vmpilot/${slug(args.task)}`;
+  const base = `${BRANCH_PREFIX}${slugify(args.task) || "task"}`;
   if (!local) return base;
   const taken = await simpleGit(repoUrl)
     .raw(["rev-parse", "--verify", "--quiet", `refs/heads/${base}`])

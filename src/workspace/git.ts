@@ -1,5 +1,6 @@
 import { isAbsolute, resolve } from "node:path";
 import { type SimpleGit, simpleGit } from "simple-git";
+import { isValidBranchName } from "../github/branch-name.ts";
 
 /** Credentials for one clone or fetch. They travel in the environment of that command only. */
 export interface GitAuth {
@@ -79,15 +80,7 @@ export function gitClient(baseDir: string, auth?: GitAuth): SimpleGit {
  * on top of git's own rules, so a name can never be read as an option or a path trick.
  */
 export function validateBranchName(name: string): string {
-  const valid =
-    /^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$/.test(name) &&
-    !name.includes("..") &&
-    !name.includes("//") &&
-    !name.endsWith("/") &&
-    !name.endsWith(".") &&
-    !name.endsWith(".lock") &&
-    !name.split("/").some((part) => part.startsWith("."));
-  if (!valid) {
+  if (!isValidBranchName(name)) {
     throw new Error(
       `Invalid branch name ${JSON.stringify(name)}: use letters, digits, ".", "_", "-" and "/"`,
     );
