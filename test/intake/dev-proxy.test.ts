@@ -36,7 +36,10 @@ it("forwards deliveries from the WEBHOOK_PROXY_URL channel to the webhook endpoi
   const source = `http://127.0.0.1:${(channel.address() as AddressInfo).port}/channel`;
   db = await openDatabase({ dataDir: "memory://" });
   mockApp(APP_SLUG);
-  server = await startTestServer(db, { role: "web", config: testConfig({ webhookProxyUrl: source }) });
+  server = await startTestServer(db, {
+    role: "web",
+    config: testConfig({ webhookProxyUrl: source }),
+  });
 
   const payload = examplePayload("issue_comment", "created");
   payload.installation = { id: 8 };
