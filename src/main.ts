@@ -8,15 +8,19 @@ import { parseArgs } from "node:util";
 import type { Logger } from "pino";
 import { createNodeMiddleware, Probot, run } from "probot";
 import { SmeeClient } from "smee-client";
+import { DEFAULT_ENABLED_PLUGINS, discoverPlugins } from "./agent/plugins.ts";
 import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
+import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
 import { createLogger } from "./github/logger.ts";
 import { redact, registerSecret } from "./github/redact.ts";
 import { intakeApp } from "./intake/app.ts";
 import { health } from "./jobs/health.ts";
+import type { PipelineDeps } from "./jobs/pipeline.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue.ts";
 import { startWorker } from "./jobs/worker.ts";
 import { type Database, openDatabase } from "./store/database.ts";
 import { healthHandler } from "./web/health.ts";
+import { mountWeb } from "./web/index.ts";
 
 export const ROLES = ["web", "worker", "all"] as const;
 export type Role = (typeof ROLES)[number];
@@ -30,6 +34,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Queue tuning on top of the configured concurrency. */
   queue?: Omit<QueueOptions, "logger">;
+  /** Overrides for the agent pipeline (tests point it at fakes); false ends jobs once acknowledged. */
+  pipeline?: Partial<PipelineDeps> | false;
 }
 
 export interface RunningServer {
@@ -84,8 +90,31 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       log: logger,
     });
     const handlers: Handler[] = [healthHandler(() => health(db, queue), role)];
+    const plugins = await discoverPlugins();
+    const settingsDefaults: RepoSettings = {
+      ...repoDefaults,
+      label: config.label,
+      allowedUsers: config.allowedUsers,
+      plugins: [...DEFAULT_ENABLED_PLUGINS],
+    };
     let appSlug: string | undefined;
     if (role !== "worker") {
+      const web = mountWeb({
+        db,
+        logger,
+        config: {
+          publicUrl: config.publicUrl,
+          sessionSecret: config.sessionSecret,
+          oauth: config.oauth,
+          githubApiUrl: config.baseUrl,
+          githubWebUrl: config.githubWebUrl,
+          defaults: settingsDefaults,
+          plugins: plugins.map((plugin) => plugin.name),
+        },
+      });
+      handlers.push(web.handler);
+      // Live job pages hold their connections open; the server cannot close before they end.
+      cleanup.push(() => web.close());
       appSlug = await fetchAppSlug(probot);
       const intake = intakeApp({
         db,
@@ -97,13 +126,29 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       handlers.push(await createNodeMiddleware(intake, { probot, webhooksPath: WEBHOOK_PATH }));
     }
     if (role !== "web") {
+      const auth = (installationId: number) => probot.auth(installationId);
       await startWorker({
         db,
         queue,
-        auth: (installationId) => probot.auth(installationId),
+        auth,
         allowedUsers: config.allowedUsers,
         publicUrl: config.publicUrl,
         logger,
+        pipeline:
+          options.pipeline === false
+            ? undefined
+            : {
+                db,
+                auth,
+                installationToken: (id) => installationToken(probot, id),
+                publicUrl: config.publicUrl,
+                dataDir: config.dataDir,
+                logger,
+                plugins,
+                anthropic: { apiKey: config.anthropicApiKey },
+                defaults: settingsDefaults,
+                ...options.pipeline,
+              },
       });
     }
     const url = await listen(handlers, config, logger, cleanup);
@@ -122,6 +167,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     await close();
     throw error;
   }
+}
+
+async function installationToken(probot: Probot, installationId: number): Promise<string> {
+  const octokit = await probot.auth(installationId);
+  const { token } = (await octokit.auth({ type: "installation" })) as { token: string };
+  return token;
 }
 
 async function fetchAppSlug(probot: Probot): Promise<string> {
@@ -195,6 +246,12 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       const setup = await startSetupServer(config);
       onSignal(() => setup.stop());
       return;
+    }
+    if (role !== "web" && !config.anthropicApiKey) {
+      console.error(
+        "vmpilot: invalid configuration: ANTHROPIC_API_KEY: is required to run jobs (or start with --role web)",
+      );
+      process.exit(1);
     }
     const server = await startServer({ config, role });
     onSignal(() => server.close());

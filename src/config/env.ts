@@ -1,5 +1,5 @@
 // The process environment, validated once at startup. Every problem is reported, one per line.
-import { createPrivateKey } from "node:crypto";
+import { createPrivateKey, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseEnv } from "node:util";
@@ -31,6 +31,12 @@ const url = (protocols: RegExp, hint: string) =>
   );
 
 const schema = z.object({
+  GITHUB_CLIENT_ID: optionalString,
+  GITHUB_CLIENT_SECRET: optionalString,
+  SESSION_SECRET: z.preprocess(
+    blankToUndefined,
+    z.string().min(32, "must be at least 32 characters (e.g. openssl rand -hex 32)").optional(),
+  ),
   NODE_ENV: optionalString,
   APP_ID: z.preprocess(
     blankToUndefined,
@@ -113,6 +119,12 @@ export interface Config {
   publicUrl: string;
   allowedUsers: string[];
   production: boolean;
+  /** The app's OAuth client, for signing in to the web pages; null when not configured. */
+  oauth: { clientId: string; clientSecret: string } | null;
+  /** Signs web session cookies; random per process when sign-in is not configured. */
+  sessionSecret: string;
+  /** GitHub's web address (OAuth, links): https://github.com or the Enterprise host. */
+  githubWebUrl: string;
 }
 
 export type ConfigResult = { config: Config } | { problems: string[] };
@@ -145,6 +157,12 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     }
     if (!e.WEBHOOK_SECRET) problems.push("WEBHOOK_SECRET: is required when APP_ID is set");
   }
+  if (Boolean(e.GITHUB_CLIENT_ID) !== Boolean(e.GITHUB_CLIENT_SECRET)) {
+    problems.push("GITHUB_CLIENT_SECRET: GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET go together");
+  }
+  if (e.GITHUB_CLIENT_ID && !e.SESSION_SECRET) {
+    problems.push("SESSION_SECRET: is required when GITHUB_CLIENT_ID is set (sign-in sessions)");
+  }
   if (problems.length > 0) return { problems };
   const baseUrl = e.GHE_HOST
     ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}/api/v3`
@@ -170,6 +188,12 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
       allowedUsers: e.ALLOWED_USERS,
       production,
+      oauth:
+        e.GITHUB_CLIENT_ID && e.GITHUB_CLIENT_SECRET
+          ? { clientId: e.GITHUB_CLIENT_ID, clientSecret: e.GITHUB_CLIENT_SECRET }
+          : null,
+      sessionSecret: e.SESSION_SECRET ?? randomBytes(32).toString("hex"),
+      githubWebUrl: e.GHE_HOST ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}` : "https://github.com",
     },
   };
 }

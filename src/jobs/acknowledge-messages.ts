@@ -16,8 +16,8 @@ export function progressBody(job: Job, publicUrl: string): string {
   return withMarker(job.id, [
     `👀 **vmpilot is on it** — [job #${job.id}](${jobUrl(publicUrl, job.id)})`,
     "",
-    `Acknowledged \`${verb}\` for @${job.requester}. The agent pipeline is not enabled in this ` +
-      "version, so this request is recorded but no work will be done on it yet.",
+    `Acknowledged \`${verb}\` for @${job.requester}; starting work. This comment is updated as ` +
+      "the job goes on.",
   ]);
 }
 
@@ -59,7 +59,7 @@ export function helpBody(job: Job, context: JobContext): string {
 const STATUS_TEXT: Record<JobStatus, string> = {
   queued: "waiting to start",
   running: "running",
-  acknowledged: "acknowledged (the agent pipeline is not enabled in this version)",
+  acknowledged: "acknowledged, starting work",
   refused: "refused (the requester may not trigger vmpilot)",
   succeeded: "finished",
   failed: "failed",

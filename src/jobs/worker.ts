@@ -1,19 +1,23 @@
-// Runs queued jobs in this process: the acknowledgement now; the agent pipeline joins here later.
+// Runs queued jobs in this process: the acknowledgement, then the agent pipeline.
 import { editComment, postComment } from "../github/comments.ts";
 import { readJobContext } from "../github/job-context.ts";
 import { getJob, updateJob } from "../store/jobs.ts";
 import { type AcknowledgeDeps, acknowledge } from "./acknowledge.ts";
 import { deadBody } from "./acknowledge-messages.ts";
+import { type PipelineDeps, runPipeline } from "./pipeline.ts";
 import type { DeadJob, Queue } from "./queue.ts";
 
 export interface WorkerDeps extends AcknowledgeDeps {
   queue: Queue;
+  /** Omitted, jobs end once acknowledged; the intake tests run the worker that way. */
+  pipeline?: PipelineDeps;
 }
 
 export async function startWorker(deps: WorkerDeps): Promise<void> {
   await deps.queue.work(
     async (run) => {
-      await acknowledge(deps, run);
+      const outcome = await acknowledge(deps, run);
+      if (outcome === "acknowledged" && deps.pipeline) await runPipeline(run, deps.pipeline);
     },
     { onDead: (dead) => reportDead(deps, dead) },
   );

@@ -140,6 +140,19 @@ describe("loadConfig", () => {
       ["APP_ID: is required in production (NODE_ENV=production)"],
     ],
     [
+      "OAuth client id without its secret and a session secret",
+      { ...app, GITHUB_CLIENT_ID: "Iv1.abc" },
+      [
+        "GITHUB_CLIENT_SECRET: GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET go together",
+        "SESSION_SECRET: is required when GITHUB_CLIENT_ID is set (sign-in sessions)",
+      ],
+    ],
+    [
+      "short session secret",
+      { ...app, SESSION_SECRET: "short" },
+      ["SESSION_SECRET: must be at least 32 characters (e.g. openssl rand -hex 32)"],
+    ],
+    [
       "several at once",
       { PORT: "x", LOG_LEVEL: "y", GHE_PROTOCOL: "ftp" },
       [
@@ -151,6 +164,22 @@ describe("loadConfig", () => {
   ];
   it.each(bad)("reports a bad %s", (_name, env, expected) => {
     expect(problems(env)).toEqual(expected);
+  });
+
+  it("reads the OAuth client for the web pages", () => {
+    const secret = "0123456789abcdef0123456789abcdef";
+    expect(
+      config({
+        GITHUB_CLIENT_ID: "Iv1.abc",
+        GITHUB_CLIENT_SECRET: "shh",
+        SESSION_SECRET: secret,
+        GHE_HOST: "ghe.example.com",
+      }),
+    ).toMatchObject({
+      oauth: { clientId: "Iv1.abc", clientSecret: "shh" },
+      sessionSecret: secret,
+      githubWebUrl: "https://ghe.example.com",
+    });
   });
 
   it("never echoes a secret value in a problem", () => {
@@ -206,6 +235,14 @@ describe("npm start", () => {
       "vmpilot: invalid configuration: LOG_LEVEL: must be one of trace, debug, info, warn, error, fatal, silent",
       "vmpilot: invalid configuration: PORT: must be an integer from 0 to 65535",
     ]);
+  });
+
+  it("refuses to run jobs without an Anthropic key", async () => {
+    const result = await exited(start({ ...app }, ["--role", "worker"]));
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe(
+      "vmpilot: invalid configuration: ANTHROPIC_API_KEY: is required to run jobs (or start with --role web)",
+    );
   });
 
   it("rejects an unknown role", async () => {

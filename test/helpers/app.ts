@@ -35,11 +35,17 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     publicUrl: "https://vmpilot.test",
     allowedUsers: [],
     production: false,
+    oauth: null,
+    sessionSecret: "test-session-secret-0123456789abcdef",
+    githubWebUrl: "https://github.com",
     ...overrides,
   };
 }
 
-/** startServer on a loopback port with quiet logs and a fast-polling queue. */
+/**
+ * startServer on a loopback port with quiet logs and a fast-polling queue. Jobs end once
+ * acknowledged unless the caller passes pipeline options.
+ */
 export function startTestServer(
   db: Database,
   options: Partial<Omit<StartOptions, "db">> = {},
@@ -47,6 +53,7 @@ export function startTestServer(
   const config = options.config ?? testConfig();
   return startServer({
     role: "all",
+    pipeline: false,
     logger: createLogger({ level: config.logLevel, format: "json" }),
     ...options,
     config,

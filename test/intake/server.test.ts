@@ -244,7 +244,7 @@ describe("triggers", () => {
     expect(done.progressCommentId).toBe(777_000 + installation);
     expect(posted()).toContain("vmpilot is on it");
     expect(posted()).toContain(`https://vmpilot.test/jobs/${done.id}`);
-    expect(posted()).toContain("not enabled in this version");
+    expect(posted()).toContain("starting work");
   });
 });
 
