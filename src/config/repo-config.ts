@@ -68,6 +68,11 @@ export const repoConfigSchema = z
       .max(500, "must be at most 500")
       .describe("Most agent steps (model turns) per job."),
     maxCostUsd: money.describe("Most a single job may spend, in US dollars."),
+    timeoutMinutes: z
+      .int("must be a whole number")
+      .min(1, "must be at least 1")
+      .max(240, "must be at most 240")
+      .describe("Most minutes the agent may work on a single job."),
     maxDailyCostUsd: money.describe(
       "Most all jobs of this repository may spend per day, in US dollars.",
     ),
@@ -99,6 +104,7 @@ export interface RepoSettings {
   model: string;
   maxSteps: number;
   maxCostUsd: number;
+  timeoutMinutes: number;
   maxDailyCostUsd: number;
   setup: string[];
   network: { allow: string[] };
@@ -114,6 +120,7 @@ export const defaults: RepoSettings = {
   model: DEFAULT_MODEL,
   maxSteps: 50,
   maxCostUsd: 5,
+  timeoutMinutes: 45,
   maxDailyCostUsd: 50,
   setup: [],
   network: { allow: [] },
@@ -130,6 +137,7 @@ export const settingKeys = [
   "model",
   "maxSteps",
   "maxCostUsd",
+  "timeoutMinutes",
   "maxDailyCostUsd",
   "setup",
   "network.allow",

@@ -6,17 +6,17 @@ import { CONTROL_VERBS } from "../jobs/acknowledge.ts";
 import type { Queue } from "../jobs/queue.ts";
 import { type Chat, chatKey, findOrCreateChat } from "../store/chats.ts";
 import type { Database } from "../store/database.ts";
+import { recordDeliveries } from "../store/deliveries.ts";
 import { getRepository, type Repository, upsertRepository } from "../store/installations.ts";
-import type { JobTrigger, NewJob } from "../store/jobs.ts";
+import { insertJobs, type Job, type JobTrigger, type NewJob } from "../store/jobs.ts";
 import { type Queryable, withTransaction } from "../store/sql.ts";
-import { insertJobs, recordDeliveries } from "./batch-store.ts";
 import { createBatcher } from "./batcher.ts";
 import type { TriggerDelivery } from "./deliveries.ts";
 import { type ParseResult, parseTrigger, type Trigger, type TriggerOptions } from "./trigger.ts";
 
 export interface IntakeDeps {
   db: Database;
-  queue: Pick<Queue, "enqueueJob" | "wake">;
+  queue: Pick<Queue, "enqueueJobs" | "wake">;
   appSlug: string;
   /** Defaults; a repository's settings may change the label. */
   label: string;
@@ -55,9 +55,7 @@ export function createIntake(deps: IntakeDeps): RecordTrigger {
     // turn out to be a trigger once the repository's own label setting is known.
     const maybeLabel = delivery.input.action === "labeled" && "ignored" in parsed;
     if ("ignored" in parsed && !(maybeLabel && parsed.ignored === "no trigger")) return parsed;
-    const result = await write({ deliveryId, delivery, parsed });
-    if ("jobId" in result) deps.queue.wake();
-    return result;
+    return write({ deliveryId, delivery, parsed });
   };
 }
 
@@ -66,55 +64,68 @@ async function writeBatch(
   options: TriggerOptions,
   batch: Pending[],
 ): Promise<IntakeResult[]> {
-  return withTransaction(deps.db.pool, async (client) => {
-    const results: IntakeResult[] = batch.map(() => ({ duplicate: true }));
-    const fresh = await recordDeliveries(
-      client,
-      batch.map(({ deliveryId, delivery }) => ({
-        id: deliveryId,
-        event: delivery.input.event,
-        action: delivery.input.action,
-        installationId: delivery.installationId,
-        repositoryId: delivery.repository.id,
-      })),
-    );
-    const repositories = new Map<number, Repository | undefined>();
-    const chats = new Map<string, Chat>();
-    const jobs: Array<NewJob & { deliveryId: string }> = [];
-    const jobSlots: Array<{ index: number; trigger: Trigger; chatId: number }> = [];
-    for (const [index, { deliveryId, delivery, parsed }] of batch.entries()) {
-      // A delivery id repeated within the batch is new only the first time.
-      if (!fresh.delete(deliveryId)) continue;
-      const repo = await knownRepository(client, repositories, delivery);
-      const settings = repo?.settings ?? {};
-      if (settings.enabled === false) {
-        results[index] = { ignored: "disabled for this repository" };
-        continue;
-      }
-      const label = typeof settings.label === "string" ? settings.label : deps.label;
-      const result =
-        label === deps.label ? parsed : parseTrigger(delivery.input, { ...options, label });
-      if ("ignored" in result) {
-        results[index] = result;
-        continue;
-      }
-      const chatId = (await chatFor(client, chats, delivery)).id;
-      jobs.push(newJob(deps, delivery, deliveryId, result.trigger, chatId, label));
-      jobSlots.push({ index, trigger: result.trigger, chatId });
+  const results = await withTransaction(deps.db.pool, (client) =>
+    recordBatch(client, deps, options, batch),
+  );
+  // Committed: a worker in this process may take the jobs now instead of at its next poll.
+  if (results.some((result) => "jobId" in result)) deps.queue.wake();
+  return results;
+}
+
+async function recordBatch(
+  client: Queryable,
+  deps: IntakeDeps,
+  options: TriggerOptions,
+  batch: Pending[],
+): Promise<IntakeResult[]> {
+  const results: IntakeResult[] = batch.map(() => ({ duplicate: true }));
+  const fresh = await recordDeliveries(
+    client,
+    batch.map(({ deliveryId, delivery }) => ({
+      id: deliveryId,
+      event: delivery.input.event,
+      action: delivery.input.action,
+      installationId: delivery.installationId,
+      repositoryId: delivery.repository.id,
+    })),
+  );
+  const repositories = new Map<number, Repository | undefined>();
+  const chats = new Map<string, Chat>();
+  const accepted: Array<{ index: number; trigger: Trigger; job: NewJob }> = [];
+  for (const [index, { deliveryId, delivery, parsed }] of batch.entries()) {
+    // A delivery id repeated within the batch is new only the first time.
+    if (!fresh.delete(deliveryId)) continue;
+    const repo = await knownRepository(client, repositories, delivery);
+    const settings = repo?.settings ?? {};
+    if (settings.enabled === false) {
+      results[index] = { ignored: "disabled for this repository" };
+      continue;
     }
-    if (jobs.length === 0) return results;
-    const ids = await insertJobs(client, jobs);
-    for (const [n, slot] of jobSlots.entries()) {
-      const jobId = ids[n] as number;
-      // stop, status and help must not wait for the chat's running job to finish.
-      const key = CONTROL_VERBS.has(slot.trigger.verb)
-        ? `${chatKey(slot.chatId)}:job:${jobId}`
-        : chatKey(slot.chatId);
-      await deps.queue.enqueueJob(client, { jobId, chatKey: key });
-      results[slot.index] = { jobId, trigger: slot.trigger };
+    const label = typeof settings.label === "string" ? settings.label : deps.label;
+    const result =
+      label === deps.label ? parsed : parseTrigger(delivery.input, { ...options, label });
+    if ("ignored" in result) {
+      results[index] = result;
+      continue;
     }
-    return results;
+    const chatId = (await chatFor(client, chats, delivery)).id;
+    const job = newJob(deps, delivery, deliveryId, result.trigger, chatId, label);
+    accepted.push({ index, trigger: result.trigger, job });
+  }
+  if (accepted.length === 0) return results;
+  const inserted = await insertJobs(
+    client,
+    accepted.map(({ job }) => job),
+  );
+  const queued = accepted.map(({ index, trigger }, n) => {
+    const { id, chatId } = inserted[n] as Job;
+    results[index] = { jobId: id, trigger };
+    // stop, status and help must not wait for the chat's running job to finish.
+    const key = CONTROL_VERBS.has(trigger.verb) ? `${chatKey(chatId)}:job:${id}` : chatKey(chatId);
+    return { jobId: id, chatKey: key };
   });
+  await deps.queue.enqueueJobs(client, queued);
+  return results;
 }
 
 /** The stored repository, recorded or brought up to date from the delivery when needed. */
@@ -170,7 +181,7 @@ function newJob(
   trigger: Trigger,
   chatId: number,
   label: string,
-): NewJob & { deliveryId: string } {
+): NewJob {
   const repo = delivery.repository;
   const context: JobContext = {
     owner: repo.owner,

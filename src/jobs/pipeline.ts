@@ -56,7 +56,7 @@ export interface PipelineDeps {
   progressIntervalMs?: number;
   /** Settings before the settings page and the repository file; default the built-in ones. */
   defaults?: RepoSettings;
-  /** Wall-time limit of one agent run; default 45 minutes. */
+  /** Wall-time limit of one agent run, instead of the repository's `timeoutMinutes` (tests). */
   maxWallTimeMs?: number;
   streamRetryDelayMs?: number;
 }
@@ -67,8 +67,6 @@ const STEPS: Record<Mode, ProgressStep[]> = {
   plan: ["acknowledged", "workspace", "agent"],
   review: ["acknowledged", "workspace", "agent"],
 };
-
-const DEFAULT_WALL_TIME_MS = 45 * 60_000;
 
 /** Errors another attempt would only repeat. */
 function isPermanent(error: unknown): boolean {
@@ -241,7 +239,7 @@ async function work(
         }),
     settings: settings.settings,
     budgetUsd: settings.budgetUsd,
-    maxWallTimeMs: deps.maxWallTimeMs ?? DEFAULT_WALL_TIME_MS,
+    maxWallTimeMs: deps.maxWallTimeMs ?? settings.settings.timeoutMinutes * 60_000,
     available: deps.plugins,
     anthropic: deps.anthropic,
     streamRetryDelayMs: deps.streamRetryDelayMs,

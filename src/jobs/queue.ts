@@ -77,11 +77,13 @@ export interface Queue {
    * commit or roll back together.
    */
   enqueueJob(db: Queryable, job: QueuedJob): Promise<void>;
+  /** enqueueJob for many jobs in one statement. */
+  enqueueJobs(db: Queryable, jobs: QueuedJob[]): Promise<void>;
   /** Starts this process's workers. */
   work(handler: JobHandler, hooks?: WorkHooks): Promise<void>;
   /** Cancels a queued job, or aborts a running one wherever it runs. */
   cancel(jobId: number): Promise<CancelOutcome>;
-  /** Makes a local worker look for jobs now rather than at its next poll (call after commit). */
+  /** Makes this process's workers look for jobs now rather than at their next poll (call after commit). */
   wake(): void;
   healthy(): Promise<boolean>;
 }
@@ -109,7 +111,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
   const cancels = watchCancellations(db.pool, options.cancelCheckMs ?? 500, logger);
   let started = false;
   let stopped = false;
-  let workerId: string | undefined;
+  const workerIds: string[] = [];
 
   async function run(job: BossJob<QueuedJob>, handler: JobHandler): Promise<void> {
     const { jobId, chatKey } = job.data;
@@ -155,6 +157,19 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     await hooks.onDead?.({ jobId, chatKey, error });
   }
 
+  async function enqueueJobs(client: Queryable, jobs: QueuedJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    const ids = await boss.insert(
+      JOB_QUEUE,
+      jobs.map((job) => ({ data: job, singletonKey: job.chatKey })),
+      { db: { executeSql: (text, values) => client.query(text, values) }, returnId: true },
+    );
+    // The insert skips conflicting rows silently; a job the queue does not hold would never run.
+    if (ids?.length !== jobs.length) {
+      throw new Error(`queue took ${ids?.length ?? 0} of ${jobs.length} jobs`);
+    }
+  }
+
   return {
     async start() {
       await boss.start();
@@ -167,6 +182,10 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
         expireInSeconds: options.expireInSeconds ?? 3600,
         heartbeatSeconds: options.heartbeatSeconds ?? 30,
         deadLetter: DEAD_QUEUE,
+        // No pg_notify per enqueue: a transaction that notified holds a cluster-wide lock while
+        // it commits, which would serialize every intake commit. Workers in this process are woken
+        // directly (wake()); those in other processes find the job at their next poll.
+        notify: false,
       };
       // pg-boss rejects a backoff cap, even an undefined one, on a queue without backoff.
       const cap = retryBackoff ? { retryDelayMax: options.retryDelayMax ?? 600 } : {};
@@ -176,7 +195,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
       await boss.createQueue(JOB_QUEUE, { policy: "key_strict_fifo", ...settings, ...cap });
       // Settings may have changed since the queue was created.
       await boss.updateQueue(JOB_QUEUE, { ...settings, retryDelayMax: null, ...cap });
-      // send() looks the queue up in pg-boss's cache, on pg-boss's own pool when it is not cached.
+      // insert() looks the queue up in pg-boss's cache, on pg-boss's own pool when it is not cached.
       // Inside a caller's transaction on the embedded database that lookup would wait for the
       // transaction it is part of, so fill the cache now (this call goes through it).
       await boss.getBlockedKeys(JOB_QUEUE);
@@ -189,21 +208,23 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
       await boss.stop({ graceful: true, timeout: 10_000 });
     },
 
-    async enqueueJob(client, job) {
-      await boss.send(JOB_QUEUE, job, {
-        singletonKey: job.chatKey,
-        db: { executeSql: (text, values) => client.query(text, values) },
-      });
+    enqueueJob(client, job) {
+      return enqueueJobs(client, [job]);
     },
 
+    enqueueJobs,
+
     async work(handler, hooks = {}) {
-      workerId = await boss.work<QueuedJob>(
-        JOB_QUEUE,
-        { localConcurrency: concurrency, pollingIntervalSeconds },
-        async ([job]) => {
-          if (job) await run(job, handler);
-        },
-      );
+      // One pg-boss worker per slot rather than one with localConcurrency: wake() can reach only
+      // the workers whose ids it knows, and an idle slot must not sleep out its poll while another
+      // is busy.
+      for (let slot = 0; slot < concurrency; slot++) {
+        workerIds.push(
+          await boss.work<QueuedJob>(JOB_QUEUE, { pollingIntervalSeconds }, async ([job]) => {
+            if (job) await run(job, handler);
+          }),
+        );
+      }
       await boss.work(
         DEAD_QUEUE,
         { includeMetadata: true, pollingIntervalSeconds },
@@ -218,7 +239,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     },
 
     wake() {
-      if (workerId) boss.notifyWorker(workerId);
+      for (const id of workerIds) boss.notifyWorker(id);
     },
 
     async healthy() {

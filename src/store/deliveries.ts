@@ -11,16 +11,28 @@ export interface DeliveryInput {
 
 /** Insert-or-ignore: true the first time a delivery id is seen, false for a redelivery. */
 export async function recordDelivery(db: Queryable, delivery: DeliveryInput): Promise<boolean> {
-  const { rowCount } = await db.query(
+  return (await recordDeliveries(db, [delivery])).has(delivery.id);
+}
+
+/**
+ * Insert-or-ignore for many deliveries in one statement; returns the ids seen for the first time.
+ * An id repeated within the list is recorded (and returned) once.
+ */
+export async function recordDeliveries(
+  db: Queryable,
+  deliveries: DeliveryInput[],
+): Promise<Set<string>> {
+  const { rows } = await db.query<{ id: string }>(
     `INSERT INTO deliveries (id, event, action, installation_id, repository_id)
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
+     ON CONFLICT (id) DO NOTHING RETURNING id`,
     [
-      delivery.id,
-      delivery.event,
-      delivery.action ?? null,
-      delivery.installationId ?? null,
-      delivery.repositoryId ?? null,
+      deliveries.map((d) => d.id),
+      deliveries.map((d) => d.event),
+      deliveries.map((d) => d.action ?? null),
+      deliveries.map((d) => d.installationId ?? null),
+      deliveries.map((d) => d.repositoryId ?? null),
     ],
   );
-  return rowCount === 1;
+  return new Set(rows.map((row) => row.id));
 }

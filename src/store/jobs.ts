@@ -147,29 +147,53 @@ function toJob(row: JobRow): Job {
   };
 }
 
+// How a NewJob fills the jobs table: column, array type for unnest, and the value.
+const NEW_JOB_COLUMNS: ReadonlyArray<[string, string, (job: NewJob) => unknown]> = [
+  ["chat_id", "bigint", (j) => j.chatId],
+  ["installation_id", "bigint", (j) => j.installationId],
+  ["repository_id", "bigint", (j) => j.repositoryId],
+  ["repo", "text", (j) => j.repo],
+  ["number", "int", (j) => j.number],
+  ["trigger", "text", (j) => j.trigger],
+  ["command", "text", (j) => j.command ?? null],
+  ["requester", "text", (j) => j.requester],
+  ["instruction", "text", (j) => j.instruction ?? ""],
+  ["trigger_comment_id", "bigint", (j) => j.triggerCommentId ?? null],
+  ["delivery_id", "text", (j) => j.deliveryId ?? null],
+  ["context", "jsonb", (j) => JSON.stringify(j.context ?? {})],
+  ["branch", "text", (j) => j.branch ?? null],
+  ["pr_number", "int", (j) => j.prNumber ?? null],
+];
+const NEW_JOB_NAMES = NEW_JOB_COLUMNS.map(([name]) => name).join(", ");
+
+// The ids are drawn before the insert so each returned row can be matched to its input row:
+// RETURNING promises no order.
+const INSERT_JOBS = `
+  WITH input AS (
+    SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id, t.*
+    FROM unnest(${NEW_JOB_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")})
+      WITH ORDINALITY AS t(${NEW_JOB_NAMES}, ord)
+  ), inserted AS (
+    INSERT INTO jobs (id, ${NEW_JOB_NAMES}) OVERRIDING SYSTEM VALUE
+    SELECT id, ${NEW_JOB_NAMES} FROM input ORDER BY ord
+    RETURNING *
+  )
+  SELECT inserted.*, input.ord FROM inserted JOIN input USING (id)`;
+
 export async function insertJob(db: Queryable, job: NewJob): Promise<Job> {
-  const { rows } = await db.query<JobRow>(
-    `INSERT INTO jobs (chat_id, installation_id, repository_id, repo, number, trigger, command,
-       requester, instruction, trigger_comment_id, delivery_id, context, branch, pr_number)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *`,
-    [
-      job.chatId,
-      job.installationId,
-      job.repositoryId,
-      job.repo,
-      job.number,
-      job.trigger,
-      job.command ?? null,
-      job.requester,
-      job.instruction ?? "",
-      job.triggerCommentId ?? null,
-      job.deliveryId ?? null,
-      JSON.stringify(job.context ?? {}),
-      job.branch ?? null,
-      job.prNumber ?? null,
-    ],
+  return (await insertJobs(db, [job]))[0] as Job;
+}
+
+/** Inserts the jobs in one statement; returns them in input order. */
+export async function insertJobs(db: Queryable, jobs: NewJob[]): Promise<Job[]> {
+  if (jobs.length === 0) return [];
+  const { rows } = await db.query<JobRow & { ord: string }>(
+    INSERT_JOBS,
+    NEW_JOB_COLUMNS.map(([, , value]) => jobs.map(value)),
   );
-  return toJob(rows[0] as JobRow);
+  const inserted: Job[] = new Array(jobs.length);
+  for (const row of rows) inserted[Number(row.ord) - 1] = toJob(row);
+  return inserted;
 }
 
 export async function getJob(db: Queryable, id: number): Promise<Job | undefined> {

@@ -22,6 +22,7 @@ export const FIELD_KINDS: Record<SettingKey, Kind> = {
   model: "text",
   maxSteps: "number",
   maxCostUsd: "number",
+  timeoutMinutes: "number",
   maxDailyCostUsd: "number",
   setup: "lines",
   "network.allow": "lines",

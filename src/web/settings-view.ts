@@ -36,6 +36,7 @@ const LABELS: Record<SettingKey, string> = {
   model: "Model",
   maxSteps: "Max steps per job",
   maxCostUsd: "Max cost per job (USD)",
+  timeoutMinutes: "Time limit per job (minutes)",
   maxDailyCostUsd: "Max cost per day (USD)",
   setup: "Setup commands",
   "network.allow": "Network allow-list",

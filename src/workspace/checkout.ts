@@ -13,8 +13,13 @@ export interface CheckoutOptions {
   dest: string;
   /** Default: the repository's default branch. */
   baseBranch?: string;
-  /** The new branch the job works on. */
+  /** The branch the job works on: a new one, made from baseBranch, unless existingBranch. */
   branch: string;
+  /**
+   * Continue `branch` as the remote has it instead of creating it (baseBranch is then unused).
+   * It must exist on the remote.
+   */
+  existingBranch?: boolean;
   /**
    * Keep a ready-made checkout of this repository in `<dataDir>/spares` for the next job (made
    * in the background). For long-running workers; off by default.
@@ -42,20 +47,23 @@ export async function createBranch(root: string, name: string): Promise<void> {
 
 /**
  * Makes a job's checkout: refresh the bare mirror, then either claim a spare checkout and move
- * it to the current base, or clone the mirror with `--shared`; finally create the job's branch.
- * Credentials are used for the fetch only and written nowhere.
+ * it to the current base, or clone the mirror with `--shared`; finally create the job's branch
+ * (an existing branch is itself the base). Credentials are used for the fetch only and written
+ * nowhere.
  */
 export async function prepareCheckout(options: CheckoutOptions): Promise<Checkout> {
   validateBranchName(options.branch);
   if (options.baseBranch !== undefined) validateBranchName(options.baseBranch);
   const mirror = await syncMirror(options.dataDir, options.repo, options.auth);
-  const baseBranch = options.baseBranch ?? (await defaultBranch(mirror));
+  const baseBranch = options.existingBranch
+    ? options.branch
+    : (options.baseBranch ?? (await defaultBranch(mirror)));
 
   const fromSpare =
     options.keepSpare === true && (await claimSpare(options.dataDir, mirror, options.dest));
   if (fromSpare) await refreshSpare(options.dest, mirror, baseBranch);
   else await sharedClone(mirror, options.dest, baseBranch);
-  await createBranch(options.dest, options.branch);
+  if (!options.existingBranch) await createBranch(options.dest, options.branch);
   if (options.keepSpare) {
     replenishSpare(options.dataDir, mirror, options.logger ?? defaultLogger());
   }

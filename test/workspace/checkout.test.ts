@@ -165,6 +165,41 @@ describe("prepareCheckout", () => {
     expect(logger.lines.filter((l) => l.level === "warn")).toEqual([]);
   });
 
+  it("continues an existing branch of the remote, from a fresh clone or a spare", async () => {
+    const source = join(served, "acme", "app");
+    git(source, "checkout", "-qb", "vmpilot/issue-7-go-on");
+    commit(source, "WIP.md", "work in progress\n");
+    const tip = git(source, "rev-parse", "HEAD");
+    git(source, "checkout", "-q", "main");
+    const data = join(base, "existing-data");
+    const options = {
+      dataDir: data,
+      repo: server.url("acme/app"),
+      auth: { token: TOKEN },
+      branch: "vmpilot/issue-7-go-on",
+      existingBranch: true,
+      keepSpare: true,
+      logger: recordingLogger(),
+    };
+    for (const name of ["existing-1", "existing-2"]) {
+      const dest = join(base, "work", name);
+      const checkout = await prepareCheckout({ ...options, dest });
+      await sparesSettled();
+      expect(checkout.fromSpare).toBe(name === "existing-2");
+      expect(checkout).toMatchObject({
+        branch: "vmpilot/issue-7-go-on",
+        baseBranch: "vmpilot/issue-7-go-on",
+        baseSha: tip,
+      });
+      expect(git(dest, "branch", "--show-current")).toBe("vmpilot/issue-7-go-on");
+      expect(git(dest, "status", "--porcelain")).toBe("");
+      expect(await readFile(join(dest, "WIP.md"), "utf8")).toBe("work in progress\n");
+    }
+    await expect(
+      prepareCheckout({ ...options, branch: "vmpilot/missing", dest: join(base, "work", "none") }),
+    ).rejects.toThrow(/vmpilot\/missing/);
+  });
+
   it("works from a local path, and git works inside the sandbox on the shared clone", async () => {
     const dest = join(base, "work", "local");
     const source = join(served, "acme", "app");

@@ -19,7 +19,7 @@ import {
 export interface JobWorkspace {
   workspace: Workspace;
   checkout: Checkout;
-  /** The branch's remote sha when the job started, or null when the job creates it. */
+  /** The remote branch's commit the job continues, or null when the job creates the branch. */
   remoteSha: string | null;
   dispose(): Promise<void>;
 }
@@ -45,11 +45,11 @@ export class SetupFailed extends Error {
   override name = "SetupFailed";
 }
 
-async function remoteBranchSha(mirror: string, branch: string): Promise<string | null> {
+async function remoteHasBranch(mirror: string, branch: string): Promise<boolean> {
   const out = await gitClient(mirror)
     .raw(["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`])
     .catch(() => "");
-  return out.trim() || null;
+  return out.trim() !== "";
 }
 
 /** Checks the branch out (continuing it when it exists), opens the sandbox and runs setup. */
@@ -61,17 +61,15 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
   let workspace: Workspace | undefined;
   try {
     const mirror = await syncMirror(options.dataDir, options.cloneUrl, options.auth);
-    const remoteSha = await remoteBranchSha(mirror.path, options.branch);
-    // prepareCheckout always makes a new branch; an existing one is continued under a scratch
-    // name, then renamed inside the workspace before anything else runs there.
-    const scratch = `vmpilot/job-${options.jobId}-checkout`;
+    const existing = await remoteHasBranch(mirror.path, options.branch);
     const checkout = await prepareCheckout({
       dataDir: options.dataDir,
       repo: options.cloneUrl,
       auth: options.auth,
       dest: join(dir, "repo"),
-      baseBranch: remoteSha ? options.branch : options.defaultBranch,
-      branch: remoteSha ? scratch : options.branch,
+      baseBranch: options.defaultBranch,
+      branch: options.branch,
+      existingBranch: existing,
     });
     const spec = {
       provider: options.provider,
@@ -80,12 +78,6 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       logger: options.logger,
     };
     workspace = await createWorkspace({ ...spec, allowHosts: [...options.allowHosts] });
-    if (remoteSha) {
-      const renamed = await workspace.exec(
-        `git checkout -q '${options.branch}' && git branch -q -D '${scratch}'`,
-      );
-      if (renamed.exitCode !== 0) throw new Error(`git checkout failed: ${renamed.stderr.trim()}`);
-    }
     const setup = await runSetup({ ...spec, allowHosts: [...options.allowHosts] }, options.setup, {
       signal: options.signal,
       onStep: options.onSetupStep,
@@ -101,8 +93,8 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
     const ready = workspace;
     return {
       workspace: ready,
-      checkout: { ...checkout, branch: options.branch },
-      remoteSha,
+      checkout,
+      remoteSha: existing ? checkout.baseSha : null,
       async dispose() {
         await ready.dispose();
         await remove();
