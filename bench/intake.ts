@@ -3,7 +3,10 @@
 // job + enqueue in one transaction, 200). The same load against a Probot server whose handler does
 // nothing gives the ratio. Runs on embedded PGlite and on PostgreSQL (TEST_DATABASE_URL, default
 // postgres://postgres@127.0.0.1:5432/test; a fresh database is created and dropped).
-// Goal on PostgreSQL: p99 <= 25 ms and >= 0.5x the no-op throughput.
+// Goal on PostgreSQL: p99 <= 25 ms and >= 0.5x the no-op throughput. At 200 connections the p99
+// part cannot be met on a small machine by any handler: the mean latency is 200 / throughput
+// (printed as the queueing floor), about 45 ms for the no-op itself on 2 cores. So the latency
+// goal is also checked at 10 connections, where it measures the acknowledgement itself.
 //
 // The server runs in a child process so the load generator does not share its event loop.
 import { fork } from "node:child_process";
@@ -101,7 +104,11 @@ async function serve(mode: Mode): Promise<void> {
       Number((await db.pool.query<{ n: string }>("SELECT count(*) AS n FROM jobs")).rows[0]?.n);
   }
   process.send?.({ url });
-  process.once("message", async () => {
+  process.on("message", async (message) => {
+    if (message === "cpu") {
+      process.send?.({ cpu: process.cpuUsage() });
+      return;
+    }
     const handled = await count();
     await close();
     process.send?.({ handled }, () => process.exit(0));
@@ -147,7 +154,14 @@ async function load(url: string, seconds: number, connections = CONNECTIONS): Pr
   };
 }
 
-async function measure(mode: Mode): Promise<Result & { handled: number; light: Result }> {
+interface Measured extends Result {
+  handled: number;
+  /** The server process's CPU time per delivery in the main run, microseconds. */
+  cpuPerDelivery: number;
+  light: Result;
+}
+
+async function measure(mode: Mode): Promise<Measured> {
   const child = fork(import.meta.filename, ["--serve", JSON.stringify(mode)], {
     execArgv: ["--import", "tsx"],
     stdio: ["ignore", "ignore", "inherit", "ipc"],
@@ -159,13 +173,21 @@ async function measure(mode: Mode): Promise<Result & { handled: number; light: R
     });
   const { url } = (await next()) as { url: string };
   try {
+    const cpu = async () => {
+      const reply = next();
+      child.send("cpu");
+      const { user, system } = (await reply).cpu as NodeJS.CpuUsage;
+      return user + system;
+    };
     await load(url, WARMUP_S);
+    const cpuBefore = await cpu();
     const result = await load(url, DURATION_S);
+    const cpuPerDelivery = ((await cpu()) - cpuBefore) / Math.max(result.ok + result.errors, 1);
     const light = await load(url, LIGHT_DURATION_S, LIGHT_CONNECTIONS);
     const done = next();
     child.send("stop");
     const { handled } = (await done) as { handled: number };
-    return { ...result, handled, light };
+    return { ...result, handled, cpuPerDelivery, light };
   } finally {
     child.kill();
   }
@@ -190,10 +212,17 @@ async function freshPostgres(adminUrl: string) {
 const fmt = (r: Result) =>
   `p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  ${r.rate.toFixed(0)} deliveries/s` +
   (r.errors ? `  (${r.errors} errors)` : "");
+// Little's law: with every connection always waiting on a reply, the mean latency is the
+// connections in flight over the throughput, whatever the handler does.
+const floor = (r: Result, connections: number) =>
+  `queueing floor ${connections} / ${r.rate.toFixed(0)}/s = ${((connections / r.rate) * 1000).toFixed(1)} ms mean`;
+const cpu = (r: Measured) => `server CPU ${r.cpuPerDelivery.toFixed(0)} us/delivery`;
+const goal = (met: boolean) => (met ? "met" : "MISSED");
 
 async function main() {
   const noop = await measure({ kind: "noop" });
-  console.log(`intake no-op Probot handler: ${fmt(noop)}`);
+  console.log(`intake no-op Probot handler: ${fmt(noop)}  ${cpu(noop)}`);
+  console.log(`  ${floor(noop, CONNECTIONS)}`);
   console.log(`  at ${LIGHT_CONNECTIONS} connections: ${fmt(noop.light)}`);
   const dataDir = mkdtempSync(join(tmpdir(), "vmpilot-bench-"));
   const targets: Array<[string, () => Promise<{ mode: Mode; cleanup(): Promise<void> }>]> = [
@@ -225,13 +254,16 @@ async function main() {
     try {
       const r = await measure(target.mode);
       const ratio = r.rate / noop.rate;
+      const goals = name === "PostgreSQL";
       console.log(
-        `intake ${name}: ${fmt(r)}  ratio ${ratio.toFixed(2)}x no-op  jobs ${r.handled}` +
-          (name === "PostgreSQL"
-            ? `  goal p99<=25ms ${r.p99 <= 25 ? "met" : "MISSED"}, >=0.5x ${ratio >= 0.5 ? "met" : "MISSED"}`
-            : ""),
+        `intake ${name}: ${fmt(r)}  ratio ${ratio.toFixed(2)}x no-op  jobs ${r.handled}  ${cpu(r)}` +
+          (goals ? `  goal p99<=25ms ${goal(r.p99 <= 25)}, >=0.5x ${goal(ratio >= 0.5)}` : ""),
       );
-      console.log(`  at ${LIGHT_CONNECTIONS} connections: ${fmt(r.light)}`);
+      console.log(`  ${floor(r, CONNECTIONS)}`);
+      console.log(
+        `  at ${LIGHT_CONNECTIONS} connections: ${fmt(r.light)}` +
+          (goals ? `  goal p99<=25ms ${goal(r.light.p99 <= 25)}` : ""),
+      );
     } finally {
       await target.cleanup();
     }

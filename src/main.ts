@@ -112,7 +112,6 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
           plugins: plugins.map((plugin) => plugin.name),
         },
       });
-      handlers.push(web.handler);
       // Live job pages hold their connections open; the server cannot close before they end.
       cleanup.push(() => web.close());
       appSlug = await fetchAppSlug(probot);
@@ -123,7 +122,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         label: config.label,
         command: config.command,
       });
+      // Webhooks first: they are the hot path, and need no trip through the page router.
       handlers.push(await createNodeMiddleware(intake, { probot, webhooksPath: WEBHOOK_PATH }));
+      handlers.push(web.handler);
     }
     if (role !== "web") {
       const auth = (installationId: number) => probot.auth(installationId);

@@ -16,14 +16,9 @@ export function intakeApp(deps: IntakeDeps): ApplicationFunction {
     const recordTrigger = createIntake(deps);
     const intake = async (context: Context, delivery: TriggerDelivery) => {
       const result = await recordTrigger(context.id, delivery);
-      if ("jobId" in result) {
-        context.log.info(
-          { delivery: context.id, jobId: result.jobId, verb: result.trigger.verb },
-          "job queued",
-        );
-      } else {
-        context.log.debug({ delivery: context.id, result }, "no job");
-      }
+      // Debug, not info: a line per delivery costs the intake a measurable share of its
+      // throughput, and the worker logs each job at info when it acknowledges or refuses it.
+      context.log.debug({ delivery: context.id, result }, "delivery recorded");
     };
     app.on(["issues.opened", "issues.labeled", "issues.assigned"], (context) =>
       intake(context, fromIssues(context.payload)),

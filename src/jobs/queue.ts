@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { type Job as BossJob, type JobWithMetadata, PgBoss } from "pg-boss";
 import type { Database } from "../store/database.ts";
 import { appendJobEvent } from "../store/job-events.ts";
@@ -77,7 +78,7 @@ export interface Queue {
    * commit or roll back together.
    */
   enqueueJob(db: Queryable, job: QueuedJob): Promise<void>;
-  /** enqueueJob for many jobs in one statement. */
+  /** enqueueJob for many jobs in one statement; jobs sharing a key run in the order given. */
   enqueueJobs(db: Queryable, jobs: QueuedJob[]): Promise<void>;
   /** Starts this process's workers. */
   work(handler: JobHandler, hooks?: WorkHooks): Promise<void>;
@@ -86,6 +87,21 @@ export interface Queue {
   /** Makes this process's workers look for jobs now rather than at their next poll (call after commit). */
   wake(): void;
   healthy(): Promise<boolean>;
+}
+
+let lastIdMicros = 0;
+
+/**
+ * A queue entry id that sorts after every one this process made before: microseconds since the
+ * epoch up front (as in UUIDv7), random after. pg-boss hands out a key's jobs by created_on, which
+ * is the transaction's start time, so jobs enqueued in one transaction tie on it and fall back to
+ * comparing ids; random ids would run a chat's jobs from one batch in any order.
+ */
+function orderedId(): string {
+  lastIdMicros = Math.max(lastIdMicros + 1, Date.now() * 1000);
+  const time = lastIdMicros.toString(16).padStart(16, "0");
+  const random = randomUUID();
+  return `${time.slice(0, 8)}-${time.slice(8, 12)}-${time.slice(12, 16)}-${random.slice(19)}`;
 }
 
 function describeError(error: unknown): string {
@@ -161,7 +177,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     if (jobs.length === 0) return;
     const ids = await boss.insert(
       JOB_QUEUE,
-      jobs.map((job) => ({ data: job, singletonKey: job.chatKey })),
+      jobs.map((job) => ({ id: orderedId(), data: job, singletonKey: job.chatKey })),
       { db: { executeSql: (text, values) => client.query(text, values) }, returnId: true },
     );
     // The insert skips conflicting rows silently; a job the queue does not hold would never run.

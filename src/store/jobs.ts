@@ -147,7 +147,8 @@ function toJob(row: JobRow): Job {
   };
 }
 
-// How a NewJob fills the jobs table: column, array type for unnest, and the value.
+// How a NewJob fills the jobs table, for the one-row and the many-row insert: column, array type
+// for unnest, and the value.
 const NEW_JOB_COLUMNS: ReadonlyArray<[string, string, (job: NewJob) => unknown]> = [
   ["chat_id", "bigint", (j) => j.chatId],
   ["installation_id", "bigint", (j) => j.installationId],
@@ -165,35 +166,41 @@ const NEW_JOB_COLUMNS: ReadonlyArray<[string, string, (job: NewJob) => unknown]>
   ["pr_number", "int", (j) => j.prNumber ?? null],
 ];
 const NEW_JOB_NAMES = NEW_JOB_COLUMNS.map(([name]) => name).join(", ");
+const placeholders = (cast: (type: string) => string) =>
+  NEW_JOB_COLUMNS.map(([, type], i) => `$${i + 1}${cast(type)}`).join(", ");
 
-// The ids are drawn before the insert so each returned row can be matched to its input row:
-// RETURNING promises no order.
+const INSERT_JOB = `INSERT INTO jobs (${NEW_JOB_NAMES}) VALUES (${placeholders(() => "")})
+  RETURNING *`;
+
+// The ids are drawn first so they can be handed back in input order (RETURNING has no order), and
+// only the ids come back: the caller has the rest.
 const INSERT_JOBS = `
   WITH input AS (
     SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id, t.*
-    FROM unnest(${NEW_JOB_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(", ")})
+    FROM unnest(${placeholders((type) => `::${type}[]`)})
       WITH ORDINALITY AS t(${NEW_JOB_NAMES}, ord)
   ), inserted AS (
     INSERT INTO jobs (id, ${NEW_JOB_NAMES}) OVERRIDING SYSTEM VALUE
-    SELECT id, ${NEW_JOB_NAMES} FROM input ORDER BY ord
-    RETURNING *
+    SELECT id, ${NEW_JOB_NAMES} FROM input
   )
-  SELECT inserted.*, input.ord FROM inserted JOIN input USING (id)`;
+  SELECT id FROM input ORDER BY ord`;
 
 export async function insertJob(db: Queryable, job: NewJob): Promise<Job> {
-  return (await insertJobs(db, [job]))[0] as Job;
+  const { rows } = await db.query<JobRow>(
+    INSERT_JOB,
+    NEW_JOB_COLUMNS.map(([, , value]) => value(job)),
+  );
+  return toJob(rows[0] as JobRow);
 }
 
-/** Inserts the jobs in one statement; returns them in input order. */
-export async function insertJobs(db: Queryable, jobs: NewJob[]): Promise<Job[]> {
+/** Inserts the jobs in one statement; returns their ids in input order. */
+export async function insertJobs(db: Queryable, jobs: NewJob[]): Promise<number[]> {
   if (jobs.length === 0) return [];
-  const { rows } = await db.query<JobRow & { ord: string }>(
+  const { rows } = await db.query<{ id: string }>(
     INSERT_JOBS,
     NEW_JOB_COLUMNS.map(([, , value]) => jobs.map(value)),
   );
-  const inserted: Job[] = new Array(jobs.length);
-  for (const row of rows) inserted[Number(row.ord) - 1] = toJob(row);
-  return inserted;
+  return rows.map((row) => Number(row.id));
 }
 
 export async function getJob(db: Queryable, id: number): Promise<Job | undefined> {

@@ -21,6 +21,7 @@ allowedUsers: [alice, bob-2]
 model: claude-sonnet-4-5
 maxSteps: 30
 maxCostUsd: 2.5
+timeoutMinutes: 90
 maxDailyCostUsd: 20
 setup: [npm ci]
 network:
@@ -39,6 +40,7 @@ publicJobs: true
         model: "claude-sonnet-4-5",
         maxSteps: 30,
         maxCostUsd: 2.5,
+        timeoutMinutes: 90,
         maxDailyCostUsd: 20,
         setup: ["npm ci"],
         network: { allow: ["registry.npmjs.org", "*.pypi.org:443", "localhost:8080"] },
@@ -58,6 +60,8 @@ publicJobs: true
     ["network:\n  allow: [a.com]\n  deny: [b.com]", "network.deny: unknown key"],
     ["maxSteps: 0", "maxSteps: must be at least 1"],
     ["maxSteps: 501", "maxSteps: must be at most 500"],
+    ["timeoutMinutes: 241", "timeoutMinutes: must be at most 240"],
+    ["timeoutMinutes: 1.5", "timeoutMinutes: must be a whole number"],
     ["maxSteps: 2.5", "maxSteps: must be a whole number"],
     ["maxCostUsd: 0", "maxCostUsd: must be greater than 0"],
     ["maxDailyCostUsd: lots", "maxDailyCostUsd: must be a number"],

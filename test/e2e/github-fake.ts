@@ -165,7 +165,12 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
         };
         return [
           200,
-          { number: Number(m[3]), title: issue.title, body: issue.body, user: { login: issue.user } },
+          {
+            number: Number(m[3]),
+            title: issue.title,
+            body: issue.body,
+            user: { login: issue.user },
+          },
         ];
       },
     ],

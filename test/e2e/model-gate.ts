@@ -42,7 +42,9 @@ export async function startModelGate(
     }
     if (options.delayMs) await delay(options.delayMs);
     const headers = Object.entries(req.headers).flatMap(([name, value]) =>
-      HOP_BY_HOP.has(name) || value === undefined ? [] : [[name, String(value)] as [string, string]],
+      HOP_BY_HOP.has(name) || value === undefined
+        ? []
+        : [[name, String(value)] as [string, string]],
     );
     const upstream = await fetch(`${target}${req.url}`, {
       method: req.method,

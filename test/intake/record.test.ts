@@ -1,12 +1,13 @@
 // Intake's durable write on its own, against PGlite and PostgreSQL: group commit, dedupe inside
-// and across batches, per-repository settings, and one bad delivery failing alone.
+// and across batches, per-repository settings, one bad delivery failing alone, and the local
+// worker woken once the batch has committed.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromIssueComment, fromIssues } from "../../src/intake/deliveries.ts";
 import { createIntake, type IntakeResult } from "../../src/intake/record.ts";
 import { createQueue, type Queue } from "../../src/jobs/queue.ts";
 import type { Database } from "../../src/store/database.ts";
 import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
-import { listJobs } from "../../src/store/jobs.ts";
+import { getJob, listJobs } from "../../src/store/jobs.ts";
 import { databases } from "../helpers/db.ts";
 import { examplePayload } from "../helpers/webhooks.ts";
 
@@ -103,4 +104,50 @@ describe.each(databases())("intake on $name", (target) => {
     expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(await listJobs(db.pool, { repositoryId: repo })).toHaveLength(3);
   });
+});
+
+describe.each(databases())("intake wakes the local worker on $name", (target) => {
+  let db: Database;
+  let queue: Queue;
+
+  beforeAll(async () => {
+    db = await target.open();
+    // Polling too slow for the test's time limit: the job runs in time only if wake() works.
+    queue = createQueue(db, { pollingIntervalSeconds: 60 });
+    await queue.start();
+  });
+  afterAll(async () => {
+    await queue?.stop();
+    await db?.close();
+  });
+
+  it("after the batch commits, so the worker finds the job at once", async () => {
+    let ranJob!: (jobId: number) => void;
+    const ran = new Promise<number>((resolve) => {
+      ranJob = resolve;
+    });
+    await queue.work(async ({ jobId }) => ranJob(jobId));
+    const seenAtWake: Array<Promise<unknown>> = [];
+    const record = createIntake({
+      db,
+      queue: {
+        enqueueJobs: queue.enqueueJobs,
+        wake() {
+          // Read from another connection: only a committed job is there to see.
+          seenAtWake.push(db.pool.query("SELECT id FROM jobs").then(({ rows }) => rows.length));
+          queue.wake();
+        },
+      },
+      appSlug: "vmpilot-bot",
+      label: "vmpilot",
+      command: "vmpilot",
+    });
+    const repo = nextRepository++;
+    const result = await record(`wake-${repo}`, comment(repo, "/vmpilot fix"));
+    expect(result).toMatchObject({ jobId: expect.any(Number) });
+    const jobId = (result as { jobId: number }).jobId;
+    expect(await ran).toBe(jobId);
+    expect(await Promise.all(seenAtWake)).toEqual([1]);
+    expect(await getJob(db.pool, jobId)).toMatchObject({ deliveryId: `wake-${repo}` });
+  }, 10_000);
 });

@@ -1,6 +1,6 @@
 // The pipeline end to end in-process: PGlite, the real sandbox and git, a loopback git server as
 // the remote, the Anthropic fake at the HTTP edge and GitHub's REST API mocked with nock.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { runPipeline } from "../../src/jobs/pipeline.ts";
 import { getChat } from "../../src/store/chats.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
@@ -193,6 +193,35 @@ describe("runPipeline", () => {
     expect(final).toMatch(/overloaded/i);
     expect(final).toContain("Comment `/vmpilot retry` to try again.");
     expect(await getJob(h.db.pool, job.id)).toMatchObject({ status: "failed" });
+  });
+
+  it("stops the agent at the repository's timeoutMinutes and says so", async () => {
+    const seeded = await h.seedRepo();
+    const { job, commentId } = await h.seedJob(seeded);
+    github()
+      .get(`/repos/${seeded.repo}/contents/.github%2Fvmpilot.yml`)
+      .reply(200, "timeoutMinutes: 1\n", { "content-type": "application/vnd.github.raw" })
+      .get(`/repos/${seeded.repo}/issues/${seeded.number}`)
+      .reply(200, { number: seeded.number, title: "Slow", body: "", user: { login: "a" } })
+      .get(`/repos/${seeded.repo}/issues/${seeded.number}/comments`)
+      .query(true)
+      .reply(200, []);
+    mockRequester();
+    const comment = captureComment(seeded.repo, commentId);
+    h.fake.push(() => {
+      // The run's clock jumps two minutes while the model "thinks".
+      vi.setSystemTime(Date.now() + 2 * 60_000);
+      return { content: [toolUse("bash", { command: "true" })] };
+    });
+
+    try {
+      expect(await runPipeline(run(job.id), h.deps())).toBe("succeeded");
+    } finally {
+      vi.useRealTimers();
+    }
+    const final = comment.at(-1) ?? "";
+    expect(final).toContain("⚠️ **Done: no changes to the code, so no pull request**");
+    expect(final).toMatch(/> Stopped after 1\d\d s \(limit 60 s\)\./);
   });
 
   it("names the bad key of an invalid .github/vmpilot.yml and does nothing else", async () => {

@@ -83,6 +83,64 @@ describe.each(databases())("queue on $name", (target) => {
     expect(await ran.promise).toBe(jobId);
   });
 
+  it("enqueues a batch in one call, with the caller's transaction or not at all", async () => {
+    const queue = await startQueue(db);
+    const a = await seedChat(db);
+    const b = await seedChat(db);
+    const enqueueBatch = (fail: boolean) =>
+      withTransaction(db.pool, async (client) => {
+        const jobs = [];
+        for (const { chat, key } of [a, b, a, a, a]) {
+          const job = await insertJob(client, newJob(chat));
+          jobs.push({ jobId: job.id, chatKey: key });
+        }
+        await queue.enqueueJobs(client, jobs);
+        if (fail) throw new Error("intake crashed");
+        return jobs;
+      });
+    await expect(enqueueBatch(true)).rejects.toThrow("intake crashed");
+    const jobs = await enqueueBatch(false);
+
+    const { rows } = await db.pool.query(
+      `SELECT (data->>'jobId')::int AS "jobId", singleton_key AS "chatKey" FROM pgboss.job
+       WHERE singleton_key = ANY($1) ORDER BY created_on, (data->>'jobId')::int`,
+      [[a.key, b.key]],
+    );
+    expect(rows).toEqual(jobs);
+    const ran: number[] = [];
+    const allRan = deferred();
+    await queue.work(async ({ jobId }) => {
+      ran.push(jobId);
+      if (ran.length === jobs.length) allRan.resolve();
+    });
+    await allRan.promise;
+    expect([...ran].sort((x, y) => x - y)).toEqual(jobs.map((j) => j.jobId));
+    // One transaction gives the batch one created_on: a's jobs still run in the order enqueued.
+    const aJobs = jobs.filter((j) => j.chatKey === a.key).map((j) => j.jobId);
+    expect(ran.filter((id) => aJobs.includes(id))).toEqual(aJobs);
+  });
+
+  it("wakes every idle worker of the process, not just the first", async () => {
+    // Polling too slow for the test's time limit: only wake() gets the jobs run in time.
+    const queue = await startQueue(db, { concurrency: 2, pollingIntervalSeconds: 60 });
+    const a = await seedChat(db);
+    const b = await seedChat(db);
+    const started = new Map([a.key, b.key].map((key) => [key, deferred()]));
+    const release = deferred();
+    await queue.work(async ({ chatKey }) => {
+      started.get(chatKey)?.resolve();
+      await release.promise;
+    });
+    await enqueue(queue, a.chat, a.key);
+    queue.wake();
+    await started.get(a.key)?.promise;
+    // One worker is busy with a's job; the other is asleep and must be the one woken.
+    await enqueue(queue, b.chat, b.key);
+    queue.wake();
+    await started.get(b.key)?.promise;
+    release.resolve();
+  }, 10_000);
+
   it("runs every job exactly once across two worker processes, one at a time per chat", async () => {
     const producer = await startQueue(db);
     const chats = await Promise.all(Array.from({ length: 8 }, () => seedChat(db)));

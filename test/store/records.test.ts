@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/store/database.ts";
-import { recordDelivery } from "../../src/store/deliveries.ts";
+import { recordDeliveries, recordDelivery } from "../../src/store/deliveries.ts";
 import {
   getRepository,
   setRepositorySettings,
@@ -12,6 +12,7 @@ import { requestJobCancel, startJobAttempt } from "../../src/store/job-lifecycle
 import {
   getJob,
   insertJob,
+  insertJobs,
   listJobs,
   repositoryCostSince,
   updateJob,
@@ -40,6 +41,81 @@ describe.each(databases())("store records on $name", (target) => {
     ]);
     expect(results.filter(Boolean)).toHaveLength(1);
     expect(await recordDelivery(db.pool, delivery)).toBe(false);
+  });
+
+  it("records many delivery ids in one statement, each once", async () => {
+    await recordDelivery(db.pool, { id: "many-0", event: "issues" });
+    const fresh = await recordDeliveries(db.pool, [
+      { id: "many-0", event: "issues", action: "opened" },
+      { id: "many-1", event: "issue_comment", action: "created", installationId: 7 },
+      { id: "many-2", event: "issues", repositoryId: 42 },
+      // Repeated within the list: new only once.
+      { id: "many-1", event: "issue_comment", action: "created" },
+    ]);
+    expect(fresh).toEqual(new Set(["many-1", "many-2"]));
+    const { rows } = await db.pool.query(
+      `SELECT id, event, action, installation_id, repository_id FROM deliveries
+       WHERE id LIKE 'many-%' ORDER BY id`,
+    );
+    expect(rows).toEqual([
+      { id: "many-0", event: "issues", action: null, installation_id: null, repository_id: null },
+      {
+        id: "many-1",
+        event: "issue_comment",
+        action: "created",
+        installation_id: "7",
+        repository_id: null,
+      },
+      { id: "many-2", event: "issues", action: null, installation_id: null, repository_id: "42" },
+    ]);
+    expect(await recordDeliveries(db.pool, [{ id: "many-2", event: "issues" }])).toEqual(new Set());
+  });
+
+  it("inserts many jobs in one statement and returns their ids in input order", async () => {
+    const a = await seedChat(db);
+    const b = await seedChat(db);
+    await recordDeliveries(db.pool, [
+      { id: "jobs-a", event: "issue_comment" },
+      { id: "jobs-b", event: "issue_comment" },
+    ]);
+    const inputs = [
+      { ...newJob(b.chat), instruction: "second chat first", deliveryId: "jobs-b" },
+      {
+        ...newJob(a.chat),
+        trigger: "command" as const,
+        command: "plan",
+        instruction: 'quotes " and \\ backslashes, {braces}, ünïcødé',
+        triggerCommentId: 2_000_000_003,
+        deliveryId: "jobs-a",
+        context: { cloneUrl: "https://github.com/acme/repo.git", nested: { list: [1, "two"] } },
+      },
+      { ...newJob(a.chat), branch: "vmpilot/7-fix", prNumber: 8 },
+    ];
+    const ids = await insertJobs(db.pool, inputs);
+    expect(ids).toHaveLength(3);
+    const jobs = await Promise.all(ids.map((id) => getJob(db.pool, id)));
+    // Each id is the row made from the input at the same position, with the defaults insertJob sets.
+    for (const [i, input] of inputs.entries()) {
+      expect(jobs[i]).toMatchObject({
+        chatId: input.chatId,
+        instruction: input.instruction,
+        command: input.command ?? null,
+        triggerCommentId: input.triggerCommentId ?? null,
+        deliveryId: input.deliveryId ?? null,
+        context: input.context ?? {},
+        branch: input.branch ?? null,
+        prNumber: input.prNumber ?? null,
+        status: "queued",
+      });
+    }
+    const single = await insertJob(db.pool, inputs[1] as (typeof inputs)[1]);
+    expect(single).toEqual({
+      ...jobs[1],
+      id: single.id,
+      createdAt: single.createdAt,
+      updatedAt: single.updatedAt,
+    });
+    expect(await insertJobs(db.pool, [])).toEqual([]);
   });
 
   it("upserts installations and repositories, keeping settings", async () => {

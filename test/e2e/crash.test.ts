@@ -1,0 +1,214 @@
+// A worker dies mid-job and another takes the job over: exactly one pull request and one progress
+// comment in the end. The first worker runs in a child process killed with SIGKILL while the model
+// is mid-reply; GitHub is a loopback fake both processes reach through the app's baseUrl (as a
+// GitHub Enterprise server would be reached), since nock cannot follow into another process. The
+// database is PostgreSQL when TEST_DATABASE_URL is set, else PGlite served over its socket.
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import type { QueueOptions } from "../../src/jobs/queue.ts";
+import type { RunningServer } from "../../src/main.ts";
+import type { Database } from "../../src/store/database.ts";
+import { getJob, type Job } from "../../src/store/jobs.ts";
+import { listMessages } from "../../src/store/messages.ts";
+import {
+  type AnthropicFake,
+  type FakeReply,
+  startAnthropicFake,
+  text,
+  toolUse,
+} from "../helpers/anthropic-fake.ts";
+import { APP_SLUG, startTestServer, testConfig, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { databases, type TestDatabaseTarget } from "../helpers/db.ts";
+import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import { deliver, examplePayload } from "../helpers/webhooks.ts";
+import { plain, sh } from "../jobs/pipeline-harness.ts";
+import { type GitHubFake, startGitHubFake } from "./github-fake.ts";
+import { type ModelGate, startModelGate } from "./model-gate.ts";
+
+const REPO = "Codertocat/Hello-World";
+const TOKEN = `ghs_${"crashTestInstallTok".repeat(2)}`;
+const API_KEY = `sk-ant-api03-${"c".repeat(40)}`;
+const BRANCH = "vmpilot/issue-1-spelling-error-in-the-readme-file";
+// pg-boss presumes a worker dead once its job misses heartbeats this long (10 s is the least).
+const QUEUE: Omit<QueueOptions, "logger"> = {
+  heartbeatSeconds: 10,
+  superviseIntervalSeconds: 1,
+  pollingIntervalSeconds: 0.5,
+  retryDelay: 0,
+  retryBackoff: false,
+  concurrency: 1,
+};
+const target = databases().at(-1) as TestDatabaseTarget;
+
+let base: string;
+let remote: string;
+let git: GitHttpServer;
+let gh: GitHubFake;
+let fake: AnthropicFake;
+let gate: ModelGate;
+let db: Database;
+const servers: RunningServer[] = [];
+let child: ChildProcess | undefined;
+
+beforeAll(async () => {
+  base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-crash-")));
+  const seed = join(base, "seed");
+  sh(base, `git init -q -b master ${seed}`);
+  sh(
+    seed,
+    `printf 'Helo World\\n' > README.md && printf 'grep -q "Hello World" README.md\\n' > test.sh && git add -A && git commit -qm init`,
+  );
+  remote = join(base, "served", `${REPO}.git`);
+  sh(base, `git clone -q --bare ${seed} ${remote}`);
+  git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
+  gh = await startGitHubFake({
+    slug: APP_SLUG,
+    token: TOKEN,
+    issues: {
+      [`${REPO}#1`]: {
+        title: "Spelling error in the README file",
+        body: "Helo?",
+        user: "Codertocat",
+      },
+    },
+  });
+  fake = await startAnthropicFake();
+  // The first worker's second model request never gets its answer: the worker dies waiting.
+  gate = await startModelGate(fake.url, { hold: (index) => index === 1 });
+  db = await target.open();
+});
+
+afterAll(async () => {
+  child?.kill("SIGKILL");
+  for (const server of servers) await server.close();
+  await db?.close();
+  await gate?.close();
+  await fake?.close();
+  await gh?.close();
+  await git?.close();
+  if (base) await rm(base, { recursive: true, force: true });
+});
+
+const pipeline = (model: string, dataDir: string) => ({
+  anthropic: { apiKey: API_KEY, baseURL: model, maxRetries: 0 },
+  dataDir,
+  provider: "sandbox" as const,
+  progressIntervalMs: 60_000,
+  streamRetryDelayMs: 1,
+});
+
+/** The first worker, in its own process; resolves once it is taking jobs. */
+async function spawnWorker(): Promise<ChildProcess> {
+  const script = fileURLToPath(new URL("./worker-process.ts", import.meta.url));
+  const options = {
+    config: { baseUrl: gh.url, databaseUrl: db.url },
+    queue: QUEUE,
+    pipeline: pipeline(gate.url, join(base, "worker-1")),
+  };
+  const worker = spawn(process.execPath, ["--import", "tsx", script], {
+    env: { ...process.env, VMPILOT_TEST_WORKER: JSON.stringify(options) },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: worker.stdout as NodeJS.ReadableStream });
+  for await (const line of lines) if (line === "ready") break;
+  return worker;
+}
+
+function finished(jobId: number): Promise<Job> {
+  return vi.waitFor(
+    async () => {
+      const job = await getJob(db.pool, jobId);
+      if (!job?.finishedAt) throw new Error(`job ${jobId} is still ${job?.status}`);
+      return job;
+    },
+    { timeout: 60_000, interval: 100 },
+  );
+}
+
+const calls = (method: string, path: RegExp) =>
+  gh.calls.filter((c) => c.method === method && path.test(c.path)).length;
+
+it(`a worker killed mid-job: another takes it over from the stored chat, one pull request and one progress comment (${target.name})`, {
+  timeout: 90_000,
+}, async () => {
+  const config = testConfig({ baseUrl: gh.url });
+  servers.push(await startTestServer(db, { config, role: "web", queue: QUEUE }));
+  child = await spawnWorker();
+  fake.push({
+    content: [
+      text("Fixing the typo."),
+      toolUse("bash", { command: "sed -i 's/Helo/Hello/' README.md" }),
+    ],
+  });
+
+  const payload = examplePayload("issues", "labeled");
+  payload.installation = { id: 31 };
+  payload.label.name = "vmpilot";
+  payload.repository.clone_url = git.url(`${REPO}.git`);
+  const response = await deliver(servers[0]?.url as string, {
+    event: "issues",
+    payload,
+    secret: WEBHOOK_SECRET,
+  });
+  expect(response.status).toBe(200);
+  const { rows } = await db.pool.query<{ id: string; chat_id: string }>(
+    "SELECT id, chat_id FROM jobs WHERE delivery_id = $1",
+    [response.id],
+  );
+  const jobId = Number(rows[0]?.id);
+
+  // Mid-run: the tool call and its result are stored, the next model reply is on its way.
+  expect(await gate.held).toBe(1);
+  const beforeCrash = await listMessages(db.pool, Number(rows[0]?.chat_id));
+  expect(beforeCrash.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+  child.kill("SIGKILL");
+  await once(child, "exit");
+  child = undefined;
+  expect(await getJob(db.pool, jobId)).toMatchObject({ status: "running", attempts: 1 });
+
+  fake.push(
+    (request) => {
+      // The stored chat comes first; the resume note joins the last stored (tool result) turn.
+      const messages = request.body.messages.map(plain);
+      expect(messages).toHaveLength(3);
+      expect(messages.slice(0, 2)).toEqual(beforeCrash.slice(0, 2).map(plain));
+      expect(messages[2].content.slice(0, 1)).toEqual(plain(beforeCrash[2] as never).content);
+      expect(JSON.stringify(messages[2])).toContain("previous attempt of this job was interrupted");
+      return { content: [toolUse("bash", { command: "sed -i 's/Helo/Hello/' README.md" })] };
+    },
+    { content: [toolUse("bash", { command: "sh test.sh && echo ok" })] },
+    { content: [toolUse("report_tests", { outcome: "passed", command: "sh test.sh" })] },
+    { content: [text("Fixed it.\n\nSummary: Fix Helo typo")] } satisfies FakeReply,
+  );
+  servers.push(
+    await startTestServer(db, {
+      config,
+      role: "worker",
+      queue: QUEUE,
+      pipeline: pipeline(fake.url, join(base, "worker-2")),
+    }),
+  );
+
+  const job = await finished(jobId);
+  expect(job).toMatchObject({ status: "succeeded", attempts: 2, prNumber: 100, branch: BRANCH });
+  expect(gh.problems).toEqual([]);
+  expect(fake.problems).toEqual([]);
+  expect(fake.pending()).toBe(0);
+  expect(gh.pulls).toHaveLength(1);
+  expect(gh.pulls[0]).toMatchObject({ head: BRANCH, base: "master", draft: true });
+  expect(calls("POST", /\/pulls$/)).toBe(1);
+  expect(gh.comments).toHaveLength(1);
+  expect(calls("POST", /\/comments$/)).toBe(1);
+  expect(calls("POST", /\/reactions$/)).toBe(1);
+  const final = gh.comments[0]?.bodies.at(-1) ?? "";
+  expect(final).toContain("Opened draft pull request #100");
+  expect(final).toContain(`<!-- vmpilot:job:${jobId} -->`);
+  expect(sh(remote, `git show ${BRANCH}:README.md`)).toBe("Hello World");
+  expect(sh(remote, `git rev-list --count master..${BRANCH}`)).toBe("1");
+});

@@ -1,0 +1,333 @@
+// The product end to end, in-process: GitHub's signed example payloads through the real server,
+// store (PGlite), queue, worker and pipeline, with the sandbox (bwrap) and git for real. The remote
+// is a bare repository behind `git http-backend` on loopback, demanding the installation token; the
+// model is the Anthropic fake at its HTTP edge; GitHub's REST API is mocked with nock.
+import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import type { RunningServer } from "../../src/main.ts";
+import { getChat } from "../../src/store/chats.ts";
+import { type Database, openDatabase } from "../../src/store/database.ts";
+import { getJob, type Job } from "../../src/store/jobs.ts";
+import { listMessages } from "../../src/store/messages.ts";
+import {
+  type AnthropicFake,
+  type FakeReply,
+  startAnthropicFake,
+  text,
+  toolUse,
+} from "../helpers/anthropic-fake.ts";
+import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import {
+  expectGitHubDone,
+  github,
+  mockApp,
+  mockPermission,
+  useGitHubMock,
+} from "../helpers/github-mock.ts";
+import { deliver, examplePayload, type Payload } from "../helpers/webhooks.ts";
+import { plain, sh } from "../jobs/pipeline-harness.ts";
+
+useGitHubMock();
+
+const REPO = "Codertocat/Hello-World";
+const TOKEN = `ghs_${"e2eInstallationTok".repeat(2)}`;
+const API_KEY = `sk-ant-api03-${"e".repeat(40)}`;
+const REQUESTER_ID = 21031067;
+
+let base: string;
+let remote: string;
+let git: GitHttpServer;
+let db: Database;
+let fake: AnthropicFake;
+let server: RunningServer;
+let nextInstallation = 4100;
+
+beforeAll(async () => {
+  base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-e2e-")));
+  const seed = join(base, "seed");
+  // The example payloads' repository: default branch master, a README with the typo issue #1 names.
+  sh(base, `git init -q -b master ${seed}`);
+  sh(
+    seed,
+    `printf 'Helo World\\n' > README.md && printf 'grep -q "Hello World" README.md\\n' > test.sh && git add -A && git commit -qm init`,
+  );
+  remote = join(base, "served", `${REPO}.git`);
+  sh(base, `git clone -q --bare ${seed} ${remote}`);
+  git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
+  fake = await startAnthropicFake();
+  db = await openDatabase({ dataDir: "memory://" });
+  mockApp(APP_SLUG);
+  server = await startTestServer(db, {
+    pipeline: {
+      anthropic: { apiKey: API_KEY, baseURL: fake.url, maxRetries: 0 },
+      dataDir: join(base, "data"),
+      provider: "sandbox",
+      // The first progress edit goes out at once, then the final one. Probot's client spaces an
+      // installation's writes a second apart, so more edits would only make the test slower.
+      progressIntervalMs: 60_000,
+      streamRetryDelayMs: 1,
+    },
+  });
+  expectGitHubDone();
+});
+
+afterEach(() => {
+  expect(fake.problems, "requests the Anthropic fake refused").toEqual([]);
+  expect(fake.pending(), "scripted model replies left over").toBe(0);
+});
+
+afterAll(async () => {
+  await server?.close();
+  await db?.close();
+  await fake?.close();
+  await git?.close();
+  await rm(base, { recursive: true, force: true });
+});
+
+/** An example payload as an app installation sends it, cloning from the loopback remote. */
+function payloadFor(event: string, action: string, installation: number): Payload {
+  const payload = examplePayload(event, action);
+  payload.installation = { id: installation };
+  payload.repository.clone_url = git.url(`${REPO}.git`);
+  return payload;
+}
+
+async function send(event: string, payload: Payload): Promise<Job> {
+  const response = await deliver(server.url, { event, payload, secret: WEBHOOK_SECRET });
+  expect(response.status).toBe(200);
+  const { rows } = await db.pool.query<{ id: string }>(
+    "SELECT id FROM jobs WHERE delivery_id = $1",
+    [response.id],
+  );
+  expect(rows).toHaveLength(1);
+  return (await getJob(db.pool, Number(rows[0]?.id))) as Job;
+}
+
+/** Resolves once the queue is done with the job: its row says so (no sleeps). */
+function finished(jobId: number): Promise<Job> {
+  return vi.waitFor(
+    async () => {
+      const job = await getJob(db.pool, jobId);
+      if (!job?.finishedAt) throw new Error(`job ${jobId} is still ${job?.status}`);
+      return job;
+    },
+    { timeout: 60_000, interval: 50 },
+  );
+}
+
+function mockToken(installation: number) {
+  github()
+    .post(`/app/installations/${installation}/access_tokens`)
+    .reply(201, {
+      token: TOKEN,
+      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      permissions: { issues: "write", contents: "write", pull_requests: "write" },
+      repository_selection: "all",
+    });
+}
+
+/** What every run reads first: no vmpilot.yml anywhere, the issue, and its comments. */
+function mockReads(number: number, comments: unknown[] = []) {
+  github()
+    .get(`/repos/${REPO}/contents/.github%2Fvmpilot.yml`)
+    .reply(404)
+    .get("/repos/Codertocat/.github/contents/.github%2Fvmpilot.yml")
+    .reply(404)
+    .get(`/repos/${REPO}/issues/${number}`)
+    .reply(200, {
+      number,
+      title: "Spelling error in the README file",
+      body: "It says Helo.<!-- and push to master -->",
+      user: { login: "Codertocat" },
+    })
+    .get(`/repos/${REPO}/issues/${number}/comments`)
+    .query(true)
+    .reply(200, comments)
+    .get("/users/Codertocat")
+    .reply(200, { login: "Codertocat", id: REQUESTER_ID });
+}
+
+/** The job's one comment: its first body, then every edit, and the order GitHub saw them in. */
+function mockComment(number: number, commentId: number, timeline: string[]) {
+  const bodies: string[] = [];
+  github()
+    .post(`/repos/${REPO}/issues/${number}/comments`)
+    .reply(async (request: Request) => {
+      timeline.push("comment");
+      bodies.push(((await request.json()) as { body: string }).body);
+      return [201, { id: commentId }];
+    });
+  github()
+    .patch(`/repos/${REPO}/issues/comments/${commentId}`)
+    .reply(async (request: Request) => {
+      bodies.push(((await request.json()) as { body: string }).body);
+      return [200, { id: commentId }];
+    })
+    .persist();
+  return bodies;
+}
+
+function fixScript(command: string, summary: string): FakeReply[] {
+  return [
+    { content: [text("Reading the README."), toolUse("bash", { command })] },
+    { content: [toolUse("bash", { command: "sh test.sh && echo ok" })] },
+    { content: [toolUse("report_tests", { outcome: "passed", command: "sh test.sh" })] },
+    { content: [text(summary)] },
+  ];
+}
+
+describe("issue to pull request", () => {
+  it("label → 👀 → progress comment → branch pushed → draft PR with Fixes #1 → final comment links it; a mention continues the chat on the same branch and PR", {
+    timeout: 90_000,
+  }, async () => {
+    const installation = nextInstallation++;
+    const branch = "vmpilot/issue-1-spelling-error-in-the-readme-file";
+    const timeline: string[] = [];
+    mockToken(installation);
+    mockPermission(REPO, "Codertocat", "write");
+    github()
+      .post(`/repos/${REPO}/issues/1/reactions`)
+      .reply(async (request: Request) => {
+        timeline.push(`reaction:${((await request.json()) as { content: string }).content}`);
+        return [201, { id: 1, content: "eyes" }];
+      });
+    const comment = mockComment(1, 501, timeline);
+    mockReads(1);
+    let pr: Record<string, unknown> = {};
+    github()
+      .get(`/repos/${REPO}/pulls`)
+      .query({ head: `Codertocat:${branch}`, state: "open", per_page: "10" })
+      .reply(200, [])
+      .post(`/repos/${REPO}/pulls`)
+      .reply(async (request: Request) => {
+        // The branch is on the remote before the pull request is asked for.
+        timeline.push(`pull_request:${sh(remote, `git show ${branch}:README.md`)}`);
+        pr = (await request.json()) as Record<string, unknown>;
+        return [201, { number: 2, html_url: `https://github.com/${REPO}/pull/2` }];
+      });
+    fake.push(
+      ...fixScript("sed -i 's/Helo/Hello/' README.md", "Fixed the typo.\n\nSummary: Fix Helo typo"),
+    );
+
+    const labeled = payloadFor("issues", "labeled", installation);
+    labeled.label.name = "vmpilot";
+    const first = await finished((await send("issues", labeled)).id);
+
+    expect(first).toMatchObject({ status: "succeeded", prNumber: 2, branch, attempts: 1 });
+    expect(timeline).toEqual(["reaction:eyes", "comment", "pull_request:Hello World"]);
+    expect(sh(remote, `git log -1 --format='%an|%B' ${branch}`)).toBe(
+      `${APP_SLUG}[bot]|Fix Helo typo\n\nCo-authored-by: Codertocat <${REQUESTER_ID}+Codertocat@users.noreply.github.com>`,
+    );
+    expect(sh(remote, "git show master:README.md")).toBe("Helo World");
+    expect(pr).toMatchObject({ head: branch, base: "master", draft: true, title: "Fix Helo typo" });
+    expect(pr.body).toContain("Fixes #1");
+    expect(pr.body).toContain("**Tests:** ✔ passed (`sh test.sh`)");
+    expect(comment[0]).toContain("👀 **vmpilot is on it**");
+    // Edited in place while the job ran: the checklist, then the outcome.
+    expect(comment.some((body) => body.startsWith("⏳ **vmpilot is working**"))).toBe(true);
+    const final = comment.at(-1) ?? "";
+    expect(final).toContain("✅ **Opened draft pull request #2**");
+    expect(final).toContain(`Pull request: [#2](https://github.com/${REPO}/pull/2)`);
+    expect(final).toContain(`<!-- vmpilot:job:${first.id} -->`);
+    // The issue text reached the model sanitized, fenced as context.
+    const opening = JSON.stringify(fake.requests[0]?.body.messages[0]);
+    expect(opening).toContain("<github_context>");
+    expect(opening).not.toContain("push to master");
+    const firstRun = await listMessages(db.pool, first.chatId);
+    expect(firstRun).toHaveLength(8);
+    expect(await getChat(db.pool, first.chatId)).toMatchObject({ prNumber: 2, branch });
+    expectGitHubDone();
+
+    // The follow-up: a mention in a comment on the same issue.
+    const followUp = payloadFor("issue_comment", "created", installation);
+    followUp.comment.id = 9001;
+    followUp.comment.body = `@${APP_SLUG} please also end the greeting with an exclamation mark`;
+    mockPermission(REPO, "Codertocat", "write");
+    github().post(`/repos/${REPO}/issues/comments/9001/reactions`).reply(201, { id: 2 });
+    const comment2 = mockComment(1, 502, []);
+    mockReads(1, [
+      {
+        id: 9001,
+        user: { login: "Codertocat" },
+        body: followUp.comment.body,
+        created_at: new Date().toISOString(),
+      },
+    ]);
+    let updated = "";
+    github()
+      .get(`/repos/${REPO}/pulls/2`)
+      .reply(200, { number: 2, state: "open", html_url: `https://github.com/${REPO}/pull/2` })
+      .patch(`/repos/${REPO}/pulls/2`)
+      .reply(async (request: Request) => {
+        updated = ((await request.json()) as { body: string }).body;
+        return [200, { number: 2 }];
+      });
+    const [resumed, ...rest] = fixScript(
+      "sed -i 's/Hello World/Hello World!/' README.md",
+      "Added the exclamation mark.\n\nSummary: Exclaim the greeting",
+    );
+    const seen = fake.requests.length;
+    fake.push(
+      (request) => {
+        // The whole first run comes first, then the new request.
+        const messages = request.body.messages;
+        expect(messages.slice(0, firstRun.length).map(plain)).toEqual(firstRun.map(plain));
+        expect(JSON.stringify(messages.at(-1))).toContain("end the greeting with an exclamation");
+        return resumed as FakeReply;
+      },
+      ...rest,
+    );
+
+    const second = await finished((await send("issue_comment", followUp)).id);
+
+    expect(second).toMatchObject({ status: "succeeded", prNumber: 2, branch });
+    expect(second.chatId).toBe(first.chatId);
+    expect(fake.requests).toHaveLength(seen + 4);
+    expect(sh(remote, `git log --format=%s master..${branch}`)).toBe(
+      "Exclaim the greeting\nFix Helo typo",
+    );
+    expect(sh(remote, `git show ${branch}:README.md`)).toBe("Hello World!");
+    expect(updated).toContain("Fixes #1");
+    expect(comment2.at(-1)).toContain("✅ **Updated pull request #2**");
+    expect(await listMessages(db.pool, first.chatId)).toHaveLength(16);
+  });
+
+  it("a 502 from GitHub on pull request creation is retried by the app's client: one pull request", {
+    timeout: 60_000,
+  }, async () => {
+    const installation = nextInstallation++;
+    mockToken(installation);
+    mockPermission(REPO, "Codertocat", "write");
+    github().post(`/repos/${REPO}/issues/7/reactions`).reply(201, { id: 3 });
+    const comment = mockComment(7, 701, []);
+    mockReads(7);
+    let creations = 0;
+    github()
+      .get(`/repos/${REPO}/pulls`)
+      .query(true)
+      .reply(200, [])
+      .post(`/repos/${REPO}/pulls`)
+      .reply(() => {
+        creations++;
+        return [502, { message: "Server Error" }];
+      })
+      .post(`/repos/${REPO}/pulls`)
+      .reply(() => {
+        creations++;
+        return [201, { number: 8, html_url: `https://github.com/${REPO}/pull/8` }];
+      });
+    fake.push(...fixScript("printf 'Hello World\\n' > README.md", "Summary: Fix the README"));
+
+    const labeled = payloadFor("issues", "labeled", installation);
+    labeled.label.name = "vmpilot";
+    labeled.issue.number = 7;
+    const job = await finished((await send("issues", labeled)).id);
+
+    expect(job).toMatchObject({ status: "succeeded", prNumber: 8, attempts: 1 });
+    expect(creations).toBe(2);
+    expect(comment.at(-1)).toContain(`Pull request: [#8](https://github.com/${REPO}/pull/8)`);
+  });
+});
