@@ -9,7 +9,7 @@ import { syncMirror } from "../../src/workspace/mirror.ts";
 import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
 import { sparesSettled } from "../../src/workspace/spares.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
-import { recordingLogger } from "./helpers.ts";
+import { commitFile, recordingLogger } from "./helpers.ts";
 
 const TOKEN = "ghs_checkoutTestToken0123456789";
 
@@ -20,23 +20,6 @@ let server: GitHttpServer;
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync("git", args, { cwd, encoding: "utf8" }).trim();
-}
-
-function commit(repo: string, file: string, text: string): void {
-  execFileSync(
-    "sh",
-    ["-c", `printf %s "$1" > "$2" && git add -A && git commit -qm "$2"`, "sh", text, file],
-    {
-      cwd: repo,
-      env: {
-        PATH: process.env.PATH,
-        GIT_AUTHOR_NAME: "t",
-        GIT_AUTHOR_EMAIL: "t@example.com",
-        GIT_COMMITTER_NAME: "t",
-        GIT_COMMITTER_EMAIL: "t@example.com",
-      },
-    },
-  );
 }
 
 /** Every file under `dir`, as bytes, for grepping. */
@@ -63,7 +46,7 @@ beforeAll(async () => {
   served = join(base, "served");
   const repo = join(served, "acme", "app");
   execFileSync("git", ["init", "-q", "-b", "main", repo]);
-  commit(repo, "README.md", "hello\n");
+  commitFile(repo, "README.md", "hello\n");
   server = await startGitHttpServer({ projectRoot: served, token: TOKEN });
 });
 
@@ -105,7 +88,7 @@ describe("prepareCheckout", () => {
   });
 
   it("takes credentials out of the URL and refreshes a warm mirror", async () => {
-    commit(join(served, "acme", "app"), "CHANGELOG.md", "v2\n");
+    commitFile(join(served, "acme", "app"), "CHANGELOG.md", "v2\n");
     const withToken = server.url("acme/app").replace("http://", `http://x-access-token:${TOKEN}@`);
     const dest = join(base, "work", "job-2");
     const checkout = await prepareCheckout({ dataDir, repo: withToken, dest, branch: "job-2" });
@@ -142,7 +125,7 @@ describe("prepareCheckout", () => {
     });
     expect(first.fromSpare).toBe(false);
     await sparesSettled();
-    commit(source, "LATEST.md", "newer than the spare\n");
+    commitFile(source, "LATEST.md", "newer than the spare\n");
     const dest = join(base, "work", "spare-2");
     const second = await prepareCheckout({
       dataDir: spareData,
@@ -168,7 +151,7 @@ describe("prepareCheckout", () => {
   it("continues an existing branch of the remote, from a fresh clone or a spare", async () => {
     const source = join(served, "acme", "app");
     git(source, "checkout", "-qb", "vmpilot/issue-7-go-on");
-    commit(source, "WIP.md", "work in progress\n");
+    commitFile(source, "WIP.md", "work in progress\n");
     const tip = git(source, "rev-parse", "HEAD");
     git(source, "checkout", "-q", "main");
     const data = join(base, "existing-data");

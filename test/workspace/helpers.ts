@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
 
 /** A process that has exited but not been reaped is dead for our purposes. */
@@ -40,4 +41,22 @@ export function recordingLogger() {
       lines.push({ level, args });
     };
   return { lines, warn: log("warn"), info: log("info"), debug: log("debug") };
+}
+
+/** Writes `text` to `file` in `repo` and commits it, with a fixed identity and no global config. */
+export function commitFile(repo: string, file: string, text: string): void {
+  execFileSync(
+    "sh",
+    ["-c", `printf %s "$1" > "$2" && git add -A && git commit -qm "$2"`, "sh", text, file],
+    {
+      cwd: repo,
+      env: {
+        PATH: process.env.PATH,
+        GIT_AUTHOR_NAME: "t",
+        GIT_AUTHOR_EMAIL: "t@example.com",
+        GIT_COMMITTER_NAME: "t",
+        GIT_COMMITTER_EMAIL: "t@example.com",
+      },
+    },
+  );
 }

@@ -19,6 +19,7 @@ import { assertPushAllowed, PushRefused, publishWorkspace } from "../../src/work
 import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import { commitFile } from "./helpers.ts";
 
 const TOKEN = "ghs_publishTestToken0123456789abcdef";
 const secretForms = [TOKEN, Buffer.from(`x-access-token:${TOKEN}`).toString("base64")];
@@ -37,23 +38,6 @@ function git(cwd: string, ...args: string[]): string {
     encoding: "utf8",
     env: { PATH: process.env.PATH },
   }).trim();
-}
-
-function commitFile(repo: string, file: string, text: string): void {
-  execFileSync(
-    "sh",
-    ["-c", `printf %s "$1" > "$2" && git add -A && git commit -qm "$2"`, "sh", text, file],
-    {
-      cwd: repo,
-      env: {
-        PATH: process.env.PATH,
-        GIT_AUTHOR_NAME: "t",
-        GIT_AUTHOR_EMAIL: "t@example.com",
-        GIT_COMMITTER_NAME: "t",
-        GIT_COMMITTER_EMAIL: "t@example.com",
-      },
-    },
-  );
 }
 
 async function filesContainingToken(dir: string): Promise<string[]> {
