@@ -5,10 +5,10 @@
 // and a model that takes 2 s per turn (three turns: edit, test and report, summary). Every job
 // works in a real sandboxed workspace (bwrap) and must end with a pull request.
 // Reports the vmpilot process's peak RSS (its bwrap and git children not included) and its event
-// loop delay while the jobs run, once on embedded PGlite (file-backed, as `npm start` runs without
+// loop lag while the jobs run, once on embedded PGlite (file-backed, as `npm start` runs without
 // DATABASE_URL) and once on PostgreSQL (TEST_DATABASE_URL, default
 // postgres://postgres@127.0.0.1:5432/test; a throwaway database is created and dropped).
-// Goals: peak RSS <= 400 MB, event loop delay p99 <= 50 ms.
+// Goals: peak RSS <= 400 MB, event loop lag p99 <= 50 ms.
 import { execFileSync, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
@@ -40,6 +40,8 @@ const TURN_MS = 2_000;
 const DEADLINE_MS = 100_000;
 const TOKEN = `ghs_${"benchConcurrencyTok".repeat(2)}`;
 const MB = 1024 * 1024;
+// The delay histogram records the time between timer ticks; the lag is what exceeds the interval.
+const RESOLUTION_MS = 10;
 
 interface ChildSetup {
   githubUrl: string;
@@ -82,7 +84,7 @@ async function child(setup: ChildSetup): Promise<void> {
   const idleRss = process.memoryUsage.rss();
   process.send?.({ url: server.url });
   await once(process, "message");
-  const lag = monitorEventLoopDelay({ resolution: 10 });
+  const lag = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   lag.enable();
   const started = performance.now();
   let peakRunning = 0;
@@ -110,9 +112,9 @@ async function child(setup: ChildSetup): Promise<void> {
     idleRssMb: idleRss / MB,
     // ru_maxrss is in KiB: the most this process ever held, startup included.
     peakRssMb: process.resourceUsage().maxRSS / 1024,
-    lagP50: lag.percentile(50) / 1e6,
-    lagP99: lag.percentile(99) / 1e6,
-    lagMax: lag.max / 1e6,
+    lagP50: lag.percentile(50) / 1e6 - RESOLUTION_MS,
+    lagP99: lag.percentile(99) / 1e6 - RESOLUTION_MS,
+    lagMax: lag.max / 1e6 - RESOLUTION_MS,
   };
   await server.close();
   await db.close();
@@ -201,7 +203,7 @@ async function scenario(store: "pglite" | "postgres", databaseUrl?: string) {
       `  RSS: ${result.idleRssMb.toFixed(0)} MB idle, ${result.peakRssMb.toFixed(0)} MB peak (goal <= 400 MB: ${result.peakRssMb <= 400 ? "met" : "MISSED"})`,
     );
     console.log(
-      `  event loop delay: p50 ${result.lagP50.toFixed(1)} ms, p99 ${result.lagP99.toFixed(1)} ms, max ${result.lagMax.toFixed(1)} ms (goal p99 <= 50 ms: ${result.lagP99 <= 50 ? "met" : "MISSED"})`,
+      `  event loop lag: p50 ${result.lagP50.toFixed(1)} ms, p99 ${result.lagP99.toFixed(1)} ms, max ${result.lagMax.toFixed(1)} ms (goal p99 <= 50 ms: ${result.lagP99 <= 50 ? "met" : "MISSED"})`,
     );
     for (const problem of [...gh.problems, ...fake.problems]) console.log(`  problem: ${problem}`);
     return ok;

@@ -15,6 +15,9 @@ export type ConfigResult =
   | { ok: true; config: RepoConfig }
   | { ok: false; issues: ConfigIssue[]; message: string };
 
+/** The longest a repository may let one job run; the queue keeps attempts alive this long. */
+export const MAX_TIMEOUT_MINUTES = 240;
+
 const login = z
   .string()
   .regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/, "must be a GitHub user name (letters, digits, -)");
@@ -71,7 +74,7 @@ export const repoConfigSchema = z
     timeoutMinutes: z
       .int("must be a whole number")
       .min(1, "must be at least 1")
-      .max(240, "must be at most 240")
+      .max(MAX_TIMEOUT_MINUTES, `must be at most ${MAX_TIMEOUT_MINUTES}`)
       .describe("Most minutes the agent may work on a single job."),
     maxDailyCostUsd: money.describe(
       "Most all jobs of this repository may spend per day, in US dollars.",

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Job as BossJob, type JobWithMetadata, PgBoss } from "pg-boss";
+import { MAX_TIMEOUT_MINUTES } from "../config/repo-config.ts";
 import type { Database } from "../store/database.ts";
 import { appendJobEvent } from "../store/job-events.ts";
 import {
@@ -55,7 +56,7 @@ export interface QueueOptions {
   retryBackoff?: boolean;
   /** Cap on the backoff delay, seconds. Default 600. */
   retryDelayMax?: number;
-  /** The longest one attempt may run, seconds. Default 3600. */
+  /** The longest one attempt may run, seconds. Default: the longest job timeout plus setup time. */
   expireInSeconds?: number;
   /** A worker that stops heartbeating this long (seconds, >= 10) is presumed dead. Default 30. */
   heartbeatSeconds?: number;
@@ -195,7 +196,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
         retryLimit,
         retryDelay: options.retryDelay ?? 10,
         retryBackoff,
-        expireInSeconds: options.expireInSeconds ?? 3600,
+        expireInSeconds: options.expireInSeconds ?? (MAX_TIMEOUT_MINUTES + 30) * 60,
         heartbeatSeconds: options.heartbeatSeconds ?? 30,
         deadLetter: DEAD_QUEUE,
         // No pg_notify per enqueue: a transaction that notified holds a cluster-wide lock while
