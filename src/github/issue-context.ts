@@ -72,6 +72,31 @@ function keep(query: GatherQuery, id: number, login: string | undefined): boolea
   return !(query.botLogin && login?.toLowerCase() === query.botLogin.toLowerCase());
 }
 
+interface RawComment {
+  id: number;
+  user?: { login: string } | null;
+  body?: string | null;
+  created_at: string;
+}
+
+/** The latest comments worth showing, sanitized; `extra` adds per-kind fields. */
+function contextComments<C extends RawComment>(
+  query: GatherQuery,
+  raw: C[],
+  extra: (comment: C) => Partial<ContextComment> = () => ({}),
+): ContextComment[] {
+  return raw
+    .filter((c) => keep(query, c.id, c.user?.login))
+    .slice(-MAX_COMMENTS)
+    .map((c) => ({
+      id: c.id,
+      author: c.user?.login ?? "ghost",
+      body: clean(c.body, COMMENT_CAP),
+      createdAt: c.created_at,
+      ...extra(c),
+    }));
+}
+
 export async function gatherIssueContext(
   octokit: ProbotOctokit,
   query: GatherQuery,
@@ -91,15 +116,7 @@ export async function gatherIssueContext(
     title: stripInvisible(issue.title).trim(),
     body: clean(issue.body, BODY_CAP),
     author: issue.user?.login ?? "ghost",
-    comments: comments
-      .filter((c) => keep(query, c.id, c.user?.login))
-      .slice(-MAX_COMMENTS)
-      .map((c) => ({
-        id: c.id,
-        author: c.user?.login ?? "ghost",
-        body: clean(c.body, COMMENT_CAP),
-        createdAt: c.created_at,
-      })),
+    comments: contextComments(query, comments),
   };
   if (query.kind === "pull_request") context.pullRequest = await pullRequestInfo(octokit, query);
   return context;
@@ -139,17 +156,10 @@ async function pullRequestInfo(
     fromFork: headRepo?.toLowerCase() !== `${query.owner}/${query.repo}`.toLowerCase(),
     diff,
     diffCut,
-    reviewComments: review
-      .filter((c) => keep(query, c.id, c.user?.login))
-      .slice(-MAX_COMMENTS)
-      .map((c) => ({
-        id: c.id,
-        author: c.user?.login ?? "ghost",
-        body: clean(c.body, COMMENT_CAP),
-        createdAt: c.created_at,
-        path: c.path,
-        line: c.line ?? c.original_line ?? null,
-      })),
+    reviewComments: contextComments(query, review, (c) => ({
+      path: c.path,
+      line: c.line ?? c.original_line ?? null,
+    })),
   };
 }
 
