@@ -1,23 +1,34 @@
+import { rm } from "node:fs/promises";
 import { simpleGit } from "simple-git";
+import { bundleWorkspaceCommits } from "../workspace/publish.ts";
+import type { Workspace } from "../workspace/types.ts";
 
 /**
- * Brings the committed branch from the job's checkout into the repository the user named. A
- * local repository fetches it (git's upload-pack is safe to run against the agent-written
- * checkout); a remote one gets it pushed from the mirror with the user's own git credentials,
+ * Brings the committed branch from the job's checkout into the repository the user named. The
+ * commits travel as a bundle made inside the workspace, never by fetching from the agent-written
+ * checkout (whose planted refs and alternates could drag in another repository's history). A
+ * remote repository gets the branch pushed from the mirror with the user's own git credentials,
  * since this is the user's machine and their command.
  */
 export async function deliverBranch(options: {
+  workspace: Workspace;
+  baseSha: string;
   repoUrl: string;
   local: boolean;
-  checkoutRoot: string;
   mirror: string;
   branch: string;
 }): Promise<void> {
-  const ref = `+refs/heads/${options.branch}:refs/heads/${options.branch}`;
-  if (options.local) {
-    await simpleGit(options.repoUrl).fetch([options.checkoutRoot, ref]);
-    return;
+  const bundle = await bundleWorkspaceCommits(options.workspace, options.baseSha);
+  if (!bundle) return;
+  const ref = `+HEAD:refs/heads/${options.branch}`;
+  try {
+    if (options.local) {
+      await simpleGit(options.repoUrl).fetch([bundle.file, ref]);
+      return;
+    }
+    await simpleGit(options.mirror).fetch([bundle.file, ref]);
+    await simpleGit(options.mirror).push([options.repoUrl, `refs/heads/${options.branch}`]);
+  } finally {
+    await rm(bundle.dir, { recursive: true, force: true });
   }
-  await simpleGit(options.mirror).fetch([options.checkoutRoot, ref]);
-  await simpleGit(options.mirror).push([options.repoUrl, `refs/heads/${options.branch}`]);
 }

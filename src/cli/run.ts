@@ -110,9 +110,10 @@ export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
     });
     if (commit) {
       await deliverBranch({
+        workspace,
+        baseSha: checkout.baseSha,
         repoUrl,
         local,
-        checkoutRoot: checkout.root,
         mirror: checkout.mirror,
         branch,
       });

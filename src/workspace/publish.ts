@@ -94,28 +94,41 @@ function parseNameStatus(output: string): ChangedFile[] {
   return files;
 }
 
-export async function publishWorkspace(options: PublishOptions): Promise<PublishResult> {
-  assertPushAllowed(options);
-  if (!SHA.test(options.baseSha)) throw new Error(`bad base sha ${options.baseSha}`);
-  const { workspace, signal } = options;
-  await commitInWorkspace(workspace, options.commit);
-  const head = await inside(workspace, "git rev-parse HEAD", signal);
-  if (head === options.baseSha) return { pushed: false, sha: head, files: [] };
-
+/**
+ * Writes the commits since `baseSha` to a bundle file in a fresh temporary directory of the
+ * worker's, made inside the workspace and read through its containment check. Resolves to null
+ * when HEAD is still the base. The caller removes `dir`.
+ */
+export async function bundleWorkspaceCommits(
+  workspace: Workspace,
+  baseSha: string,
+  signal?: AbortSignal,
+): Promise<{ sha: string; file: string; dir: string } | null> {
+  if (!SHA.test(baseSha)) throw new Error(`bad base sha ${baseSha}`);
+  const sha = await inside(workspace, "git rev-parse HEAD", signal);
+  if (sha === baseSha) return null;
   await inside(
     workspace,
-    `rm -f ${BUNDLE} && git bundle create -q ${BUNDLE} HEAD ^${options.baseSha}`,
+    `rm -f ${BUNDLE} && git bundle create -q ${BUNDLE} HEAD ^${baseSha}`,
     signal,
   );
-  // Read through the workspace's containment check, then kept where the agent cannot reach.
   const bundle = await workspace.readFile(BUNDLE);
-  const scratch = await mkdtemp(join(tmpdir(), "vmpilot-publish-"));
+  const dir = await mkdtemp(join(tmpdir(), "vmpilot-publish-"));
+  const file = join(dir, "work.bundle");
+  await writeFile(file, bundle);
+  return { sha, file, dir };
+}
+
+export async function publishWorkspace(options: PublishOptions): Promise<PublishResult> {
+  assertPushAllowed(options);
+  const { workspace, signal } = options;
+  await commitInWorkspace(workspace, options.commit);
+  const bundle = await bundleWorkspaceCommits(workspace, options.baseSha, signal);
+  if (!bundle) return { pushed: false, sha: options.baseSha, files: [] };
   const ref = `refs/vmpilot/publish/${randomUUID()}`;
   const mirror = gitClient(options.mirror);
   try {
-    const file = join(scratch, "work.bundle");
-    await writeFile(file, bundle);
-    await mirror.raw(["fetch", "--no-write-fetch-head", "--no-tags", file, `+HEAD:${ref}`]);
+    await mirror.raw(["fetch", "--no-write-fetch-head", "--no-tags", bundle.file, `+HEAD:${ref}`]);
     const sha = (await mirror.revparse([ref])).trim();
     const base = `refs/heads/${validateBranchName(options.defaultBranch)}`;
     const files = parseNameStatus(
@@ -138,6 +151,6 @@ export async function publishWorkspace(options: PublishOptions): Promise<Publish
     return { pushed: true, sha, files };
   } finally {
     await mirror.raw(["update-ref", "-d", ref]).catch(() => undefined);
-    await rm(scratch, { recursive: true, force: true });
+    await rm(bundle.dir, { recursive: true, force: true });
   }
 }
