@@ -29,6 +29,7 @@ import { deliver, examplePayload } from "../helpers/webhooks.ts";
 import { plain, sh } from "../jobs/pipeline-harness.ts";
 import { type GitHubFake, startGitHubFake } from "./github-fake.ts";
 import { type ModelGate, startModelGate } from "./model-gate.ts";
+import { seedServedRepo } from "./remote.ts";
 
 const REPO = "Codertocat/Hello-World";
 const TOKEN = `ghs_${"crashTestInstallTok".repeat(2)}`;
@@ -57,14 +58,7 @@ let child: ChildProcess | undefined;
 
 beforeAll(async () => {
   base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-crash-")));
-  const seed = join(base, "seed");
-  sh(base, `git init -q -b master ${seed}`);
-  sh(
-    seed,
-    `printf 'Helo World\\n' > README.md && printf 'grep -q "Hello World" README.md\\n' > test.sh && git add -A && git commit -qm init`,
-  );
-  remote = join(base, "served", `${REPO}.git`);
-  sh(base, `git clone -q --bare ${seed} ${remote}`);
+  remote = seedServedRepo(base, REPO);
   git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
   gh = await startGitHubFake({
     slug: APP_SLUG,

@@ -29,6 +29,7 @@ import {
 } from "../helpers/github-mock.ts";
 import { deliver, examplePayload, type Payload } from "../helpers/webhooks.ts";
 import { plain, sh } from "../jobs/pipeline-harness.ts";
+import { seedServedRepo } from "./remote.ts";
 
 useGitHubMock();
 
@@ -47,15 +48,7 @@ let nextInstallation = 4100;
 
 beforeAll(async () => {
   base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-e2e-")));
-  const seed = join(base, "seed");
-  // The example payloads' repository: default branch master, a README with the typo issue #1 names.
-  sh(base, `git init -q -b master ${seed}`);
-  sh(
-    seed,
-    `printf 'Helo World\\n' > README.md && printf 'grep -q "Hello World" README.md\\n' > test.sh && git add -A && git commit -qm init`,
-  );
-  remote = join(base, "served", `${REPO}.git`);
-  sh(base, `git clone -q --bare ${seed} ${remote}`);
+  remote = seedServedRepo(base, REPO);
   git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
   fake = await startAnthropicFake();
   db = await openDatabase({ dataDir: "memory://" });
