@@ -75,6 +75,8 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       provider: options.provider,
       root: checkout.root,
       dataDir: options.dataDir,
+      // Named here so the sandbox never trusts the checkout's own (agent-writable) alternates file.
+      mirror: checkout.mirror,
       logger: options.logger,
     };
     workspace = await createWorkspace({ ...spec, allowHosts: [...options.allowHosts] });
