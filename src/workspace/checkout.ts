@@ -17,9 +17,9 @@ export interface CheckoutOptions {
   branch: string;
   /**
    * Continue `branch` as the remote has it instead of creating it (baseBranch is then unused).
-   * It must exist on the remote.
+   * `true`: it must exist on the remote; `"if-present"`: continue it when the remote has it.
    */
-  existingBranch?: boolean;
+  existingBranch?: boolean | "if-present";
   /**
    * Keep a ready-made checkout of this repository in `<dataDir>/spares` for the next job (made
    * in the background). For long-running workers; off by default.
@@ -38,6 +38,15 @@ export interface Checkout {
   branch: string;
   /** True when a spare checkout was claimed instead of writing a new working tree. */
   fromSpare: boolean;
+  /** True when `branch` was the remote's, continued rather than created. */
+  continued: boolean;
+}
+
+async function mirrorHasBranch(mirror: string, branch: string): Promise<boolean> {
+  const out = await gitClient(mirror)
+    .raw(["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`])
+    .catch(() => "");
+  return out.trim() !== "";
 }
 
 /** Creates and switches to a new branch in a checkout. */
@@ -55,7 +64,11 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
   validateBranchName(options.branch);
   if (options.baseBranch !== undefined) validateBranchName(options.baseBranch);
   const mirror = await syncMirror(options.dataDir, options.repo, options.auth);
-  const baseBranch = options.existingBranch
+  const continued =
+    options.existingBranch === "if-present"
+      ? await mirrorHasBranch(mirror.path, options.branch)
+      : options.existingBranch === true;
+  const baseBranch = continued
     ? options.branch
     : (options.baseBranch ?? (await defaultBranch(mirror)));
 
@@ -63,7 +76,7 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     options.keepSpare === true && (await claimSpare(options.dataDir, mirror, options.dest));
   if (fromSpare) await refreshSpare(options.dest, mirror, baseBranch);
   else await sharedClone(mirror, options.dest, baseBranch);
-  if (!options.existingBranch) await createBranch(options.dest, options.branch);
+  if (!continued) await createBranch(options.dest, options.branch);
   if (options.keepSpare) {
     replenishSpare(options.dataDir, mirror, options.logger ?? defaultLogger());
   }
@@ -77,5 +90,6 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     baseSha,
     branch: options.branch,
     fromSpare,
+    continued,
   };
 }

@@ -181,6 +181,25 @@ describe("prepareCheckout", () => {
     await expect(
       prepareCheckout({ ...options, branch: "vmpilot/missing", dest: join(base, "work", "none") }),
     ).rejects.toThrow(/vmpilot\/missing/);
+
+    const present = await prepareCheckout({
+      ...options,
+      existingBranch: "if-present",
+      keepSpare: false,
+      dest: join(base, "work", "if-present"),
+    });
+    expect(present).toMatchObject({ continued: true, baseSha: tip });
+    const absent = await prepareCheckout({
+      ...options,
+      existingBranch: "if-present",
+      keepSpare: false,
+      branch: "vmpilot/issue-8-new",
+      dest: join(base, "work", "if-absent"),
+    });
+    expect(absent).toMatchObject({ continued: false, baseBranch: "main" });
+    expect(git(join(base, "work", "if-absent"), "branch", "--show-current")).toBe(
+      "vmpilot/issue-8-new",
+    );
   });
 
   it("works from a local path, and git works inside the sandbox on the shared clone", async () => {

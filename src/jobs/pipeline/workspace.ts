@@ -2,7 +2,6 @@
 // repository's setup commands.
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { gitClient } from "../../workspace/git.ts";
 import {
   type Checkout,
   createWorkspace,
@@ -11,7 +10,6 @@ import {
   prepareCheckout,
   runSetup,
   type SetupStep,
-  syncMirror,
   type Workspace,
   type WorkspaceLogger,
 } from "../../workspace/index.ts";
@@ -45,13 +43,6 @@ export class SetupFailed extends Error {
   override name = "SetupFailed";
 }
 
-async function remoteHasBranch(mirror: string, branch: string): Promise<boolean> {
-  const out = await gitClient(mirror)
-    .raw(["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`])
-    .catch(() => "");
-  return out.trim() !== "";
-}
-
 /** Checks the branch out (continuing it when it exists), opens the sandbox and runs setup. */
 export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<JobWorkspace> {
   const dir = join(options.dataDir, "workspaces", `job-${options.jobId}-${options.attempt}`);
@@ -60,8 +51,6 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
   const remove = () => rm(dir, { recursive: true, force: true });
   let workspace: Workspace | undefined;
   try {
-    const mirror = await syncMirror(options.dataDir, options.cloneUrl, options.auth);
-    const existing = await remoteHasBranch(mirror.path, options.branch);
     const checkout = await prepareCheckout({
       dataDir: options.dataDir,
       repo: options.cloneUrl,
@@ -69,7 +58,7 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       dest: join(dir, "repo"),
       baseBranch: options.defaultBranch,
       branch: options.branch,
-      existingBranch: existing,
+      existingBranch: "if-present",
     });
     const spec = {
       provider: options.provider,
@@ -96,7 +85,7 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
     return {
       workspace: ready,
       checkout,
-      remoteSha: existing ? checkout.baseSha : null,
+      remoteSha: checkout.continued ? checkout.baseSha : null,
       async dispose() {
         await ready.dispose();
         await remove();
