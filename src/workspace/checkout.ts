@@ -49,9 +49,16 @@ async function mirrorHasBranch(mirror: string, branch: string): Promise<boolean>
   return out.trim() !== "";
 }
 
-/** Creates and switches to a new branch in a checkout. */
+/**
+ * Creates a new branch at HEAD and switches to it. The tree is the same, so only refs change:
+ * `checkout -b` would rewrite the whole index for nothing.
+ */
 export async function createBranch(root: string, name: string): Promise<void> {
-  await gitClient(root).checkoutLocalBranch(validateBranchName(name));
+  const git = gitClient(root);
+  const ref = `refs/heads/${validateBranchName(name)}`;
+  // The empty old value makes git refuse a branch that exists already.
+  await git.raw(["update-ref", ref, "HEAD", ""]);
+  await git.raw(["symbolic-ref", "HEAD", ref]);
 }
 
 /**
