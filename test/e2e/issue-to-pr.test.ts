@@ -28,7 +28,7 @@ import {
   useGitHubMock,
 } from "../helpers/github-mock.ts";
 import { deliver, examplePayload, type Payload } from "../helpers/webhooks.ts";
-import { plain, sh } from "../jobs/pipeline-harness.ts";
+import { captureComment, plain, sh } from "../jobs/pipeline-harness.ts";
 import { seedServedRepo } from "./remote.ts";
 
 useGitHubMock();
@@ -153,14 +153,7 @@ function mockComment(number: number, commentId: number, timeline: string[]) {
       bodies.push(((await request.json()) as { body: string }).body);
       return [201, { id: commentId }];
     });
-  github()
-    .patch(`/repos/${REPO}/issues/comments/${commentId}`)
-    .reply(async (request: Request) => {
-      bodies.push(((await request.json()) as { body: string }).body);
-      return [200, { id: commentId }];
-    })
-    .persist();
-  return bodies;
+  return captureComment(REPO, commentId, bodies);
 }
 
 function fixScript(command: string, summary: string): FakeReply[] {

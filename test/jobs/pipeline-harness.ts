@@ -220,9 +220,8 @@ export function mockStart(seeded: Seeded, comments: unknown[] = []) {
     .reply(200, comments);
 }
 
-/** Every body the job's progress comment was edited to, in order. */
-export function captureComment(repo: string, commentId: number): string[] {
-  const bodies: string[] = [];
+/** Every body the job's progress comment was edited to, in order, appended to `bodies`. */
+export function captureComment(repo: string, commentId: number, bodies: string[] = []): string[] {
   github()
     .patch(`/repos/${repo}/issues/comments/${commentId}`)
     .reply(async (request: Request) => {
