@@ -1,5 +1,5 @@
 import { rm } from "node:fs/promises";
-import { simpleGit } from "simple-git";
+import { userGitClient } from "../workspace/git.ts";
 import { bundleWorkspaceCommits } from "../workspace/publish.ts";
 import type { Workspace } from "../workspace/types.ts";
 
@@ -23,11 +23,12 @@ export async function deliverBranch(options: {
   const ref = `+HEAD:refs/heads/${options.branch}`;
   try {
     if (options.local) {
-      await simpleGit(options.repoUrl).fetch([bundle.file, ref]);
+      await userGitClient(options.repoUrl).raw(["fetch", bundle.file, ref]);
       return;
     }
-    await simpleGit(options.mirror).fetch([bundle.file, ref]);
-    await simpleGit(options.mirror).push([options.repoUrl, `refs/heads/${options.branch}`]);
+    const mirror = userGitClient(options.mirror);
+    await mirror.raw(["fetch", bundle.file, ref]);
+    await mirror.raw(["push", options.repoUrl, `refs/heads/${options.branch}`]);
   } finally {
     await rm(bundle.dir, { recursive: true, force: true });
   }

@@ -2,13 +2,13 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { simpleGit } from "simple-git";
 import { runAgent } from "../agent/loop.ts";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../agent/plugins.ts";
 import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
 import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
 import { commitInWorkspace } from "../workspace/commit.ts";
+import { userGitClient } from "../workspace/git.ts";
 import {
   cleanRepoUrl,
   createWorkspace,
@@ -29,9 +29,10 @@ const AUTHOR = { name: "vmpilot", email: "vmpilot@users.noreply.github.com" };
 
 async function localRepo(path: string): Promise<boolean> {
   if (!existsSync(path)) throw new UsageError(`no repository at ${path}`);
-  const inside = await simpleGit(path)
-    .revparse(["--is-inside-work-tree"])
-    .catch(() => simpleGit(path).revparse(["--is-bare-repository"]))
+  const git = userGitClient(path);
+  const inside = await git
+    .raw(["rev-parse", "--is-inside-work-tree"])
+    .catch(() => git.raw(["rev-parse", "--is-bare-repository"]))
     .catch(() => "");
   if (inside.trim() !== "true") throw new UsageError(`${path} is not a git repository`);
   return true;
@@ -42,7 +43,7 @@ async function branchName(args: RunArgs, repoUrl: string, local: boolean): Promi
   if (args.branch) return args.branch;
   const base = `${BRANCH_PREFIX}${slugify(args.task) || "task"}`;
   if (!local) return base;
-  const taken = await simpleGit(repoUrl)
+  const taken = await userGitClient(repoUrl)
     .raw(["rev-parse", "--verify", "--quiet", `refs/heads/${base}`])
     .then(
       (out) => out.trim() !== "",

@@ -1,6 +1,6 @@
-import { spawn } from "node:child_process";
 import { lstat, readlink, realpath } from "node:fs/promises";
 import { isAbsolute, relative } from "node:path";
+import { type LaunchError, launchAndCollect } from "./launcher.ts";
 
 /** The sandbox cannot be used; the message names the fix and fits on one line. */
 export class SandboxUnavailableError extends Error {
@@ -139,29 +139,22 @@ export function probeBwrap(bwrapPath: string, args: readonly string[]): Promise<
   return probe;
 }
 
-function runProbe(bwrapPath: string, args: readonly string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bwrapPath, [...args, "true"], { stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on("error", (error: NodeJS.ErrnoException) => {
-      const why = error.code === "ENOENT" ? `${bwrapPath} not found` : error.message;
-      reject(
-        new SandboxUnavailableError(
-          `bubblewrap is required for the sandbox (${why}); install it with: apt-get install bubblewrap`,
-        ),
-      );
-    });
-    child.on("close", (code) => {
-      if (code === 0) return resolve();
-      reject(
-        new SandboxUnavailableError(
-          `bubblewrap cannot start a sandbox here (${stderr.trim() || `exit code ${code}`}); ` +
-            "install or update it with: apt-get install bubblewrap, and allow user namespaces",
-        ),
-      );
-    });
+async function runProbe(bwrapPath: string, args: readonly string[]): Promise<void> {
+  const result = await launchAndCollect({
+    file: bwrapPath,
+    args: [...args, "true"],
+    cwd: "/",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    group: false,
+  }).catch((error: LaunchError) => {
+    const why = error.code === "ENOENT" ? `${bwrapPath} not found` : error.message;
+    throw new SandboxUnavailableError(
+      `bubblewrap is required for the sandbox (${why}); install it with: apt-get install bubblewrap`,
+    );
   });
+  if (result.code === 0) return;
+  throw new SandboxUnavailableError(
+    `bubblewrap cannot start a sandbox here (${result.stderr.trim() || `exit code ${result.code}`}); ` +
+      "install or update it with: apt-get install bubblewrap, and allow user namespaces",
+  );
 }

@@ -88,7 +88,7 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     replenishSpare(options.dataDir, mirror, options.logger ?? defaultLogger());
   }
 
-  const baseSha = (await gitClient(options.dest).revparse(["HEAD"])).trim();
+  const baseSha = (await gitClient(options.dest).raw(["rev-parse", "HEAD"])).trim();
   return {
     root: options.dest,
     url: mirror.url,

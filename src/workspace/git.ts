@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from "node:path";
-import { type SimpleGit, simpleGit } from "simple-git";
 import { isValidBranchName } from "../github/branch-name.ts";
+import { launchAndCollect } from "./launcher.ts";
 
 /** Credentials for one clone or fetch. They travel in the environment of that command only. */
 export interface GitAuth {
@@ -49,30 +49,53 @@ export function authEnv(auth: GitAuth | undefined): Record<string, string> {
   };
 }
 
-const ALLOWED_GIT_ENV = [
-  "GIT_CONFIG_COUNT",
-  "GIT_CONFIG_KEY_0",
-  "GIT_CONFIG_VALUE_0",
-  "GIT_TERMINAL_PROMPT",
-];
+/** A git command that failed; the message carries git's own error output. */
+export class GitError extends Error {
+  override name = "GitError";
+}
+
+export interface GitClient {
+  /** Runs `git <args>` in the client's directory and resolves to its stdout. */
+  raw(args: readonly string[]): Promise<string>;
+}
+
+function client(baseDir: string, env: Record<string, string>): GitClient {
+  return {
+    async raw(args) {
+      const result = await launchAndCollect({ file: "git", args, cwd: baseDir, env, group: false });
+      if (result.code === 0) return result.stdout;
+      // `push --porcelain` reports rejections on stdout.
+      const why =
+        [result.stderr.trim(), result.stdout.trim()].filter(Boolean).join("\n") ||
+        `exit code ${result.code ?? result.signal}`;
+      const command = args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "-c");
+      throw new GitError(`git ${command ?? ""} failed: ${why}`);
+    },
+  };
+}
 
 /**
- * simple-git for the worker's own git commands, with a minimal environment: the worker's secrets
- * stay out of git's environment, and credentials (if any) are added for this client only.
+ * Git for the worker's own commands, with a minimal environment: the worker's secrets stay out of
+ * git's environment, and credentials (if any) are added for this client only.
  */
-export function gitClient(baseDir: string, auth?: GitAuth): SimpleGit {
-  return simpleGit({
-    baseDir,
-    allowEnvironment: ALLOWED_GIT_ENV,
-    // Needed for GIT_CONFIG_COUNT, which is how credentials stay out of config files.
-    unsafe: { allowUnsafeConfigEnvCount: true },
-  }).env({
+export function gitClient(baseDir: string, auth?: GitAuth): GitClient {
+  return client(baseDir, {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: process.env.HOME ?? "/",
     LANG: "C",
     GIT_TERMINAL_PROMPT: "0",
     ...authEnv(auth),
   });
+}
+
+/** Git as the user would run it, with their environment and credentials: for the CLI only. */
+export function userGitClient(baseDir: string): GitClient {
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined,
+    ),
+  );
+  return client(baseDir, env);
 }
 
 /**

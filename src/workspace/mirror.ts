@@ -53,17 +53,23 @@ export function syncMirror(dataDir: string, repo: string, auth?: GitAuth): Promi
       () => false,
     );
     if (exists) {
-      await gitClient(path, credentials).fetch(["--prune", "--prune-tags", "--tags", "origin"]);
+      await gitClient(path, credentials).raw([
+        "fetch",
+        "--prune",
+        "--prune-tags",
+        "--tags",
+        "origin",
+      ]);
       return { path, url: clean.url };
     }
     await mkdir(mirrors, { recursive: true });
     const partial = `${path}.partial-${randomUUID()}`;
     try {
-      await gitClient(mirrors, credentials).clone(clean.url, partial, ["--bare"]);
+      await gitClient(mirrors, credentials).raw(["clone", "--bare", "--", clean.url, partial]);
       const git = gitClient(partial);
-      await git.addConfig("remote.origin.fetch", "+refs/heads/*:refs/heads/*");
+      await git.raw(["config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*"]);
       // Checkouts borrow this mirror's objects; automatic gc must never prune them away.
-      await git.addConfig("gc.auto", "0");
+      await git.raw(["config", "gc.auto", "0"]);
       await rename(partial, path);
     } catch (error) {
       await rm(partial, { recursive: true, force: true });
@@ -79,8 +85,16 @@ export function syncMirror(dataDir: string, repo: string, auth?: GitAuth): Promi
  * repository URL, never at the mirror.
  */
 export async function sharedClone(mirror: Mirror, dest: string, branch: string): Promise<void> {
-  await gitClient(mirror.path).clone(mirror.path, dest, ["--shared", "--branch", branch]);
-  await gitClient(dest).remote(["set-url", "origin", mirror.url]);
+  await gitClient(mirror.path).raw([
+    "clone",
+    "--shared",
+    "--branch",
+    branch,
+    "--",
+    mirror.path,
+    dest,
+  ]);
+  await gitClient(dest).raw(["remote", "set-url", "origin", mirror.url]);
 }
 
 /** The branch the repository's HEAD named when the mirror was made. */

@@ -129,7 +129,7 @@ export async function publishWorkspace(options: PublishOptions): Promise<Publish
   const mirror = gitClient(options.mirror);
   try {
     await mirror.raw(["fetch", "--no-write-fetch-head", "--no-tags", bundle.file, `+HEAD:${ref}`]);
-    const sha = (await mirror.revparse([ref])).trim();
+    const sha = (await mirror.raw(["rev-parse", ref])).trim();
     const base = `refs/heads/${validateBranchName(options.defaultBranch)}`;
     const files = parseNameStatus(
       await mirror.raw(["diff", "--name-status", "-z", "--no-renames", `${base}...${sha}`]),
