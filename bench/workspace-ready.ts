@@ -4,7 +4,7 @@
  * remote is. A cold clone over file:// is printed too: the floor no network path can beat.
  * Ready = refresh the mirror (fetch) + checkout + new branch, measured two ways:
  *   - with a spare: the worker's steady state, where a ready-made checkout is claimed and moved
- *     to the current base (only changed files are written);
+ *     to the current base (only the paths that changed are touched);
  *   - without: a `clone --shared` of the mirror, which still writes all 50,000 files.
  * Runs are interleaved and preceded by `sync`, so disk writeback from one run does not land in
  * the next. Goal: at least 10x faster than the cold clone, and at most 1.5 s.
@@ -21,7 +21,7 @@ import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 
 const FILES = 50_000;
 const PER_DIR = 100;
-const RUNS = 3;
+const RUNS = 5;
 const GOAL_RATIO = 10;
 const GOAL_WARM_MS = 1500;
 const logger = pino({ level: "silent" });
@@ -172,15 +172,20 @@ try {
   const plainMs = median(plain);
   const spareMs = median(spare);
   const ratio = coldMs / spareMs;
+  // Disk writeback noise only ever slows the cold clone; this ratio gives it every benefit.
+  const worstCase = Math.min(...cold) / Math.max(...spare);
   console.log(`median of ${RUNS} runs, upstream advanced by one commit before each`);
-  console.log(`cold git clone over HTTP               ${coldMs.toFixed(0)} ms`);
+  console.log(
+    `cold git clone over HTTP               ${coldMs.toFixed(0)} ms (fastest ${Math.min(...cold).toFixed(0)} ms)`,
+  );
   console.log(`cold git clone over file:// (floor)    ${median(coldFile).toFixed(0)} ms`);
   console.log(`first checkout (creates the mirror)    ${first.toFixed(0)} ms`);
   console.log(
     `warm mirror, clone --shared (1 run)    ${plainMs.toFixed(0)} ms (${(coldMs / plainMs).toFixed(1)}x)`,
   );
   console.log(
-    `warm mirror, spare checkout            ${spareMs.toFixed(0)} ms (${ratio.toFixed(1)}x)`,
+    `warm mirror, spare checkout            ${spareMs.toFixed(0)} ms (${ratio.toFixed(1)}x; ` +
+      `slowest ${Math.max(...spare).toFixed(0)} ms, fastest cold / slowest warm ${worstCase.toFixed(1)}x)`,
   );
   console.log(
     `goal ≥ ${GOAL_RATIO}x: ${ratio >= GOAL_RATIO ? "met" : "missed"}; ` +

@@ -42,11 +42,19 @@ export interface Checkout {
   continued: boolean;
 }
 
-async function mirrorHasBranch(mirror: string, branch: string): Promise<boolean> {
-  const out = await gitClient(mirror)
-    .raw(["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`])
-    .catch(() => "");
-  return out.trim() !== "";
+/** The mirror's branches and the commits they point at. */
+async function mirrorHeads(mirror: string): Promise<Map<string, string>> {
+  const out = await gitClient(mirror).raw([
+    "for-each-ref",
+    "--format=%(objectname) %(refname:lstrip=2)",
+    "refs/heads/",
+  ]);
+  const heads = new Map<string, string>();
+  for (const line of out.split("\n")) {
+    const [sha, name] = line.split(" ");
+    if (sha && name) heads.set(name, sha);
+  }
+  return heads;
 }
 
 /**
@@ -63,32 +71,41 @@ export async function createBranch(root: string, name: string): Promise<void> {
 
 /**
  * Makes a job's checkout: refresh the bare mirror, then either claim a spare checkout and move
- * it to the current base, or clone the mirror with `--shared`; finally create the job's branch
- * (an existing branch is itself the base). Credentials are used for the fetch only and written
- * nowhere.
+ * it to the base branch's commit in the mirror, or clone the mirror with `--shared`; the job's
+ * branch is created there (an existing branch is itself the base). Credentials are used for the
+ * fetch only and written nowhere.
  */
 export async function prepareCheckout(options: CheckoutOptions): Promise<Checkout> {
   validateBranchName(options.branch);
   if (options.baseBranch !== undefined) validateBranchName(options.baseBranch);
   const mirror = await syncMirror(options.dataDir, options.repo, options.auth);
+  const [heads, defaultName] = await Promise.all([
+    mirrorHeads(mirror.path),
+    options.baseBranch ?? defaultBranch(mirror),
+  ]);
   const continued =
     options.existingBranch === "if-present"
-      ? await mirrorHasBranch(mirror.path, options.branch)
+      ? heads.has(options.branch)
       : options.existingBranch === true;
-  const baseBranch = continued
-    ? options.branch
-    : (options.baseBranch ?? (await defaultBranch(mirror)));
+  const baseBranch = continued ? options.branch : defaultName;
+  const sha = heads.get(baseBranch);
+  if (sha === undefined) throw new Error(`${mirror.url} has no branch ${baseBranch}`);
 
   const fromSpare =
     options.keepSpare === true && (await claimSpare(options.dataDir, mirror, options.dest));
-  if (fromSpare) await refreshSpare(options.dest, mirror, baseBranch);
-  else await sharedClone(mirror, options.dest, baseBranch);
-  if (!continued) await createBranch(options.dest, options.branch);
+  let baseSha = sha;
+  if (fromSpare) {
+    await refreshSpare(options.dest, { branch: options.branch, baseBranch, sha, heads });
+  } else {
+    await sharedClone(mirror, options.dest, baseBranch);
+    if (!continued) await createBranch(options.dest, options.branch);
+    // Another job's fetch may have moved the mirror since its branches were read.
+    baseSha = (await gitClient(options.dest).raw(["rev-parse", "HEAD"])).trim();
+  }
   if (options.keepSpare) {
     replenishSpare(options.dataDir, mirror, options.logger ?? defaultLogger());
   }
 
-  const baseSha = (await gitClient(options.dest).raw(["rev-parse", "HEAD"])).trim();
   return {
     root: options.dest,
     url: mirror.url,

@@ -55,14 +55,15 @@ export class GitError extends Error {
 }
 
 export interface GitClient {
-  /** Runs `git <args>` in the client's directory and resolves to its stdout. */
-  raw(args: readonly string[]): Promise<string>;
+  /** Runs `git <args>` in the client's directory, `input` on stdin, and resolves to its stdout. */
+  raw(args: readonly string[], input?: string): Promise<string>;
 }
 
 function client(baseDir: string, env: Record<string, string>): GitClient {
   return {
-    async raw(args) {
-      const result = await launchAndCollect({ file: "git", args, cwd: baseDir, env, group: false });
+    async raw(args, input) {
+      const spec = { file: "git", args, cwd: baseDir, env, group: false, input };
+      const result = await launchAndCollect(spec);
       if (result.code === 0) return result.stdout;
       // `push --porcelain` reports rejections on stdout.
       const why =

@@ -1,5 +1,14 @@
 import { execFileSync } from "node:child_process";
-import { mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import {
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  realpath,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -146,6 +155,58 @@ describe("prepareCheckout", () => {
     expect(await filesContainingToken(dest)).toEqual([]);
     expect(await filesContainingToken(join(spareData))).toEqual([]);
     expect(logger.lines.filter((l) => l.level === "warn")).toEqual([]);
+  });
+
+  it("moves a spare across deletions, file/directory swaps, mode changes and odd names", async () => {
+    const repo = join(served, "acme", "shapes");
+    const sh = (script: string) =>
+      execFileSync("sh", ["-c", `${script} && git add -A && git commit -qm change`], {
+        cwd: repo,
+        env: { ...process.env, GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@example.com" },
+      });
+    execFileSync("git", ["init", "-q", "-b", "main", repo]);
+    git(repo, "config", "user.name", "t");
+    git(repo, "config", "user.email", "t@example.com");
+    sh(
+      "echo keep > keep.txt && echo gone > gone.txt && echo file > swap && mkdir dir && " +
+        "echo inner > dir/inner.txt && echo 'echo hi' > tool.sh && echo one > 'odd *[x].txt'",
+    );
+    git(repo, "branch", "old-feature");
+    const options = {
+      dataDir: join(base, "shapes-data"),
+      repo: server.url("acme/shapes"),
+      auth: { token: TOKEN },
+      keepSpare: true,
+    };
+    await prepareCheckout({ ...options, dest: join(base, "work", "shapes-1"), branch: "s-1" });
+    await sparesSettled();
+    sh(
+      "rm gone.txt swap dir/inner.txt && mkdir swap && echo child > swap/child.txt && " +
+        "rmdir dir && echo now-a-file > dir && chmod +x tool.sh && echo two > 'odd *[x].txt' && " +
+        "echo '*' > '*' && ln -s keep.txt link",
+    );
+    git(repo, "branch", "-D", "old-feature");
+    git(repo, "branch", "new-feature");
+
+    const dest = join(base, "work", "shapes-2");
+    const checkout = await prepareCheckout({ ...options, dest, branch: "s-2" });
+    await sparesSettled();
+    expect(checkout.fromSpare).toBe(true);
+    expect(checkout.baseSha).toBe(git(repo, "rev-parse", "HEAD"));
+    expect(git(dest, "branch", "--show-current")).toBe("s-2");
+    expect(git(dest, "rev-parse", "main", "s-2")).toBe(`${checkout.baseSha}\n${checkout.baseSha}`);
+    expect(git(dest, "status", "--porcelain", "--ignored", "--untracked-files=all")).toBe("");
+    const listing = (dir: string) =>
+      git(dir, "ls-files", "-s", "--full-name").split("\n").sort().join("\n");
+    expect(listing(dest)).toBe(listing(repo));
+    expect(await readFile(join(dest, "swap", "child.txt"), "utf8")).toBe("child\n");
+    expect(await readFile(join(dest, "dir"), "utf8")).toBe("now-a-file\n");
+    expect(await readFile(join(dest, "odd *[x].txt"), "utf8")).toBe("two\n");
+    expect((await stat(join(dest, "tool.sh"))).mode & 0o111).not.toBe(0);
+    expect(await readlink(join(dest, "link"))).toBe("keep.txt");
+    expect(git(dest, "for-each-ref", "--format=%(refname)", "refs/remotes/origin/")).toBe(
+      ["HEAD", "main", "new-feature"].map((b) => `refs/remotes/origin/${b}`).join("\n"),
+    );
   });
 
   it("continues an existing branch of the remote, from a fresh clone or a spare", async () => {

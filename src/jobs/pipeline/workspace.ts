@@ -59,6 +59,8 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       baseBranch: options.defaultBranch,
       branch: options.branch,
       existingBranch: "if-present",
+      // A worker serves the same repositories again and again: the next job claims a ready tree.
+      keepSpare: true,
     });
     const spec = {
       provider: options.provider,
