@@ -133,6 +133,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         queue,
         auth,
         allowedUsers: config.allowedUsers,
+        defaults: settingsDefaults,
         publicUrl: config.publicUrl,
         logger,
         pipeline:

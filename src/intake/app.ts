@@ -8,6 +8,7 @@ import {
   fromReviewComment,
   type TriggerDelivery,
 } from "./deliveries.ts";
+import { recordConfigPush } from "./config-push.ts";
 import { recordInstallation } from "./installations.ts";
 import { createIntake, type IntakeDeps } from "./record.ts";
 
@@ -32,6 +33,7 @@ export function intakeApp(deps: IntakeDeps): ApplicationFunction {
     app.on("pull_request_review.submitted", (context) =>
       intake(context, fromReview(context.payload)),
     );
+    app.on("push", (context) => recordConfigPush(deps.db, context.payload));
     app.on("installation", (context) =>
       recordInstallation(deps.db, context.id, "installation", context.payload),
     );

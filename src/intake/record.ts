@@ -100,14 +100,21 @@ async function recordBatch(
     // A delivery id repeated within the batch is new only the first time.
     if (!fresh.delete(deliveryId)) continue;
     const repo = await knownRepository(client, repositories, delivery);
-    const settings = repo?.settings ?? {};
-    if (settings.enabled === false) {
+    if (setting(repo, "enabled") === false) {
       results[index] = { ignored: "disabled for this repository" };
       continue;
     }
-    const label = typeof settings.label === "string" ? settings.label : deps.label;
-    const result =
+    const configured = setting(repo, "label");
+    let label = typeof configured === "string" ? configured : deps.label;
+    let result =
       label === deps.label ? parsed : parseTrigger(delivery.input, { ...options, label });
+    const added = delivery.input.action === "labeled" ? delivery.input.label : undefined;
+    if ("ignored" in result && added && !repo?.fileSettings) {
+      // The worker has not read the file since it last changed, and it may name this label: the
+      // worker reads it and drops the job silently if not.
+      label = added;
+      result = parseTrigger(delivery.input, { ...options, label });
+    }
     if ("ignored" in result) {
       results[index] = result;
       continue;
@@ -135,6 +142,12 @@ async function recordBatch(
 }
 
 /** The stored repository, recorded or brought up to date from the delivery when needed. */
+/** A setting as the job will see it: `.github/vmpilot.yml` over the settings page. */
+function setting(repo: Repository | undefined, key: "enabled" | "label"): unknown {
+  const file = repo?.fileSettings;
+  return file && key in file ? file[key] : repo?.settings[key];
+}
+
 async function knownRepository(
   client: Queryable,
   cache: Map<number, Repository | undefined>,

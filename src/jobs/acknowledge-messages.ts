@@ -61,6 +61,7 @@ const STATUS_TEXT: Record<JobStatus, string> = {
   running: "running",
   acknowledged: "acknowledged, starting work",
   refused: "refused (the requester may not trigger vmpilot)",
+  ignored: "ignored (not a trigger under the repository's settings)",
   succeeded: "finished",
   failed: "failed",
   cancelled: "cancelled",

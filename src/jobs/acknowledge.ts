@@ -1,6 +1,7 @@
 // A job's first step: is the requester allowed, and the bot's first visible answer. Safe to rerun
 // after a crash: the answer is one comment per job, found again by id or marker, never duplicated.
 import type { ProbotOctokit } from "probot";
+import type { RepoSettings } from "../config/repo-config.ts";
 import {
   editComment,
   findMarkedComment,
@@ -11,8 +12,8 @@ import {
 import { readJobContext } from "../github/job-context.ts";
 import { checkPermission } from "../github/permissions.ts";
 import { addEyes } from "../github/reactions.ts";
+import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import type { Database } from "../store/database.ts";
-import { getRepository } from "../store/installations.ts";
 import { getJob, type Job, listJobs, updateJob } from "../store/jobs.ts";
 import type { Logger } from "../store/logger.ts";
 import {
@@ -23,6 +24,7 @@ import {
   stopBody,
 } from "./acknowledge-messages.ts";
 import type { Queue, RunningJob } from "./queue.ts";
+import { loadTriggerSettings, unwanted } from "./trigger-settings.ts";
 
 export interface AcknowledgeDeps {
   db: Database;
@@ -31,11 +33,16 @@ export interface AcknowledgeDeps {
   auth(installationId: number): Promise<ProbotOctokit>;
   /** ALLOWED_USERS: may trigger on every repository. */
   allowedUsers: readonly string[];
+  /** The worker's defaults, as the settings page shows them (the label, above all). */
+  defaults?: RepoSettings;
   publicUrl: string;
   logger: Logger;
 }
 
-export type AcknowledgeOutcome = "refused" | "acknowledged" | "answered" | "skipped";
+export type Acknowledgement =
+  | { outcome: "refused" | "ignored" | "answered" | "skipped" }
+  /** The pipeline goes on with the repository's config as read here. */
+  | { outcome: "acknowledged"; repoConfig: RepoConfigLoad };
 
 /** Verbs answered at once; they never wait behind the chat's running job. */
 export const CONTROL_VERBS: ReadonlySet<string> = new Set(["stop", "status", "help"]);
@@ -43,21 +50,39 @@ export const CONTROL_VERBS: ReadonlySet<string> = new Set(["stop", "status", "he
 export async function acknowledge(
   deps: AcknowledgeDeps,
   run: Pick<RunningJob, "jobId" | "attempt" | "signal">,
-): Promise<AcknowledgeOutcome> {
+): Promise<Acknowledgement> {
   const job = await getJob(deps.db.pool, run.jobId);
   if (!job) throw new Error(`job ${run.jobId} does not exist`);
-  if (job.finishedAt) return "skipped";
+  if (job.finishedAt) return { outcome: "skipped" };
+  const context = readJobContext(job.context);
+  const octokit = await deps.auth(job.installationId);
+  const trigger = await loadTriggerSettings(deps.db, octokit, job, context, deps.defaults);
+  const outcome = await respond(deps, run, job, octokit, trigger.settings);
+  const repoConfig = await trigger.repoConfig;
+  return outcome === "acknowledged" ? { outcome, repoConfig } : { outcome };
+}
+
+async function respond(
+  deps: AcknowledgeDeps,
+  run: Pick<RunningJob, "attempt" | "signal">,
+  job: Job,
+  octokit: ProbotOctokit,
+  settings: RepoSettings,
+): Promise<Acknowledgement["outcome"]> {
   const context = readJobContext(job.context);
   const item: Item = { owner: context.owner, repo: context.name, number: job.number };
-  const octokit = await deps.auth(job.installationId);
-  const settings = (await getRepository(deps.db.pool, job.repositoryId))?.settings ?? {};
-  const policy = settings.triggerPolicy === "allow-list" ? "allow-list" : "write";
-  const repoAllowed = Array.isArray(settings.allowedUsers) ? settings.allowedUsers.map(String) : [];
+  const why = unwanted(job, context, settings);
+  if (why) {
+    deps.logger.info({ jobId: job.id, why }, "ignored");
+    await updateJob(deps.db.pool, job.id, { status: "ignored" });
+    return "ignored";
+  }
+  const policy = settings.triggerPolicy;
   const permission = await checkPermission(octokit, {
     owner: item.owner,
     repo: item.repo,
     username: job.requester,
-    allowedUsers: [...deps.allowedUsers, ...repoAllowed],
+    allowedUsers: [...deps.allowedUsers, ...settings.allowedUsers],
     policy,
   });
   run.signal.throwIfAborted();

@@ -9,6 +9,7 @@ import { type Plugin, PluginError } from "../agent/plugins.ts";
 import type { RepoSettings } from "../config/repo-config.ts";
 import { gatherIssueContext } from "../github/issue-context.ts";
 import type { ProgressStep } from "../github/progress-comment.ts";
+import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import { listUnresolvedThreads } from "../github/review-threads.ts";
 import { getChat } from "../store/chats.ts";
 import type { Database } from "../store/database.ts";
@@ -94,6 +95,8 @@ type Run = Pick<RunningJob, "jobId" | "attempt" | "maxAttempts" | "signal">;
 export async function runPipeline(
   run: Run,
   deps: PipelineDeps,
+  /** The repository's config as the acknowledgement read it; read again when not given. */
+  repoConfig?: RepoConfigLoad,
 ): Promise<PipelineOutcome | "skipped"> {
   const job = await getJob(deps.db.pool, run.jobId);
   if (!job || job.finishedAt) return "skipped";
@@ -101,7 +104,7 @@ export async function runPipeline(
   await updateJob(deps.db.pool, job.id, { status: "running" });
   let ws: JobWorkspace | undefined;
   try {
-    return await work(run, deps, session, (opened) => {
+    return await work(run, deps, session, repoConfig, (opened) => {
       ws = opened;
     });
   } catch (error) {
@@ -125,6 +128,7 @@ async function work(
   run: Run,
   deps: PipelineDeps,
   session: Session,
+  repoConfig: RepoConfigLoad | undefined,
   opened: (ws: JobWorkspace) => void,
 ): Promise<PipelineOutcome> {
   const db = deps.db.pool;
@@ -141,6 +145,7 @@ async function work(
     owner: context.owner,
     repo: context.name,
     defaults: deps.defaults,
+    repoConfig,
   });
   if (!settings.ok) {
     if (settings.body) return session.end("failed", settings.body, settings.error);

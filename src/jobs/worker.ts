@@ -16,8 +16,10 @@ export interface WorkerDeps extends AcknowledgeDeps {
 export async function startWorker(deps: WorkerDeps): Promise<void> {
   await deps.queue.work(
     async (run) => {
-      const outcome = await acknowledge(deps, run);
-      if (outcome === "acknowledged" && deps.pipeline) await runPipeline(run, deps.pipeline);
+      const ack = await acknowledge(deps, run);
+      if (ack.outcome === "acknowledged" && deps.pipeline) {
+        await runPipeline(run, deps.pipeline, ack.repoConfig);
+      }
     },
     { onDead: (dead) => reportDead(deps, dead) },
   );

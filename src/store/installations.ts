@@ -14,6 +14,8 @@ export interface Repository {
   installationId: number;
   fullName: string;
   settings: Record<string, unknown>;
+  /** The trigger settings of `.github/vmpilot.yml` as last read; null when unknown or changed. */
+  fileSettings: Record<string, unknown> | null;
   removedAt: Date | null;
 }
 
@@ -69,6 +71,7 @@ interface RepositoryRow {
   installation_id: string;
   full_name: string;
   settings: Record<string, unknown>;
+  file_settings: Record<string, unknown> | null;
   removed_at: Date | null;
 }
 
@@ -78,6 +81,7 @@ function toRepository(row: RepositoryRow): Repository {
     installationId: Number(row.installation_id),
     fullName: row.full_name,
     settings: row.settings,
+    fileSettings: row.file_settings,
     removedAt: row.removed_at,
   };
 }
@@ -96,4 +100,34 @@ export async function setRepositorySettings(
     id,
     JSON.stringify(settings),
   ]);
+}
+
+export async function setRepositoryFileSettings(
+  db: Queryable,
+  id: number,
+  fileSettings: Record<string, unknown>,
+): Promise<void> {
+  await db.query(
+    "UPDATE repositories SET file_settings = $2 WHERE id = $1 AND file_settings IS DISTINCT FROM $2",
+    [id, JSON.stringify(fileSettings)],
+  );
+}
+
+/**
+ * Marks the file settings unknown after a push changed `.github/vmpilot.yml`: of one repository,
+ * or of every repository of the installation when the owner's shared `.github` repository changed.
+ */
+export async function forgetFileSettings(
+  db: Queryable,
+  scope: { repositoryId: number } | { installationId: number },
+): Promise<void> {
+  if ("repositoryId" in scope) {
+    await db.query("UPDATE repositories SET file_settings = NULL WHERE id = $1", [
+      scope.repositoryId,
+    ]);
+  } else {
+    await db.query("UPDATE repositories SET file_settings = NULL WHERE installation_id = $1", [
+      scope.installationId,
+    ]);
+  }
 }

@@ -5,6 +5,7 @@ export const JOB_STATUSES = [
   "running",
   "acknowledged",
   "refused",
+  "ignored",
   "succeeded",
   "failed",
   "cancelled",
@@ -15,6 +16,7 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
 /** Statuses after which the queue is done with a job; setting one stamps finished_at. */
 export const FINAL_STATUSES: readonly JobStatus[] = [
   "refused",
+  "ignored",
   "succeeded",
   "failed",
   "cancelled",

@@ -74,3 +74,17 @@ export function mockPermission(
     .get(`/repos/${repo}/collaborators/${username}/permission`)
     .reply(200, { permission, role_name: role, user: { login: username } });
 }
+
+/**
+ * GET of `.github/vmpilot.yml`: the repository's file (raw text), or none there nor in the owner's
+ * `.github` repository when `text` is undefined.
+ */
+export function mockRepoConfig(repo: string, text?: string, baseUrl = GITHUB_API): nock.Scope {
+  const scope = github(baseUrl).get(`/repos/${repo}/contents/.github%2Fvmpilot.yml`);
+  if (text !== undefined) return scope.reply(200, text, { "content-type": "text/plain" });
+  const owner = repo.split("/")[0];
+  return scope
+    .reply(404, { message: "Not Found" })
+    .get(`/repos/${owner}/.github/contents/.github%2Fvmpilot.yml`)
+    .reply(404, { message: "Not Found" });
+}

@@ -10,6 +10,7 @@ import {
   mockApp,
   mockInstallationToken,
   mockPermission,
+  mockRepoConfig,
   useGitHubMock,
 } from "../helpers/github-mock.ts";
 import { deliver, examplePayload } from "../helpers/webhooks.ts";
@@ -46,6 +47,7 @@ it("talks to the Enterprise API base for the slug, the token and the acknowledge
   expect(server.appSlug).toBe("ghe-pilot");
 
   mockInstallationToken(5, GHE);
+  mockRepoConfig("Codertocat/Hello-World", undefined, GHE);
   mockPermission("Codertocat/Hello-World", "Codertocat", "write", GHE);
   github(GHE)
     .post("/repos/Codertocat/Hello-World/issues/comments/492700400/reactions")

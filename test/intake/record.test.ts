@@ -6,7 +6,12 @@ import { fromIssueComment, fromIssues } from "../../src/intake/deliveries.ts";
 import { createIntake, type IntakeResult } from "../../src/intake/record.ts";
 import { createQueue, type Queue } from "../../src/jobs/queue.ts";
 import type { Database } from "../../src/store/database.ts";
-import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
+import {
+  forgetFileSettings,
+  setRepositoryFileSettings,
+  setRepositorySettings,
+  upsertRepository,
+} from "../../src/store/installations.ts";
 import { getJob, listJobs } from "../../src/store/jobs.ts";
 import { databases } from "../helpers/db.ts";
 import { examplePayload } from "../helpers/webhooks.ts";
@@ -75,6 +80,7 @@ describe.each(databases())("intake on $name", (target) => {
     const custom = nextRepository++;
     for (const id of [off, custom]) {
       await upsertRepository(db.pool, { id, installationId: 3, fullName: `acme/r${id}` });
+      await setRepositoryFileSettings(db.pool, id, {});
     }
     await setRepositorySettings(db.pool, off, { enabled: false });
     await setRepositorySettings(db.pool, custom, { label: "ai-please" });
@@ -88,6 +94,24 @@ describe.each(databases())("intake on $name", (target) => {
       jobId: expect.any(Number),
       trigger: { kind: "label", verb: "fix" },
     });
+  });
+
+  it("takes the label from vmpilot.yml, and lets the worker judge while the file is unknown", async () => {
+    const repo = nextRepository++;
+    await upsertRepository(db.pool, { id: repo, installationId: 3, fullName: `acme/r${repo}` });
+    await setRepositorySettings(db.pool, repo, { label: "from-page" });
+    await setRepositoryFileSettings(db.pool, repo, { label: "from-file" });
+    expect(await record(`file-${repo}-a`, labeled(repo, "from-page"))).toEqual({
+      ignored: "no trigger",
+    });
+    const wanted = await record(`file-${repo}-b`, labeled(repo, "from-file"));
+    expect(wanted).toMatchObject({ trigger: { kind: "label" } });
+
+    await forgetFileSettings(db.pool, { repositoryId: repo });
+    const candidate = await record(`file-${repo}-c`, labeled(repo, "bug"));
+    expect(candidate).toMatchObject({ trigger: { kind: "label" } });
+    const job = await getJob(db.pool, (candidate as { jobId: number }).jobId);
+    expect(job?.context).toMatchObject({ label: "bug" });
   });
 
   it("fails only the bad delivery of a batch", async () => {

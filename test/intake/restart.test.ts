@@ -10,6 +10,7 @@ import {
   mockApp,
   mockInstallationToken,
   mockPermission,
+  mockRepoConfig,
   useGitHubMock,
 } from "../helpers/github-mock.ts";
 import { deliver, examplePayload } from "../helpers/webhooks.ts";
@@ -46,6 +47,7 @@ it("acknowledges a job left queued by a dead worker exactly once after restart",
 
   // The restarted worker: one token, one permission check, one reaction, one comment.
   mockInstallationToken(31);
+  mockRepoConfig(REPO);
   mockPermission(REPO, "Codertocat", "admin");
   const reaction = github()
     .post(`/repos/${REPO}/issues/1/reactions`, { content: "eyes" })

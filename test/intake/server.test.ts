@@ -4,7 +4,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
 import { findOrCreateChat } from "../../src/store/chats.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
-import { getRepository } from "../../src/store/installations.ts";
+import {
+  getRepository,
+  setRepositoryFileSettings,
+  upsertRepository,
+} from "../../src/store/installations.ts";
 import { getJob, type Job } from "../../src/store/jobs.ts";
 import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
 import { seedJob } from "../helpers/db.ts";
@@ -14,6 +18,7 @@ import {
   mockApp,
   mockInstallationToken,
   mockPermission,
+  mockRepoConfig,
   useGitHubMock,
 } from "../helpers/github-mock.ts";
 import { deliver, examplePayload, type Payload } from "../helpers/webhooks.ts";
@@ -90,6 +95,7 @@ function finished(jobId: number): Promise<Job> {
 /** Mocks a full acknowledgement and returns the posted comment body once it has been sent. */
 function expectAcknowledgement(installation: number, reactionPath: string, number: number) {
   mockInstallationToken(installation);
+  mockRepoConfig(REPO);
   mockPermission(REPO, "Codertocat", "write");
   github().post(reactionPath, { content: "eyes" }).reply(201, { id: 1, content: "eyes" });
   let posted = "";
@@ -270,6 +276,7 @@ describe("intake rules", () => {
       type: "User",
     });
     mockInstallationToken(installation);
+    mockRepoConfig(REPO);
     mockPermission(REPO, "reader", "read");
     let reply = "";
     github()
@@ -283,6 +290,36 @@ describe("intake rules", () => {
     const done = await finished(job?.id as number);
     expect(done.status).toBe("refused");
     expect(reply).toMatch(/^Sorry @reader, .*write, maintain or admin access/);
+  });
+
+  it("forgets what it knew of vmpilot.yml when a push to the default branch changes it", async () => {
+    const { payload } = forInstallation(examplePayload("push"));
+    await upsertRepository(db.pool, {
+      id: REPO_ID,
+      installationId: payload.installation.id,
+      fullName: REPO,
+    });
+    await setRepositoryFileSettings(db.pool, REPO_ID, { label: "ai-fix" });
+    const commit = (files: string[]) => ({
+      id: "6113728f27ae82c7b1a177c8d03f9e96e0adf246",
+      message: "change",
+      added: [],
+      removed: [],
+      modified: files,
+    });
+    const fileSettings = async () => (await getRepository(db.pool, REPO_ID))?.fileSettings;
+    const defaultRef = `refs/heads/${payload.repository.default_branch}`;
+    for (const [ref, files] of [
+      [defaultRef, ["README.md"]],
+      ["refs/heads/feature", [".github/vmpilot.yml"]],
+    ] as const) {
+      const response = await send("push", { ...payload, ref, commits: [commit([...files])] });
+      expect(response.status).toBe(200);
+      expect(await fileSettings()).toEqual({ label: "ai-fix" });
+    }
+    const changed = { ...payload, ref: defaultRef, commits: [commit([".github/vmpilot.yml"])] };
+    expect((await send("push", changed)).status).toBe(200);
+    expect(await fileSettings()).toBeNull();
   });
 
   it("ignores bots, including the app itself", async () => {
@@ -312,6 +349,7 @@ describe("intake rules", () => {
   it("answers an unknown verb with the help text and no reaction", async () => {
     const { payload, installation } = issueComment("/vmpilot deploy");
     mockInstallationToken(installation);
+    mockRepoConfig(REPO);
     mockPermission(REPO, "Codertocat", "admin");
     let reply = "";
     github()
@@ -340,6 +378,7 @@ describe("intake rules", () => {
     const { payload, installation } = issueComment("/vmpilot stop");
     payload.issue.number = 77;
     mockInstallationToken(installation);
+    mockRepoConfig(REPO);
     mockPermission(REPO, "Codertocat", "maintain");
     let reply = "";
     github()

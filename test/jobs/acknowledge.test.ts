@@ -8,7 +8,12 @@ import { type AcknowledgeDeps, acknowledge } from "../../src/jobs/acknowledge.ts
 import { reportDead } from "../../src/jobs/worker.ts";
 import { findOrCreateChat } from "../../src/store/chats.ts";
 import type { Database } from "../../src/store/database.ts";
-import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
+import {
+  getRepository,
+  setRepositoryFileSettings,
+  setRepositorySettings,
+  upsertRepository,
+} from "../../src/store/installations.ts";
 import { getJob, insertJob, type Job, updateJob } from "../../src/store/jobs.ts";
 import { appPrivateKey } from "../helpers/app.ts";
 import { databases } from "../helpers/db.ts";
@@ -16,6 +21,7 @@ import {
   github,
   mockInstallationToken,
   mockPermission,
+  mockRepoConfig,
   useGitHubMock,
 } from "../helpers/github-mock.ts";
 
@@ -50,11 +56,21 @@ describe.each(databases())("acknowledge on $name", (target) => {
   afterAll(() => db?.close());
 
   /** A job on a new repository and installation, triggered by a comment. */
-  async function seed(overrides: { requester?: string; command?: string } = {}) {
+  async function seed(
+    overrides: {
+      requester?: string;
+      command?: string;
+      /** The repository's `.github/vmpilot.yml`; none by default; false: never read. */
+      config?: string | false;
+      trigger?: Job["trigger"];
+      label?: string;
+    } = {},
+  ) {
     const installationId = nextInstallation++;
     const repositoryId = nextRepository++;
     const name = `repo-${repositoryId}`;
     mockInstallationToken(installationId);
+    if (overrides.config !== false) mockRepoConfig(`acme/${name}`, overrides.config);
     await upsertRepository(db.pool, { id: repositoryId, installationId, fullName: `acme/${name}` });
     const chat = await findOrCreateChat(db.pool, { repositoryId, number: 7, kind: "issue" });
     const context: JobContext = {
@@ -68,7 +84,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
       target: { type: "issue_comment", id: 99 },
       appSlug: "vmpilot-bot",
       command: "vmpilot",
-      label: "vmpilot",
+      label: overrides.label ?? "vmpilot",
     };
     const job = await insertJob(db.pool, {
       chatId: chat.id,
@@ -76,7 +92,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
       repositoryId,
       repo: `acme/${name}`,
       number: 7,
-      trigger: "command",
+      trigger: overrides.trigger ?? "command",
       command: overrides.command ?? "fix",
       requester: overrides.requester ?? "maintainer",
       triggerCommentId: 99,
@@ -95,7 +111,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
       .post(`/repos/${repo}/issues/comments/99/reactions`, { content: "eyes" })
       .reply(201, {});
     github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 501 });
-    expect(await run(job)).toBe("acknowledged");
+    expect((await run(job)).outcome).toBe("acknowledged");
     expect(await getJob(db.pool, job.id)).toMatchObject({
       status: "acknowledged",
       progressCommentId: 501,
@@ -107,7 +123,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
     await updateJob(db.pool, job.id, { progressCommentId: 502 });
     mockPermission(repo, "maintainer", "admin");
     github().patch(`/repos/${repo}/issues/comments/502`).reply(200, { id: 502 });
-    expect(await run(job, 2)).toBe("acknowledged");
+    expect((await run(job, 2)).outcome).toBe("acknowledged");
   });
 
   it("finds the comment a crashed attempt posted but never stored", async () => {
@@ -122,7 +138,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
         { id: 601, body: `vmpilot is on it\n<!-- vmpilot:job:${job.id} -->` },
       ]);
     github().patch(`/repos/${repo}/issues/comments/601`).reply(200, { id: 601 });
-    expect(await run(job, 2)).toBe("acknowledged");
+    expect((await run(job, 2)).outcome).toBe("acknowledged");
     expect((await getJob(db.pool, job.id))?.progressCommentId).toBe(601);
   });
 
@@ -130,7 +146,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
     const { job, repo } = await seed({ requester: "trusted-friend" });
     github().post(`/repos/${repo}/issues/comments/99/reactions`).reply(201, {});
     github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 502 });
-    expect(await run(job)).toBe("acknowledged");
+    expect((await run(job)).outcome).toBe("acknowledged");
   });
 
   it("refuses writers on an allow-list-only repository", async () => {
@@ -146,7 +162,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
         return true;
       })
       .reply(201, { id: 503 });
-    expect(await run(job)).toBe("refused");
+    expect((await run(job)).outcome).toBe("refused");
     expect(reply).toContain("allow-list");
     expect((await getJob(db.pool, job.id))?.status).toBe("refused");
   });
@@ -156,7 +172,53 @@ describe.each(databases())("acknowledge on $name", (target) => {
     await setRepositorySettings(db.pool, repositoryId, { allowedUsers: ["Contributor"] });
     github().post(`/repos/${repo}/issues/comments/99/reactions`).reply(201, {});
     github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 504 });
-    expect(await run(job)).toBe("acknowledged");
+    expect((await run(job)).outcome).toBe("acknowledged");
+  });
+
+  it("takes who may trigger from vmpilot.yml over the settings page", async () => {
+    const outsider = await seed({
+      requester: "outsider",
+      config: "allowedUsers: [Outsider]\nmodel: claude-opus-4-1\n",
+    });
+    await setRepositorySettings(db.pool, outsider.repositoryId, { triggerPolicy: "allow-list" });
+    github().post(`/repos/${outsider.repo}/issues/comments/99/reactions`).reply(201, {});
+    github().post(`/repos/${outsider.repo}/issues/7/comments`).reply(201, { id: 506 });
+    const ack = await run(outsider.job);
+    expect(ack).toMatchObject({
+      outcome: "acknowledged",
+      repoConfig: { ok: true, config: { model: "claude-opus-4-1" } },
+    });
+    expect((await getRepository(db.pool, outsider.repositoryId))?.fileSettings).toEqual({
+      allowedUsers: ["Outsider"],
+    });
+
+    const writer = await seed({ config: "triggerPolicy: allow-list\n" });
+    github().post(`/repos/${writer.repo}/issues/7/comments`).reply(201, { id: 507 });
+    expect((await run(writer.job)).outcome).toBe("refused");
+  });
+
+  it("decides from what it last knew of the file while reading it again", async () => {
+    const { job, repo, repositoryId } = await seed({ config: "model: claude-opus-4-1\n" });
+    await setRepositoryFileSettings(db.pool, repositoryId, { triggerPolicy: "allow-list" });
+    // Refused without asking GitHub for the role: the stored allow-list policy decided.
+    github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 509 });
+    expect((await run(job)).outcome).toBe("refused");
+    expect((await getRepository(db.pool, repositoryId))?.fileSettings).toEqual({});
+  });
+
+  it("drops a job the file does not want without a word on GitHub", async () => {
+    const labeled = await seed({ trigger: "label", label: "bug", config: "label: ai-fix\n" });
+    expect((await run(labeled.job)).outcome).toBe("ignored");
+    expect((await getJob(db.pool, labeled.job.id))?.status).toBe("ignored");
+
+    const disabled = await seed({ config: "enabled: false\n" });
+    expect((await run(disabled.job)).outcome).toBe("ignored");
+
+    const wanted = await seed({ trigger: "label", label: "AI-Fix", config: "label: ai-fix\n" });
+    mockPermission(wanted.repo, "maintainer", "write");
+    github().post(`/repos/${wanted.repo}/issues/comments/99/reactions`).reply(201, {});
+    github().post(`/repos/${wanted.repo}/issues/7/comments`).reply(201, { id: 508 });
+    expect((await run(wanted.job)).outcome).toBe("acknowledged");
   });
 
   it("refuses someone GitHub does not know as a collaborator", async () => {
@@ -165,7 +227,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
       .get(`/repos/${repo}/collaborators/stranger/permission`)
       .reply(404, { message: "Not Found" });
     github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 505 });
-    expect(await run(job)).toBe("refused");
+    expect((await run(job)).outcome).toBe("refused");
   });
 
   it("answers status with the chat's current job", async () => {
@@ -184,13 +246,13 @@ describe.each(databases())("acknowledge on $name", (target) => {
         return true;
       })
       .reply(201, { id: 506 });
-    expect(await run(statusJob)).toBe("answered");
+    expect((await run(statusJob)).outcome).toBe("answered");
     expect(reply).toContain(`Job [#${work.id}](https://pilot.example/jobs/${work.id})`);
     expect(reply).toContain("is running");
   });
 
   it("tells the user a dead job failed, in its own comment, with secrets redacted", async () => {
-    const { job, repo } = await seed();
+    const { job, repo } = await seed({ config: false });
     await updateJob(db.pool, job.id, { progressCommentId: 507 });
     let body = "";
     github()

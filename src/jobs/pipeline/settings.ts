@@ -2,7 +2,11 @@
 // of the repository's daily budget is left.
 import type { ProbotOctokit } from "probot";
 import { checkRepoConfig, type RepoSettings, resolveSettings } from "../../config/repo-config.ts";
-import { loadRepoConfig, renderConfigError } from "../../github/repo-config-loader.ts";
+import {
+  loadRepoConfig,
+  type RepoConfigLoad,
+  renderConfigError,
+} from "../../github/repo-config-loader.ts";
 import { getRepository } from "../../store/installations.ts";
 import { type Job, repositoryCostSince } from "../../store/jobs.ts";
 import type { Queryable } from "../../store/sql.ts";
@@ -28,9 +32,12 @@ export async function jobSettings(
     /** The worker's defaults, as the settings page shows them. */
     defaults?: RepoSettings;
     now?: Date;
+    /** Already read (by the acknowledgement); read here when not given. */
+    repoConfig?: RepoConfigLoad;
   },
 ): Promise<JobSettings> {
-  const load = await loadRepoConfig(octokit, { owner: view.owner, repo: view.repo });
+  const load =
+    view.repoConfig ?? (await loadRepoConfig(octokit, { owner: view.owner, repo: view.repo }));
   if (!load.ok) {
     return {
       ok: false,
