@@ -54,6 +54,9 @@ export function syncMirror(dataDir: string, repo: string, auth?: GitAuth): Promi
     );
     if (exists) {
       await gitClient(path, credentials).raw([
+        // gc is off for mirrors (checkouts borrow their objects): nothing for maintenance to do.
+        "-c",
+        "maintenance.auto=false",
         "fetch",
         "--prune",
         "--prune-tags",
