@@ -6,13 +6,14 @@
 // works in a real sandboxed workspace (bwrap) and must end with a pull request.
 // Reports the vmpilot process's peak RSS (its bwrap and git children not included) and its event
 // loop lag while the jobs run, once on embedded PGlite (file-backed, as `npm start` runs without
-// DATABASE_URL) and once on PostgreSQL (TEST_DATABASE_URL, default
-// postgres://postgres@127.0.0.1:5432/test; a throwaway database is created and dropped).
+// DATABASE_URL; PGlite runs in a process of its own, whose RSS is reported apart) and once on
+// PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/test; a throwaway
+// database is created and dropped).
 // Goals: peak RSS <= 400 MB, event loop lag p99 <= 50 ms.
 import { execFileSync, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -60,9 +61,19 @@ interface ChildResult {
   lagP50: number;
   lagP99: number;
   lagMax: number;
+  /** The embedded database's process; absent on PostgreSQL. */
+  db?: { idleRssMb: number; peakRssMb: number };
 }
 
 // --- child: vmpilot ---------------------------------------------------------------------------
+
+/** A /proc/<pid>/status memory line (VmRSS now, VmHWM the peak) in MB. */
+async function procMb(pid: number, field: "VmRSS" | "VmHWM"): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  const kib = status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"))?.[1];
+  if (kib === undefined) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return Number(kib) / 1024;
+}
 
 async function child(setup: ChildSetup): Promise<void> {
   const db = await openDatabase({ databaseUrl: setup.databaseUrl, dataDir: setup.dataDir });
@@ -82,6 +93,8 @@ async function child(setup: ChildSetup): Promise<void> {
     },
   });
   const idleRss = process.memoryUsage.rss();
+  const dbPid = db.embeddedPid;
+  const dbIdleRssMb = dbPid === undefined ? 0 : await procMb(dbPid, "VmRSS");
   process.send?.({ url: server.url });
   await once(process, "message");
   const lag = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
@@ -115,6 +128,10 @@ async function child(setup: ChildSetup): Promise<void> {
     lagP50: lag.percentile(50) / 1e6 - RESOLUTION_MS,
     lagP99: lag.percentile(99) / 1e6 - RESOLUTION_MS,
     lagMax: lag.max / 1e6 - RESOLUTION_MS,
+    db:
+      dbPid === undefined
+        ? undefined
+        : { idleRssMb: dbIdleRssMb, peakRssMb: await procMb(dbPid, "VmHWM") },
   };
   await server.close();
   await db.close();
@@ -200,8 +217,13 @@ async function scenario(store: "pglite" | "postgres", databaseUrl?: string) {
       `${store}: ${result.done}/${JOBS} jobs finished in ${result.wallS.toFixed(1)} s, at most ${result.peakRunning} running at once (${result.statuses}); ${gh.pulls.length} pull requests, ${fake.requests.length} model requests`,
     );
     console.log(
-      `  RSS: ${result.idleRssMb.toFixed(0)} MB idle, ${result.peakRssMb.toFixed(0)} MB peak (goal <= 400 MB: ${result.peakRssMb <= 400 ? "met" : "MISSED"})`,
+      `  vmpilot process RSS: ${result.idleRssMb.toFixed(0)} MB idle, ${result.peakRssMb.toFixed(0)} MB peak (goal <= 400 MB: ${result.peakRssMb <= 400 ? "met" : "MISSED"})`,
     );
+    if (result.db) {
+      console.log(
+        `  embedded database process RSS (new data dir, initdb included; not in the goal): ${result.db.idleRssMb.toFixed(0)} MB idle, ${result.db.peakRssMb.toFixed(0)} MB peak (with vmpilot's peak: ${(result.peakRssMb + result.db.peakRssMb).toFixed(0)} MB at most)`,
+      );
+    }
     console.log(
       `  event loop lag: p50 ${result.lagP50.toFixed(1)} ms, p99 ${result.lagP99.toFixed(1)} ms, max ${result.lagMax.toFixed(1)} ms (goal p99 <= 50 ms: ${result.lagP99 <= 50 ? "met" : "MISSED"})`,
     );

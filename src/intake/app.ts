@@ -1,6 +1,7 @@
 // The Probot application: webhook handlers of the intake. They touch only the database; GitHub
 // and the model are called later, by the worker.
 import type { ApplicationFunction, Context } from "probot";
+import { recordConfigPush } from "./config-push.ts";
 import {
   fromIssueComment,
   fromIssues,
@@ -8,7 +9,6 @@ import {
   fromReviewComment,
   type TriggerDelivery,
 } from "./deliveries.ts";
-import { recordConfigPush } from "./config-push.ts";
 import { recordInstallation } from "./installations.ts";
 import { createIntake, type IntakeDeps } from "./record.ts";
 

@@ -14,9 +14,9 @@ const lockedHere = new Set<string>();
 
 /**
  * PGlite is a single-process database: a second process opening the same files would corrupt them.
- * The lock holds our pid; a lock left by a process that is gone is taken over. A container restart
- * can give us the pid of the process that left the lock, so our own pid counts as held only when
- * this process took the lock.
+ * The lock holds the pid of the process serving the files (embedded-process.ts); a lock left by a
+ * process that is gone is taken over. A container restart can give us the pid of the process that
+ * left the lock, so our own pid counts as held only when this process took the lock.
  */
 export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   const path = join(dataDir, "pglite.lock");

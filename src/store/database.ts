@@ -8,6 +8,8 @@ export interface Database {
   /** Connection string, also for the embedded server, so pg-boss and other processes can reach it. */
   url: string;
   embedded: boolean;
+  /** The embedded database's process, whose memory is PGlite's. */
+  embeddedPid?: number;
   close(): Promise<void>;
 }
 
@@ -25,7 +27,9 @@ export interface OpenDatabaseOptions {
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   const logger = options.logger ?? silentLogger;
-  const embedded = options.databaseUrl ? undefined : await startEmbeddedPostgres(options.dataDir);
+  const embedded = options.databaseUrl
+    ? undefined
+    : await startEmbeddedPostgres(options.dataDir, logger);
   const url = options.databaseUrl ?? (embedded?.url as string);
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
   // An idle client losing its connection must not crash the process; the next query reconnects.
@@ -40,6 +44,11 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     await close();
     throw error;
   }
-  if (embedded) logger.info({ dataDir: options.dataDir }, "embedded PGlite database started");
-  return { pool, url, embedded: embedded !== undefined, close };
+  if (embedded) {
+    logger.info(
+      { dataDir: options.dataDir, pid: embedded.pid },
+      "embedded PGlite database started",
+    );
+  }
+  return { pool, url, embedded: embedded !== undefined, embeddedPid: embedded?.pid, close };
 }

@@ -1,57 +1,86 @@
-import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
-import { lockDataDir } from "./data-dir-lock.ts";
-import { serializeSessions } from "./pglite-sessions.ts";
-
-// pg pools for the app and pg-boss, per process, plus a second process in tests; the socket server
-// queues queries from all of them onto PGlite's single backend.
-const MAX_CONNECTIONS = 128;
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { type Logger, silentLogger } from "./logger.ts";
 
 export interface EmbeddedPostgres {
   url: string;
+  /** The database process, whose memory is PGlite's. */
+  pid: number;
   stop(): Promise<void>;
 }
 
+/** What the database process sends once: where it serves, or why it could not start. */
+export type EmbeddedReport = { url: string } | { error: string };
+
+const ENTRY = fileURLToPath(new URL("./embedded-process.ts", import.meta.url));
+const EXEC_ARGV = [
+  // The entry and its imports are erasable TypeScript, which Node runs without tsx: tsx would add
+  // some 150 ms and 25 MB to the start. Node 22 before 22.18 strips types only when asked.
+  ...(process.features.typescript
+    ? []
+    : ["--experimental-strip-types", "--disable-warning=ExperimentalWarning"]),
+  // Liftoff, V8's baseline WebAssembly compiler, only: TurboFan needs some 600 MB at once to
+  // optimise the largest of PGlite's hot functions. Queries take about 2.5 times as long, which
+  // the app's few small ones afford.
+  "--no-wasm-tier-up",
+  "--no-wasm-dynamic-tiering",
+];
+
+function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal ? `signal ${signal}` : `code ${code}`;
+}
+
 /**
- * Starts PGlite (file-backed under dataDir/pglite, or in memory when dataDir is "memory://") and
- * serves it on a free loopback port, so the rest of the code talks to it with plain `pg`.
+ * Starts PGlite (file-backed under dataDir/pglite, or in memory when dataDir is "memory://") in a
+ * process of its own, served on a free loopback port, so the rest of the code talks to it with
+ * plain `pg`. The process stops when asked or when this one exits, however it dies.
  */
-export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPostgres> {
-  let pgliteDir: string | undefined;
-  let unlock = async () => {};
-  if (dataDir !== "memory://") {
-    pgliteDir = join(dataDir, "pglite");
-    await mkdir(pgliteDir, { recursive: true });
-    unlock = await lockDataDir(dataDir);
-  }
-  let pglite: PGlite;
-  try {
-    pglite = await PGlite.create(pgliteDir);
-  } catch (error) {
-    await unlock();
-    throw error;
-  }
-  const server = new PGLiteSocketServer({
-    db: serializeSessions(pglite),
-    host: "127.0.0.1",
-    port: 0,
-    maxConnections: MAX_CONNECTIONS,
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  logger: Logger = silentLogger,
+): Promise<EmbeddedPostgres> {
+  // Its own flags, not this process's: the app runs under tsx, vitest or bin/vmpilot.js.
+  const child = fork(ENTRY, [dataDir], { execArgv: EXEC_ARGV });
+  // After the exit and the last message: a report sent just before exiting is never missed.
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("close", (code, signal) => resolve({ code, signal })),
+  );
+  const report = await new Promise<EmbeddedReport>((resolve, reject) => {
+    child.once("message", (message) => resolve(message as EmbeddedReport));
+    child.once("error", reject);
+    exited.then(({ code, signal }) =>
+      reject(
+        new Error(
+          `the embedded database process exited (${describeExit(code, signal)}) before it started`,
+        ),
+      ),
+    );
   });
-  try {
-    await server.start();
-  } catch (error) {
-    await pglite.close();
-    await unlock();
-    throw error;
+  if ("error" in report) {
+    await exited;
+    throw new Error(report.error);
   }
+  let stopping: Promise<void> | undefined;
+  exited.then(({ code, signal }) => {
+    if (!stopping) {
+      logger.error(
+        { dataDir, pid: child.pid, exit: describeExit(code, signal) },
+        "embedded database process exited; database queries fail until vmpilot restarts",
+      );
+    }
+  });
   return {
-    url: `postgres://postgres@${server.getServerConn()}/postgres`,
-    async stop() {
-      await server.stop();
-      await pglite.close();
-      await unlock();
+    url: report.url,
+    pid: child.pid as number,
+    stop() {
+      stopping ??= (async () => {
+        if (child.connected) child.send("stop", () => {});
+        const { code, signal } = await exited;
+        if (code !== 0) {
+          throw new Error(`the embedded database process exited (${describeExit(code, signal)})`);
+        }
+      })();
+      return stopping;
     },
   };
 }

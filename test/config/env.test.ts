@@ -283,6 +283,7 @@ describe("npm start", () => {
           "pull_request",
           "pull_request_review",
           "pull_request_review_comment",
+          "push",
         ],
         default_permissions: {
           contents: "write",

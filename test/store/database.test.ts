@@ -1,11 +1,14 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import { loadMigrations, migrate } from "../../src/store/migrate.ts";
 import { withTransaction } from "../../src/store/sql.ts";
@@ -41,7 +44,9 @@ describe("embedded database on disk", () => {
   it("refuses a second embedded database on the same files while the first runs", async () => {
     const first = await openDatabase({ dataDir });
     try {
-      await expect(openDatabase({ dataDir })).rejects.toThrow(/in use by process \d+/);
+      await expect(openDatabase({ dataDir })).rejects.toThrow(
+        `in use by process ${first.embeddedPid}`,
+      );
     } finally {
       await first.close();
     }
@@ -52,10 +57,68 @@ describe("embedded database on disk", () => {
     await once(child, "exit");
     await writeFile(join(dataDir, "pglite.lock"), String(child.pid));
     const db = await openDatabase({ dataDir });
-    expect(await readFile(join(dataDir, "pglite.lock"), "utf8")).toBe(String(process.pid));
+    expect(await readFile(join(dataDir, "pglite.lock"), "utf8")).toBe(String(db.embeddedPid));
     await db.close();
   });
+
+  it("closes the database cleanly when the process holding it is killed", async () => {
+    const app = spawnDatabaseHolder(dataDir);
+    onTestFinished(() => {
+      app.kill("SIGKILL");
+    });
+    const lines = createInterface({ input: app.stdout as NodeJS.ReadableStream });
+    const [line] = (await once(lines, "line")) as [string];
+    const dbPid = Number(line);
+    expect(await readFile(join(dataDir, "pglite.lock"), "utf8")).toBe(line);
+    app.kill("SIGKILL");
+    await once(app, "exit");
+
+    await until(() => !isAlive(dbPid), "the database process to exit");
+    // Gone by unlocking, not merely dead: a crash would have left its lock behind.
+    expect(existsSync(join(dataDir, "pglite.lock"))).toBe(false);
+    const db = await openDatabase({ dataDir });
+    try {
+      const { rows } = await db.pool.query("SELECT id FROM deliveries WHERE id = 'd-killed'");
+      expect(rows).toEqual([{ id: "d-killed" }]);
+    } finally {
+      await db.close();
+    }
+  });
 });
+
+const src = (path: string) => fileURLToPath(new URL(`../../src/${path}`, import.meta.url));
+
+/** A process that opens the embedded database, writes a row, prints the database's pid, hangs. */
+function spawnDatabaseHolder(dataDir: string) {
+  const code = `
+    import { openDatabase } from ${JSON.stringify(src("store/database.ts"))};
+    const db = await openDatabase({ dataDir: process.env.DATA_DIR });
+    await db.pool.query("INSERT INTO deliveries (id, event) VALUES ('d-killed', 'issues')");
+    console.log(db.embeddedPid);
+    await new Promise(() => {});
+  `;
+  return spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], {
+    env: { ...process.env, DATA_DIR: dataDir },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+}
+
+/** Running, not exited: an orphan's exit leaves a zombie until its new parent reaps it. */
+function isAlive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+async function until(condition: () => boolean, what: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
 
 describe.each(databases())("database on $name", (target) => {
   let db: Database;

@@ -1,0 +1,97 @@
+// The embedded database's own process, forked by startEmbeddedPostgres (embedded.ts). PGlite runs
+// queries on its process's main thread and its WASM memory swells that process, so it stays out of
+// the app's. Imports only what serving PGlite needs, to start quickly.
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import { lockDataDir } from "./data-dir-lock.ts";
+import type { EmbeddedReport } from "./embedded.ts";
+import { serializeSessions } from "./pglite-sessions.ts";
+
+// pg pools for the app and pg-boss, per process, plus a second process in tests; the socket server
+// queues queries from all of them onto PGlite's single backend.
+const MAX_CONNECTIONS = 128;
+
+async function open(dataDir: string) {
+  let pgliteDir: string | undefined;
+  let unlock = async () => {};
+  if (dataDir !== "memory://") {
+    pgliteDir = join(dataDir, "pglite");
+    await mkdir(pgliteDir, { recursive: true });
+    unlock = await lockDataDir(dataDir);
+  }
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create(pgliteDir, {
+      // Postgres touches all its shared buffers at start, in PGlite's WASM memory: the default
+      // 128 MB would all be resident. The app's tables are small and the OS caches their files.
+      startParams: [...PGlite.defaultStartParams, "-c", "shared_buffers=32MB"],
+    });
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
+  const server = new PGLiteSocketServer({
+    db: serializeSessions(pglite),
+    host: "127.0.0.1",
+    port: 0,
+    maxConnections: MAX_CONNECTIONS,
+  });
+  try {
+    await server.start();
+  } catch (error) {
+    await pglite.close();
+    await unlock();
+    throw error;
+  }
+  return {
+    url: `postgres://postgres@${server.getServerConn()}/postgres`,
+    async stop() {
+      await server.stop();
+      await pglite.close();
+      await unlock();
+    },
+  };
+}
+
+const dataDir = process.argv[2];
+if (!process.send || dataDir === undefined) {
+  throw new Error("embedded-process.ts is started by startEmbeddedPostgres, with an IPC channel");
+}
+
+// The app decides when the database stops: on Ctrl-C or a service manager's SIGTERM it still
+// finishes its jobs, with queries, before it asks for the stop or exits (which disconnects us).
+process.on("SIGINT", () => {});
+process.on("SIGTERM", () => {});
+
+function report(message: EmbeddedReport, then: () => void = () => {}) {
+  if (process.connected) process.send?.(message, then);
+  else then();
+}
+
+const opening = open(dataDir);
+opening.then(
+  (db) => report({ url: db.url }),
+  (error: Error) => report({ error: error.message }, () => process.exit(1)),
+);
+
+let closing = false;
+function close() {
+  if (closing) return;
+  closing = true;
+  opening
+    .then((db) => db.stop())
+    .then(
+      () => process.exit(0),
+      (error: Error) => {
+        console.error(`vmpilot: embedded database: ${error.message}`);
+        process.exit(1);
+      },
+    );
+}
+process.on("message", (message) => {
+  if (message === "stop") close();
+});
+// The app exited, however it died: close the files and release the lock for the next start.
+process.on("disconnect", close);
