@@ -221,7 +221,7 @@ async function scenario(store: "pglite" | "postgres", databaseUrl?: string) {
     );
     if (result.db) {
       console.log(
-        `  embedded database process RSS (new data dir, initdb included; not in the goal): ${result.db.idleRssMb.toFixed(0)} MB idle, ${result.db.peakRssMb.toFixed(0)} MB peak (with vmpilot's peak: ${(result.peakRssMb + result.db.peakRssMb).toFixed(0)} MB at most)`,
+        `  embedded database process RSS (not in the goal): ${result.db.idleRssMb.toFixed(0)} MB idle, ${result.db.peakRssMb.toFixed(0)} MB peak (with vmpilot's peak: ${(result.peakRssMb + result.db.peakRssMb).toFixed(0)} MB at most)`,
       );
     }
     console.log(

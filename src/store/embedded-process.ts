@@ -71,10 +71,20 @@ function report(message: EmbeddedReport, then: () => void = () => {}) {
 }
 
 const opening = open(dataDir);
-opening.then(
-  (db) => report({ url: db.url }),
-  (error: Error) => report({ error: error.message }, () => process.exit(1)),
-);
+if (process.argv[3] === "--create") {
+  // Only to create the database files; the parent then starts the serving process.
+  opening
+    .then((db) => db.stop())
+    .then(
+      () => report({ url: "" }, () => process.exit(0)),
+      (error: Error) => report({ error: error.message }, () => process.exit(1)),
+    );
+} else {
+  opening.then(
+    (db) => report({ url: db.url }),
+    (error: Error) => report({ error: error.message }, () => process.exit(1)),
+  );
+}
 
 let closing = false;
 function close() {

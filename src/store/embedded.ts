@@ -1,4 +1,6 @@
 import { fork } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Logger, silentLogger } from "./logger.ts";
 
@@ -39,27 +41,12 @@ export async function startEmbeddedPostgres(
   dataDir: string,
   logger: Logger = silentLogger,
 ): Promise<EmbeddedPostgres> {
-  // Its own flags, not this process's: the app runs under tsx, vitest or bin/vmpilot.js.
-  const child = fork(ENTRY, [dataDir], { execArgv: EXEC_ARGV });
-  // After the exit and the last message: a report sent just before exiting is never missed.
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("close", (code, signal) => resolve({ code, signal })),
-  );
-  const report = await new Promise<EmbeddedReport>((resolve, reject) => {
-    child.once("message", (message) => resolve(message as EmbeddedReport));
-    child.once("error", reject);
-    exited.then(({ code, signal }) =>
-      reject(
-        new Error(
-          `the embedded database process exited (${describeExit(code, signal)}) before it started`,
-        ),
-      ),
-    );
-  });
-  if ("error" in report) {
-    await exited;
-    throw new Error(report.error);
+  if (dataDir !== "memory://" && !existsSync(join(dataDir, "pglite", "PG_VERSION"))) {
+    // Creating the database (initdb) leaves some 400 MB in the WASM memory of the process that
+    // did it, for good: a process of its own does it, and the serving one starts small.
+    await startProcess(dataDir, ["--create"]).then(({ exited }) => exited);
   }
+  const { child, report, exited } = await startProcess(dataDir, []);
   let stopping: Promise<void> | undefined;
   exited.then(({ code, signal }) => {
     if (!stopping) {
@@ -83,4 +70,29 @@ export async function startEmbeddedPostgres(
       return stopping;
     },
   };
+}
+
+async function startProcess(dataDir: string, args: string[]) {
+  // Its own flags, not this process's: the app runs under tsx, vitest or bin/vmpilot.js.
+  const child = fork(ENTRY, [dataDir, ...args], { execArgv: EXEC_ARGV });
+  // After the exit and the last message: a report sent just before exiting is never missed.
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("close", (code, signal) => resolve({ code, signal })),
+  );
+  const report = await new Promise<EmbeddedReport>((resolve, reject) => {
+    child.once("message", (message) => resolve(message as EmbeddedReport));
+    child.once("error", reject);
+    exited.then(({ code, signal }) =>
+      reject(
+        new Error(
+          `the embedded database process exited (${describeExit(code, signal)}) before it started`,
+        ),
+      ),
+    );
+  });
+  if ("error" in report) {
+    await exited;
+    throw new Error(report.error);
+  }
+  return { child, report, exited };
 }

@@ -23,6 +23,20 @@ describe("embedded database on disk", () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 
+  it("creates a new database in a process of its own, so the serving one starts small", async () => {
+    const fresh = await mkdtemp(join(tmpdir(), "vmpilot-db-new-"));
+    onTestFinished(() => rm(fresh, { recursive: true, force: true }));
+    const db = await openDatabase({ dataDir: fresh });
+    onTestFinished(() => db.close());
+    expect(existsSync(join(fresh, "pglite", "PG_VERSION"))).toBe(true);
+    // Peak resident memory of the serving process: creating the database there (initdb) would
+    // have left it near 600 MB.
+    const status = readFileSync(`/proc/${db.embeddedPid}/status`, "utf8");
+    const peakKb = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]);
+    expect(peakKb).toBeGreaterThan(0);
+    expect(peakKb / 1024).toBeLessThan(350);
+  });
+
   it("keeps data under DATA_DIR across restarts and serves plain pg clients", async () => {
     const first = await openDatabase({ dataDir });
     expect(first.embedded).toBe(true);
