@@ -1,4 +1,5 @@
-import type { Queryable } from "./sql.ts";
+import type pg from "pg";
+import { type Queryable, withTransaction } from "./sql.ts";
 
 export const JOB_STATUSES = [
   "queued",
@@ -282,15 +283,47 @@ export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<J
   return rows.map(toJob);
 }
 
-/** What a repository's jobs created since `since` have cost, for daily caps. */
-export async function repositoryCostSince(
-  db: Queryable,
-  repositoryId: number,
-  since: Date,
-): Promise<number> {
-  const { rows } = await db.query<{ total: string }>(
-    "SELECT coalesce(sum(cost_usd), 0) AS total FROM jobs WHERE repository_id = $1 AND created_at >= $2",
-    [repositoryId, since],
-  );
-  return Number(rows[0]?.total ?? 0);
+export interface BudgetGrant {
+  /** What this attempt may spend; 0 when a limit is reached. */
+  grantUsd: number;
+  dailyLeftUsd: number;
+  jobLeftUsd: number;
+}
+
+/**
+ * Reserves what a job's attempt may spend, under a lock on its repository's row, so that
+ * concurrent jobs of one repository never promise more than the day's limit between them: an
+ * unfinished job counts with what it was granted, a finished one with what it spent.
+ */
+export function reserveBudget(
+  pool: pg.Pool,
+  input: {
+    jobId: number;
+    repositoryId: number;
+    since: Date;
+    maxDailyUsd: number;
+    maxJobUsd: number;
+  },
+): Promise<BudgetGrant> {
+  return withTransaction(pool, async (client) => {
+    await client.query("SELECT 1 FROM repositories WHERE id = $1 FOR UPDATE", [input.repositoryId]);
+    const { rows } = await client.query<{ others: string; own: string }>(
+      `SELECT coalesce(sum(CASE WHEN finished_at IS NULL
+                                THEN greatest(cost_usd, coalesce(reserved_usd, 0))
+                                ELSE cost_usd END) FILTER (WHERE id <> $2), 0) AS others,
+              coalesce(sum(cost_usd) FILTER (WHERE id = $2), 0) AS own
+         FROM jobs WHERE repository_id = $1 AND (created_at >= $3 OR id = $2)`,
+      [input.repositoryId, input.jobId, input.since],
+    );
+    const others = Number(rows[0]?.others ?? 0);
+    const own = Number(rows[0]?.own ?? 0);
+    const dailyLeftUsd = input.maxDailyUsd - others - own;
+    const jobLeftUsd = input.maxJobUsd - own;
+    const grantUsd = Math.max(0, Math.min(dailyLeftUsd, jobLeftUsd));
+    await client.query("UPDATE jobs SET reserved_usd = $2 WHERE id = $1", [
+      input.jobId,
+      own + grantUsd,
+    ]);
+    return { grantUsd, dailyLeftUsd, jobLeftUsd };
+  });
 }

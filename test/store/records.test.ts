@@ -14,7 +14,7 @@ import {
   insertJob,
   insertJobs,
   listJobs,
-  repositoryCostSince,
+  reserveBudget,
   updateJob,
 } from "../../src/store/jobs.ts";
 import { databases, newJob, seedChat, seedJob } from "../helpers/db.ts";
@@ -205,9 +205,55 @@ describe.each(databases())("store records on $name", (target) => {
     expect(
       (await listJobs(db.pool, { chatId: chat.id, beforeId: second.id })).map((j) => j.id),
     ).toEqual([job.id]);
-    expect(
-      await repositoryCostSince(db.pool, chat.repositoryId, new Date(Date.now() - 60_000)),
-    ).toBe(0.125);
+  });
+
+  it("reserves daily budget so concurrent jobs never promise more than the day allows", async () => {
+    const { chat } = await seedChat(db, 4242);
+    const [done, a, b] = [
+      await seedJob(db, chat),
+      await seedJob(db, chat),
+      await seedJob(db, chat),
+    ];
+    await updateJob(db.pool, done.id, { costUsd: 6, status: "succeeded" });
+    const limits = { repositoryId: 4242, since: new Date(Date.now() - 60_000), maxDailyUsd: 10 };
+    const reserve = (jobId: number) => reserveBudget(db.pool, { ...limits, jobId, maxJobUsd: 5 });
+    const grants = await Promise.all([reserve(a.id), reserve(b.id)]);
+    expect(grants.map((g) => g.grantUsd).sort()).toEqual([0, 4]);
+
+    // The granted job ends having spent less: what it did not spend is free again.
+    const winner = grants[0]?.grantUsd === 4 ? a : b;
+    const other = winner === a ? b : a;
+    await updateJob(db.pool, winner.id, { costUsd: 1, status: "succeeded" });
+    expect(await reserve(other.id)).toEqual({ grantUsd: 3, dailyLeftUsd: 3, jobLeftUsd: 5 });
+  });
+
+  // PGlite has one backend, so its transactions never overlap; PostgreSQL's do.
+  it.runIf(target.name === "postgres")("reserves under a lock on the repository", async () => {
+    const { chat } = await seedChat(db, 4243);
+    const job = await seedJob(db, chat);
+    const holder = await db.pool.connect();
+    await holder.query("BEGIN");
+    await holder.query("SELECT 1 FROM repositories WHERE id = 4243 FOR UPDATE");
+    const since = new Date(Date.now() - 60_000);
+    const pending = reserveBudget(db.pool, {
+      jobId: job.id,
+      repositoryId: 4243,
+      since,
+      maxDailyUsd: 10,
+      maxJobUsd: 5,
+    });
+    const waiting = async () => {
+      const { rows } = await holder.query(
+        "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+      );
+      return rows.length === 1;
+    };
+    const deadline = Date.now() + 5000;
+    while (!(await waiting()) && Date.now() < deadline);
+    expect(await waiting()).toBe(true);
+    await holder.query("COMMIT");
+    holder.release();
+    expect((await pending).grantUsd).toBe(5);
   });
 
   it("cancels a queued job outright and a running one by request", async () => {

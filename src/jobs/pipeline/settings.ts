@@ -1,5 +1,6 @@
 // The settings a job runs with: defaults < the settings page < `.github/vmpilot.yml`, and how much
-// of the repository's daily budget is left.
+// of the repository's daily budget this attempt may reserve.
+import type pg from "pg";
 import type { ProbotOctokit } from "probot";
 import { checkRepoConfig, type RepoSettings, resolveSettings } from "../../config/repo-config.ts";
 import {
@@ -8,8 +9,7 @@ import {
   renderConfigError,
 } from "../../github/repo-config-loader.ts";
 import { getRepository } from "../../store/installations.ts";
-import { type Job, repositoryCostSince } from "../../store/jobs.ts";
-import type { Queryable } from "../../store/sql.ts";
+import { type Job, reserveBudget } from "../../store/jobs.ts";
 
 export type JobSettings =
   | { ok: true; settings: RepoSettings /** The most this attempt may spend. */; budgetUsd: number }
@@ -21,7 +21,7 @@ function startOfUtcDay(now: Date): Date {
 }
 
 export async function jobSettings(
-  db: Queryable,
+  db: pg.Pool,
   octokit: ProbotOctokit,
   job: Job,
   view: {
@@ -52,19 +52,20 @@ export async function jobSettings(
     page: page.ok ? page.config : null,
     file: load.config,
   }).values;
-  // Today's spending includes this job's earlier attempts, which the job limit counts already.
-  const spentToday =
-    (await repositoryCostSince(db, job.repositoryId, startOfUtcDay(view.now ?? new Date()))) -
-    job.costUsd;
-  const dailyLeft = settings.maxDailyCostUsd - spentToday;
-  const jobLeft = settings.maxCostUsd - job.costUsd;
-  if (dailyLeft <= 0) {
-    const error = `This repository reached its daily cost limit ($${settings.maxDailyCostUsd.toFixed(2)}); vmpilot will work again tomorrow (UTC), or a maintainer can raise maxDailyCostUsd.`;
+  const budget = await reserveBudget(db, {
+    jobId: job.id,
+    repositoryId: job.repositoryId,
+    since: startOfUtcDay(view.now ?? new Date()),
+    maxDailyUsd: settings.maxDailyCostUsd,
+    maxJobUsd: settings.maxCostUsd,
+  });
+  if (budget.dailyLeftUsd <= 0) {
+    const error = `This repository reached its daily cost limit ($${settings.maxDailyCostUsd.toFixed(2)}), counting what running jobs may still spend; vmpilot will work again tomorrow (UTC), or a maintainer can raise maxDailyCostUsd.`;
     return { ok: false, error };
   }
-  if (jobLeft <= 0) {
+  if (budget.jobLeftUsd <= 0) {
     const error = `This job already spent its limit of $${settings.maxCostUsd.toFixed(2)} (maxCostUsd).`;
     return { ok: false, error };
   }
-  return { ok: true, settings, budgetUsd: Math.min(dailyLeft, jobLeft) };
+  return { ok: true, settings, budgetUsd: budget.grantUsd };
 }
