@@ -59,10 +59,12 @@ export interface GitClient {
   raw(args: readonly string[], input?: string): Promise<string>;
 }
 
-function client(baseDir: string, env: Record<string, string>): GitClient {
+function client(baseDir: string, env: Record<string, string>, lockFile?: string): GitClient {
   return {
     async raw(args, input) {
-      const spec = { file: "git", args, cwd: baseDir, env, group: false, input };
+      // flock(1) holds the lock for the command's lifetime, also against other worker processes.
+      const locked = lockFile ? { file: "flock", args: [lockFile, "git", ...args] } : undefined;
+      const spec = { file: "git", args, cwd: baseDir, env, group: false, input, ...locked };
       const result = await launchAndCollect(spec);
       if (result.code === 0) return result.stdout;
       // `push --porcelain` reports rejections on stdout.
@@ -79,14 +81,19 @@ function client(baseDir: string, env: Record<string, string>): GitClient {
  * Git for the worker's own commands, with a minimal environment: the worker's secrets stay out of
  * git's environment, and credentials (if any) are added for this client only.
  */
-export function gitClient(baseDir: string, auth?: GitAuth): GitClient {
-  return client(baseDir, {
+export function gitClient(
+  baseDir: string,
+  auth?: GitAuth,
+  options: { lockFile?: string } = {},
+): GitClient {
+  const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: process.env.HOME ?? "/",
     LANG: "C",
     GIT_TERMINAL_PROMPT: "0",
     ...authEnv(auth),
-  });
+  };
+  return client(baseDir, env, options.lockFile);
 }
 
 /** Git as the user would run it, with their environment and credentials: for the CLI only. */

@@ -17,7 +17,10 @@ export function mirrorName(cleanUrl: string): string {
 
 const locks = new Map<string, Promise<unknown>>();
 
-/** Runs `task` after every earlier task with the same key, so two fetches never share a mirror. */
+/**
+ * Runs `task` after every earlier task with the same key, so two fetches of this process never
+ * share a mirror (fetches of other processes wait on the mirror's lock file).
+ */
 async function serialized<T>(key: string, task: () => Promise<T>): Promise<T> {
   const previous = locks.get(key) ?? Promise.resolve();
   const run = previous.then(task, task);
@@ -37,6 +40,13 @@ export interface Mirror {
   url: string;
 }
 
+function hasHead(repository: string): Promise<boolean> {
+  return access(join(repository, "HEAD")).then(
+    () => true,
+    () => false,
+  );
+}
+
 /**
  * Creates or refreshes the bare mirror of a repository. Branches and tags are mirrored (not
  * every ref: GitHub's refs/pull/* would dwarf the rest). A new mirror is cloned beside its final
@@ -48,12 +58,8 @@ export function syncMirror(dataDir: string, repo: string, auth?: GitAuth): Promi
   const mirrors = join(dataDir, "mirrors");
   const path = join(mirrors, mirrorName(clean.url));
   return serialized(path, async () => {
-    const exists = await access(join(path, "HEAD")).then(
-      () => true,
-      () => false,
-    );
-    if (exists) {
-      await gitClient(path, credentials).raw([
+    if (await hasHead(path)) {
+      await gitClient(path, credentials, { lockFile: join(path, "vmpilot-fetch.lock") }).raw([
         // gc is off for mirrors (checkouts borrow their objects): nothing for maintenance to do.
         "-c",
         "maintenance.auto=false",
@@ -76,7 +82,8 @@ export function syncMirror(dataDir: string, repo: string, auth?: GitAuth): Promi
       await rename(partial, path);
     } catch (error) {
       await rm(partial, { recursive: true, force: true });
-      throw error;
+      // Another worker process sharing the data dir made the mirror first: use theirs.
+      if (!(await hasHead(path))) throw error;
     }
     return { path, url: clean.url };
   });

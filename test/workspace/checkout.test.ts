@@ -1,4 +1,5 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, fork } from "node:child_process";
+import { once } from "node:events";
 import {
   mkdtemp,
   readdir,
@@ -11,7 +12,8 @@ import {
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { prepareCheckout } from "../../src/workspace/checkout.ts";
 import { authEnv, cleanRepoUrl, validateBranchName } from "../../src/workspace/git.ts";
 import { syncMirror } from "../../src/workspace/mirror.ts";
@@ -115,6 +117,41 @@ describe("prepareCheckout", () => {
     );
     expect(new Set(results.map((r) => r.path)).size).toBe(1);
     expect(await readdir(join(data, "mirrors"))).toHaveLength(1);
+  });
+
+  it("shares a mirror with another worker process on the same data dir", async () => {
+    const other = fork(fileURLToPath(new URL("./fixtures/sync-mirror.ts", import.meta.url)), {
+      execArgv: ["--import", "tsx"],
+    });
+    onTestFinished(() => {
+      other.kill();
+    });
+    await once(other, "message");
+    const source = join(served, "acme", "shared");
+    execFileSync("git", ["init", "-q", "-b", "main", source]);
+    commitFile(source, "README.md", "shared\n");
+    const ask = {
+      dataDir: join(base, "shared-data"),
+      repo: server.url("acme/shared"),
+      token: TOKEN,
+    };
+    const there = () =>
+      once(other, "message").then(([reply]) => reply as { path?: string; error?: string });
+    // Both find no mirror and clone one; then both fetch a new commit at the same moment.
+    for (const round of ["new mirror", "fetch"]) {
+      if (round === "fetch") commitFile(source, "SHARED.md", "fetched twice at once\n");
+      const theirs = there();
+      other.send(ask);
+      const [mine, reply] = await Promise.all([
+        syncMirror(ask.dataDir, ask.repo, { token: TOKEN }),
+        theirs,
+      ]);
+      expect(reply).toEqual({ path: mine.path });
+      expect(git(mine.path, "rev-parse", "main")).toBe(git(source, "rev-parse", "HEAD"));
+    }
+    expect(
+      (await readdir(join(ask.dataDir, "mirrors"))).filter((n) => n.includes("partial")),
+    ).toEqual([]);
   });
 
   it("claims a spare checkout and moves it to the current base", async () => {
