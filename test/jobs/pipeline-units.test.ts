@@ -1,9 +1,9 @@
 // The pipeline's steps on their own: what is asked of the agent, on which branch, what is
 // logged, what a review becomes, and how the chat is repaired after a crash.
 import nock from "nock";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import type { IssueContext } from "../../src/github/issue-context.ts";
-import { ThrottledComment } from "../../src/github/progress-comment.ts";
+import { formatDuration, ThrottledComment } from "../../src/github/progress-comment.ts";
 import { loadChat } from "../../src/jobs/pipeline/history.ts";
 import { describeToolCall, JobProgress } from "../../src/jobs/pipeline/progress.ts";
 import {
@@ -303,6 +303,33 @@ describe("JobProgress", () => {
     expect(String(events[1]?.data.log).length).toBeLessThan(201_000);
     expect((await getJob(db.pool, job.id))?.costUsd).toBeCloseTo(0.75);
     expect(bodies[0]).toContain("Latest: `$ echo [REDACTED]`");
+  });
+
+  it("refreshes the elapsed time while no events arrive, until stopped", () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
+    let now = 1_000_000;
+    const bodies: string[] = [];
+    const comment = { update: (body: string) => bodies.push(body) };
+    const progress = new JobProgress({
+      db: db.pool,
+      jobId: 1,
+      comment: comment as unknown as ThrottledComment,
+      view: { jobId: 1, jobUrl: "u", current: "agent", startedAt: now, costUsd: 0 },
+      baseCostUsd: 0,
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+      now: () => now,
+    });
+    now += 30_000;
+    vi.advanceTimersByTime(30_000);
+    expect(bodies).toHaveLength(1);
+    expect(bodies[0]).toContain(`Elapsed ${formatDuration(30_000)}`);
+    progress.stop();
+    now += 60_000;
+    vi.advanceTimersByTime(60_000);
+    expect(bodies).toHaveLength(1);
   });
 
   it("describes tool calls in one line", () => {

@@ -16,6 +16,8 @@ import type { Queryable } from "../../store/sql.ts";
 // The page cuts outputs at 100,000 characters; storing more only grows the table.
 const LOG_CAP = 200_000;
 const ACTIVITY_CAP = 200;
+// The elapsed time moves on while a long test run or model turn sends no events.
+const HEARTBEAT_MS = 30_000;
 
 /** One line for the progress comment: what the agent is doing now. */
 export function describeToolCall(name: string, input: unknown): string {
@@ -63,11 +65,18 @@ export class JobProgress {
   readonly #now: () => number;
   /** Writes go out in order, one after another; flush() waits for them. */
   #writes: Promise<void> = Promise.resolve();
+  readonly #heartbeat: NodeJS.Timeout;
 
   constructor(options: JobProgressOptions) {
     this.#o = options;
     this.view = { ...options.view };
     this.#now = options.now ?? Date.now;
+    this.#heartbeat = setInterval(() => this.#show(), HEARTBEAT_MS).unref();
+  }
+
+  /** Ends the elapsed-time refresh; for when the job's final comment is written. */
+  stop(): void {
+    clearInterval(this.#heartbeat);
   }
 
   /** Moves the checklist to `step` and logs a pipeline event. */

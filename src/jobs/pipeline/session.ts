@@ -77,6 +77,7 @@ export async function openSession(deps: SessionDeps, job: Job): Promise<Session>
   });
 
   const end: Session["end"] = async (status, body, error) => {
+    progress.stop();
     await progress.flush();
     try {
       await comment.finish(body);
@@ -112,6 +113,7 @@ export async function openSession(deps: SessionDeps, job: Job): Promise<Session>
         redact(reason).slice(0, 2000),
       ),
     async retrying(attempt) {
+      progress.stop();
       await progress.flush();
       const body = renderNotice({
         ...view,
