@@ -22,6 +22,8 @@ export interface JobContext {
   appSlug: string;
   /** The command word, e.g. "vmpilot" for `/vmpilot fix`. */
   command: string;
+  /** The requester's GitHub user id, for their `Co-authored-by` address. */
+  requesterId?: number;
   /** The label that triggers work on this repository. */
   label: string;
   /** `/vmpilot <word>` with a word that is not a verb. */

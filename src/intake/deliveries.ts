@@ -20,6 +20,7 @@ export interface TriggerDelivery {
   htmlUrl: string;
   target: TriggerTarget;
   requester: string;
+  requesterId: number;
 }
 
 export type IssuesPayload = Context<
@@ -32,7 +33,7 @@ export type ReviewPayload = Context<"pull_request_review.submitted">["payload"];
 interface Common {
   repository: IssuesPayload["repository"];
   installation?: { id: number };
-  sender: { login: string; type: string };
+  sender: { login: string; id: number; type: string };
 }
 
 function common(payload: Common) {
@@ -50,6 +51,7 @@ function common(payload: Common) {
       defaultBranch: repo.default_branch,
     },
     requester: payload.sender.login,
+    requesterId: payload.sender.id,
   };
 }
 

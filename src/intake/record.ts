@@ -213,6 +213,7 @@ function newJob(
     target: delivery.target,
     appSlug: deps.appSlug,
     command: deps.command,
+    requesterId: delivery.requesterId,
     label,
     ...(trigger.unknownVerb ? { unknownVerb: trigger.unknownVerb } : {}),
   };

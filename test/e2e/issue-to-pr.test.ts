@@ -36,6 +36,7 @@ useGitHubMock();
 const REPO = "Codertocat/Hello-World";
 const TOKEN = `ghs_${"e2eInstallationTok".repeat(2)}`;
 const API_KEY = `sk-ant-api03-${"e".repeat(40)}`;
+// The webhook sender's id (Codertocat in the example payloads): the Co-authored-by address uses it.
 const REQUESTER_ID = 21031067;
 
 let base: string;
@@ -138,9 +139,7 @@ function mockReads(number: number, comments: unknown[] = []) {
     })
     .get(`/repos/${REPO}/issues/${number}/comments`)
     .query(true)
-    .reply(200, comments)
-    .get("/users/Codertocat")
-    .reply(200, { login: "Codertocat", id: REQUESTER_ID });
+    .reply(200, comments);
 }
 
 /** The job's one comment: its first body, then every edit, and the order GitHub saw them in. */

@@ -25,6 +25,8 @@ export interface DeliverInput {
   tests?: TestsSummary;
   author: CommitIdentity;
   requester: string;
+  /** From the webhook; without it the id is looked up. */
+  requesterId?: number;
   /** The issue the pull request fixes, when the chat started on one. */
   fixes?: number;
   /** The pull request the chat opened before. */
@@ -44,7 +46,12 @@ export interface Delivered {
 }
 
 /** `Co-authored-by` needs GitHub's noreply address with the user id to credit the requester. */
-async function coAuthor(octokit: ProbotOctokit, login: string): Promise<CommitIdentity> {
+async function coAuthor(
+  octokit: ProbotOctokit,
+  login: string,
+  id: number | undefined,
+): Promise<CommitIdentity> {
+  if (id !== undefined) return { name: login, email: `${id}+${login}@users.noreply.github.com` };
   try {
     const { data } = await octokit.rest.users.getByUsername({ username: login });
     return { name: login, email: `${data.id}+${login}@users.noreply.github.com` };
@@ -67,7 +74,7 @@ export async function deliver(input: DeliverInput): Promise<Delivered> {
     commit: {
       message: input.title,
       author: input.author,
-      coAuthors: [await coAuthor(input.octokit, input.requester)],
+      coAuthors: [await coAuthor(input.octokit, input.requester, input.requesterId)],
     },
     // Our own branch may be rewritten, but only from what it was when the job began.
     lease: input.served ? undefined : ws.remoteSha,

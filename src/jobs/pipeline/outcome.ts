@@ -108,6 +108,7 @@ export async function fixBody(input: FixInput): Promise<string> {
       email: `${context.appSlug}[bot]@users.noreply.github.com`,
     },
     requester: job.requester,
+    requesterId: context.requesterId,
     fixes: chat.kind === "issue" ? chat.number : undefined,
     knownPr: chat.prNumber ?? job.prNumber,
     jobUrl: session.url,
