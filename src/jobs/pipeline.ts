@@ -230,6 +230,8 @@ async function work(
     mode: request.mode,
     workspace: ws.workspace,
     history: history.messages,
+    storedCount: history.storedCount,
+    logger: deps.logger,
     instruction: resuming
       ? RESUME_INSTRUCTION
       : instructionFor({

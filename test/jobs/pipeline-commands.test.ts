@@ -2,7 +2,9 @@
 // real pipeline (sandbox, git, PGlite) with GitHub and the model faked at their HTTP edges.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { SUMMARY_REQUEST } from "../../src/agent/compaction.ts";
 import { runPipeline } from "../../src/jobs/pipeline.ts";
+import { getCompaction } from "../../src/store/compactions.ts";
 import { getJob } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";
 import { type FakeReply, overloaded, text, toolUse } from "../helpers/anthropic-fake.ts";
@@ -111,6 +113,45 @@ describe("pipeline commands", () => {
     expect(await runPipeline(run(approve.job.id), h.deps())).toBe("succeeded");
     expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
     expect(comment.at(-1)).toContain("Opened draft pull request #12");
+  });
+
+  it("stores a compacted conversation, and the chat's next job starts from it", async () => {
+    const seeded = await h.seedRepo();
+    const first = await h.seedJob(seeded, { trigger: "command", command: "plan" });
+    mockStart(seeded);
+    captureComment(seeded.repo, first.commentId);
+    const look = (command: string) => ({ content: [toolUse("bash", { command })] });
+    h.fake.push(
+      look("cat value.txt"),
+      look("cat test.sh"),
+      // A prompt this large makes the loop compact before its next request.
+      { ...look("ls"), usage: { input_tokens: 900_000 } },
+      (request) => {
+        expect(lastTurn(request.body)).toContain(SUMMARY_REQUEST.slice(0, 40));
+        return { content: [text("Looked at value.txt and test.sh; value.txt must say fixed.")] };
+      },
+      { content: [text("Plan:\n1. Write fixed into value.txt.")] },
+    );
+    expect(await runPipeline(run(first.job.id), h.deps())).toBe("succeeded");
+    // Instruction + three tool rounds were stored when the loop compacted them into a summary
+    // and the last three rounds; the final answer came after.
+    const compaction = await getCompaction(h.db.pool, seeded.chatId);
+    expect(compaction?.coveredMessages).toBe(7);
+    expect(JSON.stringify(compaction?.messages[0])).toContain("value.txt must say fixed");
+    expect(await listMessages(h.db.pool, seeded.chatId)).toHaveLength(8);
+
+    const second = await h.seedJob(seeded, { trigger: "command", command: "plan" });
+    mockStart(seeded);
+    captureComment(seeded.repo, second.commentId);
+    h.fake.push((request) => {
+      const messages = request.body.messages;
+      expect(JSON.stringify(messages[0])).toContain("replaced by this summary");
+      expect(JSON.stringify(messages)).not.toContain("<github_context>\n# Crash");
+      // The summary and the three rounds it kept, the final answer, then the new request.
+      expect(messages).toHaveLength(9);
+      return { content: [text("Plan:\n1. Same as before.")] };
+    });
+    expect(await runPipeline(run(second.job.id), h.deps())).toBe("succeeded");
   });
 
   it("retry runs the chat's last request again", async () => {

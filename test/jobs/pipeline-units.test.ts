@@ -15,6 +15,7 @@ import { commentableLines, parseReview } from "../../src/jobs/pipeline/review.ts
 import { jobSettings } from "../../src/jobs/pipeline/settings.ts";
 import { chooseTarget } from "../../src/jobs/pipeline/target.ts";
 import { type Chat, findOrCreateChat } from "../../src/store/chats.ts";
+import { saveCompaction } from "../../src/store/compactions.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
@@ -248,6 +249,25 @@ describe("loadChat", () => {
     });
     expect(await listMessages(db.pool, chat.id)).toHaveLength(3);
     // Loading again changes nothing.
+    expect((await loadChat(db.pool, chat.id, jobId)).messages).toHaveLength(3);
+  });
+});
+
+describe("chat compactions", () => {
+  it("keep the newest, and one that stands for more than is stored is not used", async () => {
+    const { chat, jobs } = await chatWithJobs([{}]);
+    const jobId = (jobs[0] as Job).id;
+    for (const content of ["one", "two", "three"]) {
+      await appendMessage(db.pool, { chatId: chat.id, role: "user", content, jobId });
+    }
+    const summary = { role: "user", content: "summary of one and two" };
+    await saveCompaction(db.pool, chat.id, { coveredMessages: 2, messages: [summary] });
+    await saveCompaction(db.pool, chat.id, { coveredMessages: 1, messages: [{ stale: true }] });
+    const loaded = await loadChat(db.pool, chat.id, jobId);
+    expect(loaded.messages.map((m) => m.content)).toEqual(["summary of one and two", "three"]);
+    expect(loaded.storedCount).toBe(3);
+
+    await saveCompaction(db.pool, chat.id, { coveredMessages: 9, messages: [summary] });
     expect((await loadChat(db.pool, chat.id, jobId)).messages).toHaveLength(3);
   });
 });

@@ -7,6 +7,8 @@ import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent
 import { buildSystemPrompt } from "../../agent/prompt.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import type { TestsSummary } from "../../github/progress-comment.ts";
+import { saveCompaction } from "../../store/compactions.ts";
+import type { Logger } from "../../store/logger.ts";
 import { appendMessage } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
 import type { Workspace } from "../../workspace/types.ts";
@@ -20,6 +22,8 @@ export interface JobAgentInput {
   mode: Mode;
   workspace: Workspace;
   history: Anthropic.MessageParam[];
+  /** How many stored messages `history` stands for (see loadChat). */
+  storedCount: number;
   instruction: string;
   settings: RepoSettings;
   /** The most this run may spend (job and daily limits). */
@@ -29,6 +33,7 @@ export interface JobAgentInput {
   anthropic?: Anthropic | ClientOptions;
   streamRetryDelayMs?: number;
   progress: JobProgress;
+  logger: Logger;
   signal: AbortSignal;
 }
 
@@ -53,7 +58,9 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
       : createClient(input.anthropic);
   const readOnly = input.mode === "plan" || input.mode === "review";
   const { progress } = input;
-  return runAgent({
+  let stored = input.storedCount;
+  let compacted = Promise.resolve();
+  const result = await runAgent({
     workspace: input.workspace,
     messages: input.history,
     instruction: input.instruction,
@@ -68,6 +75,15 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
     ...(readOnly && { tools: ["bash"] }),
     onEvent: (event) => {
       if (event.type === "tool_call" && event.name === "report_tests") progress.step("tests");
+      if (event.type === "compacted") {
+        // Every message so far is stored (onMessage is awaited): the compaction stands for them.
+        const compaction = { coveredMessages: stored, messages: event.messages };
+        compacted = compacted
+          .then(() => saveCompaction(input.db, input.chatId, compaction))
+          .catch((error: unknown) => {
+            input.logger.warn({ err: error, jobId: input.jobId }, "storing a compaction failed");
+          });
+      }
       progress.onEvent(event);
     },
     // Stored before the loop goes on, so a crash loses at most the turn in flight.
@@ -78,9 +94,12 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
         content: message.content,
         jobId: input.jobId,
       });
+      stored++;
     },
     signal: input.signal,
     client,
     streamRetryDelayMs: input.streamRetryDelayMs,
   });
+  await compacted;
+  return result;
 }

@@ -1,5 +1,6 @@
 // The chat's conversation as the model API takes it, loaded from the append-only store.
 import type Anthropic from "@anthropic-ai/sdk";
+import { getCompaction } from "../../store/compactions.ts";
 import { appendMessage, listMessages } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
 
@@ -13,18 +14,29 @@ function pendingToolUses(message: MessageParam | undefined): string[] {
   return message.content.flatMap((block) => (block.type === "tool_use" ? [block.id] : []));
 }
 
+export interface LoadedChat {
+  messages: MessageParam[];
+  fromThisJob: number;
+  /** How many stored messages `messages` stand for (a compaction stands for several). */
+  storedCount: number;
+}
+
 /**
- * Every stored message of the chat, in order. A worker that died between a model reply and its
- * tool results leaves tool calls unanswered, which the API rejects; they get answered here (and
- * the answer is stored), so the chat can go on.
+ * The chat's conversation: its last compaction, if any, then the stored messages after it. A
+ * worker that died between a model reply and its tool results leaves tool calls unanswered,
+ * which the API rejects; they get answered here (and the answer is stored), so the chat can go on.
  */
-export async function loadChat(
-  db: Queryable,
-  chatId: number,
-  jobId: number,
-): Promise<{ messages: MessageParam[]; fromThisJob: number }> {
-  const stored = await listMessages(db, chatId);
-  const messages = stored.map((m) => ({ role: m.role, content: m.content }) as MessageParam);
+export async function loadChat(db: Queryable, chatId: number, jobId: number): Promise<LoadedChat> {
+  const [stored, compaction] = await Promise.all([
+    listMessages(db, chatId),
+    getCompaction(db, chatId),
+  ]);
+  const all = stored.map((m) => ({ role: m.role, content: m.content }) as MessageParam);
+  const covered = compaction && compaction.coveredMessages <= all.length ? compaction : undefined;
+  const messages = covered
+    ? [...(covered.messages as MessageParam[]), ...all.slice(covered.coveredMessages)]
+    : all;
+  let storedCount = stored.length;
   let fromThisJob = stored.filter((m) => m.jobId === jobId).length;
   const unanswered = pendingToolUses(messages.at(-1));
   if (unanswered.length > 0) {
@@ -37,6 +49,7 @@ export async function loadChat(
     await appendMessage(db, { chatId, role: "user", content, jobId });
     messages.push({ role: "user", content });
     fromThisJob++;
+    storedCount++;
   }
-  return { messages, fromThisJob };
+  return { messages, fromThisJob, storedCount };
 }

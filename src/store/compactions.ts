@@ -1,0 +1,34 @@
+import type { Queryable } from "./sql.ts";
+
+export interface Compaction {
+  /** How many of the chat's stored messages, oldest first, `messages` stand for. */
+  coveredMessages: number;
+  messages: unknown[];
+}
+
+export async function saveCompaction(
+  db: Queryable,
+  chatId: number,
+  compaction: Compaction,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO chat_compactions (chat_id, covered_messages, messages) VALUES ($1, $2, $3)
+     ON CONFLICT (chat_id) DO UPDATE
+       SET covered_messages = EXCLUDED.covered_messages, messages = EXCLUDED.messages,
+           created_at = now()
+     WHERE chat_compactions.covered_messages <= EXCLUDED.covered_messages`,
+    [chatId, compaction.coveredMessages, JSON.stringify(compaction.messages)],
+  );
+}
+
+export async function getCompaction(
+  db: Queryable,
+  chatId: number,
+): Promise<Compaction | undefined> {
+  const { rows } = await db.query<{ covered_messages: number; messages: unknown[] }>(
+    "SELECT covered_messages, messages FROM chat_compactions WHERE chat_id = $1",
+    [chatId],
+  );
+  const row = rows[0];
+  return row && { coveredMessages: row.covered_messages, messages: row.messages };
+}
