@@ -78,7 +78,8 @@ export async function createBranch(root: string, name: string): Promise<void> {
 export async function prepareCheckout(options: CheckoutOptions): Promise<Checkout> {
   validateBranchName(options.branch);
   if (options.baseBranch !== undefined) validateBranchName(options.baseBranch);
-  const mirror = await syncMirror(options.dataDir, options.repo, options.auth);
+  const logger = options.logger ?? defaultLogger();
+  const mirror = await syncMirror(options.dataDir, options.repo, options.auth, logger);
   const [heads, defaultName] = await Promise.all([
     mirrorHeads(mirror.path),
     options.baseBranch ?? defaultBranch(mirror),
@@ -103,7 +104,7 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     baseSha = (await gitClient(options.dest).raw(["rev-parse", "HEAD"])).trim();
   }
   if (options.keepSpare) {
-    replenishSpare(options.dataDir, mirror, options.logger ?? defaultLogger());
+    replenishSpare(options.dataDir, mirror, logger);
   }
 
   return {

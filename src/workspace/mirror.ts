@@ -2,6 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { access, mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { cleanRepoUrl, type GitAuth, gitClient } from "./git.ts";
+import { defaultLogger, type WorkspaceLogger } from "./logger.ts";
 
 /** A readable, collision-free directory name for one repository URL. */
 export function mirrorName(cleanUrl: string): string {
@@ -33,6 +34,9 @@ async function serialized<T>(key: string, task: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Held by fetches and repacks of every worker process sharing the data dir. */
+const LOCK_FILE = "vmpilot.lock";
+
 export interface Mirror {
   /** The bare repository under `<dataDir>/mirrors`. */
   path: string;
@@ -52,14 +56,19 @@ function hasHead(repository: string): Promise<boolean> {
  * every ref: GitHub's refs/pull/* would dwarf the rest). A new mirror is cloned beside its final
  * place and renamed in, so an interrupted clone never leaves a half mirror behind.
  */
-export function syncMirror(dataDir: string, repo: string, auth?: GitAuth): Promise<Mirror> {
+export function syncMirror(
+  dataDir: string,
+  repo: string,
+  auth?: GitAuth,
+  logger: WorkspaceLogger = defaultLogger(),
+): Promise<Mirror> {
   const clean = cleanRepoUrl(repo);
   const credentials = auth ?? clean.auth;
   const mirrors = join(dataDir, "mirrors");
   const path = join(mirrors, mirrorName(clean.url));
   return serialized(path, async () => {
     if (await hasHead(path)) {
-      await gitClient(path, credentials, { lockFile: join(path, "vmpilot-fetch.lock") }).raw([
+      await gitClient(path, credentials, { lockFile: join(path, LOCK_FILE) }).raw([
         // gc is off for mirrors (checkouts borrow their objects): nothing for maintenance to do.
         "-c",
         "maintenance.auto=false",
@@ -69,6 +78,10 @@ export function syncMirror(dataDir: string, repo: string, auth?: GitAuth): Promi
         "--tags",
         "origin",
       ]);
+      // After this fetch and before the next, without delaying this job.
+      serialized(path, () => maintainMirror(path)).catch((error: unknown) => {
+        logger.warn({ err: error, mirror: path }, "could not repack a mirror");
+      });
       return { path, url: clean.url };
     }
     await mkdir(mirrors, { recursive: true });
@@ -87,6 +100,28 @@ export function syncMirror(dataDir: string, repo: string, auth?: GitAuth): Promi
     }
     return { path, url: clean.url };
   });
+}
+
+/** Past these a mirror is repacked: small fetches leave loose objects, larger ones a pack each. */
+export const REPACK_LIMITS = { looseObjects: 2000, packs: 30 };
+
+/**
+ * Packs a mirror's objects into one pack once they have piled up. Unreachable objects are kept:
+ * checkouts borrow the mirror's objects, and one may still need a commit a force-push left
+ * behind. Returns whether it repacked.
+ */
+export async function maintainMirror(path: string, limits = REPACK_LIMITS): Promise<boolean> {
+  const stats = await gitClient(path).raw(["count-objects", "-v"]);
+  const stat = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, "m").exec(stats)?.[1] ?? 0);
+  if (stat("count") <= limits.looseObjects && stat("packs") <= limits.packs) return false;
+  await gitClient(path, undefined, { lockFile: join(path, LOCK_FILE) }).raw([
+    "repack",
+    "-a",
+    "-d",
+    "-q",
+    "--keep-unreachable",
+  ]);
+  return true;
 }
 
 /**

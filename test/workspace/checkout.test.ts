@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { prepareCheckout } from "../../src/workspace/checkout.ts";
 import { authEnv, cleanRepoUrl, validateBranchName } from "../../src/workspace/git.ts";
-import { syncMirror } from "../../src/workspace/mirror.ts";
+import { maintainMirror, syncMirror } from "../../src/workspace/mirror.ts";
 import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
 import { sparesSettled } from "../../src/workspace/spares.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
@@ -152,6 +152,23 @@ describe("prepareCheckout", () => {
     expect(
       (await readdir(join(ask.dataDir, "mirrors"))).filter((n) => n.includes("partial")),
     ).toEqual([]);
+  });
+
+  it("repacks a mirror whose objects piled up, keeping those no branch reaches", async () => {
+    const mirror = await syncMirror(join(base, "repack-data"), server.url("acme/app"), {
+      token: TOKEN,
+    });
+    const orphan = execFileSync("git", ["hash-object", "-w", "--stdin"], {
+      cwd: mirror.path,
+      input: "left behind by a force-push\n",
+      encoding: "utf8",
+    }).trim();
+    const loose = () => git(mirror.path, "count-objects", "-v").match(/^count: (\d+)$/m)?.[1];
+    expect(Number(loose())).toBeGreaterThan(0);
+    expect(await maintainMirror(mirror.path)).toBe(false);
+    expect(await maintainMirror(mirror.path, { looseObjects: 0, packs: 100 })).toBe(true);
+    expect(loose()).toBe("0");
+    expect(git(mirror.path, "cat-file", "-p", orphan)).toBe("left behind by a force-push");
   });
 
   it("claims a spare checkout and moves it to the current base", async () => {
