@@ -145,6 +145,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
                 installationToken: (id) => installationToken(probot, id),
                 publicUrl: config.publicUrl,
                 dataDir: config.dataDir,
+                spareCheckouts: config.spareCheckouts,
                 logger,
                 plugins,
                 anthropic: { apiKey: config.anthropicApiKey },

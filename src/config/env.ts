@@ -79,6 +79,7 @@ const schema = z.object({
       .default("vmpilot"),
   ),
   WORKER_CONCURRENCY: integer(1, 100, 2),
+  SPARE_CHECKOUTS: integer(0, 10_000, 20),
   PUBLIC_URL: url(/^https?:$/, "must be an http(s) URL such as https://vmpilot.example.com"),
   ALLOWED_USERS: z.preprocess(
     blankToUndefined,
@@ -115,6 +116,8 @@ export interface Config {
   label: string;
   command: string;
   workerConcurrency: number;
+  /** How many repositories keep a ready checkout for their next job (0: none). */
+  spareCheckouts: number;
   /** Where job pages (/jobs/:id) are reachable by people reading the comments. */
   publicUrl: string;
   allowedUsers: string[];
@@ -185,6 +188,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       label: e.VMPILOT_LABEL,
       command: e.VMPILOT_COMMAND,
       workerConcurrency: e.WORKER_CONCURRENCY,
+      spareCheckouts: e.SPARE_CHECKOUTS,
       publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
       allowedUsers: e.ALLOWED_USERS,
       production,

@@ -18,6 +18,7 @@ import type { Logger } from "../store/logger.ts";
 import type { CommitIdentity } from "../workspace/commit.ts";
 import type { ProviderName, WorkspaceLogger } from "../workspace/index.ts";
 import { PushRefused } from "../workspace/publish.ts";
+import { SPARE_REPOSITORIES } from "../workspace/spares.ts";
 import { runJobAgent } from "./pipeline/agent.ts";
 import { loadChat } from "./pipeline/history.ts";
 import { fixBody, planBody, reviewBody } from "./pipeline/outcome.ts";
@@ -51,6 +52,8 @@ export interface PipelineDeps {
   anthropic?: Anthropic | ClientOptions;
   /** Default "sandbox". */
   provider?: ProviderName;
+  /** SPARE_CHECKOUTS; default 20. */
+  spareCheckouts?: number;
   /** Default `<app-slug>[bot]` with its noreply address. */
   commitAuthor?: CommitIdentity;
   /** Least time between two progress comment edits; default 5 s. */
@@ -202,6 +205,7 @@ async function work(
   const ws = await openJobWorkspace({
     dataDir: deps.dataDir,
     provider: deps.provider ?? "sandbox",
+    spareCheckouts: deps.spareCheckouts ?? SPARE_REPOSITORIES,
     jobId: job.id,
     attempt: run.attempt,
     cloneUrl: context.cloneUrl,

@@ -25,6 +25,8 @@ export interface CheckoutOptions {
    * in the background). For long-running workers; off by default.
    */
   keepSpare?: boolean;
+  /** With keepSpare: how many repositories keep a spare, most recently used first; default 20. */
+  spareLimit?: number;
   logger?: WorkspaceLogger;
 }
 
@@ -104,7 +106,7 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     baseSha = (await gitClient(options.dest).raw(["rev-parse", "HEAD"])).trim();
   }
   if (options.keepSpare) {
-    replenishSpare(options.dataDir, mirror, logger);
+    replenishSpare(options.dataDir, mirror, logger, options.spareLimit);
   }
 
   return {

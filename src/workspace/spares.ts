@@ -115,11 +115,46 @@ async function makeSpare(dataDir: string, mirror: Mirror): Promise<void> {
   }
 }
 
-/** Starts making a spare in the background unless one exists or is on its way. */
-export function replenishSpare(dataDir: string, mirror: Mirror, logger: WorkspaceLogger): void {
+/**
+ * Keeps spares for the `limit` repositories used most recently: a spare is a whole working tree,
+ * and a worker serving many repositories would otherwise keep one of each. A repository's spares
+ * directory changes (and so its mtime) whenever a spare is claimed from it or added to it.
+ */
+async function evictSpares(dataDir: string, limit: number): Promise<void> {
+  const root = join(dataDir, "spares");
+  const repos = await Promise.all(
+    (await readdir(root)).map(async (name) => {
+      const dir = join(root, name);
+      const ready = (await readdir(dir).catch(() => [])).filter((n) => !n.startsWith("."));
+      const { mtimeMs } = await stat(dir);
+      return { dir, ready, mtimeMs };
+    }),
+  );
+  const stocked = repos.filter((repo) => repo.ready.length > 0);
+  stocked.sort((a, b) => b.mtimeMs - a.mtimeMs);
+  for (const repo of stocked.slice(limit)) {
+    // Ready spares only: a partial one belongs to a job making it right now.
+    for (const name of repo.ready) await rm(join(repo.dir, name), { recursive: true, force: true });
+  }
+}
+
+/** Default for how many repositories keep a spare (SPARE_CHECKOUTS). */
+export const SPARE_REPOSITORIES = 20;
+
+/**
+ * Starts making a spare in the background unless one exists or is on its way, then drops the
+ * spares of the repositories beyond the `limit` most recently used.
+ */
+export function replenishSpare(
+  dataDir: string,
+  mirror: Mirror,
+  logger: WorkspaceLogger,
+  limit = SPARE_REPOSITORIES,
+): void {
   const key = sparesDir(dataDir, mirror);
   if (pending.has(key)) return;
   const task = makeSpare(dataDir, mirror)
+    .then(() => evictSpares(dataDir, limit))
     .catch((error: unknown) => {
       logger.warn({ err: error, mirror: mirror.path }, "could not prepare a spare checkout");
     })

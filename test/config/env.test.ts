@@ -35,6 +35,7 @@ describe("loadConfig", () => {
       label: "vmpilot",
       command: "vmpilot",
       workerConcurrency: 2,
+      spareCheckouts: 20,
       publicUrl: "http://localhost:3000",
       allowedUsers: [],
     });
@@ -54,6 +55,7 @@ describe("loadConfig", () => {
         VMPILOT_LABEL: "ai",
         VMPILOT_COMMAND: "pilot",
         WORKER_CONCURRENCY: "4",
+        SPARE_CHECKOUTS: "0",
         PUBLIC_URL: "https://pilot.example.com/",
         ALLOWED_USERS: " alice, bob-2 ,,",
         NODE_ENV: "production",
@@ -72,6 +74,7 @@ describe("loadConfig", () => {
       label: "ai",
       command: "pilot",
       workerConcurrency: 4,
+      spareCheckouts: 0,
       publicUrl: "https://pilot.example.com",
       allowedUsers: ["alice", "bob-2"],
       production: true,

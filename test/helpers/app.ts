@@ -32,6 +32,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     label: "vmpilot",
     command: "vmpilot",
     workerConcurrency: 2,
+    spareCheckouts: 20,
     publicUrl: "https://vmpilot.test",
     allowedUsers: [],
     production: false,

@@ -171,6 +171,32 @@ describe("prepareCheckout", () => {
     expect(git(mirror.path, "cat-file", "-p", orphan)).toBe("left behind by a force-push");
   });
 
+  it("keeps spares only for the most recently used repositories", async () => {
+    const data = join(base, "evict-data");
+    const names = ["evict-a", "evict-b"];
+    for (const name of names) {
+      const repo = join(served, "acme", name);
+      execFileSync("git", ["init", "-q", "-b", "main", repo]);
+      commitFile(repo, "README.md", `${name}\n`);
+      await prepareCheckout({
+        dataDir: data,
+        repo: server.url(`acme/${name}`),
+        auth: { token: TOKEN },
+        dest: join(base, "work", name),
+        branch: "job",
+        keepSpare: true,
+        spareLimit: 1,
+      });
+      await sparesSettled();
+    }
+    const ready = async (name: string) => {
+      const dir = (await readdir(join(data, "spares"))).find((d) => d.includes(name)) as string;
+      return (await readdir(join(data, "spares", dir))).filter((n) => !n.startsWith("."));
+    };
+    expect(await ready("evict-a")).toEqual([]);
+    expect(await ready("evict-b")).toHaveLength(1);
+  });
+
   it("claims a spare checkout and moves it to the current base", async () => {
     const source = join(served, "acme", "app");
     const spareData = join(base, "spare-data");

@@ -34,6 +34,8 @@ export interface JobWorkspaceOptions {
   defaultBranch: string;
   allowHosts: readonly string[];
   setup: readonly string[];
+  /** How many repositories keep a ready checkout for their next job; 0 keeps none. */
+  spareCheckouts: number;
   signal: AbortSignal;
   logger: WorkspaceLogger;
   onSetupStep(step: SetupStep): void;
@@ -60,7 +62,8 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       branch: options.branch,
       existingBranch: "if-present",
       // A worker serves the same repositories again and again: the next job claims a ready tree.
-      keepSpare: true,
+      keepSpare: options.spareCheckouts > 0,
+      spareLimit: options.spareCheckouts,
     });
     const spec = {
       provider: options.provider,
