@@ -9,7 +9,7 @@ import {
   jobMarker,
   postComment,
 } from "../github/comments.ts";
-import { readJobContext } from "../github/job-context.ts";
+import { type JobContext, readJobContext } from "../github/job-context.ts";
 import { checkPermission } from "../github/permissions.ts";
 import { addEyes } from "../github/reactions.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
@@ -57,7 +57,7 @@ export async function acknowledge(
   const context = readJobContext(job.context);
   const octokit = await deps.auth(job.installationId);
   const trigger = await loadTriggerSettings(deps.db, octokit, job, context, deps.defaults);
-  const outcome = await respond(deps, run, job, octokit, trigger.settings);
+  const outcome = await respond(deps, run, job, context, octokit, trigger.settings);
   const repoConfig = await trigger.repoConfig;
   return outcome === "acknowledged" ? { outcome, repoConfig } : { outcome };
 }
@@ -66,10 +66,10 @@ async function respond(
   deps: AcknowledgeDeps,
   run: Pick<RunningJob, "attempt" | "signal">,
   job: Job,
+  context: JobContext,
   octokit: ProbotOctokit,
   settings: RepoSettings,
 ): Promise<Acknowledgement["outcome"]> {
-  const context = readJobContext(job.context);
   const item: Item = { owner: context.owner, repo: context.name, number: job.number };
   const why = unwanted(job, context, settings);
   if (why) {
