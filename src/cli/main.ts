@@ -1,3 +1,4 @@
+import "../node-version.ts";
 import { SandboxUnavailableError } from "../workspace/index.ts";
 import { parseRunArgs, type RunArgs, UsageError } from "./args.ts";
 import { runTask } from "./run.ts";
