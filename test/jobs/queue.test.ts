@@ -127,7 +127,9 @@ describe.each(databases())("queue on $name", (target) => {
     const b = await seedChat(db);
     const started = new Map([a.key, b.key].map((key) => [key, deferred()]));
     const release = deferred();
+    const running: string[] = [];
     await queue.work(async ({ chatKey }) => {
+      running.push(chatKey);
       started.get(chatKey)?.resolve();
       await release.promise;
     });
@@ -138,6 +140,7 @@ describe.each(databases())("queue on $name", (target) => {
     await enqueue(queue, b.chat, b.key);
     queue.wake();
     await started.get(b.key)?.promise;
+    expect(running).toEqual([a.key, b.key]);
     release.resolve();
   }, 10_000);
 
