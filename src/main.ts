@@ -18,10 +18,13 @@ import { intakeApp } from "./intake/app.ts";
 import { health } from "./jobs/health.ts";
 import type { PipelineDeps } from "./jobs/pipeline.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue.ts";
+import { Readiness } from "./jobs/readiness.ts";
+import { type Backoff, untilReachable } from "./jobs/until-reachable.ts";
 import { startWorker } from "./jobs/worker.ts";
 import { type Database, openDatabase } from "./store/database.ts";
 import { healthHandler } from "./web/health.ts";
 import { mountWeb } from "./web/index.ts";
+import { checkProvider, type ProviderName } from "./workspace/index.ts";
 
 export const ROLES = ["web", "worker", "all"] as const;
 export type Role = (typeof ROLES)[number];
@@ -37,6 +40,10 @@ export interface StartOptions {
   queue?: Omit<QueueOptions, "logger">;
   /** Overrides for the agent pipeline (tests point it at fakes); false ends jobs once acknowledged. */
   pipeline?: Partial<PipelineDeps> | false;
+  /** Backoff between attempts to reach GitHub at startup; default 1 s doubling up to 30 s. */
+  githubRetry?: Backoff;
+  /** Called once the HTTP server listens, before GitHub has been reached. */
+  onListening?(url: string): void;
 }
 
 export interface RunningServer {
@@ -90,7 +97,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       baseUrl: config.baseUrl,
       log: logger,
     });
-    const handlers: Handler[] = [healthHandler(() => health(db, queue), role)];
+    const readiness = new Readiness();
+    if (role !== "worker") readiness.wait("github", "connecting");
+    const handlers: Handler[] = [healthHandler(() => health(db, queue, readiness), role)];
+    // Listen first: while GitHub or the sandbox is not ready, /healthz says so instead of the
+    // port being closed (containers often start before DNS does).
+    const url = await listen(handlers, config, logger, cleanup);
+    options.onListening?.(url);
     const plugins = await discoverPlugins();
     const settingsDefaults: RepoSettings = {
       ...repoDefaults,
@@ -115,7 +128,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       });
       // Live job pages hold their connections open; the server cannot close before they end.
       cleanup.push(() => web.close());
-      appSlug = await fetchAppSlug(probot);
+      appSlug = await untilReachable(() => fetchAppSlug(probot), {
+        ...options.githubRetry,
+        readiness,
+        logger,
+        cleanup,
+      });
       const intake = intakeApp({
         db,
         queue,
@@ -128,6 +146,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       handlers.push(web.handler);
     }
     if (role !== "web") {
+      if (options.pipeline !== false) {
+        checkSandbox(options.pipeline?.provider ?? "sandbox", readiness, logger);
+      }
       const auth = (installationId: number) => probot.auth(installationId);
       await startWorker({
         db,
@@ -155,7 +176,6 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
               },
       });
     }
-    const url = await listen(handlers, config, logger, cleanup);
     if (config.webhookProxyUrl && role !== "worker") {
       const smee = new SmeeClient({
         source: config.webhookProxyUrl,
@@ -181,9 +201,22 @@ async function installationToken(probot: Probot, installationId: number): Promis
 
 async function fetchAppSlug(probot: Probot): Promise<string> {
   const octokit = await probot.auth();
-  const { data } = await octokit.rest.apps.getAuthenticated();
+  // untilReachable does the retrying, with backoff that Octokit's retry plugin does not have.
+  const { data } = await octokit.rest.apps.getAuthenticated({ request: { retries: 0 } });
   if (!data?.slug) throw new Error("GET /app did not return the app's slug");
   return data.slug;
+}
+
+/** Finds out at startup whether jobs can get a workspace, and keeps the worker unready if not. */
+function checkSandbox(provider: ProviderName, readiness: Readiness, logger: Logger): void {
+  readiness.wait("sandbox", "checking");
+  checkProvider(provider).then(
+    () => readiness.ready("sandbox"),
+    (error: Error) => {
+      readiness.wait("sandbox", "unavailable");
+      logger.error(`jobs cannot run: ${error.message}`);
+    },
+  );
 }
 
 async function listen(

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { PermanentError } from "../errors.ts";
 import type { ContextHook, FinishCheck, PluginTool } from "./plugin-api.ts";
 
 /** The plugins shipped with vmpilot. */
@@ -37,7 +38,7 @@ const toolSchema = z.object({
   handler: z.custom<PluginTool["handler"]>((h) => typeof h === "function", "must be a function"),
 });
 
-export class PluginError extends Error {
+export class PluginError extends PermanentError {
   override name = "PluginError";
 }
 

@@ -1,10 +1,13 @@
 import type { Database } from "../store/database.ts";
 import type { Queue } from "./queue.ts";
+import { Readiness } from "./readiness.ts";
 
 export interface Health {
   database: "ok" | "error";
   queue: "ok" | "error";
   embedded: boolean;
+  /** Parts of the process that are not ready yet, and why; empty when all are. */
+  waiting: Record<string, string>;
 }
 
 const CHECK_TIMEOUT_MS = 2000;
@@ -24,7 +27,11 @@ async function within(check: Promise<unknown>): Promise<boolean> {
 }
 
 /** What GET /healthz reports. Each check gives up after two seconds rather than hang the probe. */
-export async function health(db: Database, queue: Queue): Promise<Health> {
+export async function health(
+  db: Database,
+  queue: Queue,
+  readiness = new Readiness(),
+): Promise<Health> {
   const [database, queueOk] = await Promise.all([
     within(db.pool.query("SELECT 1")),
     within(queue.healthy()),
@@ -33,5 +40,6 @@ export async function health(db: Database, queue: Queue): Promise<Health> {
     database: database ? "ok" : "error",
     queue: queueOk ? "ok" : "error",
     embedded: db.embedded,
+    waiting: readiness.waiting(),
   };
 }

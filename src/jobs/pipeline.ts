@@ -5,8 +5,9 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { ProbotOctokit } from "probot";
 import type { ClientOptions } from "../agent/model-call.ts";
-import { type Plugin, PluginError } from "../agent/plugins.ts";
+import type { Plugin } from "../agent/plugins.ts";
 import type { RepoSettings } from "../config/repo-config.ts";
+import { isPermanent } from "../errors.ts";
 import { gatherIssueContext } from "../github/issue-context.ts";
 import type { ProgressStep } from "../github/progress-comment.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
@@ -17,7 +18,6 @@ import { getJob, updateJob } from "../store/jobs.ts";
 import type { Logger } from "../store/logger.ts";
 import type { CommitIdentity } from "../workspace/commit.ts";
 import type { ProviderName, WorkspaceLogger } from "../workspace/index.ts";
-import { PushRefused } from "../workspace/publish.ts";
 import { SPARE_REPOSITORIES } from "../workspace/spares.ts";
 import { runJobAgent } from "./pipeline/agent.ts";
 import { loadChat } from "./pipeline/history.ts";
@@ -31,7 +31,7 @@ import {
 import { openSession, type PipelineOutcome, type Session } from "./pipeline/session.ts";
 import { jobSettings } from "./pipeline/settings.ts";
 import { chooseTarget, pushes } from "./pipeline/target.ts";
-import { type JobWorkspace, openJobWorkspace, SetupFailed } from "./pipeline/workspace.ts";
+import { type JobWorkspace, openJobWorkspace } from "./pipeline/workspace.ts";
 import type { RunningJob } from "./queue.ts";
 
 export type { PipelineOutcome } from "./pipeline/session.ts";
@@ -71,13 +71,6 @@ const STEPS: Record<Mode, ProgressStep[]> = {
   plan: ["acknowledged", "workspace", "agent"],
   review: ["acknowledged", "workspace", "agent"],
 };
-
-/** Errors another attempt would only repeat. */
-function isPermanent(error: unknown): boolean {
-  return (
-    error instanceof SetupFailed || error instanceof PushRefused || error instanceof PluginError
-  );
-}
 
 function workspaceLogger(logger: Logger): WorkspaceLogger {
   const forward = (level: "warn" | "info" | "debug") => (obj: object, msg?: string) =>

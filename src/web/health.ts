@@ -7,7 +7,8 @@ export function healthHandler(check: () => Promise<Health>, role: string) {
     if (req.method !== "GET" && req.method !== "HEAD") return false;
     if ((req.url ?? "").split("?")[0] !== "/healthz") return false;
     const health = await check();
-    const ok = health.database === "ok" && health.queue === "ok";
+    const ok =
+      health.database === "ok" && health.queue === "ok" && Object.keys(health.waiting).length === 0;
     const body = JSON.stringify({ status: ok ? "ok" : "error", role, ...health });
     res.writeHead(ok ? 200 : 503, {
       "content-type": "application/json",

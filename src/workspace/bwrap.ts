@@ -1,9 +1,10 @@
 import { lstat, readlink, realpath } from "node:fs/promises";
 import { isAbsolute, relative } from "node:path";
+import { PermanentError } from "../errors.ts";
 import { type LaunchError, launchAndCollect } from "./launcher.ts";
 
 /** The sandbox cannot be used; the message names the fix and fits on one line. */
-export class SandboxUnavailableError extends Error {
+export class SandboxUnavailableError extends PermanentError {
   override name = "SandboxUnavailableError";
 }
 

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { SandboxUnavailableError } from "./bwrap.ts";
 import { createHostWorkspace } from "./host.ts";
 import type { WorkspaceLogger } from "./logger.ts";
@@ -24,4 +27,21 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
     );
   }
   return createSandboxWorkspace(root, { ...sandboxOptions, logger });
+}
+
+/**
+ * Opens and closes a workspace of the provider on an empty directory, so a worker finds out at
+ * startup, not job by job, that it cannot run any. Throws SandboxUnavailableError naming the fix.
+ */
+export async function checkProvider(
+  provider: ProviderName,
+  options: Omit<CreateWorkspaceOptions, "provider" | "root"> = {},
+): Promise<void> {
+  const root = await mkdtemp(join(tmpdir(), "vmpilot-check-"));
+  try {
+    const workspace = await createWorkspace({ ...options, provider, root });
+    await workspace.dispose();
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
 }

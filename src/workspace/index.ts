@@ -2,7 +2,7 @@
 export { SandboxUnavailableError } from "./bwrap.ts";
 export { type Checkout, type CheckoutOptions, createBranch, prepareCheckout } from "./checkout.ts";
 export { DEFAULT_TIMEOUT_MS } from "./exec.ts";
-export { type CreateWorkspaceOptions, createWorkspace } from "./factory.ts";
+export { type CreateWorkspaceOptions, checkProvider, createWorkspace } from "./factory.ts";
 export { cleanRepoUrl, type GitAuth, validateBranchName } from "./git.ts";
 export { createHostWorkspace } from "./host.ts";
 export type { WorkspaceLogger } from "./logger.ts";

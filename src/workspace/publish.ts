@@ -8,10 +8,12 @@
 // `.git`, which follows its symlinked refs and its alternates with the worker's rights. A planted
 // `packed-refs -> <another mirror>/packed-refs` plus an alternate to that mirror's objects would
 // push another repository's history here. Inside the sandbox those paths do not exist.
+
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PermanentError } from "../errors.ts";
 import { BRANCH_PREFIX } from "../github/branch-name.ts";
 import type { ChangedFile } from "../github/pull-request.ts";
 import { type CommitOptions, commitInWorkspace } from "./commit.ts";
@@ -26,7 +28,7 @@ export interface PushTarget {
   servedBranch?: string;
 }
 
-export class PushRefused extends Error {
+export class PushRefused extends PermanentError {
   override name = "PushRefused";
 }
 

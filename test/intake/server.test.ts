@@ -448,6 +448,7 @@ describe("GET /healthz", () => {
       database: "ok",
       queue: "ok",
       embedded: true,
+      waiting: {},
     });
   });
 });

@@ -296,6 +296,7 @@ describe.each(databases())("queue on $name", (target) => {
       database: "ok",
       queue: "error",
       embedded: target.name === "pglite",
+      waiting: {},
     });
     await queue.start();
     expect(await health(db, queue)).toMatchObject({ database: "ok", queue: "ok" });

@@ -1,7 +1,9 @@
 // A job's workspace: the branch's checkout from the mirror cache, in a sandbox, after the
 // repository's setup commands.
+
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { PermanentError } from "../../errors.ts";
 import {
   type Checkout,
   createWorkspace,
@@ -41,7 +43,7 @@ export interface JobWorkspaceOptions {
   onSetupStep(step: SetupStep): void;
 }
 
-export class SetupFailed extends Error {
+export class SetupFailed extends PermanentError {
   override name = "SetupFailed";
 }
 
