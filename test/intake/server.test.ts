@@ -447,7 +447,11 @@ describe("GET /healthz", () => {
       role: "all",
       database: "ok",
       queue: "ok",
-      embedded: true,
     });
+  });
+
+  it("does not tell strangers which store it uses", async () => {
+    const body = await (await fetch(`${server.url}/healthz`)).text();
+    expect(body).not.toMatch(/embedded|pglite|postgres/i);
   });
 });

@@ -292,7 +292,6 @@ describe.each(databases())("queue on $name", (target) => {
     expect(await health(db, queue)).toEqual({
       database: "ok",
       queue: "error",
-      embedded: target.name === "pglite",
     });
     await queue.start();
     expect(await health(db, queue)).toMatchObject({ database: "ok", queue: "ok" });
