@@ -207,7 +207,7 @@ describe("sandbox network", () => {
   it("cannot reach the worker's loopback even when the allow-list names it", async () => {
     const worker = http.createServer((_req, res) => res.end("worker database"));
     await new Promise<void>((resolve) => worker.listen(0, "127.0.0.1", resolve));
-    onTestFinished(() => new Promise((resolve) => worker.close(resolve)));
+    onTestFinished(() => new Promise<void>((resolve) => worker.close(() => resolve())));
     const workerPort = (worker.address() as AddressInfo).port;
     const networked = await createSandboxWorkspace(root, {
       allowHosts: ["127.0.0.1", "localhost"],
