@@ -5,7 +5,7 @@ import { BlockList, isIP } from "node:net";
 
 type Family = "ipv4" | "ipv6";
 
-export interface AddressRange {
+interface AddressRange {
   address: string;
   prefix: number;
   family: Family;

@@ -174,6 +174,7 @@ export async function startAllowListProxy(options: ProxyOptions): Promise<AllowL
     }
     const resolved = await resolve(host);
     if ("refused" in resolved) refuse(host, port, resolved.refused);
+    if (client.destroyed) return;
     if (!("address" in resolved)) {
       client.end("refused" in resolved ? FORBIDDEN : BAD_GATEWAY);
       return;
