@@ -168,6 +168,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
                 publicUrl: config.publicUrl,
                 dataDir: config.dataDir,
                 spareCheckouts: config.spareCheckouts,
+                allowPrivate: config.networkAllowPrivate,
                 logger,
                 plugins,
                 anthropic: { apiKey: config.anthropicApiKey },

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { z } from "zod";
+import { parseAddressRange } from "../workspace/address-policy.ts";
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
@@ -81,6 +82,28 @@ const schema = z.object({
   WORKER_CONCURRENCY: integer(1, 100, 2),
   SPARE_CHECKOUTS: integer(0, 10_000, 20),
   PUBLIC_URL: url(/^https?:$/, "must be an http(s) URL such as https://vmpilot.example.com"),
+  NETWORK_ALLOW_PRIVATE: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .transform((value) =>
+        value
+          .split(",")
+          .map((range) => range.trim())
+          .filter(Boolean),
+      )
+      .pipe(
+        z.array(
+          z
+            .string()
+            .refine(
+              (range) => parseAddressRange(range) !== undefined,
+              "must be comma-separated address ranges such as 10.1.0.0/16,fd00::/8",
+            ),
+        ),
+      )
+      .default([]),
+  ),
   ALLOWED_USERS: z.preprocess(
     blankToUndefined,
     z
@@ -121,6 +144,8 @@ export interface Config {
   /** Where job pages (/jobs/:id) are reachable by people reading the comments. */
   publicUrl: string;
   allowedUsers: string[];
+  /** Loopback/private/link-local ranges the sandbox proxy may reach anyway; default none. */
+  networkAllowPrivate: string[];
   production: boolean;
   /** The app's OAuth client, for signing in to the web pages; null when not configured. */
   oauth: { clientId: string; clientSecret: string } | null;
@@ -191,6 +216,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       spareCheckouts: e.SPARE_CHECKOUTS,
       publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
       allowedUsers: e.ALLOWED_USERS,
+      networkAllowPrivate: e.NETWORK_ALLOW_PRIVATE,
       production,
       oauth:
         e.GITHUB_CLIENT_ID && e.GITHUB_CLIENT_SECRET

@@ -1,5 +1,7 @@
+import { isIP } from "node:net";
 import { parseDocument } from "yaml";
 import { z } from "zod";
+import { compileAddressPolicy } from "../workspace/address-policy.ts";
 import { DEFAULT_MODEL } from "./models.ts";
 
 /** Where a resolved setting came from, lowest precedence first. */
@@ -27,7 +29,29 @@ const host = z
   .regex(
     /^(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::[0-9]{1,5})?$/,
     "must be a host name with an optional port, like registry.npmjs.org or *.example.com:443",
-  );
+  )
+  .superRefine((entry, ctx) => {
+    const kind = internalEntry(entry);
+    if (kind) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must not be an internal address (${kind}): the sandbox may not reach the worker's own machine or network`,
+      });
+    }
+  });
+// The sandbox proxy refuses these whatever the file says; private ranges (10/8...) pass here since
+// the operator may open them with NETWORK_ALLOW_PRIVATE, and names are checked once resolved.
+const addressKind = compileAddressPolicy();
+const NEVER_LISTED = new Set(["unspecified", "loopback", "link-local", "multicast", "reserved"]);
+
+/** Why a literal entry names the worker's own machine or network, or undefined. */
+function internalEntry(entry: string): string | undefined {
+  const name = entry.replace(/:\d+$/, "").toLowerCase().replace(/\.$/, "");
+  if (name === "localhost" || name.endsWith(".localhost")) return "loopback";
+  const kind = isIP(name) ? addressKind(name) : undefined;
+  return kind && NEVER_LISTED.has(kind) ? kind : undefined;
+}
+
 const money = z.number("must be a number").positive("must be greater than 0").max(100_000);
 const networkShape = {
   allow: z

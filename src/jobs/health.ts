@@ -5,7 +5,6 @@ import { Readiness } from "./readiness.ts";
 export interface Health {
   database: "ok" | "error";
   queue: "ok" | "error";
-  embedded: boolean;
   /** Parts of the process that are not ready yet, and why; empty when all are. */
   waiting: Record<string, string>;
 }
@@ -26,7 +25,10 @@ async function within(check: Promise<unknown>): Promise<boolean> {
   }
 }
 
-/** What GET /healthz reports. Each check gives up after two seconds rather than hang the probe. */
+/**
+ * What GET /healthz reports. Each check gives up after two seconds rather than hang the probe.
+ * The body is public: it names no store, version or address a stranger could aim at.
+ */
 export async function health(
   db: Database,
   queue: Queue,
@@ -39,7 +41,6 @@ export async function health(
   return {
     database: database ? "ok" : "error",
     queue: queueOk ? "ok" : "error",
-    embedded: db.embedded,
     waiting: readiness.waiting(),
   };
 }

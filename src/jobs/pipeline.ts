@@ -52,6 +52,8 @@ export interface PipelineDeps {
   anthropic?: Anthropic | ClientOptions;
   /** Default "sandbox". */
   provider?: ProviderName;
+  /** NETWORK_ALLOW_PRIVATE: loopback/private ranges the sandbox proxy may reach; default none. */
+  allowPrivate?: readonly string[];
   /** SPARE_CHECKOUTS; default 20. */
   spareCheckouts?: number;
   /** Default `<app-slug>[bot]` with its noreply address. */
@@ -206,6 +208,7 @@ async function work(
     branch: target.branch,
     defaultBranch: context.defaultBranch,
     allowHosts: settings.settings.network.allow,
+    allowPrivate: deps.allowPrivate ?? [],
     setup: settings.settings.setup,
     signal: run.signal,
     logger: workspaceLogger(deps.logger),

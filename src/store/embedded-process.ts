@@ -1,8 +1,9 @@
 // The embedded database's own process, forked by startEmbeddedPostgres (embedded.ts). PGlite runs
 // queries on its process's main thread and its WASM memory swells that process, so it stays out of
 // the app's. Imports only what serving PGlite needs, to start quickly.
-import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
+import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
 import { lockDataDir } from "./data-dir-lock.ts";
@@ -12,6 +13,28 @@ import { serializeSessions } from "./pglite-sessions.ts";
 // pg pools for the app and pg-boss, per process, plus a second process in tests; the socket server
 // queues queries from all of them onto PGlite's single backend.
 const MAX_CONNECTIONS = 128;
+
+// The name libpq and pg look for in a `host=/dir` connection (port 5432).
+const SOCKET_NAME = ".s.PGSQL.5432";
+// Unix socket paths are cut off at 108 bytes.
+const MAX_SOCKET_PATH = 100;
+
+/**
+ * pglite-socket checks no password, so the server listens on a Unix socket in a directory only
+ * this user may enter, never on a TCP port anything on the machine (a sandboxed command given
+ * 127.0.0.1, another user) could reach. The directory is under DATA_DIR, which sandboxes never
+ * see; in memory, or when DATA_DIR is too deep for a socket path, a private temporary one.
+ */
+async function socketDir(dataDir: string): Promise<string> {
+  const dir = resolve(dataDir, "socket");
+  if (dataDir === "memory://" || Buffer.byteLength(join(dir, SOCKET_NAME)) > MAX_SOCKET_PATH) {
+    return mkdtemp(join(tmpdir(), "vmpilot-db-"));
+  }
+  // The data dir lock is held: a socket left here by a dead server is stale.
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { mode: 0o700 });
+  return dir;
+}
 
 async function open(dataDir: string) {
   let pgliteDir: string | undefined;
@@ -32,27 +55,44 @@ async function open(dataDir: string) {
     await unlock();
     throw error;
   }
-  const server = new PGLiteSocketServer({
-    db: serializeSessions(pglite),
-    host: "127.0.0.1",
-    port: 0,
-    maxConnections: MAX_CONNECTIONS,
-  });
+  let served: Awaited<ReturnType<typeof serve>>;
   try {
-    await server.start();
+    served = await serve(pglite, dataDir);
   } catch (error) {
     await pglite.close();
     await unlock();
     throw error;
   }
   return {
-    url: `postgres://postgres@${server.getServerConn()}/postgres`,
+    url: served.url,
     async stop() {
-      await server.stop();
+      await served.stop();
       await pglite.close();
       await unlock();
     },
   };
+}
+
+async function serve(pglite: PGlite, dataDir: string) {
+  const dir = await socketDir(dataDir);
+  const path = join(dir, SOCKET_NAME);
+  const server = new PGLiteSocketServer({
+    db: serializeSessions(pglite),
+    path,
+    maxConnections: MAX_CONNECTIONS,
+  });
+  const stop = async () => {
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    await server.start();
+    await chmod(path, 0o600);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url: `postgres:///postgres?host=${encodeURIComponent(dir)}&user=postgres`, stop };
 }
 
 const dataDir = process.argv[2];

@@ -34,8 +34,8 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null): strin
 
 /**
  * Starts PGlite (file-backed under dataDir/pglite, or in memory when dataDir is "memory://") in a
- * process of its own, served on a free loopback port, so the rest of the code talks to it with
- * plain `pg`. The process stops when asked or when this one exits, however it dies.
+ * process of its own, served on a Unix socket only this user can reach (no TCP port: PGlite
+ * checks no password), so the rest of the code talks to it with plain `pg`. The process stops when asked or when this one exits, however it dies.
  */
 export async function startEmbeddedPostgres(
   dataDir: string,

@@ -1,11 +1,16 @@
+import { lookup } from "node:dns/promises";
 import http from "node:http";
 import net from "node:net";
 import type { Duplex } from "node:stream";
+import { compileAddressPolicy } from "./address-policy.ts";
 import type { WorkspaceLogger } from "./logger.ts";
 import type { BlockedConnection } from "./types.ts";
 
 /** Enough to report what a run tried to reach, without letting a loop grow memory forever. */
 const MAX_RECORDED = 1000;
+
+const FORBIDDEN = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+const BAD_GATEWAY = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 const HOST_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
@@ -63,24 +68,51 @@ export interface ProxyOptions {
   /** Unix socket to listen on; the sandbox reaches it through a bind mount. */
   socketPath: string;
   allowHosts: readonly string[];
+  /** Loopback/private/link-local ranges the operator opened (NETWORK_ALLOW_PRIVATE). */
+  allowPrivate?: readonly string[];
   logger: WorkspaceLogger;
 }
 
+type Resolved = { address: string } | { refused: string } | { error: string };
+
 /**
  * An HTTP proxy (CONNECT tunnels and plain forwarding) that only reaches allow-listed hosts and
- * records every refusal. It runs in the worker, outside the sandbox's empty network namespace.
+ * records every refusal. It runs in the worker, outside the sandbox's empty network namespace,
+ * so it resolves each name once, refuses it when any address is the worker's own network
+ * (loopback, private, link-local...), and connects to the address it checked, never to the name
+ * again: a rebinding name cannot slip a loopback address in between.
  */
 export async function startAllowListProxy(options: ProxyOptions): Promise<AllowListProxy> {
   const allowed = compileAllowList(options.allowHosts);
+  const addressRefused = compileAddressPolicy(options.allowPrivate);
   const blocked: BlockedConnection[] = [];
   const sockets = new Set<Duplex>();
 
-  const refuse = (host: string, port: number): void => {
-    if (blocked.length < MAX_RECORDED) blocked.push({ host, port, at: new Date() });
-    options.logger.info({ host, port }, "sandbox network request blocked");
+  const refuse = (host: string, port: number, reason?: string): void => {
+    if (blocked.length < MAX_RECORDED) {
+      blocked.push(
+        reason ? { host, port, reason, at: new Date() } : { host, port, at: new Date() },
+      );
+    }
+    options.logger.info({ host, port, reason }, "sandbox network request blocked");
   };
 
-  const server = http.createServer((req, res) => {
+  const resolve = async (host: string): Promise<Resolved> => {
+    let addresses: { address: string }[];
+    try {
+      addresses = await lookup(host, { all: true, verbatim: true });
+    } catch (error) {
+      return { error: `cannot resolve ${host}: ${(error as Error).message}` };
+    }
+    for (const { address } of addresses) {
+      const why = addressRefused(address);
+      if (why) return { refused: `${host} resolves to ${address} (${why})` };
+    }
+    const first = addresses[0];
+    return first ? first : { error: `cannot resolve ${host}` };
+  };
+
+  const server = http.createServer(async (req, res) => {
     let target: URL;
     try {
       target = new URL(req.url ?? "");
@@ -95,12 +127,22 @@ export async function startAllowListProxy(options: ProxyOptions): Promise<AllowL
       res.writeHead(403).end(`vmpilot sandbox: network access to ${host}:${port} is not allowed\n`);
       return;
     }
+    const resolved = await resolve(host);
+    if ("refused" in resolved) {
+      refuse(host, port, resolved.refused);
+      res.writeHead(403).end(`vmpilot sandbox: ${resolved.refused}, which is not allowed\n`);
+      return;
+    }
+    if ("error" in resolved) {
+      res.writeHead(502).end(`vmpilot proxy: ${resolved.error}\n`);
+      return;
+    }
     const headers = { ...req.headers };
     delete headers["proxy-connection"];
     delete headers["proxy-authorization"];
     const upstream = http.request(
       {
-        host,
+        host: resolved.address,
         port,
         method: req.method,
         path: target.pathname + target.search,
@@ -119,7 +161,7 @@ export async function startAllowListProxy(options: ProxyOptions): Promise<AllowL
     req.pipe(upstream);
   });
 
-  server.on("connect", (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
+  server.on("connect", async (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
     sockets.add(client);
     client.on("close", () => sockets.delete(client));
     client.on("error", () => client.destroy());
@@ -127,11 +169,18 @@ export async function startAllowListProxy(options: ProxyOptions): Promise<AllowL
     const host = normalizeHost(rawHost);
     if (!Number.isInteger(port) || !allowed(host, port)) {
       refuse(host, port);
-      client.end("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      client.end(FORBIDDEN);
+      return;
+    }
+    const resolved = await resolve(host);
+    if ("refused" in resolved) refuse(host, port, resolved.refused);
+    if (client.destroyed) return;
+    if (!("address" in resolved)) {
+      client.end("refused" in resolved ? FORBIDDEN : BAD_GATEWAY);
       return;
     }
     let connected = false;
-    const upstream = net.connect({ host, port }, () => {
+    const upstream = net.connect({ host: resolved.address, port }, () => {
       connected = true;
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       if (head.length > 0) upstream.write(head);
@@ -145,7 +194,7 @@ export async function startAllowListProxy(options: ProxyOptions): Promise<AllowL
     });
     upstream.on("error", () => {
       if (connected) client.destroy();
-      else client.end("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      else client.end(BAD_GATEWAY);
     });
   });
 

@@ -21,6 +21,8 @@ export interface SandboxWorkspaceOptions {
   /** Hosts reachable through the proxy (`host`, `host:port`, `*.domain`). Default: none, and
    * then the sandbox has no network at all (no proxy runs, so nothing is recorded). */
   allowHosts?: readonly string[];
+  /** Loopback/private ranges the proxy may reach anyway (NETWORK_ALLOW_PRIVATE); default none. */
+  allowPrivate?: readonly string[];
   /** The app's data directory: never visible inside, even if a bound path contains it. */
   dataDir?: string;
   /** The mirror a shared checkout borrows objects from (`Checkout.mirror`); bound read-only. */
@@ -159,7 +161,12 @@ export async function createSandboxWorkspace(
   // The probe binds the proxy socket, so the proxy starts first.
   await rm(proxySocket, { force: true });
   const proxy = networked
-    ? await startAllowListProxy({ socketPath: proxySocket, allowHosts, logger })
+    ? await startAllowListProxy({
+        socketPath: proxySocket,
+        allowHosts,
+        allowPrivate: options.allowPrivate,
+        logger,
+      })
     : undefined;
   const release = async () => {
     await proxy?.close();

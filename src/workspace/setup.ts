@@ -1,5 +1,5 @@
 import { type CreateWorkspaceOptions, createWorkspace } from "./factory.ts";
-import type { ExecResult } from "./types.ts";
+import type { BlockedConnection, ExecResult } from "./types.ts";
 
 /** Installs can take a while; a setup command gets longer than an agent's command. */
 export const SETUP_TIMEOUT_MS = 10 * 60_000;
@@ -15,7 +15,7 @@ export interface SetupReport {
   /** One entry per command run; running stops at the first failure. */
   steps: SetupStep[];
   /** Hosts the setup commands tried to reach outside the allow-list. */
-  blocked: { host: string; port: number; at: Date }[];
+  blocked: BlockedConnection[];
 }
 
 export interface SetupOptions {

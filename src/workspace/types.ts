@@ -45,5 +45,7 @@ export interface Workspace {
 export interface BlockedConnection {
   host: string;
   port: number;
+  /** Set when the host is allow-listed but resolves to an address the sandbox may not reach. */
+  reason?: string;
   at: Date;
 }

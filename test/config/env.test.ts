@@ -38,6 +38,7 @@ describe("loadConfig", () => {
       spareCheckouts: 20,
       publicUrl: "http://localhost:3000",
       allowedUsers: [],
+      networkAllowPrivate: [],
     });
   });
 
@@ -58,6 +59,7 @@ describe("loadConfig", () => {
         SPARE_CHECKOUTS: "0",
         PUBLIC_URL: "https://pilot.example.com/",
         ALLOWED_USERS: " alice, bob-2 ,,",
+        NETWORK_ALLOW_PRIVATE: "10.1.0.0/16, fd00::/8,192.168.5.7",
         NODE_ENV: "production",
       }),
     ).toMatchObject({
@@ -77,6 +79,7 @@ describe("loadConfig", () => {
       spareCheckouts: 0,
       publicUrl: "https://pilot.example.com",
       allowedUsers: ["alice", "bob-2"],
+      networkAllowPrivate: ["10.1.0.0/16", "fd00::/8", "192.168.5.7"],
       production: true,
     });
   });
@@ -118,6 +121,13 @@ describe("loadConfig", () => {
       "allowed users",
       { ALLOWED_USERS: "alice,bad user" },
       ["ALLOWED_USERS: must be comma-separated GitHub logins"],
+    ],
+    [
+      "private ranges",
+      { NETWORK_ALLOW_PRIVATE: "10.0.0.0/8,intranet" },
+      [
+        "NETWORK_ALLOW_PRIVATE: must be comma-separated address ranges such as 10.1.0.0/16,fd00::/8",
+      ],
     ],
     [
       "app without key and secret",

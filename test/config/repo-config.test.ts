@@ -25,7 +25,7 @@ timeoutMinutes: 90
 maxDailyCostUsd: 20
 setup: [npm ci]
 network:
-  allow: [registry.npmjs.org, "*.pypi.org:443", localhost:8080]
+  allow: [registry.npmjs.org, "*.pypi.org:443", npm.corp.example:8080]
 plugins: [code_review]
 publicJobs: true
 `;
@@ -43,7 +43,7 @@ publicJobs: true
         timeoutMinutes: 90,
         maxDailyCostUsd: 20,
         setup: ["npm ci"],
-        network: { allow: ["registry.npmjs.org", "*.pypi.org:443", "localhost:8080"] },
+        network: { allow: ["registry.npmjs.org", "*.pypi.org:443", "npm.corp.example:8080"] },
         plugins: ["code_review"],
         publicJobs: true,
       },
@@ -69,6 +69,26 @@ publicJobs: true
     ["triggerPolicy: anyone", "triggerPolicy: must be write or allow-list"],
     ["allowedUsers: [ok, 'no spaces']", "allowedUsers[1]: must be a GitHub user name"],
     ["network:\n  allow: ['https://a.com/x']", "network.allow[0]: must be a host name"],
+    [
+      "network:\n  allow: [a.com, '127.0.0.1:5432']",
+      "network.allow[1]: must not be an internal address (loopback)",
+    ],
+    [
+      "network:\n  allow: [localhost]",
+      "network.allow[0]: must not be an internal address (loopback)",
+    ],
+    [
+      "network:\n  allow: ['*.localhost']",
+      "network.allow[0]: must not be an internal address (loopback)",
+    ],
+    [
+      "network:\n  allow: [169.254.169.254]",
+      "network.allow[0]: must not be an internal address (link-local)",
+    ],
+    [
+      "network:\n  allow: ['0.0.0.0:80']",
+      "network.allow[0]: must not be an internal address (unspecified)",
+    ],
     ["setup: ['  ']", "setup[0]: must not be empty"],
     ["label: ''", "label: must not be empty"],
     ["plugins: [Bad!]", "plugins[0]: must be a plugin name"],

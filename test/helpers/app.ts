@@ -35,6 +35,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     spareCheckouts: 20,
     publicUrl: "https://vmpilot.test",
     allowedUsers: [],
+    networkAllowPrivate: [],
     production: false,
     oauth: null,
     sessionSecret: "test-session-secret-0123456789abcdef",

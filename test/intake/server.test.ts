@@ -447,8 +447,12 @@ describe("GET /healthz", () => {
       role: "all",
       database: "ok",
       queue: "ok",
-      embedded: true,
       waiting: {},
     });
+  });
+
+  it("does not tell strangers which store it uses", async () => {
+    const body = await (await fetch(`${server.url}/healthz`)).text();
+    expect(body).not.toMatch(/embedded|pglite|postgres/i);
   });
 });

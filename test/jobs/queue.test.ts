@@ -295,7 +295,6 @@ describe.each(databases())("queue on $name", (target) => {
     expect(await health(db, queue)).toEqual({
       database: "ok",
       queue: "error",
-      embedded: target.name === "pglite",
       waiting: {},
     });
     await queue.start();

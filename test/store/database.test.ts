@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,7 +40,6 @@ describe("embedded database on disk", () => {
   it("keeps data under DATA_DIR across restarts and serves plain pg clients", async () => {
     const first = await openDatabase({ dataDir });
     expect(first.embedded).toBe(true);
-    expect(first.url).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/);
     const client = new pg.Client({ connectionString: first.url });
     await client.connect();
     await client.query("INSERT INTO deliveries (id, event) VALUES ('d-1', 'issues')");
@@ -53,6 +52,16 @@ describe("embedded database on disk", () => {
     const { rows: versions } = await second.pool.query("SELECT version FROM schema_migrations");
     expect(versions.length).toBe((await loadMigrations()).length);
     await second.close();
+  });
+
+  it("serves on a Unix socket only its user can reach, never on a TCP port", async () => {
+    const db = await openDatabase({ dataDir });
+    onTestFinished(() => db.close());
+    expect(await listeningTcpPorts(db.embeddedPid as number)).toEqual([]);
+    const socketDir = new URL(db.url).searchParams.get("host") as string;
+    expect(socketDir).toBe(join(dataDir, "socket"));
+    expect((await stat(socketDir)).mode & 0o777).toBe(0o700);
+    expect((await stat(join(socketDir, ".s.PGSQL.5432"))).mode & 0o777).toBe(0o600);
   });
 
   it("refuses a second embedded database on the same files while the first runs", async () => {
@@ -115,6 +124,27 @@ function spawnDatabaseHolder(dataDir: string) {
     env: { ...process.env, DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "inherit"],
   });
+}
+
+/** The TCP ports process `pid` listens on, from its socket inodes and the kernel's tables. */
+async function listeningTcpPorts(pid: number): Promise<number[]> {
+  const inodes = new Set<string>();
+  for (const fd of await readdir(`/proc/${pid}/fd`)) {
+    const link = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => "");
+    const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
+    if (inode) inodes.add(inode);
+  }
+  const ports: number[] = [];
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    const lines = (await readFile(table, "utf8").catch(() => "")).split("\n").slice(1);
+    for (const line of lines) {
+      const [, local, , state, , , , , , inode] = line.trim().split(/\s+/);
+      if (state === "0A" && inode && inodes.has(inode)) {
+        ports.push(Number.parseInt(local?.split(":")[1] ?? "", 16));
+      }
+    }
+  }
+  return ports;
 }
 
 /** Running, not exited: an orphan's exit leaves a zombie until its new parent reaps it. */
@@ -244,8 +274,11 @@ const message = (type: string, ...parts: Buffer[]) => {
 };
 
 async function rawSession(url: string) {
-  const { hostname, port, username, pathname } = new URL(url);
-  const socket = connect(Number(port), hostname);
+  const { hostname, port, username, pathname, searchParams } = new URL(url);
+  const socketDir = searchParams.get("host");
+  const socket = socketDir
+    ? connect(join(socketDir, ".s.PGSQL.5432"))
+    : connect(Number(port), hostname);
   await once(socket, "connect");
   let received = Buffer.alloc(0);
   let waiting: (() => void) | undefined;
@@ -271,7 +304,7 @@ async function rawSession(url: string) {
     });
   const params = [
     cstring("user"),
-    cstring(username),
+    cstring(username || (searchParams.get("user") ?? "")),
     cstring("database"),
     cstring(pathname.slice(1)),
   ];

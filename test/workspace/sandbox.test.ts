@@ -4,7 +4,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { SandboxUnavailableError } from "../../src/workspace/bwrap.ts";
 import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
@@ -180,6 +180,8 @@ describe("sandbox network", () => {
   it("reaches allow-listed hosts through the proxy and records refusals", async () => {
     const networked = await createSandboxWorkspace(root, {
       allowHosts: [`127.0.0.2:${port}`],
+      // Loopback is refused unless the operator opens it (NETWORK_ALLOW_PRIVATE).
+      allowPrivate: ["127.0.0.2/32"],
       logger: recordingLogger(),
     });
     try {
@@ -200,5 +202,40 @@ describe("sandbox network", () => {
     } finally {
       await networked.dispose();
     }
+  });
+
+  it("cannot reach the worker's loopback even when the allow-list names it", async () => {
+    const worker = http.createServer((_req, res) => res.end("worker database"));
+    await new Promise<void>((resolve) => worker.listen(0, "127.0.0.1", resolve));
+    onTestFinished(() => new Promise<void>((resolve) => worker.close(() => resolve())));
+    const workerPort = (worker.address() as AddressInfo).port;
+    const networked = await createSandboxWorkspace(root, {
+      allowHosts: ["127.0.0.1", "localhost"],
+      logger: recordingLogger(),
+    });
+    onTestFinished(() => networked.dispose());
+    // NO_PROXY would send these to the sandbox's own loopback; through the proxy they reach the
+    // worker's, as a name resolving to 127.0.0.1 would.
+    const result = await networked.exec(
+      [
+        `curl -sS -m 5 --noproxy '' http://127.0.0.1:${workerPort}/`,
+        `curl -sS -m 5 --noproxy '' --proxytunnel http://localhost:${workerPort}/`,
+      ].join("; echo; "),
+    );
+    expect(result.stdout).not.toContain("worker database");
+    expect(networked.blockedConnections()).toEqual([
+      {
+        host: "127.0.0.1",
+        port: workerPort,
+        reason: "127.0.0.1 resolves to 127.0.0.1 (loopback)",
+        at: expect.any(Date),
+      },
+      {
+        host: "localhost",
+        port: workerPort,
+        reason: expect.stringMatching(/^localhost resolves to (127\.0\.0\.1|::1) \(loopback\)$/),
+        at: expect.any(Date),
+      },
+    ]);
   });
 });

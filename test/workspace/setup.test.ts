@@ -27,7 +27,12 @@ describe("runSetup", () => {
   it("runs each command in the sandbox with the allow-listed network and reports it", async () => {
     const seen: string[] = [];
     const report = await runSetup(
-      { root, allowHosts: [`127.0.0.2:${port}`], logger: recordingLogger() },
+      {
+        root,
+        allowHosts: [`127.0.0.2:${port}`],
+        allowPrivate: ["127.0.0.2"],
+        logger: recordingLogger(),
+      },
       [
         `curl -sS -o deps.txt http://127.0.0.2:${port}/`,
         "curl -sS http://registry.invalid/ || true",

@@ -35,6 +35,7 @@ export interface JobWorkspaceOptions {
   branch: string;
   defaultBranch: string;
   allowHosts: readonly string[];
+  allowPrivate: readonly string[];
   setup: readonly string[];
   /** How many repositories keep a ready checkout for their next job; 0 keeps none. */
   spareCheckouts: number;
@@ -73,6 +74,7 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       dataDir: options.dataDir,
       // Named here so the sandbox never trusts the checkout's own (agent-writable) alternates file.
       mirror: checkout.mirror,
+      allowPrivate: options.allowPrivate,
       logger: options.logger,
     };
     workspace = await createWorkspace({ ...spec, allowHosts: [...options.allowHosts] });
