@@ -1,6 +1,11 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { LauncherReply, LauncherRequest, LaunchSpec } from "./launcher-protocol.ts";
+import {
+  type LauncherReply,
+  type LauncherRequest,
+  type LaunchSpec,
+  specProblem,
+} from "./launcher-protocol.ts";
 
 export type { LaunchSpec } from "./launcher-protocol.ts";
 
@@ -26,7 +31,10 @@ export interface Launched {
 
 export type OutputHandler = (stream: "stdout" | "stderr", chunk: Buffer) => void;
 
-/** A process that could not be started (missing program, bad cwd); `code` is the errno code. */
+/**
+ * A process that could not be started (missing program, bad cwd, a NUL byte in an argument);
+ * `code` is the errno code, EINVAL for a request that can never start.
+ */
 export class LaunchError extends Error {
   override name = "LaunchError";
   readonly code: string | undefined;
@@ -94,8 +102,14 @@ function send(launcher: Launcher, request: LauncherRequest): void {
   launcher.process.send(request);
 }
 
-/** Starts a process through the launcher; its output arrives through `onOutput`. */
+/**
+ * Starts a process through the launcher; its output arrives through `onOutput`. Throws a
+ * LaunchError at once for a spec that can never start, such as one with a NUL byte.
+ */
 export function launch(spec: LaunchSpec, onOutput?: OutputHandler): Launched {
+  const problem = specProblem(spec);
+  if (problem !== undefined)
+    throw new LaunchError(`Cannot start ${JSON.stringify(spec.file)}: ${problem}`, "EINVAL");
   current ??= startLauncher();
   const launcher = current;
   const id = nextId++;
