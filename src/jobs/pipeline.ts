@@ -17,6 +17,7 @@ import { getJob, updateJob } from "../store/jobs.ts";
 import type { Logger } from "../store/logger.ts";
 import type { CommitIdentity } from "../workspace/commit.ts";
 import type { ProviderName, WorkspaceLogger } from "../workspace/index.ts";
+import { InvalidLaunch } from "../workspace/launcher.ts";
 import { PushRefused } from "../workspace/publish.ts";
 import { SPARE_REPOSITORIES } from "../workspace/spares.ts";
 import { runJobAgent } from "./pipeline/agent.ts";
@@ -75,7 +76,10 @@ const STEPS: Record<Mode, ProgressStep[]> = {
 /** Errors another attempt would only repeat. */
 function isPermanent(error: unknown): boolean {
   return (
-    error instanceof SetupFailed || error instanceof PushRefused || error instanceof PluginError
+    error instanceof SetupFailed ||
+    error instanceof PushRefused ||
+    error instanceof PluginError ||
+    error instanceof InvalidLaunch
   );
 }
 

@@ -44,6 +44,14 @@ export class LaunchError extends Error {
   }
 }
 
+/** A spec that can never start, such as one with a NUL byte: another attempt would repeat it. */
+export class InvalidLaunch extends LaunchError {
+  override name = "InvalidLaunch";
+  constructor(message: string) {
+    super(message, "EINVAL");
+  }
+}
+
 interface Pending {
   onOutput?: OutputHandler;
   resolve(exit: Exit): void;
@@ -103,13 +111,13 @@ function send(launcher: Launcher, request: LauncherRequest): void {
 }
 
 /**
- * Starts a process through the launcher; its output arrives through `onOutput`. Throws a
- * LaunchError at once for a spec that can never start, such as one with a NUL byte.
+ * Starts a process through the launcher; its output arrives through `onOutput`. Throws an
+ * InvalidLaunch at once for a spec that can never start, such as one with a NUL byte.
  */
 export function launch(spec: LaunchSpec, onOutput?: OutputHandler): Launched {
   const problem = specProblem(spec);
   if (problem !== undefined)
-    throw new LaunchError(`Cannot start ${JSON.stringify(spec.file)}: ${problem}`, "EINVAL");
+    throw new InvalidLaunch(`Cannot start ${JSON.stringify(spec.file)}: ${problem}`);
   current ??= startLauncher();
   const launcher = current;
   const id = nextId++;

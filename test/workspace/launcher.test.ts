@@ -5,7 +5,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { LaunchError, launch, launchAndCollect } from "../../src/workspace/launcher.ts";
+import {
+  InvalidLaunch,
+  LaunchError,
+  launch,
+  launchAndCollect,
+} from "../../src/workspace/launcher.ts";
 import { isAlive, processesWith, waitUntil } from "./helpers.ts";
 
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
@@ -101,7 +106,7 @@ describe("process launcher", () => {
       const { child, line } = firstLine(`echo started; cat ${gate}; echo finished`, true);
       expect(await line).toBe("started");
       const error = await launchAndCollect(sh("echo a\0b")).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(LaunchError);
+      expect(error).toBeInstanceOf(InvalidLaunch);
       expect((error as LaunchError).code).toBe("EINVAL");
       expect((error as LaunchError).message).toMatch(/NUL/);
       await writeFile(gate, "released\n");
