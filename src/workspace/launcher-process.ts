@@ -30,8 +30,9 @@ function start(id: number, spec: unknown): void {
   try {
     child = spawnSpec(spec as LaunchSpec);
   } catch (error) {
-    const { code, message } = error as NodeJS.ErrnoException;
-    reply({ type: "failed", id, code: code ?? "EINVAL", message: String(message) });
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    const message = error instanceof Error ? error.message : String(error);
+    reply({ type: "failed", id, code: typeof code === "string" ? code : "EINVAL", message });
     return;
   }
   watch(id, spec as LaunchSpec, child);
