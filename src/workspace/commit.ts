@@ -24,6 +24,14 @@ function quote(text: string): string {
 }
 
 /**
+ * Drops NUL bytes: git keeps none in a message or an identity, and a command line cannot carry
+ * one, so a title the agent or an issue supplied with a NUL would otherwise fail the whole commit.
+ */
+function withoutNul(text: string): string {
+  return text.replaceAll("\0", "");
+}
+
+/**
  * Commits everything the agent changed. It runs inside the workspace on purpose: the agent could
  * have planted hooks, filters or an fsmonitor in `.git/config`, and those must execute where the
  * agent's own commands do, never in the worker next to its secrets. Resolves to null when there
@@ -36,12 +44,16 @@ export async function commitInWorkspace(
   const trailers = (options.coAuthors ?? []).map(
     (who) => `Co-authored-by: ${who.name} <${who.email}>`,
   );
-  const message = [options.message.trim(), trailers.join("\n")].filter(Boolean).join("\n\n");
+  const message = withoutNul(
+    [options.message.trim(), trailers.join("\n")].filter(Boolean).join("\n\n"),
+  );
+  const name = withoutNul(options.author.name);
+  const email = withoutNul(options.author.email);
   const identity = {
-    GIT_AUTHOR_NAME: options.author.name,
-    GIT_AUTHOR_EMAIL: options.author.email,
-    GIT_COMMITTER_NAME: options.author.name,
-    GIT_COMMITTER_EMAIL: options.author.email,
+    GIT_AUTHOR_NAME: name,
+    GIT_AUTHOR_EMAIL: email,
+    GIT_COMMITTER_NAME: name,
+    GIT_COMMITTER_EMAIL: email,
   };
   const staged = await workspace.exec("git add -A && git diff --cached --name-only -z", {
     env: identity,

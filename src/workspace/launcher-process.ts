@@ -2,7 +2,7 @@
 // behalf (see launcher.ts for why). It imports only Node built-ins, so it starts fast with Node's
 // own type stripping and stays small: its own forks stay cheap.
 import { type ChildProcess, spawn } from "node:child_process";
-import type { LauncherReply, LauncherRequest } from "./launcher-protocol.ts";
+import { type LauncherReply, type LaunchSpec, specProblem } from "./launcher-protocol.ts";
 
 const children = new Map<number, { child: ChildProcess; group: boolean }>();
 
@@ -19,15 +19,36 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
   }
 }
 
-function start(request: Extract<LauncherRequest, { type: "launch" }>): void {
-  const { id, spec } = request;
-  let settled = false;
-  const child = spawn(spec.file, spec.args, {
+/** A request that cannot be started fails alone: the launcher serves every job's commands. */
+function start(id: number, spec: unknown): void {
+  const problem = specProblem(spec);
+  if (problem !== undefined) {
+    reply({ type: "failed", id, code: "EINVAL", message: `Invalid launch request: ${problem}` });
+    return;
+  }
+  let child: ChildProcess;
+  try {
+    child = spawnSpec(spec as LaunchSpec);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    const message = error instanceof Error ? error.message : String(error);
+    reply({ type: "failed", id, code: typeof code === "string" ? code : "EINVAL", message });
+    return;
+  }
+  watch(id, spec as LaunchSpec, child);
+}
+
+function spawnSpec(spec: LaunchSpec): ChildProcess {
+  return spawn(spec.file, spec.args, {
     cwd: spec.cwd,
     env: spec.env,
     detached: spec.group,
     stdio: [spec.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
+}
+
+function watch(id: number, spec: LaunchSpec, child: ChildProcess): void {
+  let settled = false;
   children.set(id, { child, group: spec.group });
   child.stdin?.on("error", () => {
     // A process that exits without reading its input closes the pipe; its exit code tells.
@@ -53,12 +74,20 @@ function start(request: Extract<LauncherRequest, { type: "launch" }>): void {
   });
 }
 
-process.on("message", (request: LauncherRequest) => {
-  if (request.type === "launch") return start(request);
-  const entry = children.get(request.id);
+process.on("message", (message: unknown) => {
+  if (typeof message !== "object" || message === null) return;
+  const { type, id, spec, signal } = message as Record<string, unknown>;
+  // Without a numeric id there is nobody to answer; the worker never sends such a message.
+  if (typeof id !== "number") return;
+  if (type === "launch") return start(id, spec);
+  const entry = type === "kill" ? children.get(id) : undefined;
   if (!entry) return;
-  if (entry.group) killGroup(entry.child.pid, request.signal);
-  else entry.child.kill(request.signal);
+  try {
+    if (entry.group) killGroup(entry.child.pid, signal as NodeJS.Signals);
+    else entry.child.kill(signal as NodeJS.Signals);
+  } catch {
+    // An unknown signal name: nothing to send.
+  }
 });
 
 // The worker is gone: nothing it started may outlive it.

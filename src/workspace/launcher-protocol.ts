@@ -21,3 +21,31 @@ export type LauncherReply =
   | { type: "output"; id: number; stream: 1 | 2; chunk: Uint8Array }
   | { type: "exited"; id: number; code: number | null; signal: NodeJS.Signals | null }
   | { type: "failed"; id: number; code?: string; message: string };
+
+const hasNul = (value: unknown): boolean => typeof value !== "string" || value.includes("\0");
+
+/**
+ * Why a launch request cannot be started, or undefined when it can. Node's spawn throws on these
+ * (a NUL byte cannot cross exec), so both sides check: the worker to give its caller a clear
+ * error, the launcher so that no request can take it down. Only built-ins: the launcher uses it.
+ */
+export function specProblem(spec: unknown): string | undefined {
+  if (typeof spec !== "object" || spec === null) return "the launch spec is not an object";
+  const { file, args, cwd, env, group, input } = spec as Record<string, unknown>;
+  if (hasNul(file) || file === "") return "the program is not a string without NUL bytes";
+  if (!Array.isArray(args) || args.some(hasNul)) {
+    return "an argument is not a string without NUL bytes";
+  }
+  if (hasNul(cwd)) return "the working directory is not a string without NUL bytes";
+  if (typeof env !== "object" || env === null || Array.isArray(env)) {
+    return "the environment is not an object";
+  }
+  for (const [name, value] of Object.entries(env)) {
+    if (name === "" || name.includes("=") || hasNul(name) || hasNul(value)) {
+      return "an environment variable is not a name and string value without NUL bytes";
+    }
+  }
+  if (typeof group !== "boolean") return "group is not a boolean";
+  if (input !== undefined && typeof input !== "string") return "the input is not a string";
+  return undefined;
+}

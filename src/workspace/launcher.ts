@@ -1,6 +1,11 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { LauncherReply, LauncherRequest, LaunchSpec } from "./launcher-protocol.ts";
+import {
+  type LauncherReply,
+  type LauncherRequest,
+  type LaunchSpec,
+  specProblem,
+} from "./launcher-protocol.ts";
 
 export type { LaunchSpec } from "./launcher-protocol.ts";
 
@@ -26,13 +31,26 @@ export interface Launched {
 
 export type OutputHandler = (stream: "stdout" | "stderr", chunk: Buffer) => void;
 
-/** A process that could not be started (missing program, bad cwd); `code` is the errno code. */
+/**
+ * A process that could not be started (missing program, bad cwd, a NUL byte in an argument);
+ * `code` is the errno code, EINVAL for a request that can never start.
+ */
 export class LaunchError extends Error {
   override name = "LaunchError";
   readonly code: string | undefined;
   constructor(message: string, code: string | undefined) {
     super(message);
     this.code = code;
+  }
+}
+
+/** A spec that can never start, such as one with a NUL byte: another attempt would repeat it. */
+export class InvalidLaunch extends LaunchError {
+  override name = "InvalidLaunch";
+  /** Another attempt would send the same request (see src/errors.ts). */
+  readonly permanent = true;
+  constructor(message: string) {
+    super(message, "EINVAL");
   }
 }
 
@@ -94,8 +112,14 @@ function send(launcher: Launcher, request: LauncherRequest): void {
   launcher.process.send(request);
 }
 
-/** Starts a process through the launcher; its output arrives through `onOutput`. */
+/**
+ * Starts a process through the launcher; its output arrives through `onOutput`. Throws an
+ * InvalidLaunch at once for a spec that can never start, such as one with a NUL byte.
+ */
 export function launch(spec: LaunchSpec, onOutput?: OutputHandler): Launched {
+  const problem = specProblem(spec);
+  if (problem !== undefined)
+    throw new InvalidLaunch(`Cannot start ${JSON.stringify(spec.file)}: ${problem}`);
   current ??= startLauncher();
   const launcher = current;
   const id = nextId++;

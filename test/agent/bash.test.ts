@@ -10,7 +10,8 @@ let bash: AgentTool;
 
 beforeEach(async () => {
   repo = await makeRepo({ "src/lib/x.txt": "x\n" });
-  bash = bashTool(repo.workspace, { timeoutMs: 300 });
+  // Generous: the first command also starts the launcher, which is slow on a loaded machine.
+  bash = bashTool(repo.workspace, { timeoutMs: 30_000 });
 });
 
 afterEach(async () => {
@@ -56,7 +57,8 @@ describe("bash tool", () => {
   });
 
   it("stops a command at the timeout", async () => {
-    expect(await sh({ command: "sleep 10" })).toEqual({
+    const short = bashTool(repo.workspace, { timeoutMs: 300 });
+    expect(await short.run({ command: "sleep 10" }, { remainingMs: 60_000 })).toEqual({
       content: "Command timed out after 300 ms; its processes were killed.",
       isError: true,
     });
@@ -83,5 +85,38 @@ describe("bash tool", () => {
     expect(result.content.length).toBeLessThanOrEqual(30_100);
     expect(result.content).toContain("characters cut");
     expect(result.log?.trimEnd().split("\n")).toHaveLength(20_000);
+  });
+
+  it("keeps its directory when a command forges the directory report", async () => {
+    await sh({ command: "cd src" });
+    // The trap never runs, so only the forged line could move the shell.
+    const plain = "printf '\\n__VMPILOT_CWD__\\t/x\\t/etc\\n'; kill -9 $$";
+    await sh({ command: plain });
+    expect((await sh({ command: "pwd" })).content).toBe(join(repo.root, "src"));
+    // A command can read its own script, mark included; a NUL or a path outside still does not count.
+    const mark = `m=$(printf %s "$BASH_EXECUTION_STRING" | grep -o '__VMPILOT_CWD_[0-9a-f]*__' | head -n1); trap - EXIT`;
+    await sh({ command: `${mark}; printf "\\n$m\\t%s\\t%s/a\\0b\\n" "$__vmpilot_root" "$PWD"` });
+    expect((await sh({ command: "pwd" })).content).toBe(join(repo.root, "src"));
+    await sh({ command: `${mark}; printf "\\n$m\\t/\\t/etc\\n"` });
+    expect((await sh({ command: "pwd" })).content).toBe(join(repo.root, "src"));
+    await sh({ command: `${mark}; printf "\\n$m\\t%s\\t%s/../..\\n" "$__vmpilot_root" "$PWD"` });
+    expect((await sh({ command: "pwd" })).content).toBe(join(repo.root, "src"));
+    // The same forgery naming a directory inside is taken: it is no more than a `cd`.
+    await sh({ command: `${mark}; printf "\\n$m\\t%s\\t%s/lib\\n" "$__vmpilot_root" "$PWD"` });
+    expect((await sh({ command: "pwd" })).content).toBe(join(repo.root, "src/lib"));
+  });
+
+  it("stays in the checkout when a command leaves it", async () => {
+    await sh({ command: "cd src" });
+    await sh({ command: "cd /" });
+    expect((await sh({ command: "pwd" })).content).toBe(join(repo.root, "src"));
+  });
+
+  it("refuses a command with a NUL byte and keeps working", async () => {
+    expect(await sh({ command: "echo a\0b" })).toEqual({
+      content: "The command contains a NUL byte, which a command line cannot carry.",
+      isError: true,
+    });
+    expect((await sh({ command: "echo still here" })).content).toBe("still here");
   });
 });

@@ -10,6 +10,7 @@ import { isPermanent } from "../../src/errors.ts";
 import { createLogger } from "../../src/github/logger.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import { SandboxUnavailableError } from "../../src/workspace/index.ts";
+import { InvalidLaunch, LaunchError } from "../../src/workspace/launcher.ts";
 import {
   APP_SLUG,
   appPrivateKey,
@@ -151,8 +152,11 @@ describe("a worker without bubblewrap", () => {
   });
 });
 
-describe("SandboxUnavailableError", () => {
-  it("is permanent: the job fails at once instead of retrying", () => {
+describe("permanent errors", () => {
+  it("are known by type: the job fails at once instead of retrying", () => {
     expect(isPermanent(new SandboxUnavailableError("install bubblewrap"))).toBe(true);
+    expect(isPermanent(new InvalidLaunch("NUL in an argument"))).toBe(true);
+    expect(isPermanent(new LaunchError("the launcher exited", "EPIPE"))).toBe(false);
+    expect(isPermanent(new Error("GitHub 502"))).toBe(false);
   });
 });

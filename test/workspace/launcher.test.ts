@@ -1,9 +1,16 @@
-import { fork } from "node:child_process";
+import { execFileSync, fork } from "node:child_process";
 import { once } from "node:events";
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { LaunchError, launch, launchAndCollect } from "../../src/workspace/launcher.ts";
+import {
+  InvalidLaunch,
+  LaunchError,
+  launch,
+  launchAndCollect,
+} from "../../src/workspace/launcher.ts";
 import { isAlive, processesWith, waitUntil } from "./helpers.ts";
 
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
@@ -89,5 +96,55 @@ describe("process launcher", () => {
     expect(await waitUntil(async () => (await processesWith("launch-sleeper")).length === 0)).toBe(
       true,
     );
+  });
+
+  it("fails a request with a NUL byte alone, while another command runs on to its end", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "launcher-"));
+    const gate = join(dir, "gate");
+    execFileSync("mkfifo", [gate]);
+    try {
+      const { child, line } = firstLine(`echo started; cat ${gate}; echo finished`, true);
+      expect(await line).toBe("started");
+      const error = await launchAndCollect(sh("echo a\0b")).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidLaunch);
+      expect((error as LaunchError).code).toBe("EINVAL");
+      expect((error as LaunchError).message).toMatch(/NUL/);
+      await writeFile(gate, "released\n");
+      expect(await child.done).toEqual({ code: 0, signal: null });
+      expect((await launchAndCollect(sh("echo after"))).stdout).toBe("after\n");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("answers malformed requests sent straight to it with an error, and keeps serving", async () => {
+    const launcher = fork(
+      fileURLToPath(new URL("../../src/workspace/launcher-process.ts", import.meta.url)),
+      {
+        execArgv: [],
+        serialization: "advanced",
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+      },
+    );
+    const replies: Array<Record<string, unknown>> = [];
+    launcher.on("message", (reply: Record<string, unknown>) => replies.push(reply));
+    const replyTo = (id: number, type: string) =>
+      waitUntil(async () => replies.some((r) => r.id === id && r.type === type));
+    try {
+      const good = { file: "sh", args: ["-c", "echo ok"], cwd: "/", env, group: false };
+      launcher.send({ type: "launch", id: 1, spec: { ...good, args: ["-c", "echo a\0b"] } });
+      launcher.send({ type: "launch", id: 2, spec: { ...good, env: { A: "x\0y" } } });
+      launcher.send({ type: "launch", id: 3, spec: { ...good, cwd: 42 } });
+      launcher.send({ type: "kill", id: 4, signal: "SIGNOPE" });
+      launcher.send("not a request");
+      launcher.send({ type: "launch", id: 5, spec: good });
+      expect(await replyTo(5, "exited")).toBe(true);
+      for (const id of [1, 2, 3]) {
+        expect(replies.find((r) => r.id === id)).toMatchObject({ type: "failed", code: "EINVAL" });
+      }
+      expect(replies.filter((r) => r.id === 5).map((r) => r.type)).toEqual(["output", "exited"]);
+    } finally {
+      launcher.kill("SIGKILL");
+    }
   });
 });

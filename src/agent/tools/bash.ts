@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { DEFAULT_TIMEOUT_MS } from "../../workspace/exec.ts";
 import type { ExecResult, Workspace } from "../../workspace/types.ts";
 import { type AgentTool, type ToolOutcome, toolError } from "./types.ts";
@@ -7,8 +8,13 @@ export interface BashToolOptions {
   timeoutMs?: number;
 }
 
-const CWD_MARK = "__VMPILOT_CWD__";
-const CWD_LINE = new RegExp(`\\n${CWD_MARK}\\t([^\\t\\n]*)\\t([^\\n]*)\\n$`);
+/**
+ * The line the EXIT trap prints, under a fresh random mark per command: output the command did
+ * not choose (a file it cats, a test's log) cannot forge it, since the mark did not exist yet.
+ */
+function cwdLine(mark: string): RegExp {
+  return new RegExp(`\\n${mark}\\t([^\\t\\n]*)\\t([^\\n]*)\\n$`);
+}
 
 function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
@@ -41,20 +47,25 @@ export function bashTool(workspace: Workspace, options: BashToolOptions = {}): A
       if (typeof command !== "string" || command.trim() === "") {
         return toolError("Provide a non-empty `command`, or `restart: true`.");
       }
+      if (command.includes("\0")) {
+        return toolError("The command contains a NUL byte, which a command line cannot carry.");
+      }
       const limit = Math.min(timeoutMs, context.remainingMs);
-      const result = await workspace.exec(script(cwd, command), {
+      const mark = `__VMPILOT_CWD_${randomBytes(16).toString("hex")}__`;
+      const result = await workspace.exec(script(cwd, command, mark), {
         timeoutMs: limit,
         signal: context.signal,
       });
-      const moved = CWD_LINE.exec(result.fullStdout);
-      if (moved) cwd = relativeCwd(moved[1] as string, moved[2] as string);
-      const outcome = describe(result, limit);
+      const line = cwdLine(mark);
+      const moved = line.exec(result.fullStdout);
+      if (moved) cwd = relativeCwd(moved[1] as string, moved[2] as string) ?? cwd;
+      const outcome = describe(result, limit, line);
       return prefix ? { ...outcome, content: `${prefix}\n${outcome.content}` } : outcome;
     },
   };
 }
 
-function script(cwd: string, command: string): string {
+function script(cwd: string, command: string, mark: string): string {
   const enter =
     cwd === "."
       ? ""
@@ -62,23 +73,30 @@ function script(cwd: string, command: string): string {
           `note: ${cwd} no longer exists; running in the workspace root`,
         )} >&2\n`;
   return [
-    "__vmpilot_root=$PWD",
-    `${enter}trap 'printf "\\n${CWD_MARK}\\t%s\\t%s\\n" "$__vmpilot_root" "$PWD"' EXIT`,
+    "readonly __vmpilot_root=$PWD",
+    `${enter}trap 'printf "\\n${mark}\\t%s\\t%s\\n" "$__vmpilot_root" "$PWD"' EXIT`,
     command,
   ].join("\n");
 }
 
-function relativeCwd(root: string, pwd: string): string {
+/**
+ * Where the next command starts, relative to the root; undefined (keep the current one) for a
+ * directory outside the checkout or a report the command could still have tampered with.
+ */
+function relativeCwd(root: string, pwd: string): string | undefined {
   if (pwd === root) return ".";
-  if (pwd.startsWith(`${root}/`)) return pwd.slice(root.length + 1);
-  return pwd;
+  if (!root.startsWith("/") || !pwd.startsWith(`${root}/`)) return undefined;
+  const inside = pwd.slice(root.length + 1);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\x00-\x1f]/.test(inside)) return undefined;
+  if (inside.split("/").some((part) => part === ".." || part === "." || part === "")) {
+    return undefined;
+  }
+  return inside;
 }
 
-function stripMark(text: string): string {
-  return text.replace(CWD_LINE, "");
-}
-
-function describe(result: ExecResult, timeoutMs: number): ToolOutcome {
+function describe(result: ExecResult, timeoutMs: number, line: RegExp): ToolOutcome {
+  const stripMark = (text: string) => text.replace(line, "");
   const stdout = stripMark(result.stdout);
   const parts: string[] = [];
   if (stdout) parts.push(stdout.trimEnd());
