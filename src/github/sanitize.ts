@@ -74,5 +74,8 @@ export function sanitize(text: string): string {
     .map((line) => line.trimEnd())
     .join("\n")
     .replace(BLANK_RUNS, "\n\n")
-    .trim();
+    // Leading blank lines go, but not the first line's indentation: four spaces make it a code
+    // block, and a command shown in one must stay shown, not run.
+    .replace(/^\n+/, "")
+    .trimEnd();
 }
