@@ -1,12 +1,9 @@
-// Escaping for user-controlled text (config keys, command words, error texts) that goes into the
+// Escaping for user-controlled text (config keys, command words, error texts, model output) in the
 // app's comments: it must not break out of its code span or ping anyone with an @mention.
 
-// U+2060 WORD JOINER is invisible, and GitHub does not link "@\u2060name" as a mention.
-const WORD_JOINER = "\u2060";
-
-/** Text with every @mention made inert and line breaks flattened, for use in running prose. */
-export function plainText(text: string): string {
-  return text.replace(/[\r\n]+/g, " ").replaceAll("@", `@${WORD_JOINER}`);
+/** Text must not ping people or teams: "@name" outside code gets a zero-width space after the @. */
+export function quietMentions(text: string): string {
+  return text.replace(/(^|[^\w`/])@(?=[A-Za-z0-9])/g, "$1@\u200B");
 }
 
 /**

@@ -69,10 +69,11 @@ const PATTERNS: ReadonlyArray<{ id: string; pattern: RegExp }> = [
 ];
 
 // ANSI escape sequences (CSI and OSC) and invisible characters can split a token so that no
-// pattern sees it whole; they are removed before matching.
+// pattern sees it whole; they are removed before matching. Invisible characters only go between
+// token characters: the one quietMentions puts after an "@" must stay.
 const INVISIBLE =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal escapes is the point.
-  /\x1b\[[0-?]{0,64}[ -/]{0,8}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)|[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]/g;
+  /\x1b\[[0-?]{0,64}[ -/]{0,8}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)|(?<=[\w.+/=-])[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]{1,64}(?=[\w.+/=-])/g;
 
 // Secrets shorter than this are not registered: replacing every "secret" or "1234" would make
 // logs unreadable and protect nothing.

@@ -3,7 +3,7 @@
 import type { ProbotOctokit } from "probot";
 import { type ConfigIssue, parseRepoConfig, type RepoConfig } from "../config/repo-config.ts";
 import { jobMarker } from "./comments.ts";
-import { codeSpan, plainText } from "./markdown.ts";
+import { codeSpan, quietMentions } from "./markdown.ts";
 
 export const REPO_CONFIG_PATH = ".github/vmpilot.yml";
 
@@ -65,7 +65,8 @@ export function renderConfigError(
   const lines = load.issues
     .slice(0, 20)
     .map(
-      (issue) => `- ${issue.path ? `${codeSpan(issue.path)}: ` : ""}${plainText(issue.message)}`,
+      (issue) =>
+        `- ${issue.path ? `${codeSpan(issue.path)}: ` : ""}${quietMentions(issue.message)}`,
     );
   return [
     `❌ **vmpilot cannot start: \`${load.source}\` is invalid** — [job #${view.jobId}](${view.jobUrl})`,

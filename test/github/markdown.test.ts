@@ -1,11 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { codeSpan, plainText } from "../../src/github/markdown.ts";
-
-describe("plainText", () => {
-  it("makes @mentions inert and keeps the text on one line", () => {
-    expect(plainText("ping @someone\n@org/team")).toBe("ping @\u2060someone @\u2060org/team");
-  });
-});
+import { codeSpan } from "../../src/github/markdown.ts";
 
 describe("codeSpan", () => {
   it.each([

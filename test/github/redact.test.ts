@@ -121,6 +121,11 @@ describe("redact", () => {
       `npm_${token36.slice(0, 5)}\u200d${token36.slice(5)}`,
       REDACTED,
     ],
+    [
+      "quieted mention next to a secret",
+      `@\u200Bsomeone ghs_${token36}`,
+      `@\u200Bsomeone ${REDACTED}`,
+    ],
     ["coloured text without secrets", "\x1b[32mok\x1b[0m", "\x1b[32mok\x1b[0m"],
     [
       "token counts",
