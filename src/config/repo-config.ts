@@ -191,20 +191,36 @@ export function checkRepoConfig(value: unknown): ConfigResult {
   return { ok: false, issues, message: describeIssues(issues) };
 }
 
+// A real config is a few hundred bytes; the caps keep a hostile file (huge, or an alias bomb that
+// expands exponentially) from costing memory and CPU before it is refused.
+export const MAX_REPO_CONFIG_BYTES = 64 * 1024;
+const MAX_ALIAS_COUNT = 100;
+
+function invalid(message: string): ConfigResult {
+  const issues = [{ path: "", message }];
+  return { ok: false, issues, message: describeIssues(issues) };
+}
+
 /** Parses the text of `.github/vmpilot.yml`. An empty file is an empty config. */
 export function parseRepoConfig(yamlText: string): ConfigResult {
+  if (Buffer.byteLength(yamlText, "utf8") > MAX_REPO_CONFIG_BYTES) {
+    return invalid(`file is larger than ${MAX_REPO_CONFIG_BYTES / 1024} KiB`);
+  }
   const doc = parseDocument(yamlText, { uniqueKeys: true, prettyErrors: true });
   const yamlError = doc.errors[0];
   if (yamlError) {
-    const issues = [
-      { path: "", message: `invalid YAML: ${yamlError.message.split("\n")[0]?.replace(/:$/, "")}` },
-    ];
-    return { ok: false, issues, message: describeIssues(issues) };
+    return invalid(`invalid YAML: ${yamlError.message.split("\n")[0]?.replace(/:$/, "")}`);
   }
-  const value: unknown = doc.toJS();
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    // yaml throws a ReferenceError when aliases expand past maxAliasCount.
+    if (!(error instanceof ReferenceError)) throw error;
+    return invalid(`invalid YAML: aliases expand too much (more than ${MAX_ALIAS_COUNT})`);
+  }
   if (value !== null && (typeof value !== "object" || Array.isArray(value))) {
-    const issues = [{ path: "", message: "must be a mapping of settings" }];
-    return { ok: false, issues, message: describeIssues(issues) };
+    return invalid("must be a mapping of settings");
   }
   return checkRepoConfig(value);
 }

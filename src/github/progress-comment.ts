@@ -1,7 +1,11 @@
 // The job's one progress comment: what it says while the job runs, when it ends, and when it
 // fails, plus an updater that edits it in place without hammering the API.
 import { jobMarker } from "./comments.ts";
+import { codeSpan, quietMentions } from "./markdown.ts";
 import { redact } from "./redact.ts";
+
+// Its callers (pull request, review) import it from here.
+export { quietMentions };
 
 export const PROGRESS_STEPS = [
   { key: "acknowledged", label: "Acknowledged" },
@@ -94,17 +98,8 @@ function oneLine(text: string, cap: number): string {
   return flat.length > cap ? `${flat.slice(0, cap - 1)}…` : flat;
 }
 
-/** Model-written text must not ping people or teams. */
-export function quietMentions(text: string): string {
-  return text.replace(/(^|[^\w`/])@(?=[A-Za-z0-9])/g, "$1@\u200B");
-}
-
 function cap(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max)}\n\n…(cut, see the job page)` : text;
-}
-
-function codeSpan(text: string): string {
-  return `\`${text.replaceAll("`", "'")}\``;
 }
 
 function header(icon: string, title: string, view: { jobId: number; jobUrl: string }): string {

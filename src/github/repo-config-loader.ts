@@ -3,6 +3,7 @@
 import type { ProbotOctokit } from "probot";
 import { type ConfigIssue, parseRepoConfig, type RepoConfig } from "../config/repo-config.ts";
 import { jobMarker } from "./comments.ts";
+import { codeSpan, quietMentions } from "./markdown.ts";
 
 export const REPO_CONFIG_PATH = ".github/vmpilot.yml";
 
@@ -63,7 +64,10 @@ export function renderConfigError(
 ): string {
   const lines = load.issues
     .slice(0, 20)
-    .map((issue) => `- ${issue.path ? `\`${issue.path}\`: ` : ""}${issue.message}`);
+    .map(
+      (issue) =>
+        `- ${issue.path ? `${codeSpan(issue.path)}: ` : ""}${quietMentions(issue.message)}`,
+    );
   return [
     `❌ **vmpilot cannot start: \`${load.source}\` is invalid** — [job #${view.jobId}](${view.jobUrl})`,
     "",

@@ -59,6 +59,8 @@ export function stripInvisible(text: string): string {
 
 /** Makes untrusted markdown safe to show to the model: what remains is what a reader sees. */
 export function sanitize(text: string): string {
+  // Leading blank lines go at the end, but not the first line's indentation: four spaces make it
+  // a code block, and a command shown in one must stay shown, not run.
   return text
     .replace(/\r\n?/g, "\n")
     .replace(HTML_COMMENT, "")
@@ -74,5 +76,6 @@ export function sanitize(text: string): string {
     .map((line) => line.trimEnd())
     .join("\n")
     .replace(BLANK_RUNS, "\n\n")
-    .trim();
+    .replace(/^\n+/, "")
+    .trimEnd();
 }

@@ -97,11 +97,11 @@ function findTrigger(input: TriggerInput, options: TriggerOptions): Trigger | nu
 
 /**
  * Finds `/command [verb] [text]` at the start of a line, else the first `@slug` mention.
- * Fenced code, inline code and block quotes are not read: quoting a trigger must not re-run it.
- * The text is expected to be sanitized already.
+ * Fenced and indented code, inline code, HTML <pre>/<code> and block quotes are not read: quoting
+ * or showing a trigger must not re-run it. The text is expected to be sanitized already.
  */
 export function parseText(text: string, options: Omit<TriggerOptions, "label">): Trigger | null {
-  const lines = text.split("\n");
+  const lines = hideHtmlCode(text).split("\n");
   const command = `/${options.command.toLowerCase()}`;
   let inFence = false;
   let mention: { line: number; end: number; start: number } | null = null;
@@ -112,7 +112,7 @@ export function parseText(text: string, options: Omit<TriggerOptions, "label">):
       inFence = !inFence;
       continue;
     }
-    if (inFence || trimmed.startsWith(">")) continue;
+    if (inFence || trimmed.startsWith(">") || /^(?: {4}|\t)/.test(line)) continue;
     if (trimmed.slice(0, command.length).toLowerCase() === command) {
       const after = trimmed.slice(command.length);
       if (after === "" || /^\s/.test(after)) {
@@ -126,6 +126,30 @@ export function parseText(text: string, options: Omit<TriggerOptions, "label">):
   }
   if (!mention) return null;
   return mentionTrigger(lines, mention);
+}
+
+const HTML_CODE = /<(pre|code)(?=[\s>])/gi;
+
+/**
+ * The text with the contents of <pre> and <code> elements blanked out, line breaks kept. An
+ * unclosed element hides the rest of the text, as it would when rendered. Linear: each search
+ * starts where the previous one ended.
+ */
+function hideHtmlCode(text: string): string {
+  if (!text.includes("<")) return text;
+  const lower = text.toLowerCase();
+  let out = "";
+  let from = 0;
+  HTML_CODE.lastIndex = 0;
+  for (let open = HTML_CODE.exec(text); open; open = HTML_CODE.exec(text)) {
+    const close = `</${(open[1] ?? "").toLowerCase()}>`;
+    const closeAt = lower.indexOf(close, HTML_CODE.lastIndex);
+    const end = closeAt === -1 ? text.length : closeAt + close.length;
+    out += text.slice(from, open.index) + text.slice(open.index, end).replace(/[^\n]/g, " ");
+    from = end;
+    HTML_CODE.lastIndex = end;
+  }
+  return out + text.slice(from);
 }
 
 function commandTrigger(rest: string, following: string[]): Trigger {

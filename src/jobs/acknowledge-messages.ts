@@ -1,6 +1,7 @@
 // The texts of the bot's first answer. Each carries the job's marker so a retry finds it.
 import { jobMarker } from "../github/comments.ts";
 import type { JobContext } from "../github/job-context.ts";
+import { codeSpan } from "../github/markdown.ts";
 import type { Job, JobStatus } from "../store/jobs.ts";
 
 export function jobUrl(publicUrl: string, jobId: number): string {
@@ -16,7 +17,7 @@ export function progressBody(job: Job, publicUrl: string): string {
   return withMarker(job.id, [
     `👀 **vmpilot is on it** — [job #${job.id}](${jobUrl(publicUrl, job.id)})`,
     "",
-    `Acknowledged \`${verb}\` for @${job.requester}; starting work. This comment is updated as ` +
+    `Acknowledged ${codeSpan(verb)} for @${job.requester}; starting work. This comment is updated as ` +
       "the job goes on.",
   ]);
 }
@@ -36,7 +37,7 @@ export function refusalBody(job: Job, policy: "write" | "allow-list"): string {
 export function helpBody(job: Job, context: JobContext): string {
   const c = `/${context.command}`;
   const intro = context.unknownVerb
-    ? `\`${context.unknownVerb}\` is not a vmpilot command. These are:`
+    ? `${codeSpan(context.unknownVerb)} is not a vmpilot command. These are:`
     : "vmpilot commands (write them at the start of a line in a comment):";
   return withMarker(job.id, [
     intro,

@@ -16,6 +16,7 @@ import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import type { Database } from "../store/database.ts";
 import { getJob, type Job, listJobs, updateJob } from "../store/jobs.ts";
 import type { Logger } from "../store/logger.ts";
+import { claimRefusalNotice } from "../store/refusal-notices.ts";
 import {
   helpBody,
   progressBody,
@@ -89,7 +90,9 @@ async function respond(
   const answer = (body: string) => answerOnce(deps, octokit, item, job, run.attempt, body);
   if (!permission.allowed) {
     deps.logger.info({ jobId: job.id, requester: job.requester, via: permission.via }, "refused");
-    await answer(refusalBody(job, policy));
+    // Someone without access could otherwise make the bot post once per comment they write.
+    const notice = { chatId: job.chatId, login: job.requester, jobId: job.id };
+    if (await claimRefusalNotice(deps.db.pool, notice)) await answer(refusalBody(job, policy));
     await updateJob(deps.db.pool, job.id, { status: "refused" });
     return "refused";
   }

@@ -1,3 +1,4 @@
+import { redactDeep } from "../github/redact.ts";
 import type { Queryable } from "./sql.ts";
 
 /** The model API's message roles. */
@@ -37,6 +38,8 @@ function toMessage(row: MessageRow): Message {
 /**
  * Appends one message. The chat row's counter hands out seq under its row lock, so concurrent
  * appends get distinct, gap-free numbers, and the cost does not grow with the history.
+ * Secrets (registered ones and known token shapes) are redacted before the content is stored:
+ * tool output read in the sandbox may contain them, and the table outlives the job.
  */
 export async function appendMessage(
   db: Queryable,
@@ -50,7 +53,7 @@ export async function appendMessage(
      INSERT INTO messages (chat_id, seq, role, content, job_id)
      SELECT $1, message_count, $2, $3::jsonb, $4 FROM next
      RETURNING *`,
-    [input.chatId, input.role, JSON.stringify(input.content), input.jobId ?? null],
+    [input.chatId, input.role, JSON.stringify(redactDeep(input.content)), input.jobId ?? null],
   );
   if (!rows[0]) throw new Error(`no chat ${input.chatId}`);
   return toMessage(rows[0]);

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import {
   checkRepoConfig,
   defaults,
+  MAX_REPO_CONFIG_BYTES,
   parseRepoConfig,
   repoConfigJsonSchema,
   resolveSettings,
@@ -99,6 +100,25 @@ publicJobs: true
     const result = parseRepoConfig(text);
     expect(result.ok).toBe(false);
     expect(result.ok ? "" : result.message).toContain(expected);
+  });
+
+  it("refuses an alias bomb with a config error instead of throwing", () => {
+    const lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
+    for (let i = 1; i < 9; i++) {
+      const prev = String.fromCharCode(96 + i);
+      const next = String.fromCharCode(97 + i);
+      lines.push(`${next}: &${next} [${Array(9).fill(`*${prev}`).join(",")}]`);
+    }
+    const result = parseRepoConfig(lines.join("\n"));
+    expect(result).toMatchObject({ ok: false, message: expect.stringMatching(/aliases expand/) });
+  });
+
+  it("refuses a file over the size cap before parsing it", () => {
+    const result = parseRepoConfig(`model: ${"x".repeat(MAX_REPO_CONFIG_BYTES)}`);
+    expect(result).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/larger than 64 KiB/),
+    });
   });
 
   it("lists every problem at once", () => {

@@ -28,7 +28,8 @@ describe("renderProgress", () => {
     expect(body).toContain(
       "- ✔ Acknowledged\n- ✔ Workspace ready\n- ⏳ **Agent working**\n- ◻ Tests",
     );
-    expect(body).toContain("Latest: `bash: npm test -- --grep 'login' and more`");
+    // The backticks stay as written, inside a longer fence.
+    expect(body).toContain("Latest: ``bash: npm test -- --grep `login` and more``");
     expect(body).toContain("Elapsed 2m 05s · cost so far $0.0123");
     expect(body).toContain("<!-- vmpilot:job:7 -->");
   });

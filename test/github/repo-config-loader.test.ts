@@ -81,6 +81,23 @@ describe("loadRepoConfig", () => {
     expect(body).toContain("`/vmpilot retry`");
   });
 
+  it("keeps a key with backticks and an @mention inside its code span", async () => {
+    nock(GITHUB_API)
+      .get(path)
+      .reply(...raw('"x` @someone `y": 1\n'));
+    const load = await loadRepoConfig(testOctokit(), { owner: "acme", repo: "app" });
+    expect(load.ok).toBe(false);
+    if (load.ok) return;
+    const body = renderConfigError(load, {
+      jobId: 3,
+      jobUrl: "https://v.example/jobs/3",
+      command: "vmpilot",
+    });
+    // A two-backtick fence: the single backticks in the key cannot close it.
+    expect(body).toContain("- ``x` @someone `y``: unknown key");
+    expect(body).not.toMatch(/(?<!`)`x` @someone/);
+  });
+
   it("reports broken YAML", async () => {
     nock(GITHUB_API)
       .get(path)

@@ -251,6 +251,29 @@ describe("parseTrigger", () => {
   });
 });
 
+describe("code in comments", () => {
+  it.each([
+    "<pre>/vmpilot fix</pre>",
+    "<PRE class=x>\n/vmpilot fix\n</PRE>",
+    "<code>/vmpilot fix</code>",
+    "<pre>\n/vmpilot fix",
+    "    /vmpilot fix",
+    "\t/vmpilot fix",
+    "text\n\n    /vmpilot fix",
+    "    @vmpilot-bot fix",
+    "<pre>@vmpilot-bot fix</pre>",
+    "> /vmpilot fix",
+  ])("%j does not trigger", (body) => {
+    expect(parseTrigger(comment(body), options)).toEqual({ ignored: "no trigger" });
+  });
+
+  it("still reads a command after a closed <pre> block", () => {
+    expect(parseTrigger(comment("<pre>x</pre>\n/vmpilot plan"), options)).toMatchObject({
+      trigger: { kind: "command", verb: "plan" },
+    });
+  });
+});
+
 describe("hostile input", () => {
   it("parses a 1 MB comment in bounded time", () => {
     const bodies = [
@@ -264,6 +287,8 @@ describe("hostile input", () => {
       "\u200B".repeat(1_000_000),
       "![".repeat(500_000),
       "<a ".repeat(330_000),
+      "<pre>".repeat(200_000),
+      "<code>".repeat(160_000),
     ];
     for (const body of bodies) {
       const started = performance.now();

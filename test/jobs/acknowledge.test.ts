@@ -230,6 +230,21 @@ describe.each(databases())("acknowledge on $name", (target) => {
     expect((await run(job)).outcome).toBe("refused");
   });
 
+  it("refuses the same user on the same issue only once an hour", async () => {
+    const { job, repo } = await seed({ requester: "stranger" });
+    github()
+      .get(`/repos/${repo}/collaborators/stranger/permission`)
+      .times(2)
+      .reply(404, { message: "Not Found" });
+    github().post(`/repos/${repo}/issues/7/comments`).reply(201, { id: 509 });
+    expect((await run(job)).outcome).toBe("refused");
+    const again = await insertJob(db.pool, { ...job, context: job.context });
+    mockRepoConfig(repo, undefined);
+    // No second comment is mocked: posting one would fail on the unmatched request.
+    expect((await run(again)).outcome).toBe("refused");
+    expect((await getJob(db.pool, again.id))?.status).toBe("refused");
+  });
+
   it("answers status with the chat's current job", async () => {
     const { job: work, repo } = await seed();
     await updateJob(db.pool, work.id, { status: "running" });

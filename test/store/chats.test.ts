@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clearRegisteredSecrets, REDACTED, registerSecret } from "../../src/github/redact.ts";
 import { findChat, findOrCreateChat, getChat, linkChatToPr } from "../../src/store/chats.ts";
 import type { Database } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
@@ -84,6 +85,30 @@ describe.each(databases())("chats and messages on $name", (target) => {
     );
     const seqs = (await listMessages(db.pool, chat.id)).map((m) => m.seq);
     expect(seqs).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+  });
+
+  it("stores messages with known and registered secrets redacted", async () => {
+    const { chat } = await seedChat(db, 500);
+    registerSecret("the-webhook-secret-value");
+    try {
+      const token = `ghs_${"a1B2".repeat(9)}`;
+      await appendMessage(db.pool, {
+        chatId: chat.id,
+        role: "user",
+        content: [
+          {
+            type: "tool_result",
+            content: [{ type: "text", text: `env: ${token} the-webhook-secret-value` }],
+          },
+        ],
+      });
+      const [message] = await listMessages(db.pool, chat.id);
+      expect(message?.content).toEqual([
+        { type: "tool_result", content: [{ type: "text", text: `env: ${REDACTED} ${REDACTED}` }] },
+      ]);
+    } finally {
+      clearRegisteredSecrets();
+    }
   });
 
   it("never rewrites history", async () => {
