@@ -6,6 +6,7 @@ import {
   parseTrigger,
   type TriggerInput,
 } from "../../src/intake/trigger.ts";
+import { countReplaces } from "../helpers/count-replaces.ts";
 
 const options = { appSlug: "vmpilot-bot", label: "vmpilot", command: "vmpilot" };
 const user = { login: "octocat", type: "User" };
@@ -275,7 +276,9 @@ describe("code in comments", () => {
 });
 
 describe("hostile input", () => {
-  it("parses a 1 MB comment in bounded time", () => {
+  // A backtracking pattern would take minutes on these: the test's own timeout is the bound, and
+  // the passes over the text are counted instead of timed.
+  it("parses a 1 MB comment with a fixed number of passes", () => {
     const bodies = [
       `${"a".repeat(1_000_000)} @vmpilot-bot fix`,
       "@".repeat(1_000_000),
@@ -290,10 +293,12 @@ describe("hostile input", () => {
       "<pre>".repeat(200_000),
       "<code>".repeat(160_000),
     ];
+    const short = countReplaces(() => parseTrigger(comment("@vmpilot-bot fix"), options));
     for (const body of bodies) {
-      const started = performance.now();
-      parseTrigger(comment(body), options);
-      expect(performance.now() - started).toBeLessThan(1500);
+      // Some inputs end early or take one more branch; none makes passes grow with its size.
+      expect(countReplaces(() => parseTrigger(comment(body), options))).toBeLessThanOrEqual(
+        short * 2,
+      );
     }
   });
 
