@@ -18,6 +18,7 @@ import { health } from "./jobs/health.ts";
 import type { PipelineDeps } from "./jobs/pipeline.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue.ts";
 import { startWorker } from "./jobs/worker.ts";
+import { claimWorkerIdentity } from "./jobs/worker-identity.ts";
 import { type Database, openDatabase } from "./store/database.ts";
 import { healthHandler } from "./web/health.ts";
 import { mountWeb } from "./web/index.ts";
@@ -75,8 +76,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       options.db ??
       (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
     if (!options.db) cleanup.push(() => db.close());
+    // Only workers run jobs, so only they have jobs of a previous instance to recover.
+    const identity = role === "web" ? undefined : await claimWorkerIdentity(config.dataDir, logger);
+    if (identity) cleanup.push(() => identity.release());
     const queue = createQueue(db, {
       concurrency: config.workerConcurrency,
+      workerId: identity?.id,
       ...options.queue,
       logger,
     });

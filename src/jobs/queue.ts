@@ -11,6 +11,7 @@ import {
   recordJobError,
   requestJobCancel,
   startJobAttempt,
+  unfinishedAttempts,
 } from "../store/job-lifecycle.ts";
 import { type Logger, silentLogger } from "../store/logger.ts";
 import type { Queryable } from "../store/sql.ts";
@@ -66,6 +67,11 @@ export interface QueueOptions {
   superviseIntervalSeconds?: number;
   /** How often running jobs are checked for cancel requests, ms. Default 500. */
   cancelCheckMs?: number;
+  /**
+   * This worker's identity, kept across restarts (worker-identity.ts): work() hands the jobs its
+   * previous instance was running back to the queue at once. Default: a new one, recovering nothing.
+   */
+  workerId?: string;
   logger?: Logger;
 }
 
@@ -129,11 +135,12 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
   let started = false;
   let stopped = false;
   const workerIds: string[] = [];
+  const workerId = options.workerId ?? randomUUID();
 
   async function run(job: BossJob<QueuedJob>, handler: JobHandler): Promise<void> {
     const { jobId, chatKey } = job.data;
     const attempt = job.retryCount + 1;
-    if (!(await startJobAttempt(db.pool, jobId, attempt))) {
+    if (!(await startJobAttempt(db.pool, jobId, attempt, { workerId, queueJobId: job.id }))) {
       // Cancelled while it waited: nothing to run, and nothing to retry.
       await markJobCancelled(db.pool, jobId);
       return;
@@ -172,6 +179,19 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     await appendJobEvent(db.pool, jobId, "dead", { error });
     logger.error({ jobId, error }, "job ran out of retries");
     await hooks.onDead?.({ jobId, chatKey, error });
+  }
+
+  /**
+   * Our identity's previous instance died running these (we hold its identity now): fail them so
+   * they are retried without waiting for their heartbeats to lapse. The retry count fences each
+   * fail to the attempt that died, should another worker have taken the job up meanwhile.
+   */
+  async function recoverOrphans(): Promise<void> {
+    const orphans = await unfinishedAttempts(db.pool, workerId);
+    if (orphans.length === 0) return;
+    const jobs = orphans.map((o) => ({ id: o.queueJobId, retryCount: o.attempt - 1 }));
+    await boss.fail(JOB_QUEUE, jobs, { message: "the worker running it restarted" });
+    logger.info({ count: orphans.length }, "handed the previous instance's jobs back to the queue");
   }
 
   async function enqueueJobs(client: Queryable, jobs: QueuedJob[]): Promise<void> {
@@ -232,6 +252,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     enqueueJobs,
 
     async work(handler, hooks = {}) {
+      await recoverOrphans();
       // One pg-boss worker per slot rather than one with localConcurrency: wake() can reach only
       // the workers whose ids it knows, and an idle slot must not sleep out its poll while another
       // is busy.
