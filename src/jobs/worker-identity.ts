@@ -26,10 +26,13 @@ async function readOrCreateId(path: string): Promise<string> {
     return id;
   }
   if (!stat.isFile() || stat.size > ID_FILE_LIMIT) {
-    throw new Error(`${path} must be a regular file holding a worker id; remove it to start afresh`);
+    throw new Error(
+      `${path} must be a regular file holding a worker id; remove it to start afresh`,
+    );
   }
   const parsed = z.uuid().safeParse((await readFile(path, "utf8")).trim());
-  if (!parsed.success) throw new Error(`${path} does not hold a worker id; remove it to start afresh`);
+  if (!parsed.success)
+    throw new Error(`${path} does not hold a worker id; remove it to start afresh`);
   return parsed.data;
 }
 
@@ -37,7 +40,10 @@ async function readOrCreateId(path: string): Promise<string> {
  * The identity stored in dataDir, or a new one for this process only when dataDir is in memory or
  * another live process holds it (two workers sharing a DATA_DIR): that one recovers its own jobs.
  */
-export async function claimWorkerIdentity(dataDir: string, logger: Logger): Promise<WorkerIdentity> {
+export async function claimWorkerIdentity(
+  dataDir: string,
+  logger: Logger,
+): Promise<WorkerIdentity> {
   const ephemeral = { id: randomUUID(), release: async () => {} };
   if (dataDir === "memory://") return ephemeral;
   await mkdir(dataDir, { recursive: true });
@@ -46,7 +52,10 @@ export async function claimWorkerIdentity(dataDir: string, logger: Logger): Prom
     release = await lockFile(join(dataDir, "worker.lock"));
   } catch (error) {
     if (!(error instanceof LockHeldError)) throw error;
-    logger.warn({ holder: error.holder }, "another worker holds this DATA_DIR; not recovering its jobs");
+    logger.warn(
+      { holder: error.holder },
+      "another worker holds this DATA_DIR; not recovering its jobs",
+    );
     return ephemeral;
   }
   try {

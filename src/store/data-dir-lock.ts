@@ -14,11 +14,10 @@ const lockedHere = new Set<string>();
 
 /** A live process (maybe this one) holds the lock. */
 export class LockHeldError extends Error {
-  constructor(
-    readonly path: string,
-    readonly holder: number,
-  ) {
+  readonly holder: number;
+  constructor(path: string, holder: number) {
     super(`${path} is held by process ${holder}`);
+    this.holder = holder;
   }
 }
 

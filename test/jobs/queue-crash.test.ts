@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -22,7 +23,7 @@ const CRASHY: QueueOptions = {
 const src = (path: string) => fileURLToPath(new URL(`../../src/${path}`, import.meta.url));
 
 /** A worker process that takes one job, says so on stdout, and then hangs until killed. */
-function spawnHangingWorker(url: string): ChildProcess {
+function spawnHangingWorker(url: string, options: QueueOptions): ChildProcess {
   const code = `
     import { openDatabase } from ${JSON.stringify(src("store/database.ts"))};
     import { createQueue } from ${JSON.stringify(src("jobs/queue.ts"))};
@@ -35,7 +36,7 @@ function spawnHangingWorker(url: string): ChildProcess {
     });
   `;
   return spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], {
-    env: { ...process.env, DB_URL: url, QUEUE_OPTIONS: JSON.stringify(CRASHY) },
+    env: { ...process.env, DB_URL: url, QUEUE_OPTIONS: JSON.stringify(options) },
     stdio: ["ignore", "pipe", "inherit"],
   });
 }
@@ -51,8 +52,9 @@ describe.each(databases())("queue crash recovery on $name", (target) => {
     await db.close();
   });
 
-  it("reruns the job of a worker killed mid-job, once", { timeout: 60_000 }, async () => {
-    queue = createQueue(db, CRASHY);
+  /** Enqueues a job, lets a child worker with these options take it, and kills the child. */
+  async function killMidJob(options: QueueOptions): Promise<number> {
+    queue = createQueue(db, options);
     await queue.start();
     const { chat, key } = await seedChat(db);
     const jobId = await withTransaction(db.pool, async (client) => {
@@ -60,25 +62,41 @@ describe.each(databases())("queue crash recovery on $name", (target) => {
       await queue?.enqueueJob(client, { jobId: job.id, chatKey: key });
       return job.id;
     });
-
-    const child = spawnHangingWorker(db.url);
+    const child = spawnHangingWorker(db.url, options);
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
     for await (const line of lines) {
       if (line === `started ${jobId}`) break;
     }
     child.kill("SIGKILL");
     await once(child, "exit");
+    return jobId;
+  }
 
+  /** Runs the next job this queue's worker gets; resolves with its attempt number. */
+  async function rerun(): Promise<number[]> {
     const reruns: number[] = [];
-    const rerun = new Promise<void>((resolve) => {
+    await new Promise<void>((resolve) => {
       queue?.work(async (job) => {
         reruns.push(job.attempt);
         resolve();
       });
     });
-    await rerun;
-    await queue.stop();
-    expect(reruns).toEqual([2]);
+    await queue?.stop();
+    return reruns;
+  }
+
+  it("reruns the job of a worker killed mid-job, once", { timeout: 60_000 }, async () => {
+    const jobId = await killMidJob(CRASHY);
+    expect(await rerun()).toEqual([2]);
+    expect(await getJob(db.pool, jobId)).toMatchObject({ status: "succeeded", attempts: 2 });
+  });
+
+  it("a restarted worker reruns its dead instance's job without waiting for the heartbeat", {
+    timeout: 30_000,
+  }, async () => {
+    // Only the shared identity can explain a rerun: the heartbeat outlasts the test.
+    const jobId = await killMidJob({ ...CRASHY, heartbeatSeconds: 600, workerId: randomUUID() });
+    expect(await rerun()).toEqual([2]);
     expect(await getJob(db.pool, jobId)).toMatchObject({ status: "succeeded", attempts: 2 });
   });
 });
