@@ -82,6 +82,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const queue = createQueue(db, {
       concurrency: config.workerConcurrency,
       workerId: identity?.id,
+      drainSeconds: config.shutdownDrainSeconds,
       ...options.queue,
       logger,
     });
@@ -103,6 +104,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       plugins: [...DEFAULT_ENABLED_PLUGINS],
     };
     let appSlug: string | undefined;
+    let endStreams: (() => void) | undefined;
     if (role !== "worker") {
       const web = mountWeb({
         db,
@@ -117,8 +119,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
           plugins: plugins.map((plugin) => plugin.name),
         },
       });
-      // Live job pages hold their connections open; the server cannot close before they end.
-      cleanup.push(() => web.close());
+      endStreams = () => web.close();
       appSlug = await fetchAppSlug(probot);
       const intake = intakeApp({
         db,
@@ -160,6 +161,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       });
     }
     const url = await listen(handlers, config, logger, cleanup);
+    // Live job pages hold their connections open; the server cannot close before they end. Pushed
+    // after the server's own step, so that (cleanup runs in reverse) they end first.
+    if (endStreams) cleanup.push(endStreams);
     if (config.webhookProxyUrl && role !== "worker") {
       const smee = new SmeeClient({
         source: config.webhookProxyUrl,
@@ -212,9 +216,12 @@ async function listen(
   await once(server, "listening");
   cleanup.push(async () => {
     const closed = once(server, "close");
+    // No new connections; requests in flight (webhooks being stored) may finish for the drain time.
     server.close();
-    server.closeAllConnections();
+    server.closeIdleConnections();
+    const cut = setTimeout(() => server.closeAllConnections(), config.shutdownDrainSeconds * 1000);
     await closed;
+    clearTimeout(cut);
   });
   const { address, port, family } = server.address() as AddressInfo;
   return `http://${family === "IPv6" ? `[${address}]` : address}:${port}`;

@@ -65,6 +65,12 @@ export interface QueueOptions {
   pollingIntervalSeconds?: number;
   /** How often dead workers' jobs are reclaimed, seconds. Default 30. */
   superviseIntervalSeconds?: number;
+  /**
+   * On stop, how long running jobs may finish, seconds; those still running then are failed back
+   * to the queue (retried after retryDelay, not after their expiry) and their handlers aborted.
+   * Default 30.
+   */
+  drainSeconds?: number;
   /** How often running jobs are checked for cancel requests, ms. Default 500. */
   cancelCheckMs?: number;
   /**
@@ -78,7 +84,7 @@ export interface QueueOptions {
 export interface Queue {
   /** Connects and creates the queues; needed before enqueueing too. */
   start(): Promise<void>;
-  /** Stops fetching, waits briefly for running handlers, then aborts them. */
+  /** Stops fetching, lets running handlers finish for drainSeconds, then hands them back and aborts them. */
   stop(): Promise<void>;
   /**
    * Enqueues inside the caller's transaction (pass its client), so the job row and the queue entry
@@ -241,8 +247,9 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
 
     async stop() {
       stopped = true;
+      // Draining jobs can still be cancelled; the watch stops once they are over.
+      await boss.stop({ graceful: true, timeout: (options.drainSeconds ?? 30) * 1000 });
       cancels.stop();
-      await boss.stop({ graceful: true, timeout: 10_000 });
     },
 
     enqueueJob(client, job) {

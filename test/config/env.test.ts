@@ -36,6 +36,7 @@ describe("loadConfig", () => {
       command: "vmpilot",
       workerConcurrency: 2,
       spareCheckouts: 20,
+      shutdownDrainSeconds: 30,
       publicUrl: "http://localhost:3000",
       allowedUsers: [],
     });
@@ -56,6 +57,7 @@ describe("loadConfig", () => {
         VMPILOT_COMMAND: "pilot",
         WORKER_CONCURRENCY: "4",
         SPARE_CHECKOUTS: "0",
+        SHUTDOWN_DRAIN_SECONDS: "5",
         PUBLIC_URL: "https://pilot.example.com/",
         ALLOWED_USERS: " alice, bob-2 ,,",
         NODE_ENV: "production",
@@ -75,6 +77,7 @@ describe("loadConfig", () => {
       command: "pilot",
       workerConcurrency: 4,
       spareCheckouts: 0,
+      shutdownDrainSeconds: 5,
       publicUrl: "https://pilot.example.com",
       allowedUsers: ["alice", "bob-2"],
       production: true,
