@@ -200,7 +200,12 @@ async function listen(
   logger: Logger,
   cleanup: Array<() => Promise<unknown> | unknown>,
 ): Promise<string> {
+  let closing = false;
   const server = createServer(async (req, res) => {
+    // A keep-alive connection would hold the closing server open until the drain time ran out.
+    res.once("finish", () => {
+      if (closing) res.socket?.end();
+    });
     try {
       for (const handler of handlers) {
         if (await handler(req, res)) return;
@@ -216,6 +221,7 @@ async function listen(
   await once(server, "listening");
   cleanup.push(async () => {
     const closed = once(server, "close");
+    closing = true;
     // No new connections; requests in flight (webhooks being stored) may finish for the drain time.
     server.close();
     server.closeIdleConnections();
