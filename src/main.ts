@@ -204,7 +204,7 @@ async function listen(
   const server = createServer(async (req, res) => {
     // A keep-alive connection would hold the closing server open until the drain time ran out.
     res.once("finish", () => {
-      if (closing) res.socket?.end();
+      if (closing) req.socket.end();
     });
     try {
       for (const handler of handlers) {
