@@ -197,6 +197,10 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     if (orphans.length === 0) return;
     const jobs = orphans.map((o) => ({ id: o.queueJobId, retryCount: o.attempt - 1 }));
     await boss.fail(JOB_QUEUE, jobs, { message: "the worker running it restarted" });
+    // The failure was the worker's, not the job's: the retry need not wait out the retry delay.
+    for (const { id } of jobs) {
+      await boss.update({ name: JOB_QUEUE, options: { id, startAfter: new Date() } });
+    }
     logger.info({ count: orphans.length }, "handed the previous instance's jobs back to the queue");
   }
 

@@ -1,14 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { once } from "node:events";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createQueue, type Queue, type QueueOptions } from "../../src/jobs/queue.ts";
 import type { Database } from "../../src/store/database.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";
 import { withTransaction } from "../../src/store/sql.ts";
 import { databases, newJob, seedChat } from "../helpers/db.ts";
+import { killWorkerMidJob } from "../helpers/hanging-worker.ts";
 
 // The shortest heartbeat pg-boss allows; a dead worker's job is reclaimed after it lapses.
 const CRASHY: QueueOptions = {
@@ -19,27 +16,6 @@ const CRASHY: QueueOptions = {
   retryBackoff: false,
   concurrency: 1,
 };
-
-const src = (path: string) => fileURLToPath(new URL(`../../src/${path}`, import.meta.url));
-
-/** A worker process that takes one job, says so on stdout, and then hangs until killed. */
-function spawnHangingWorker(url: string, options: QueueOptions): ChildProcess {
-  const code = `
-    import { openDatabase } from ${JSON.stringify(src("store/database.ts"))};
-    import { createQueue } from ${JSON.stringify(src("jobs/queue.ts"))};
-    const db = await openDatabase({ databaseUrl: process.env.DB_URL, dataDir: "", migrate: false });
-    const queue = createQueue(db, JSON.parse(process.env.QUEUE_OPTIONS));
-    await queue.start();
-    await queue.work(async ({ jobId }) => {
-      console.log("started " + jobId);
-      await new Promise(() => {});
-    });
-  `;
-  return spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], {
-    env: { ...process.env, DB_URL: url, QUEUE_OPTIONS: JSON.stringify(options) },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-}
 
 describe.each(databases())("queue crash recovery on $name", (target) => {
   let db: Database;
@@ -62,13 +38,7 @@ describe.each(databases())("queue crash recovery on $name", (target) => {
       await queue?.enqueueJob(client, { jobId: job.id, chatKey: key });
       return job.id;
     });
-    const child = spawnHangingWorker(db.url, options);
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    for await (const line of lines) {
-      if (line === `started ${jobId}`) break;
-    }
-    child.kill("SIGKILL");
-    await once(child, "exit");
+    await killWorkerMidJob(db.url, options, jobId);
     return jobId;
   }
 
@@ -91,11 +61,12 @@ describe.each(databases())("queue crash recovery on $name", (target) => {
     expect(await getJob(db.pool, jobId)).toMatchObject({ status: "succeeded", attempts: 2 });
   });
 
-  it("a restarted worker reruns its dead instance's job without waiting for the heartbeat", {
+  it("a restarted worker reruns its dead instance's job without waiting for heartbeat or retry delay", {
     timeout: 30_000,
   }, async () => {
-    // Only the shared identity can explain a rerun: the heartbeat outlasts the test.
-    const jobId = await killMidJob({ ...CRASHY, heartbeatSeconds: 600, workerId: randomUUID() });
+    // Only the shared identity can explain a rerun: heartbeat and retry delay outlast the test.
+    const restart = { ...CRASHY, heartbeatSeconds: 600, retryDelay: 600, workerId: randomUUID() };
+    const jobId = await killMidJob(restart);
     expect(await rerun()).toEqual([2]);
     expect(await getJob(db.pool, jobId)).toMatchObject({ status: "succeeded", attempts: 2 });
   });
