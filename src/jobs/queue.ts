@@ -141,6 +141,8 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
   let started = false;
   let stopped = false;
   const workerIds: string[] = [];
+  /** pg-boss ids of the jobs this process's handlers are running. */
+  const running = new Set<string>();
   const workerId = options.workerId ?? randomUUID();
 
   async function run(job: BossJob<QueuedJob>, handler: JobHandler): Promise<void> {
@@ -187,6 +189,13 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     await hooks.onDead?.({ jobId, chatKey, error });
   }
 
+  /** The failures were the worker's, not the jobs': their retries need not wait out the delay. */
+  async function retryNow(ids: string[]): Promise<void> {
+    for (const id of ids) {
+      await boss.update({ name: JOB_QUEUE, options: { id, startAfter: new Date() } });
+    }
+  }
+
   /**
    * Our identity's previous instance died running these (we hold its identity now): fail them so
    * they are retried without waiting for their heartbeats to lapse. The retry count fences each
@@ -197,10 +206,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     if (orphans.length === 0) return;
     const jobs = orphans.map((o) => ({ id: o.queueJobId, retryCount: o.attempt - 1 }));
     await boss.fail(JOB_QUEUE, jobs, { message: "the worker running it restarted" });
-    // The failure was the worker's, not the job's: the retry need not wait out the retry delay.
-    for (const { id } of jobs) {
-      await boss.update({ name: JOB_QUEUE, options: { id, startAfter: new Date() } });
-    }
+    await retryNow(jobs.map((job) => job.id));
     logger.info({ count: orphans.length }, "handed the previous instance's jobs back to the queue");
   }
 
@@ -252,8 +258,14 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     async stop() {
       stopped = true;
       // Draining jobs can still be cancelled; the watch stops once they are over.
-      await boss.stop({ graceful: true, timeout: (options.drainSeconds ?? 30) * 1000 });
+      // pg-boss fails the jobs still running at the deadline (and aborts their handlers); the pool
+      // stays open for their retries to be brought forward.
+      const timeout = (options.drainSeconds ?? 30) * 1000;
+      await boss.stop({ graceful: true, timeout, close: false });
       cancels.stop();
+      if (started && running.size > 0) await retryNow([...running]);
+      const pool = boss.getDb();
+      if ("close" in pool && typeof pool.close === "function") await pool.close();
     },
 
     enqueueJob(client, job) {
@@ -270,7 +282,13 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
       for (let slot = 0; slot < concurrency; slot++) {
         workerIds.push(
           await boss.work<QueuedJob>(JOB_QUEUE, { pollingIntervalSeconds }, async ([job]) => {
-            if (job) await run(job, handler);
+            if (!job) return;
+            running.add(job.id);
+            try {
+              await run(job, handler);
+            } finally {
+              running.delete(job.id);
+            }
           }),
         );
       }

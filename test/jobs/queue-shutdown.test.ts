@@ -74,7 +74,7 @@ describe.each(databases())("queue shutdown on $name", (target) => {
   it("hands a job still running after the drain time to another worker", {
     timeout: 8_000,
   }, async () => {
-    const stopping = await startQueue(db, { ...OPTIONS, drainSeconds: 1 });
+    const stopping = await startQueue(db, { ...OPTIONS, retryDelay: 600, drainSeconds: 1 });
     const jobId = await enqueue(stopping);
     await new Promise<void>((running) => {
       stopping.work(async ({ signal }) => {
