@@ -21,6 +21,7 @@ import { createQueue, type Queue, type QueueOptions } from "./jobs/queue.ts";
 import { Readiness } from "./jobs/readiness.ts";
 import { type Backoff, untilReachable } from "./jobs/until-reachable.ts";
 import { startWorker } from "./jobs/worker.ts";
+import { claimWorkerIdentity } from "./jobs/worker-identity.ts";
 import { type Database, openDatabase } from "./store/database.ts";
 import { healthHandler } from "./web/health.ts";
 import { mountWeb } from "./web/index.ts";
@@ -83,8 +84,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       options.db ??
       (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
     if (!options.db) cleanup.push(() => db.close());
+    // Only workers run jobs, so only they have jobs of a previous instance to recover.
+    const identity = role === "web" ? undefined : await claimWorkerIdentity(config.dataDir, logger);
+    if (identity) cleanup.push(() => identity.release());
     const queue = createQueue(db, {
       concurrency: config.workerConcurrency,
+      workerId: identity?.id,
+      drainSeconds: config.shutdownDrainSeconds,
       ...options.queue,
       logger,
     });
@@ -226,7 +232,12 @@ async function listen(
   logger: Logger,
   cleanup: Array<() => Promise<unknown> | unknown>,
 ): Promise<string> {
+  let closing = false;
   const server = createServer(async (req, res) => {
+    // A keep-alive connection would hold the closing server open until the drain time ran out.
+    res.once("finish", () => {
+      if (closing) req.socket.end();
+    });
     try {
       for (const handler of handlers) {
         if (await handler(req, res)) return;
@@ -242,9 +253,13 @@ async function listen(
   await once(server, "listening");
   cleanup.push(async () => {
     const closed = once(server, "close");
+    closing = true;
+    // No new connections; requests in flight (webhooks being stored) may finish for the drain time.
     server.close();
-    server.closeAllConnections();
+    server.closeIdleConnections();
+    const cut = setTimeout(() => server.closeAllConnections(), config.shutdownDrainSeconds * 1000);
     await closed;
+    clearTimeout(cut);
   });
   const { address, port, family } = server.address() as AddressInfo;
   return `http://${family === "IPv6" ? `[${address}]` : address}:${port}`;

@@ -81,6 +81,7 @@ const schema = z.object({
   ),
   WORKER_CONCURRENCY: integer(1, 100, 2),
   SPARE_CHECKOUTS: integer(0, 10_000, 20),
+  SHUTDOWN_DRAIN_SECONDS: integer(1, 3600, 30),
   PUBLIC_URL: url(/^https?:$/, "must be an http(s) URL such as https://vmpilot.example.com"),
   NETWORK_ALLOW_PRIVATE: z.preprocess(
     blankToUndefined,
@@ -141,6 +142,8 @@ export interface Config {
   workerConcurrency: number;
   /** How many repositories keep a ready checkout for their next job (0: none). */
   spareCheckouts: number;
+  /** On SIGTERM, how long running jobs may finish before they are handed back to the queue. */
+  shutdownDrainSeconds: number;
   /** Where job pages (/jobs/:id) are reachable by people reading the comments. */
   publicUrl: string;
   allowedUsers: string[];
@@ -214,6 +217,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       command: e.VMPILOT_COMMAND,
       workerConcurrency: e.WORKER_CONCURRENCY,
       spareCheckouts: e.SPARE_CHECKOUTS,
+      shutdownDrainSeconds: e.SHUTDOWN_DRAIN_SECONDS,
       publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
       allowedUsers: e.ALLOWED_USERS,
       networkAllowPrivate: e.NETWORK_ALLOW_PRIVATE,

@@ -11,6 +11,7 @@ import {
   recordJobError,
   requestJobCancel,
   startJobAttempt,
+  unfinishedAttempts,
 } from "../store/job-lifecycle.ts";
 import { type Logger, silentLogger } from "../store/logger.ts";
 import type { Queryable } from "../store/sql.ts";
@@ -64,15 +65,26 @@ export interface QueueOptions {
   pollingIntervalSeconds?: number;
   /** How often dead workers' jobs are reclaimed, seconds. Default 30. */
   superviseIntervalSeconds?: number;
+  /**
+   * On stop, how long running jobs may finish, seconds; those still running then are failed back
+   * to the queue (retried after retryDelay, not after their expiry) and their handlers aborted.
+   * Default 30.
+   */
+  drainSeconds?: number;
   /** How often running jobs are checked for cancel requests, ms. Default 500. */
   cancelCheckMs?: number;
+  /**
+   * This worker's identity, kept across restarts (worker-identity.ts): work() hands the jobs its
+   * previous instance was running back to the queue at once. Default: a new one, recovering nothing.
+   */
+  workerId?: string;
   logger?: Logger;
 }
 
 export interface Queue {
   /** Connects and creates the queues; needed before enqueueing too. */
   start(): Promise<void>;
-  /** Stops fetching, waits briefly for running handlers, then aborts them. */
+  /** Stops fetching, lets running handlers finish for drainSeconds, then hands them back and aborts them. */
   stop(): Promise<void>;
   /**
    * Enqueues inside the caller's transaction (pass its client), so the job row and the queue entry
@@ -129,11 +141,14 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
   let started = false;
   let stopped = false;
   const workerIds: string[] = [];
+  /** pg-boss ids of the jobs this process's handlers are running. */
+  const running = new Set<string>();
+  const workerId = options.workerId ?? randomUUID();
 
   async function run(job: BossJob<QueuedJob>, handler: JobHandler): Promise<void> {
     const { jobId, chatKey } = job.data;
     const attempt = job.retryCount + 1;
-    if (!(await startJobAttempt(db.pool, jobId, attempt))) {
+    if (!(await startJobAttempt(db.pool, jobId, attempt, { workerId, queueJobId: job.id }))) {
       // Cancelled while it waited: nothing to run, and nothing to retry.
       await markJobCancelled(db.pool, jobId);
       return;
@@ -172,6 +187,27 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     await appendJobEvent(db.pool, jobId, "dead", { error });
     logger.error({ jobId, error }, "job ran out of retries");
     await hooks.onDead?.({ jobId, chatKey, error });
+  }
+
+  /** The failures were the worker's, not the jobs': their retries need not wait out the delay. */
+  async function retryNow(ids: string[]): Promise<void> {
+    for (const id of ids) {
+      await boss.update({ name: JOB_QUEUE, options: { id, startAfter: new Date() } });
+    }
+  }
+
+  /**
+   * Our identity's previous instance died running these (we hold its identity now): fail them so
+   * they are retried without waiting for their heartbeats to lapse. The retry count fences each
+   * fail to the attempt that died, should another worker have taken the job up meanwhile.
+   */
+  async function recoverOrphans(): Promise<void> {
+    const orphans = await unfinishedAttempts(db.pool, workerId);
+    if (orphans.length === 0) return;
+    const jobs = orphans.map((o) => ({ id: o.queueJobId, retryCount: o.attempt - 1 }));
+    await boss.fail(JOB_QUEUE, jobs, { message: "the worker running it restarted" });
+    await retryNow(jobs.map((job) => job.id));
+    logger.info({ count: orphans.length }, "handed the previous instance's jobs back to the queue");
   }
 
   async function enqueueJobs(client: Queryable, jobs: QueuedJob[]): Promise<void> {
@@ -221,8 +257,15 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
 
     async stop() {
       stopped = true;
+      // Draining jobs can still be cancelled; the watch stops once they are over.
+      // pg-boss fails the jobs still running at the deadline (and aborts their handlers); the pool
+      // stays open for their retries to be brought forward.
+      const timeout = (options.drainSeconds ?? 30) * 1000;
+      await boss.stop({ graceful: true, timeout, close: false });
       cancels.stop();
-      await boss.stop({ graceful: true, timeout: 10_000 });
+      if (started && running.size > 0) await retryNow([...running]);
+      const pool = boss.getDb();
+      if ("close" in pool && typeof pool.close === "function") await pool.close();
     },
 
     enqueueJob(client, job) {
@@ -232,13 +275,20 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     enqueueJobs,
 
     async work(handler, hooks = {}) {
+      await recoverOrphans();
       // One pg-boss worker per slot rather than one with localConcurrency: wake() can reach only
       // the workers whose ids it knows, and an idle slot must not sleep out its poll while another
       // is busy.
       for (let slot = 0; slot < concurrency; slot++) {
         workerIds.push(
           await boss.work<QueuedJob>(JOB_QUEUE, { pollingIntervalSeconds }, async ([job]) => {
-            if (job) await run(job, handler);
+            if (!job) return;
+            running.add(job.id);
+            try {
+              await run(job, handler);
+            } finally {
+              running.delete(job.id);
+            }
           }),
         );
       }

@@ -12,14 +12,21 @@ function isRunning(pid: number): boolean {
 
 const lockedHere = new Set<string>();
 
+/** A live process (maybe this one) holds the lock. */
+export class LockHeldError extends Error {
+  readonly holder: number;
+  constructor(path: string, holder: number) {
+    super(`${path} is held by process ${holder}`);
+    this.holder = holder;
+  }
+}
+
 /**
- * PGlite is a single-process database: a second process opening the same files would corrupt them.
- * The lock holds the pid of the process serving the files (embedded-process.ts); a lock left by a
- * process that is gone is taken over. A container restart can give us the pid of the process that
- * left the lock, so our own pid counts as held only when this process took the lock.
+ * Takes a lock file holding our pid; a lock left by a process that is gone is taken over. A
+ * container restart can give us the pid of the process that left the lock, so our own pid counts
+ * as held only when this process took the lock.
  */
-export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  const path = join(dataDir, "pglite.lock");
+export async function lockFile(path: string): Promise<() => Promise<void>> {
   for (;;) {
     try {
       await writeFile(path, String(process.pid), { flag: "wx" });
@@ -33,12 +40,24 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
     }
     const holder = Number(await readFile(path, "utf8").catch(() => ""));
     const held = holder === process.pid ? lockedHere.has(path) : holder > 0 && isRunning(holder);
-    if (held) {
-      throw new Error(
-        `the embedded database in ${dataDir} is in use by process ${holder} ` +
-          `(remove ${path} if it is not); set DATABASE_URL to share one database between processes`,
-      );
-    }
+    if (held) throw new LockHeldError(path, holder);
     await rm(path, { force: true });
+  }
+}
+
+/**
+ * PGlite is a single-process database: a second process opening the same files would corrupt them.
+ * The lock holds the pid of the process serving the files (embedded-process.ts).
+ */
+export async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  const path = join(dataDir, "pglite.lock");
+  try {
+    return await lockFile(path);
+  } catch (error) {
+    if (!(error instanceof LockHeldError)) throw error;
+    throw new Error(
+      `the embedded database in ${dataDir} is in use by process ${error.holder} ` +
+        `(remove ${path} if it is not); set DATABASE_URL to share one database between processes`,
+    );
   }
 }

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { Queryable } from "./sql.ts";
 
 // The queue's transitions of a job row. finished_at marks that the queue is done with a job: every
@@ -26,22 +27,49 @@ export async function requestJobCancel(db: Queryable, jobId: number): Promise<Ca
   return rows[0].status === "cancelled" ? "cancelled" : "requested";
 }
 
+/** Who runs an attempt: the worker instance's identity and the queue entry it took. */
+export interface AttemptClaim {
+  workerId: string;
+  queueJobId: string;
+}
+
 /** Marks an attempt started; false when the job was cancelled or ended before it got here. */
 export async function startJobAttempt(
   db: Queryable,
   jobId: number,
   attempt: number,
+  claim?: AttemptClaim,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE jobs SET
        status = CASE WHEN status = 'queued' THEN 'running' ELSE status END,
        started_at = coalesce(started_at, now()),
        attempts = $2,
+       worker_id = $3,
+       queue_job_id = $4,
        updated_at = now()
      WHERE id = $1 AND finished_at IS NULL AND cancel_requested_at IS NULL`,
-    [jobId, attempt],
+    [jobId, attempt, claim?.workerId ?? null, claim?.queueJobId ?? null],
   );
   return rowCount === 1;
+}
+
+const orphanRow = z.object({ queue_job_id: z.string(), attempts: z.coerce.number().int().min(1) });
+
+/** The attempts a worker instance started and never ended: after its restart, they are dead. */
+export async function unfinishedAttempts(
+  db: Queryable,
+  workerId: string,
+): Promise<Array<{ queueJobId: string; attempt: number }>> {
+  const { rows } = await db.query(
+    `SELECT queue_job_id, attempts FROM jobs
+     WHERE worker_id = $1 AND finished_at IS NULL AND queue_job_id IS NOT NULL`,
+    [workerId],
+  );
+  return rows.map((row) => {
+    const parsed = orphanRow.parse(row);
+    return { queueJobId: parsed.queue_job_id, attempt: parsed.attempts };
+  });
 }
 
 /** The handler returned: a job it left queued or running has succeeded. */

@@ -1,4 +1,4 @@
-// A worker dies mid-job and another takes the job over: exactly one pull request and one progress
+// A worker dies mid-job and, restarted, takes the job up again: exactly one pull request and one progress
 // comment in the end. The first worker runs in a child process killed with SIGKILL while the model
 // is mid-reply; GitHub is a loopback fake both processes reach through the app's baseUrl (as a
 // GitHub Enterprise server would be reached), since nock cannot follow into another process. The
@@ -35,9 +35,10 @@ const REPO = "Codertocat/Hello-World";
 const TOKEN = `ghs_${"crashTestInstallTok".repeat(2)}`;
 const API_KEY = `sk-ant-api03-${"c".repeat(40)}`;
 const BRANCH = "vmpilot/issue-1-spelling-error-in-the-readme-file";
-// pg-boss presumes a worker dead once its job misses heartbeats this long (10 s is the least).
+// The heartbeat outlasts the test: only the restarted worker recognising its previous instance's
+// job (same DATA_DIR, so same worker identity) can explain the job running again.
 const QUEUE: Omit<QueueOptions, "logger"> = {
-  heartbeatSeconds: 10,
+  heartbeatSeconds: 600,
   superviseIntervalSeconds: 1,
   pollingIntervalSeconds: 0.5,
   retryDelay: 0,
@@ -100,7 +101,7 @@ const pipeline = (model: string, dataDir: string) => ({
 async function spawnWorker(): Promise<ChildProcess> {
   const script = fileURLToPath(new URL("./worker-process.ts", import.meta.url));
   const options = {
-    config: { baseUrl: gh.url, databaseUrl: db.url },
+    config: { baseUrl: gh.url, databaseUrl: db.url, dataDir: join(base, "worker-home") },
     queue: QUEUE,
     pipeline: pipeline(gate.url, join(base, "worker-1")),
   };
@@ -127,7 +128,7 @@ function finished(jobId: number): Promise<Job> {
 const calls = (method: string, path: RegExp) =>
   gh.calls.filter((c) => c.method === method && path.test(c.path)).length;
 
-it(`a worker killed mid-job: another takes it over from the stored chat, one pull request and one progress comment (${target.name})`, {
+it(`a worker killed mid-job and restarted takes its job up again at once from the stored chat, one pull request and one progress comment (${target.name})`, {
   timeout: 90_000,
 }, async () => {
   const config = testConfig({ baseUrl: gh.url });
@@ -182,7 +183,7 @@ it(`a worker killed mid-job: another takes it over from the stored chat, one pul
   );
   servers.push(
     await startTestServer(db, {
-      config,
+      config: { ...config, dataDir: join(base, "worker-home") },
       role: "worker",
       queue: QUEUE,
       pipeline: pipeline(fake.url, join(base, "worker-2")),

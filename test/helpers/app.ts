@@ -33,6 +33,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     command: "vmpilot",
     workerConcurrency: 2,
     spareCheckouts: 20,
+    shutdownDrainSeconds: 5,
     publicUrl: "https://vmpilot.test",
     allowedUsers: [],
     networkAllowPrivate: [],
