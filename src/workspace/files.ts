@@ -1,6 +1,7 @@
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { resolveInside } from "./paths.ts";
+import { readCapped } from "./read-capped.ts";
 import type { Workspace } from "./types.ts";
 
 type FileOps = Pick<Workspace, "readFile" | "writeFile" | "listDir">;
@@ -11,8 +12,8 @@ type FileOps = Pick<Workspace, "readFile" | "writeFile" | "listDir">;
  */
 export function fileOps(root: string): FileOps {
   return {
-    async readFile(path) {
-      return readFile(await resolveInside(root, path));
+    async readFile(path, maxBytes) {
+      return readCapped(await resolveInside(root, path), path, maxBytes);
     },
     async writeFile(path, data) {
       const target = await resolveInside(root, path);
