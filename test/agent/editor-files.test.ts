@@ -31,6 +31,11 @@ describe("editor: files it must not read", () => {
     for (const result of await Promise.all(pipes)) {
       expect(result).toEqual({ isError: true, content: "pipe is not a regular file (a FIFO)." });
     }
+    // Writing would block on the FIFO just as reading did.
+    expect(await edit({ command: "create", path: "pipe", file_text: "x" })).toEqual({
+      isError: true,
+      content: "pipe is not a regular file (a FIFO).",
+    });
   });
 
   it("refuses a sparse 1.9 GB file by its size, without reading it", async () => {

@@ -71,8 +71,10 @@ export function editorTool(workspace: Workspace, options: EditorOptions = {}): A
       if (typeof input.file_text !== "string") return toolError("`create` needs `file_text`.");
       const existing = await load(path).catch((error: unknown) => {
         if (code(error) === "ENOENT") return undefined;
-        // Too large to load is fine to overwrite; a FIFO or device is not.
-        if (error instanceof FileRefusedError && error.reason === "too_large") return toolError("");
+        // Too large to load is fine to overwrite (as plain LF text); a FIFO or device is not.
+        if (error instanceof FileRefusedError && error.reason === "too_large") {
+          return { text: "", crlf: false };
+        }
         throw error;
       });
       // Overwriting keeps a CRLF file CRLF (and its BOM), whatever line endings the model sent.
