@@ -1,7 +1,7 @@
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { resolveInside } from "./paths.ts";
-import { readCapped } from "./read-capped.ts";
+import { readCapped, writeRegular } from "./read-capped.ts";
 import type { Workspace } from "./types.ts";
 
 type FileOps = Pick<Workspace, "readFile" | "writeFile" | "listDir">;
@@ -18,7 +18,7 @@ export function fileOps(root: string): FileOps {
     async writeFile(path, data) {
       const target = await resolveInside(root, path);
       await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, data);
+      await writeRegular(target, path, data);
     },
     async listDir(path) {
       const entries = await readdir(await resolveInside(root, path), { withFileTypes: true });

@@ -21,6 +21,27 @@ function kind(info: Stats): string {
   return "a special file";
 }
 
+/** Opened without following a last symlink or waiting on a FIFO; fstat then tells what it is. */
+const SAFE_OPEN = constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * Writes `data` to `target` only if it is (or becomes) a regular file. A FIFO without a reader
+ * fails the open (ENXIO) instead of blocking a libuv thread.
+ */
+export async function writeRegular(target: string, shown: string, data: string | Buffer) {
+  const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | SAFE_OPEN, 0o666);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) {
+      throw new FileRefusedError(shown, "special", `is not a regular file (${kind(info)}).`);
+    }
+    await handle.truncate(0);
+    await handle.writeFile(data);
+  } finally {
+    await handle.close();
+  }
+}
+
 /**
  * Reads at most `maxBytes` of the regular file at `target`, checking before reading. O_NONBLOCK
  * keeps a FIFO from blocking the open (and a libuv thread with it); O_NOFOLLOW and fstat on the
@@ -28,8 +49,7 @@ function kind(info: Stats): string {
  * file in errors, so the host path never reaches the model.
  */
 export async function readCapped(target: string, shown: string, maxBytes: number): Promise<Buffer> {
-  const flags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-  const handle = await open(target, flags);
+  const handle = await open(target, constants.O_RDONLY | SAFE_OPEN);
   try {
     const info = await handle.stat();
     if (info.isDirectory()) throw new FileRefusedError(shown, "directory", "is a directory.");

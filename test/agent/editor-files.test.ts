@@ -31,6 +31,7 @@ describe("editor: files it must not read", () => {
     for (const result of await Promise.all(pipes)) {
       expect(result).toEqual({ isError: true, content: "pipe is not a regular file (a FIFO)." });
     }
+    await expect(repo.workspace.writeFile("pipe", "x")).rejects.toMatchObject({ code: "ENXIO" });
     // Writing would block on the FIFO just as reading did.
     expect(await edit({ command: "create", path: "pipe", file_text: "x" })).toEqual({
       isError: true,
