@@ -12,6 +12,8 @@ export interface SystemPromptInput {
 
 /** Cap on any one file a context hook reads, so a huge AGENTS.md cannot crowd out the work. */
 export const CONTEXT_FILE_CAP = 20_000;
+/** Larger context files are skipped unread rather than cut, as they are unlikely to be instructions. */
+const CONTEXT_FILE_MAX_BYTES = 1_000_000;
 
 function identity(root: string): string {
   return `You are vmpilot, an autonomous software engineer. You work on a git checkout of a repository, on your own, until the task is done; nobody answers questions while you work.
@@ -26,12 +28,12 @@ Rules:
 - When you are done, end with a short summary of what you changed and how you checked it, and finish with one line \`Summary: <what changed, imperative mood, under 72 characters>\`; it becomes the commit message and the pull request title.`;
 }
 
-/** Reads a text file from the workspace, capped; undefined when it is missing or not a regular file. */
+/** Reads a text file from the workspace, capped; undefined when it is missing, not a regular file or huge. */
 export function workspaceTextReader(workspace: Workspace): ReadTextFile {
   return async (path) => {
     let bytes: Buffer;
     try {
-      bytes = await workspace.readFile(path);
+      bytes = await workspace.readFile(path, CONTEXT_FILE_MAX_BYTES);
     } catch {
       return undefined;
     }

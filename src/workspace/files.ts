@@ -1,6 +1,7 @@
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { resolveInside } from "./paths.ts";
+import { readCapped, writeRegular } from "./read-capped.ts";
 import type { Workspace } from "./types.ts";
 
 type FileOps = Pick<Workspace, "readFile" | "writeFile" | "listDir">;
@@ -11,13 +12,13 @@ type FileOps = Pick<Workspace, "readFile" | "writeFile" | "listDir">;
  */
 export function fileOps(root: string): FileOps {
   return {
-    async readFile(path) {
-      return readFile(await resolveInside(root, path));
+    async readFile(path, maxBytes) {
+      return readCapped(await resolveInside(root, path), path, maxBytes);
     },
     async writeFile(path, data) {
       const target = await resolveInside(root, path);
       await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, data);
+      await writeRegular(target, path, data);
     },
     async listDir(path) {
       const entries = await readdir(await resolveInside(root, path), { withFileTypes: true });

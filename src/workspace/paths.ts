@@ -42,7 +42,7 @@ async function realResolve(target: string, hops = 0): Promise<string> {
   } catch {
     return candidate;
   }
-  if (hops >= MAX_LINK_HOPS) throw new Error(`Too many symbolic links resolving ${target}`);
+  if (hops >= MAX_LINK_HOPS) throw new Error("Too many levels of symbolic links");
   return realResolve(resolve(dirname(candidate), link), hops + 1);
 }
 
@@ -56,11 +56,12 @@ export async function resolveInside(root: string, path: string): Promise<string>
   const realRoot = await realpath(root);
   const lexical = resolve(root, path);
   if (!isWithin(resolve(root), lexical) && !isWithin(realRoot, lexical)) {
-    throw new PathEscapeError(path, `it resolves to ${lexical}, not under ${root}`);
+    throw new PathEscapeError(path, "it leads out of the workspace root");
   }
   const real = await realResolve(lexical);
   if (!isWithin(realRoot, real)) {
-    throw new PathEscapeError(path, `a symbolic link leads to ${real}`);
+    // Not naming the target: it is a host path (maybe with the worker's pid, via /proc/self).
+    throw new PathEscapeError(path, "a symbolic link leads out of it");
   }
   return real;
 }

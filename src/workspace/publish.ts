@@ -76,6 +76,8 @@ export interface PublishResult {
 }
 
 const BUNDLE = ".git/vmpilot-publish.bundle";
+/** The sandbox writes the bundle, so its size is checked before the worker reads it into memory. */
+export const MAX_BUNDLE_BYTES = 500_000_000;
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 async function inside(workspace: Workspace, command: string, signal?: AbortSignal) {
@@ -114,7 +116,7 @@ export async function bundleWorkspaceCommits(
     `rm -f ${BUNDLE} && git bundle create -q ${BUNDLE} HEAD ^${baseSha}`,
     signal,
   );
-  const bundle = await workspace.readFile(BUNDLE);
+  const bundle = await workspace.readFile(BUNDLE, MAX_BUNDLE_BYTES);
   const dir = await mkdtemp(join(tmpdir(), "vmpilot-publish-"));
   const file = join(dir, "work.bundle");
   await writeFile(file, bundle);

@@ -32,8 +32,11 @@ export interface Workspace {
   /** Absolute path of the checkout on the worker's filesystem. */
   readonly root: string;
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
-  /** Paths are relative to root; anything that resolves outside root is rejected. */
-  readFile(path: string): Promise<Buffer>;
+  /**
+   * Paths are relative to root; anything that resolves outside root is rejected, and so is
+   * anything that is not a regular file or is over `maxBytes` (FileRefusedError), before reading.
+   */
+  readFile(path: string, maxBytes: number): Promise<Buffer>;
   writeFile(path: string, data: string | Buffer): Promise<void>;
   /** Entry names, sorted; directories end with "/". */
   listDir(path: string): Promise<string[]>;

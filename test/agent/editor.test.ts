@@ -95,7 +95,7 @@ describe("editor: view", () => {
     ]) {
       const result = await edit(input);
       expect(result.isError).toBe(true);
-      expect(result.content).toContain("over the editor's 10000-byte limit");
+      expect(result.content).toContain("over the 10000-byte limit");
     }
   });
 });

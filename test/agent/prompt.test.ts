@@ -1,3 +1,6 @@
+import { execFileSync } from "node:child_process";
+import { truncate } from "node:fs/promises";
+import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { discoverPlugins, type Plugin, selectPlugins } from "../../src/agent/plugins.ts";
 import { buildSystemPrompt, CONTEXT_FILE_CAP } from "../../src/agent/prompt.ts";
@@ -59,5 +62,19 @@ describe("system prompt", () => {
     const bare = await buildSystemPrompt({ workspace: repo.workspace, plugins: [] });
     expect(bare).not.toContain("# Repository instructions");
     expect(bare).not.toContain("# Guidance");
+  });
+
+  it("skips an instructions file that is a FIFO or huge, unread, and keeps the others", async () => {
+    repo = await makeRepo({ "CLAUDE.md": "", ".github/vmpilot.md": "Never touch vendor/.\n" });
+    execFileSync("mkfifo", [join(repo.root, "AGENTS.md")]);
+    await truncate(join(repo.root, "CLAUDE.md"), 1_900_000_000);
+    const before = process.memoryUsage().rss;
+    const prompt = await buildSystemPrompt({
+      workspace: repo.workspace,
+      plugins: selectPlugins(available, ["project"]),
+    });
+    expect(process.memoryUsage().rss - before).toBeLessThan(100 * 1024 * 1024);
+    expect(prompt).toContain("Never touch vendor/.");
+    expect(prompt).not.toContain("\0");
   });
 });

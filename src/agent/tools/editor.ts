@@ -1,4 +1,5 @@
 import { PathEscapeError } from "../../workspace/paths.ts";
+import { FileRefusedError } from "../../workspace/read-capped.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import { decodeText, type TextFile, toDisk } from "./text-file.ts";
 import { type AgentTool, type ToolOutcome, toolError } from "./types.ts";
@@ -37,12 +38,7 @@ export function editorTool(workspace: Workspace, options: EditorOptions = {}): A
   const maxFileBytes = options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
 
   async function load(path: string): Promise<TextFile | ToolOutcome> {
-    const bytes = await workspace.readFile(path);
-    if (bytes.length > maxFileBytes) {
-      return toolError(
-        `${path} is ${bytes.length} bytes, over the editor's ${maxFileBytes}-byte limit. Use bash (sed -n, head, grep -n) to work with it.`,
-      );
-    }
+    const bytes = await workspace.readFile(path, maxFileBytes);
     const file = decodeText(bytes);
     if (!file) {
       return toolError(
@@ -62,7 +58,9 @@ export function editorTool(workspace: Workspace, options: EditorOptions = {}): A
       try {
         file = await load(path);
       } catch (error) {
-        if (code(error) === "EISDIR") return listing(workspace, path);
+        if (error instanceof FileRefusedError && error.reason === "directory") {
+          return listing(workspace, path);
+        }
         throw error;
       }
       if ("isError" in file) return file;
@@ -73,6 +71,10 @@ export function editorTool(workspace: Workspace, options: EditorOptions = {}): A
       if (typeof input.file_text !== "string") return toolError("`create` needs `file_text`.");
       const existing = await load(path).catch((error: unknown) => {
         if (code(error) === "ENOENT") return undefined;
+        // Too large to load is fine to overwrite (as plain LF text); a FIFO or device is not.
+        if (error instanceof FileRefusedError && error.reason === "too_large") {
+          return { text: "", crlf: false };
+        }
         throw error;
       });
       // Overwriting keeps a CRLF file CRLF (and its BOM), whatever line endings the model sent.
@@ -182,9 +184,18 @@ function describeError(path: string, error: unknown): string {
     case "EACCES":
     case "EPERM":
       return `Permission denied for ${path}.`;
+    case undefined:
+      break;
     default:
-      return `Could not use ${path}: ${error instanceof Error ? error.message : String(error)}`;
+      // Node's errno messages carry the host path; the code alone is enough for the model.
+      return `Could not use ${path} (${code(error)}).`;
   }
+  if (error instanceof FileRefusedError) {
+    const hint =
+      error.reason === "too_large" ? " Use bash (sed -n, head, grep -n) to work with it." : "";
+    return `${error.message}${hint}`;
+  }
+  return `Could not use ${path}: ${error instanceof Error ? error.message : String(error)}`;
 }
 
 function normalize(text: string, crlf: boolean): string {

@@ -8,6 +8,9 @@ import type {
 } from "../plugin-api.ts";
 import type { AgentTool, ToolRunContext } from "./types.ts";
 
+/** Plugins read source and reports from the checkout; anything bigger is refused unread. */
+const PLUGIN_READ_MAX_BYTES = 5_000_000;
+
 /** Wraps a plugin's tool so the loop can offer and run it, handing it only the capabilities its kind allows. */
 export function pluginAgentTool(
   tool: PluginTool,
@@ -15,7 +18,8 @@ export function pluginAgentTool(
   reports: Map<string, unknown>,
 ): AgentTool {
   const workerCapabilities = (context: ToolRunContext): WorkerCapabilities => ({
-    readFile: async (path) => (await workspace.readFile(path)).toString("utf8"),
+    readFile: async (path) =>
+      (await workspace.readFile(path, PLUGIN_READ_MAX_BYTES)).toString("utf8"),
     listDir: (path) => workspace.listDir(path),
     report: (key, value) => {
       reports.set(key, value);

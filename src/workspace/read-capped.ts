@@ -1,0 +1,81 @@
+import { constants, type Stats } from "node:fs";
+import { open } from "node:fs/promises";
+
+/** A file the worker will not read: not a regular file, or larger than the caller's cap. */
+export class FileRefusedError extends Error {
+  constructor(
+    readonly path: string,
+    readonly reason: "directory" | "special" | "too_large",
+    detail: string,
+  ) {
+    super(`${path} ${detail}`);
+    this.name = "FileRefusedError";
+  }
+}
+
+function kind(info: Stats): string {
+  if (info.isFIFO()) return "a FIFO";
+  if (info.isCharacterDevice()) return "a character device";
+  if (info.isBlockDevice()) return "a block device";
+  if (info.isSocket()) return "a socket";
+  return "a special file";
+}
+
+/** Opened without following a last symlink or waiting on a FIFO; fstat then tells what it is. */
+const SAFE_OPEN = constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * Writes `data` to `target` only if it is (or becomes) a regular file. A FIFO without a reader
+ * fails the open (ENXIO) instead of blocking a libuv thread.
+ */
+export async function writeRegular(target: string, shown: string, data: string | Buffer) {
+  const handle = await open(target, constants.O_WRONLY | constants.O_CREAT | SAFE_OPEN, 0o666);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) {
+      throw new FileRefusedError(shown, "special", `is not a regular file (${kind(info)}).`);
+    }
+    await handle.truncate(0);
+    await handle.writeFile(data);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Reads at most `maxBytes` of the regular file at `target`, checking before reading. O_NONBLOCK
+ * keeps a FIFO from blocking the open (and a libuv thread with it); O_NOFOLLOW and fstat on the
+ * open descriptor mean a swapped-in symlink or special file is seen, not raced. `shown` names the
+ * file in errors, so the host path never reaches the model.
+ */
+export async function readCapped(target: string, shown: string, maxBytes: number): Promise<Buffer> {
+  const handle = await open(target, constants.O_RDONLY | SAFE_OPEN);
+  try {
+    const info = await handle.stat();
+    if (info.isDirectory()) throw new FileRefusedError(shown, "directory", "is a directory.");
+    if (!info.isFile()) {
+      throw new FileRefusedError(shown, "special", `is not a regular file (${kind(info)}).`);
+    }
+    if (info.size > maxBytes) {
+      throw new FileRefusedError(
+        shown,
+        "too_large",
+        `is ${info.size} bytes, over the ${maxBytes}-byte limit.`,
+      );
+    }
+    // The file may grow after fstat; one byte past its size tells that apart.
+    const buffer = Buffer.alloc(info.size + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > info.size) {
+      throw new FileRefusedError(shown, "too_large", "grew while it was being read.");
+    }
+    return buffer.subarray(0, length);
+  } finally {
+    await handle.close();
+  }
+}
