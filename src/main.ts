@@ -13,6 +13,7 @@ import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
 import { createLogger } from "./github/logger.ts";
 import { redact, registerSecret } from "./github/redact.ts";
+import { capWebhookBody } from "./intake/body-limit.ts";
 import { intakeApp } from "./intake/app.ts";
 import { health } from "./jobs/health.ts";
 import type { PipelineDeps } from "./jobs/pipeline.ts";
@@ -123,7 +124,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         command: config.command,
       });
       // Webhooks first: they are the hot path, and need no trip through the page router.
-      handlers.push(await createNodeMiddleware(intake, { probot, webhooksPath: WEBHOOK_PATH }));
+      const webhooks = await createNodeMiddleware(intake, { probot, webhooksPath: WEBHOOK_PATH });
+      handlers.push(capWebhookBody(WEBHOOK_PATH, webhooks));
       handlers.push(web.handler);
     }
     if (role !== "web") {
