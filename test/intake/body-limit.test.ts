@@ -84,13 +84,13 @@ function post(total: number, contentLength?: number): Promise<{ status: number; 
 }
 
 describe("webhook body cap", () => {
-  it("answers 413 to a chunked body over 25 MB before the client finished sending", async () => {
+  it("answers 413 to a chunked body over 25 MB", async () => {
     const { status } = await post(200 * MB);
     expect(status).toBe(413);
     expect(lines.join("")).not.toContain(MARKER);
   });
 
-  it("answers 413 at once to an honest Content-Length over 25 MB", async () => {
+  it("answers 413 to an honest Content-Length over 25 MB", async () => {
     const { status } = await post(200 * MB, 200 * MB);
     expect(status).toBe(413);
   });
