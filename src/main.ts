@@ -15,6 +15,7 @@ import { type RepoSettings, defaults as repoDefaults } from "./config/repo-confi
 import { createLogger } from "./github/logger.ts";
 import { redact, registerSecret } from "./github/redact.ts";
 import { intakeApp } from "./intake/app.ts";
+import { capWebhookBody } from "./intake/body-limit.ts";
 import { health } from "./jobs/health.ts";
 import type { PipelineDeps } from "./jobs/pipeline.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue.ts";
@@ -148,7 +149,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         command: config.command,
       });
       // Webhooks first: they are the hot path, and need no trip through the page router.
-      handlers.push(await createNodeMiddleware(intake, { probot, webhooksPath: WEBHOOK_PATH }));
+      const webhooks = await createNodeMiddleware(intake, { probot, webhooksPath: WEBHOOK_PATH });
+      handlers.push(capWebhookBody(WEBHOOK_PATH, webhooks));
       handlers.push(web.handler);
     }
     if (role !== "web") {

@@ -1,0 +1,59 @@
+// Webhook bodies are read here, capped, before Probot sees them: a forged POST could otherwise
+// be buffered whole in memory. Probot's middleware takes a string `req.body` as the raw payload.
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+/** GitHub caps webhook payloads at 25 MB. */
+export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => unknown;
+
+function refuse(res: ServerResponse, status: number, error: string): true {
+  // The rest of an oversize body is never read: close the connection instead of draining it.
+  res.writeHead(status, { "content-type": "application/json", connection: "close" });
+  // The socket is detached from `res` once the response finished; hold on to it.
+  const socket = res.socket;
+  res.end(JSON.stringify({ error }), () => socket?.destroy());
+  return true;
+}
+
+/** Resolves to the body, or undefined once it passed `limit` bytes (the request is then abandoned). */
+function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.off("data", onData);
+        req.pause();
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.on("error", reject);
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+/** Wraps the webhook middleware: 413 over `limit` bytes, 400 on malformed JSON, else `next`. */
+export function capWebhookBody(path: string, next: Handler, limit = MAX_WEBHOOK_BYTES): Handler {
+  return async (req, res) => {
+    if (req.method !== "POST" || new URL(req.url ?? "/", "http://x").pathname !== path) {
+      return next(req, res);
+    }
+    const declared = Number(req.headers["content-length"] ?? 0);
+    if (declared > limit) return refuse(res, 413, "payload too large");
+    const body = await readCapped(req, limit);
+    if (body === undefined) return refuse(res, 413, "payload too large");
+    const text = body.toString("utf8");
+    try {
+      JSON.parse(text);
+    } catch {
+      return refuse(res, 400, "malformed JSON payload");
+    }
+    Object.assign(req, { body: text });
+    return next(req, res);
+  };
+}
