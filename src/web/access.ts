@@ -43,14 +43,14 @@ export async function canViewJob(
   job: Job,
 ): Promise<boolean> {
   if (session) {
-    const access = await web.github(session).repoAccess(job.repo);
+    const access = await web.github(session).repoAccess(job.repositoryId);
     if (access?.pull) return true;
   }
-  const facts = await web.publicFacts.get(job.repo.toLowerCase(), async () => {
+  const facts = await web.publicFacts.get(String(job.repositoryId), async () => {
     const anonymous = web.github(null);
-    const access = await anonymous.repoAccess(job.repo);
+    const access = await anonymous.repoAccess(job.repositoryId);
     if (!access || access.private) return { isPublic: false, file: null };
-    const parsed = parseRepoConfig((await anonymous.fileText(job.repo, CONFIG_PATH)) ?? "");
+    const parsed = parseRepoConfig((await anonymous.fileText(access.fullName, CONFIG_PATH)) ?? "");
     return { isPublic: true, file: parsed.ok ? parsed.config : null };
   });
   if (!facts.isPublic) return false;

@@ -8,10 +8,26 @@ import { randomToken, type Session, safeEqual } from "./session.ts";
 
 const CALLBACK_PATH = "/login/callback";
 
-/** A same-site path to return to after signing in; anything else becomes "/". */
+// Browsers drop tabs and newlines from URLs, so "/\t/evil.example" would become "//evil.example".
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const SELF = "http://vmpilot.invalid";
+
+/**
+ * A same-origin path to return to after signing in; anything else becomes "/". It is resolved
+ * against the app's own origin as a browser would, and only its path, query and fragment are kept.
+ */
 export function localPath(value: string | null): string {
-  if (!value?.startsWith("/") || value.startsWith("//") || value.includes("\\")) return "/";
-  return value;
+  if (!value?.startsWith("/") || CONTROL.test(value)) return "/";
+  let url: URL;
+  try {
+    url = new URL(value, SELF);
+  } catch {
+    return "/";
+  }
+  if (url.origin !== SELF) return "/";
+  const path = `${url.pathname}${url.search}${url.hash}`;
+  // "/\\evil" and "//evil" resolve to other hosts above; this keeps "/%2F/evil" from doing so later.
+  return path.startsWith("//") ? "/" : path;
 }
 
 export async function login(web: WebServices, ctx: RequestContext): Promise<void> {
@@ -25,7 +41,11 @@ export async function login(web: WebServices, ctx: RequestContext): Promise<void
     return;
   }
   const state = randomToken();
-  const next = localPath(ctx.url.searchParams.get("next"));
+  const wanted = ctx.url.searchParams.get("next");
+  if (wanted !== null && CONTROL.test(wanted)) {
+    throw new HttpError(400, "The page to return to is not a valid address.");
+  }
+  const next = localPath(wanted);
   const location = authorizeUrl(
     web.config.githubWebUrl,
     oauth,

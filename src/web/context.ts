@@ -45,6 +45,8 @@ export interface RequestContext {
 /** What every route shares: configuration, the database, cookies and GitHub clients. */
 export class WebServices {
   readonly jar: CookieJar;
+  /** Served over https (PUBLIC_URL): cookies are Secure and pages send HSTS. */
+  readonly secure: boolean;
   readonly pool: pg.Pool;
   readonly config: WebConfig;
   readonly logger: Logger | undefined;
@@ -62,7 +64,8 @@ export class WebServices {
     this.config = deps.config;
     this.pool = deps.db.pool;
     this.logger = deps.logger;
-    this.jar = new CookieJar(deps.config.sessionSecret, deps.config.publicUrl.startsWith("https:"));
+    this.secure = deps.config.publicUrl.startsWith("https:");
+    this.jar = new CookieJar(deps.config.sessionSecret, this.secure);
   }
 
   /** The lowest layer of every repository's settings. */

@@ -57,10 +57,13 @@ export class GitHubUserApi {
     return out;
   }
 
-  /** The user's access to one repository, or null when GitHub says it does not exist for them. */
-  async repoAccess(fullName: string): Promise<RepoAccess | null> {
-    const body = (await this.#get(`/repos/${fullName}`, [404])) as RepoBody | null;
-    return body ? access(body) : null;
+  /**
+   * The user's access to one repository, asked by its id: a name can move to another repository
+   * after a rename or transfer. Null when GitHub says it does not exist for them.
+   */
+  async repoAccess(id: number): Promise<(RepoAccess & { fullName: string }) | null> {
+    const body = (await this.#get(`/repositories/${id}`, [404])) as RepoBody | null;
+    return body ? { ...access(body), fullName: body.full_name } : null;
   }
 
   /** A text file from the default branch, or null when it does not exist. */

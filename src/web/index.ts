@@ -63,6 +63,8 @@ export function mountWeb(deps: WebDeps): Web {
       }
       const match = findRoute(req.method ?? "GET", url.pathname);
       if (!match) return false;
+      // Browsers remember to use https only when told so over https.
+      if (web.secure) res.setHeader("strict-transport-security", "max-age=31536000");
       const ctx: RequestContext = {
         req,
         res,

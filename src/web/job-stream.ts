@@ -63,10 +63,15 @@ export async function jobEvents(web: WebServices, ctx: RequestContext): Promise<
   }
 }
 
+/**
+ * One `data:` line of JSON per event: JSON escapes CR and LF, so nothing in a tool's output can
+ * start a field of its own (a forged `event: end` or `id:`).
+ */
 function writeEvent(res: ServerResponse, type: string, data: string, id?: number): void {
   if (res.writableEnded) return;
-  const lines = data.split("\n").map((line) => `data: ${line}`);
-  res.write(`${id !== undefined ? `id: ${id}\n` : ""}event: ${type}\n${lines.join("\n")}\n\n`);
+  res.write(
+    `${id !== undefined ? `id: ${id}\n` : ""}event: ${type}\ndata: ${JSON.stringify(data)}\n\n`,
+  );
 }
 
 /** Waits for the next poll, or less if the client goes away or the server shuts the stream. */

@@ -48,6 +48,31 @@ describe("sign-in", () => {
     expect(await home.text()).toContain("Signed in as <strong>alice</strong>");
   });
 
+  it.each([
+    "//evil.example/x",
+    "/\\evil.example/x",
+    "https://evil.example/x",
+    "/%2F%2Fevil.example",
+    "/..//evil.example",
+  ])("returns only to a same-origin path after sign-in: next=%s", async (next) => {
+    const client = new Client(h.url);
+    const start = await client.get(`/login?next=${encodeURIComponent(next)}`);
+    h.github.signInAs("alice");
+    const back = await client.request(start.headers.get("location") ?? "", {});
+    const done = await client.get(back.headers.get("location") ?? "");
+    const target = new URL(done.headers.get("location") ?? "", h.url);
+    expect(target.origin).toBe(new URL(h.url).origin);
+    expect(done.headers.get("location")).toMatch(/^\/(?!\/)/);
+  });
+
+  it.each(["/%09/evil.example/x", "/%0A/evil.example", "/jobs%0D%0ASet-Cookie:%20x=1"])(
+    "answers 400, not 500 or a redirect elsewhere, to control characters in next=%s",
+    async (next) => {
+      const res = await new Client(h.url).get(`/login?next=${next}`);
+      expect(res.status).toBe(400);
+    },
+  );
+
   it("refuses a callback whose state does not match the browser's state cookie (login CSRF)", async () => {
     const victim = new Client(h.url);
     await victim.get("/login");

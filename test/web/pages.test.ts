@@ -329,6 +329,29 @@ describe("/jobs", () => {
     expect((await as("dave").get("/jobs/987654")).status).toBe(404);
   });
 
+  it("checks access to a job by its repository's id, not by a name another repository now has", async () => {
+    // The job was made in a private repository that was renamed since; carol now owns a
+    // repository under its old name.
+    const renamed = await h.addRepo({
+      id: 504,
+      installationId: 10,
+      fullName: "acme/secret-renamed",
+      private: true,
+      access: { alice: "admin" },
+    });
+    await h.addRepo({
+      id: 505,
+      installationId: 10,
+      fullName: "acme/secret",
+      private: true,
+      access: { carol: "read" },
+    });
+    const job = await h.addJob({ ...renamed, fullName: "acme/secret" });
+    expect((await as("carol").get(`/jobs/${job.id}`)).status).toBe(404);
+    expect((await as("carol").get(`/jobs/${job.id}/events`)).status).toBe(404);
+    expect((await as("alice").get(`/jobs/${job.id}`)).status).toBe(200);
+  });
+
   it("shows public repositories' jobs to visitors only when publicJobs is on", async () => {
     expect((await new Client(h.url).get(`/jobs/${publicJob.id}`)).status).toBe(404);
     const open = await new Client(h.url).get(`/jobs/${openJob.id}`);
@@ -358,6 +381,22 @@ describe("/jobs", () => {
     expect((await stream.next("step")).data).toContain("<strong>Finished</strong>");
     expect((await stream.next("status")).data).toBe("succeeded");
     expect((await stream.next("end")).data).toBe("succeeded");
+  });
+
+  it("keeps a tool's CR and LF inside the event: output cannot forge an end or an id", async () => {
+    const running = await h.addJob(privateApp, { status: "running" });
+    const forged = "ok\r\nevent: end\r\nid: 999999\r\ndata: forged\r\n\r\nevent: end\rdata: x\r\r";
+    const a = await h.addEvent(running, "text", { text: forged });
+    const b = await h.addEvent(running, "text", { text: "after" });
+    await updateJob(h.db.pool, running.id, { status: "cancelled" });
+    const stream = readEvents(await as("carol").get(`/jobs/${running.id}/events?after=0`));
+    const first = await stream.next("step");
+    expect(first.id).toBe(String(a));
+    expect(first.data).toContain("event: end");
+    const second = await stream.next("step");
+    expect(second.id).toBe(String(b));
+    expect(second.data).toContain("after");
+    expect((await stream.next("end")).data).toBe("cancelled");
   });
 
   it("resumes a stream after the Last-Event-ID the browser sends", async () => {
@@ -394,27 +433,37 @@ describe("/usage", () => {
   });
 });
 
-/** Reads an SSE response event by event. */
+/**
+ * Reads an SSE response event by event, as EventSource does: CR, LF and CRLF all end a line, a
+ * blank line dispatches. Each event's data is one JSON string, decoded here.
+ */
 function readEvents(res: Response) {
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
   let buffer = "";
+  let fields: { event?: string; id?: string; data: string[] } = { data: [] };
   return {
     async next(type: string): Promise<{ id?: string; data: string }> {
       for (;;) {
-        const end = buffer.indexOf("\n\n");
-        if (end >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const lines = block.split("\n");
-          const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
-          if (event !== type) continue;
-          const id = lines.find((l) => l.startsWith("id: "))?.slice(4);
-          const data = lines
-            .filter((l) => l.startsWith("data: "))
-            .map((l) => l.slice(6))
-            .join("\n");
-          return { id, data };
+        const match = /\r\n|\r|\n/.exec(buffer);
+        // A lone CR at the end may be the first half of a CRLF: wait for more.
+        if (match && !(match[0] === "\r" && match.index === buffer.length - 1)) {
+          const line = buffer.slice(0, match.index);
+          buffer = buffer.slice(match.index + match[0].length);
+          if (line === "") {
+            const event = fields;
+            fields = { data: [] };
+            if (event.event === type)
+              return { id: event.id, data: JSON.parse(event.data.join("\n")) };
+            continue;
+          }
+          const colon = line.indexOf(":");
+          const name = colon < 0 ? line : line.slice(0, colon);
+          const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+          if (name === "event") fields.event = value;
+          else if (name === "id") fields.id = value;
+          else if (name === "data") fields.data.push(value);
+          continue;
         }
         const { value, done } = await reader.read();
         if (done) throw new Error(`stream ended before a ${type} event`);

@@ -72,6 +72,9 @@ describe("localPath", () => {
     ["//evil.example", "/"],
     ["/\\evil.example", "/"],
     ["https://evil.example", "/"],
+    ["/\t/evil.example/x", "/"],
+    ["/\n/evil.example", "/"],
+    ["/../x?y=1#z", "/x?y=1#z"],
     [null, "/"],
   ])("%j → %j", (input, expected) => {
     expect(localPath(input)).toBe(expected);

@@ -1,5 +1,5 @@
 // Appends new session-log steps to a running job's page. The server renders each step's HTML
-// (escaped there), so this file only places it.
+// (escaped there), so this file only places it. Each event's data is one JSON string.
 
 (() => {
   const list = document.getElementById("timeline");
@@ -13,12 +13,13 @@
     if (event.lastEventId && document.getElementById(`ev-${event.lastEventId}`)) return;
     document.getElementById("no-events")?.remove();
     const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
-    list.insertAdjacentHTML("beforeend", event.data);
+    list.insertAdjacentHTML("beforeend", JSON.parse(event.data));
     if (atBottom) list.lastElementChild?.scrollIntoView({ block: "end" });
   });
   source.addEventListener("status", (event) => {
-    status.textContent = event.data;
-    status.className = `status status-${event.data}`;
+    const value = JSON.parse(event.data);
+    status.textContent = value;
+    status.className = `status status-${value}`;
   });
   source.addEventListener("end", () => {
     source.close();

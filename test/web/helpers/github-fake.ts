@@ -149,6 +149,12 @@ export async function startGitHubFake(): Promise<GitHubFake> {
         content: Buffer.from(repo.configFile).toString("base64"),
       });
     }
+    const byId = /^\/repositories\/(\d+)$/.exec(api);
+    if (byId) {
+      const repo = fake.repos.find((r) => r.id === Number(byId[1]));
+      if (!repo || !visible(repo)) return json(res, 404, { message: "Not Found" });
+      return json(res, 200, repoBody(repo, login));
+    }
     const single = /^\/repos\/([^/]+\/[^/]+)$/.exec(api);
     if (single) {
       const repo = findRepo(single[1]);
