@@ -23,6 +23,7 @@ import { Readiness } from "./jobs/readiness.ts";
 import { type Backoff, untilReachable } from "./jobs/until-reachable.ts";
 import { startWorker } from "./jobs/worker.ts";
 import { claimWorkerIdentity } from "./jobs/worker-identity.ts";
+import { sharedSecret } from "./store/app-secrets.ts";
 import { type Database, openDatabase } from "./store/database.ts";
 import { healthHandler } from "./web/health.ts";
 import { mountWeb } from "./web/index.ts";
@@ -125,7 +126,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         logger,
         config: {
           publicUrl: config.publicUrl,
-          sessionSecret: config.sessionSecret,
+          sessionSecret: await webSessionSecret(config, db),
           oauth: config.oauth,
           githubApiUrl: config.baseUrl,
           githubWebUrl: config.githubWebUrl,
@@ -200,6 +201,16 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     await close();
     throw error;
   }
+}
+
+/**
+ * SESSION_SECRET, or one made once and kept in the database: the .env that Probot's setup page
+ * writes has none, and every web process behind the database must sign cookies alike.
+ */
+async function webSessionSecret(config: Config, db: Database): Promise<string> {
+  const secret = config.sessionSecret ?? (await sharedSecret(db.pool, "web-session"));
+  registerSecret(secret);
+  return secret;
 }
 
 async function installationToken(probot: Probot, installationId: number): Promise<string> {

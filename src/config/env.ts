@@ -1,5 +1,5 @@
 // The process environment, validated once at startup. Every problem is reported, one per line.
-import { createPrivateKey, randomBytes } from "node:crypto";
+import { createPrivateKey } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseEnv } from "node:util";
@@ -152,8 +152,8 @@ export interface Config {
   production: boolean;
   /** The app's OAuth client, for signing in to the web pages; null when not configured. */
   oauth: { clientId: string; clientSecret: string } | null;
-  /** Signs web session cookies; random per process when sign-in is not configured. */
-  sessionSecret: string;
+  /** Signs web session cookies; unset, one is made and kept in the database (app_secrets). */
+  sessionSecret: string | undefined;
   /** GitHub's web address (OAuth, links): https://github.com or the Enterprise host. */
   githubWebUrl: string;
 }
@@ -191,9 +191,6 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   if (Boolean(e.GITHUB_CLIENT_ID) !== Boolean(e.GITHUB_CLIENT_SECRET)) {
     problems.push("GITHUB_CLIENT_SECRET: GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET go together");
   }
-  if (e.GITHUB_CLIENT_ID && !e.SESSION_SECRET) {
-    problems.push("SESSION_SECRET: is required when GITHUB_CLIENT_ID is set (sign-in sessions)");
-  }
   if (problems.length > 0) return { problems };
   const baseUrl = e.GHE_HOST
     ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}/api/v3`
@@ -226,7 +223,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
         e.GITHUB_CLIENT_ID && e.GITHUB_CLIENT_SECRET
           ? { clientId: e.GITHUB_CLIENT_ID, clientSecret: e.GITHUB_CLIENT_SECRET }
           : null,
-      sessionSecret: e.SESSION_SECRET ?? randomBytes(32).toString("hex"),
+      sessionSecret: e.SESSION_SECRET,
       githubWebUrl: e.GHE_HOST ? `${e.GHE_PROTOCOL}://${e.GHE_HOST}` : "https://github.com",
     },
   };

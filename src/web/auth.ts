@@ -1,10 +1,11 @@
+import { createWebSession, revokeWebSession } from "../store/web-sessions.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import { GitHubUserApi } from "./github-user.ts";
 import { type Html, html } from "./html.ts";
 import { HttpError, readForm, redirect, SignInRequired, send } from "./http.ts";
 import { page } from "./layout.ts";
 import { authorizeUrl, exchangeCode } from "./oauth.ts";
-import { randomToken, type Session, safeEqual } from "./session.ts";
+import { randomToken, SESSION_SECONDS, type Session, safeEqual } from "./session.ts";
 
 const CALLBACK_PATH = "/login/callback";
 
@@ -77,10 +78,13 @@ export async function callback(web: WebServices, ctx: RequestContext): Promise<v
     web.absoluteUrl(CALLBACK_PATH),
   );
   const user = await new GitHubUserApi(web.config.githubApiUrl, token).user();
+  const sid = randomToken();
+  const expiresAt = new Date(Date.now() + SESSION_SECONDS * 1000);
+  await createWebSession(web.pool, { id: sid, userId: user.id, expiresAt });
   redirect(ctx.res, localPath(saved.next), {
     "set-cookie": [
       web.jar.clearState(),
-      web.jar.sessionCookie({ login: user.login, userId: user.id, token }),
+      web.jar.sessionCookie({ login: user.login, userId: user.id, token, sid }),
     ],
   });
 }
@@ -88,6 +92,8 @@ export async function callback(web: WebServices, ctx: RequestContext): Promise<v
 export async function logout(web: WebServices, ctx: RequestContext): Promise<void> {
   const form = await readForm(ctx.req);
   requireCsrf(ctx.session, form);
+  // Revoked on the server too: a copy of the cookie must not outlive signing out.
+  await revokeWebSession(web.pool, ctx.session.sid);
   redirect(ctx.res, "/", { "set-cookie": web.jar.clearSession() });
 }
 
@@ -118,7 +124,7 @@ function setupHelp(web: WebServices): Html {
   <li>Open the GitHub App's settings page (<em>Settings → Developer settings → GitHub Apps</em>).</li>
   <li>Add the callback URL <code>${web.absoluteUrl(CALLBACK_PATH)}</code>.</li>
   <li>Copy the <em>Client ID</em> and generate a <em>client secret</em>.</li>
-  <li>Set <code>GITHUB_CLIENT_ID</code>, <code>GITHUB_CLIENT_SECRET</code> and a random
-    <code>SESSION_SECRET</code> (at least 32 characters) in vmpilot's environment, then restart it.</li>
+  <li>Set <code>GITHUB_CLIENT_ID</code> and <code>GITHUB_CLIENT_SECRET</code> in vmpilot's
+    environment, then restart it.</li>
 </ol>`;
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { isWebSessionLive } from "../store/web-sessions.ts";
 import { callback, login, logout } from "./auth.ts";
 import { type RequestContext, type WebDeps, WebServices } from "./context.ts";
 import { GitHubAuthError } from "./github-user.ts";
@@ -8,6 +9,7 @@ import { HttpError, redirect, SECURITY_HEADERS, SignInRequired, send } from "./h
 import { jobEvents } from "./job-stream.ts";
 import { jobDetail, jobList } from "./jobs.ts";
 import { messagePage, page } from "./layout.ts";
+import type { Session } from "./session.ts";
 import { repoSettings, saveRepoSettings, settingsIndex } from "./settings.ts";
 import { usagePage } from "./usage.ts";
 
@@ -69,7 +71,7 @@ export function mountWeb(deps: WebDeps): Web {
         req,
         res,
         url,
-        session: web.jar.readSession(req),
+        session: await liveSession(web, req),
         params: match.params,
       };
       try {
@@ -84,6 +86,12 @@ export function mountWeb(deps: WebDeps): Web {
       web.streams.clear();
     },
   };
+}
+
+/** The cookie's session, if the server still knows it (signing out revokes it there). */
+async function liveSession(web: WebServices, req: IncomingMessage): Promise<Session | null> {
+  const session = web.jar.readSession(req);
+  return session && (await isWebSessionLive(web.pool, session.sid)) ? session : null;
 }
 
 function findRoute(method: string, path: string) {

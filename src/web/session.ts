@@ -7,6 +7,7 @@ import {
   timingSafeEqual,
 } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import { z } from "zod";
 import { parseCookies, serializeCookie } from "./http.ts";
 
 /** What the session cookie carries. The GitHub token inside is encrypted, the rest only signed. */
@@ -17,20 +18,26 @@ export interface Session {
   token: string;
   /** Bound to this session; every form must echo it. */
   csrf: string;
+  /** The server-side session (web_sessions) that signing out revokes. */
+  sid: string;
 }
 
-interface SessionPayload {
-  login: string;
-  userId: number;
+const SessionPayload = z.object({
+  login: z.string(),
+  userId: z.number().int(),
   /** AES-256-GCM: iv.ciphertext.tag, base64url. */
-  token: string;
-  csrf: string;
+  token: z.string(),
+  csrf: z.string(),
+  sid: z.string(),
   /** Expiry, epoch seconds. */
-  exp: number;
-}
+  exp: z.number(),
+});
+type SessionPayload = z.infer<typeof SessionPayload>;
+
+const StatePayload = z.object({ state: z.string(), next: z.string(), exp: z.number() });
 
 // GitHub App user tokens expire after 8 hours; the session does not outlive them.
-const SESSION_SECONDS = 8 * 60 * 60;
+export const SESSION_SECONDS = 8 * 60 * 60;
 const STATE_SECONDS = 10 * 60;
 
 export interface OAuthState {
@@ -56,19 +63,24 @@ export class CookieJar {
   }
 
   readSession(req: IncomingMessage, now = Date.now()): Session | null {
-    const payload = this.#read<SessionPayload>(req, this.sessionName);
+    const payload = this.#read(req, this.sessionName, SessionPayload);
     if (!payload || payload.exp * 1000 <= now) return null;
     const token = this.#decrypt(payload.token);
     if (token === null) return null;
-    return { login: payload.login, userId: payload.userId, token, csrf: payload.csrf };
+    const { login, userId, csrf, sid } = payload;
+    return { login, userId, token, csrf, sid };
   }
 
-  sessionCookie(user: { login: string; userId: number; token: string }, now = Date.now()): string {
+  sessionCookie(
+    user: { login: string; userId: number; token: string; sid: string },
+    now = Date.now(),
+  ): string {
     const payload: SessionPayload = {
       login: user.login,
       userId: user.userId,
       token: this.#encrypt(user.token),
       csrf: randomBytes(32).toString("base64url"),
+      sid: user.sid,
       exp: Math.floor(now / 1000) + SESSION_SECONDS,
     };
     return this.#write(this.sessionName, payload, SESSION_SECONDS);
@@ -79,7 +91,7 @@ export class CookieJar {
   }
 
   readState(req: IncomingMessage, now = Date.now()): OAuthState | null {
-    const payload = this.#read<OAuthState & { exp: number }>(req, this.stateName);
+    const payload = this.#read(req, this.stateName, StatePayload);
     if (!payload || payload.exp * 1000 <= now) return null;
     return { state: payload.state, next: payload.next };
   }
@@ -100,14 +112,15 @@ export class CookieJar {
     return serializeCookie(name, value, { maxAgeSeconds, secure: this.#secure });
   }
 
-  #read<T>(req: IncomingMessage, name: string): T | null {
+  #read<T>(req: IncomingMessage, name: string, schema: z.ZodType<T>): T | null {
     const raw = parseCookies(req).get(name);
     const dot = raw?.lastIndexOf(".") ?? -1;
     if (!raw || dot < 1) return null;
     const body = raw.slice(0, dot);
     if (!safeEqual(raw.slice(dot + 1), this.#sign(name, body))) return null;
     try {
-      return JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as T;
+      const parsed = schema.safeParse(JSON.parse(Buffer.from(body, "base64url").toString("utf8")));
+      return parsed.success ? parsed.data : null;
     } catch {
       return null;
     }

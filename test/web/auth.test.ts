@@ -121,6 +121,19 @@ describe("sign-in", () => {
     expect(client.cookies.has("vmpilot_session")).toBe(false);
   });
 
+  it("ends the session on the server when signing out: a copy of the cookie stops working", async () => {
+    const client = new Client(h.url);
+    await client.signIn(h.github, "alice");
+    const copy = new Client(h.url);
+    copy.cookies.set("vmpilot_session", client.cookies.get("vmpilot_session") ?? "");
+    expect(await (await copy.get("/")).text()).toContain("Signed in as <strong>alice</strong>");
+    const page = await (await client.get("/")).text();
+    await client.post("/logout", { csrf: Client.csrf(page) });
+    const after = await (await copy.get("/")).text();
+    expect(after).not.toContain("Signed in as");
+    expect((await copy.get("/settings")).status).toBe(303);
+  });
+
   it("ends the session when GitHub no longer accepts the token", async () => {
     const client = new Client(h.url);
     await client.signIn(h.github, "alice");

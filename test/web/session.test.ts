@@ -10,7 +10,7 @@ function request(setCookie: string): IncomingMessage {
 }
 
 describe("CookieJar", () => {
-  const user = { login: "alice", userId: 7, token: "ghu_secrettoken1234567890" };
+  const user = { login: "alice", userId: 7, token: "ghu_secrettoken1234567890", sid: "sid-1" };
 
   it("round-trips a session and hides the token", () => {
     const jar = new CookieJar(SECRET, false);
