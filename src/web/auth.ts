@@ -10,6 +10,7 @@ import { randomToken, SESSION_SECONDS, type Session, safeEqual } from "./session
 const CALLBACK_PATH = "/login/callback";
 
 // Browsers drop tabs and newlines from URLs, so "/\t/evil.example" would become "//evil.example".
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const SELF = "http://vmpilot.invalid";
 
