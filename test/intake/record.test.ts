@@ -17,6 +17,8 @@ import { databases } from "../helpers/db.ts";
 import { examplePayload } from "../helpers/webhooks.ts";
 
 let nextRepository = 7000;
+// Each delivery reports its own event: a repeated comment or label id is a replay.
+let nextEventId = 1;
 
 function comment(repositoryId: number, body: string, number = 1) {
   const payload = examplePayload("issue_comment", "created");
@@ -25,6 +27,7 @@ function comment(repositoryId: number, body: string, number = 1) {
   payload.repository.full_name = `acme/r${repositoryId}`;
   payload.issue.number = number;
   payload.comment.body = body;
+  payload.comment.id = nextEventId++;
   return fromIssueComment(payload);
 }
 
@@ -34,6 +37,7 @@ function labeled(repositoryId: number, label: string) {
   payload.repository.id = repositoryId;
   payload.repository.full_name = `acme/r${repositoryId}`;
   payload.label.name = label;
+  payload.label.id = nextEventId++;
   return fromIssues(payload);
 }
 
