@@ -115,4 +115,22 @@ describe("webhook body cap", () => {
     expect(response.status).toBe(400);
     expect(lines.join("")).not.toContain(MARKER);
   });
+
+  it("logs nothing of a 1 MB body with a bad signature", async () => {
+    const body = JSON.stringify({ comment: { body: MARKER.repeat(MB / MARKER.length) } });
+    const response = await fetch(`${server.url}${WEBHOOK_PATH}`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "issue_comment",
+        "x-github-delivery": "bad-signature-1",
+        "x-hub-signature-256": signature("another body", WEBHOOK_SECRET),
+      },
+      body,
+    });
+    expect(response.status).toBe(400);
+    const logged = lines.join("");
+    expect(logged).toContain("bad-signature-1");
+    expect(logged).not.toContain(MARKER);
+  });
 });
