@@ -1,4 +1,4 @@
-// Oversize and malformed webhook bodies, POSTed over a real socket to the real server.
+// Oversize and malformed webhook bodies, POSTed to the real server.
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -85,8 +85,10 @@ describe("webhook body cap", () => {
     expect([...REFUSED, 400]).toContain(status);
   });
 
-  it("answers 400 to malformed JSON without logging it", async () => {
-    const body = `{"${MARKER}": `;
+  it("answers 400 to signed malformed JSON without logging it", async () => {
+    // Probot answers it after the signature check. V8's message for this error quotes the text
+    // around the bad token; Probot replaces the message before the stack is formatted.
+    const body = `{"a": ${MARKER}}`;
     const response = await fetch(`${server.url}${WEBHOOK_PATH}`, {
       method: "POST",
       headers: {
@@ -98,7 +100,10 @@ describe("webhook body cap", () => {
       body,
     });
     expect(response.status).toBe(400);
-    expect(lines.join("")).not.toContain(MARKER);
+    expect(await response.json()).toEqual({ error: "SyntaxError: Invalid JSON" });
+    const logged = lines.join("");
+    expect(logged).toContain("Invalid JSON");
+    expect(logged).not.toContain(MARKER);
   });
 
   it("logs nothing of a 1 MB body with a bad signature", async () => {
