@@ -7,12 +7,20 @@ export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => unknown;
 
+/** How long a refused connection stays half-open for its client to read the answer. */
+const LINGER_MS = 1000;
+
 function refuse(res: ServerResponse, status: number, error: string): true {
-  // The rest of an oversize body is never read: close the connection instead of draining it.
-  res.writeHead(status, { "content-type": "application/json", connection: "close" });
+  // The rest of an oversize body is never read: the connection is closed instead of drained.
+  // Closing a socket with unread input resets it, and the reset may reach the client before it
+  // has read the answer; so the server half-closes first and cuts the connection a moment later.
+  res.writeHead(status, { "content-type": "application/json" });
   // The socket is detached from `res` once the response finished; hold on to it.
   const socket = res.socket;
-  res.end(JSON.stringify({ error }), () => socket?.destroy());
+  res.end(JSON.stringify({ error }), () => {
+    socket?.end();
+    setTimeout(() => socket?.destroy(), LINGER_MS).unref();
+  });
   return true;
 }
 

@@ -18,9 +18,6 @@ const run = promisify(execFile);
 const MB = 1024 * 1024;
 // Over the 25 MB cap by more than the socket buffers of a loopback connection hold.
 const OVERSIZE = 40 * MB;
-// The server closes the connection with the rest of the body unread, which resets it; the reset
-// can reach the client before it has read the 413, and Linux then discards the answer.
-const REFUSED = [413, null];
 const MARKER = "forged-payload-marker";
 const lines: string[] = [];
 let db: Database;
@@ -67,7 +64,7 @@ async function post(
 describe("webhook body cap", () => {
   it("answers 413 to a chunked body over 25 MB", async () => {
     const { status, sent } = await post(OVERSIZE);
-    expect(REFUSED).toContain(status);
+    expect(status).toBe(413);
     // The server stopped reading at the cap: the rest never left the client.
     expect(sent).toBeLessThan(OVERSIZE);
     expect(lines.join("")).not.toContain(MARKER);
@@ -75,14 +72,14 @@ describe("webhook body cap", () => {
 
   it("answers 413 to an honest Content-Length over 25 MB", async () => {
     const { status, sent } = await post(OVERSIZE, OVERSIZE);
-    expect(REFUSED).toContain(status);
+    expect(status).toBe(413);
     // Refused on the header alone, long before the cap.
     expect(sent).toBeLessThan(MAX_WEBHOOK_BYTES);
   });
 
   it("answers 413 to a body longer than its lying Content-Length", async () => {
     const { status } = await post(30 * MB, 30 * MB - 1);
-    expect([...REFUSED, 400]).toContain(status);
+    expect([400, 413]).toContain(status);
   });
 
   it("answers 400 to signed malformed JSON without logging it", async () => {
