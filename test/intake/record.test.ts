@@ -118,6 +118,29 @@ describe.each(databases())("intake on $name", (target) => {
     expect(job?.context).toMatchObject({ label: "bug" });
   });
 
+  it("takes a replayed label event once, and the same label added again later anew", async () => {
+    const repo = nextRepository++;
+    const event = (repositoryId: number, updatedAt: string) => {
+      const payload = examplePayload("issues", "labeled");
+      payload.installation = { id: 3 };
+      payload.repository.id = repositoryId;
+      payload.label = { ...payload.label, id: 99, name: "vmpilot" };
+      payload.issue.updated_at = updatedAt;
+      return fromIssues(payload);
+    };
+    const first = "2026-01-01T00:00:00Z";
+    const replays = await Promise.all(
+      ["a", "b", "c"].map((n) => record(`replay-${repo}-${n}`, event(repo, first))),
+    );
+    expect(replays.filter((r) => "jobId" in r)).toHaveLength(1);
+    expect(replays.filter((r) => "duplicate" in r)).toHaveLength(2);
+    const later = await record(`replay-${repo}-later`, event(repo, "2026-01-02T00:00:00Z"));
+    expect(later).toMatchObject({ jobId: expect.any(Number) });
+    // The key is per repository: another repository's event with the same ids is its own.
+    const elsewhere = await record(`replay-${repo}-elsewhere`, event(nextRepository++, first));
+    expect(elsewhere).toMatchObject({ jobId: expect.any(Number) });
+  });
+
   it("fails only the bad delivery of a batch", async () => {
     const repo = nextRepository++;
     const first = record(`ok-${repo}-0`, comment(repo, "/vmpilot fix"));
