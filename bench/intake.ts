@@ -117,33 +117,41 @@ async function serve(mode: Mode): Promise<void> {
 
 // --- parent: load and report ----------------------------------------------------------------
 
-function delivery() {
+// Each request is a new comment under a new delivery id: the same comment twice is a replay the
+// intake drops. The body is built from one serialized template; only the ids and signature change.
+const COMMENT_ID_MARK = 987_654_321_012;
+let sequence = 0;
+
+function deliveryTemplate(): string {
   const payload = examplePayload("issue_comment", "created");
   payload.installation = { id: 1 };
+  payload.comment.id = COMMENT_ID_MARK;
   payload.comment.body = "/vmpilot fix the typo in the README, please";
-  const body = JSON.stringify(payload);
+  return JSON.stringify(payload);
+}
+
+function delivery(template: string) {
+  const n = ++sequence;
+  const body = template.replace(String(COMMENT_ID_MARK), String(n));
   return {
     body,
     headers: {
       "content-type": "application/json",
       "x-github-event": "issue_comment",
       "x-hub-signature-256": signature(body, WEBHOOK_SECRET),
-      // Replaced per request by autocannon (idReplacement): every delivery id is unique.
-      "x-github-delivery": "bench-[<id>]",
+      "x-github-delivery": `bench-${n}`,
     },
   };
 }
 
 async function load(url: string, seconds: number, connections = CONNECTIONS): Promise<Result> {
-  const { body, headers } = delivery();
+  const template = deliveryTemplate();
   const result = await autocannon({
     url: `${url}/api/github/webhooks`,
     method: "POST",
     connections,
     duration: seconds,
-    headers,
-    body,
-    idReplacement: true,
+    requests: [{ setupRequest: (request) => ({ ...request, ...delivery(template) }) }],
   });
   return {
     p50: result.latency.p50,

@@ -1,7 +1,9 @@
 // The one logger of the process (Probot's `app.log` included). Every serialized line passes
-// through secret redaction on its way out, whatever field or message the secret hides in.
+// through secret redaction on its way out, whatever field or message the secret hides in, and
+// then through the field cap. Webhook payloads never reach it: see the serializers below.
 import pino, { type DestinationStream, type Logger } from "pino";
 import { prettyFactory } from "pino-pretty";
+import { capLogLine } from "./log-cap.ts";
 import { redact } from "./redact.ts";
 
 export interface LoggerOptions {
@@ -30,6 +32,40 @@ const REDACT_PATHS = [
   "*.headers['x-hub-signature-256']",
 ];
 
+/** A webhook event as logs may name it: which delivery, never its payload or signature. */
+function eventRef(event: unknown): unknown {
+  if (!event || typeof event !== "object") return event;
+  const { id, name } = event as { id?: unknown; name?: unknown };
+  return { id, name };
+}
+
+type SerializedError = Record<string, unknown> & { aggregateErrors?: SerializedError[] };
+
+// @octokit/webhooks attaches the event (the raw body, on a bad signature) to its errors, and
+// Probot logs them whole; Octokit's request errors carry the request body.
+function withoutPayload(err: SerializedError): SerializedError {
+  if ("event" in err) err.event = eventRef(err.event);
+  delete err.body;
+  const request = err.request;
+  if (request && typeof request === "object" && "body" in request) {
+    const { body: _, ...rest } = request as Record<string, unknown>;
+    err.request = rest;
+  }
+  err.aggregateErrors?.forEach(withoutPayload);
+  return err;
+}
+
+const SERIALIZERS = {
+  err: (err: unknown) => {
+    const serialized = pino.stdSerializers.err(err as Error);
+    return serialized && typeof serialized === "object"
+      ? withoutPayload(serialized as unknown as SerializedError)
+      : serialized;
+  },
+  // Probot logs `{ event }` at debug for every delivery it receives.
+  event: eventRef,
+};
+
 export function createLogger(options: LoggerOptions): Logger {
   const target = options.destination ?? pino.destination({ fd: 1, sync: false });
   const pretty =
@@ -38,7 +74,8 @@ export function createLogger(options: LoggerOptions): Logger {
       : undefined;
   const stream: DestinationStream = {
     write(line: string) {
-      const clean = redact(line);
+      // Redacted before it is cut: a secret cut in half would no longer match its pattern.
+      const clean = capLogLine(redact(line));
       target.write(pretty ? pretty(clean) : clean);
     },
   };
@@ -47,6 +84,7 @@ export function createLogger(options: LoggerOptions): Logger {
       name: "vmpilot",
       level: options.level,
       redact: { paths: REDACT_PATHS, censor: "[REDACTED]" },
+      serializers: SERIALIZERS,
     },
     stream,
   );

@@ -7,12 +7,20 @@ export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => unknown;
 
+/** How long a refused connection stays half-open for its client to read the answer. */
+const LINGER_MS = 1000;
+
 function refuse(res: ServerResponse, status: number, error: string): true {
-  // The rest of an oversize body is never read: close the connection instead of draining it.
-  res.writeHead(status, { "content-type": "application/json", connection: "close" });
+  // The rest of an oversize body is never read: the connection is closed instead of drained.
+  // Closing a socket with unread input resets it, and the reset may reach the client before it
+  // has read the answer; so the server half-closes first and cuts the connection a moment later.
+  res.writeHead(status, { "content-type": "application/json" });
   // The socket is detached from `res` once the response finished; hold on to it.
   const socket = res.socket;
-  res.end(JSON.stringify({ error }), () => socket?.destroy());
+  res.end(JSON.stringify({ error }), () => {
+    socket?.end();
+    setTimeout(() => socket?.destroy(), LINGER_MS).unref();
+  });
   return true;
 }
 
@@ -37,7 +45,7 @@ function readCapped(req: IncomingMessage, limit: number): Promise<Buffer | undef
   });
 }
 
-/** Wraps the webhook middleware: 413 over `limit` bytes, 400 on malformed JSON, else `next`. */
+/** Wraps the webhook middleware: 413 over `limit` bytes, else `next` with the body read. */
 export function capWebhookBody(path: string, next: Handler, limit = MAX_WEBHOOK_BYTES): Handler {
   return async (req, res) => {
     if (req.method !== "POST" || new URL(req.url ?? "/", "http://x").pathname !== path) {
@@ -47,13 +55,8 @@ export function capWebhookBody(path: string, next: Handler, limit = MAX_WEBHOOK_
     if (declared > limit) return refuse(res, 413, "payload too large");
     const body = await readCapped(req, limit);
     if (body === undefined) return refuse(res, 413, "payload too large");
-    const text = body.toString("utf8");
-    try {
-      JSON.parse(text);
-    } catch {
-      return refuse(res, 400, "malformed JSON payload");
-    }
-    Object.assign(req, { body: text });
+    // Not parsed here: Probot checks the signature first, then answers malformed JSON with 400.
+    Object.assign(req, { body: body.toString("utf8") });
     return next(req, res);
   };
 }

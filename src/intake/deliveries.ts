@@ -21,6 +21,11 @@ export interface TriggerDelivery {
   target: TriggerTarget;
   requester: string;
   requesterId: number;
+  /**
+   * The event itself by GitHub's ids, the same in every delivery of it: a signed body replayed
+   * under a new delivery id carries the same key and makes no second job.
+   */
+  triggerKey: string;
 }
 
 export type IssuesPayload = Context<
@@ -55,10 +60,30 @@ function common(payload: Common) {
   };
 }
 
+/**
+ * Labels and assignments name no event id of their own; the item's updated_at, which each of them
+ * moves, tells a label added again later (or re-assigned) from a replay of the first. Comments and
+ * reviews have their own ids; only their creation and submission trigger, and an edit (were it
+ * handled) would be a new event only with the comment's updated_at in its key.
+ */
+function issuesKey(payload: IssuesPayload): string {
+  const issue = payload.issue;
+  if (payload.action === "labeled") {
+    const label = "label" in payload ? payload.label : undefined;
+    return `label:${issue.id}:${label?.id ?? label?.name}:${issue.updated_at}`;
+  }
+  if (payload.action === "assigned") {
+    const assignee = "assignee" in payload ? payload.assignee : undefined;
+    return `assigned:${issue.id}:${assignee?.id}:${issue.updated_at}`;
+  }
+  return `issue:${issue.id}:${payload.action}`;
+}
+
 export function fromIssues(payload: IssuesPayload): TriggerDelivery {
   const issue = payload.issue;
   return {
     ...common(payload),
+    triggerKey: issuesKey(payload),
     input: {
       event: "issues",
       action: payload.action,
@@ -84,6 +109,7 @@ export function fromIssueComment(payload: IssueCommentPayload): TriggerDelivery 
   const issue = payload.issue;
   return {
     ...common(payload),
+    triggerKey: `comment:${payload.comment.id}:${payload.action}`,
     input: {
       event: "issue_comment",
       action: payload.action,
@@ -107,6 +133,7 @@ export function fromReviewComment(payload: ReviewCommentPayload): TriggerDeliver
   const pr = payload.pull_request;
   return {
     ...common(payload),
+    triggerKey: `review_comment:${payload.comment.id}:${payload.action}`,
     input: {
       event: "pull_request_review_comment",
       action: payload.action,
@@ -126,6 +153,7 @@ export function fromReview(payload: ReviewPayload): TriggerDelivery {
   const pr = payload.pull_request;
   return {
     ...common(payload),
+    triggerKey: `review:${payload.review.id}:${payload.action}`,
     input: {
       event: "pull_request_review",
       action: payload.action,

@@ -91,13 +91,14 @@ async function recordBatch(
       action: delivery.input.action,
       installationId: delivery.installationId,
       repositoryId: delivery.repository.id,
+      triggerKey: delivery.triggerKey,
     })),
   );
   const repositories = new Map<number, Repository | undefined>();
   const chats = new Map<string, Chat>();
   const accepted: Array<{ index: number; trigger: Trigger; job: NewJob }> = [];
   for (const [index, { deliveryId, delivery, parsed }] of batch.entries()) {
-    // A delivery id repeated within the batch is new only the first time.
+    // A delivery id or trigger event repeated within the batch is new only the first time.
     if (!fresh.delete(deliveryId)) continue;
     const repo = await knownRepository(client, repositories, delivery);
     if (setting(repo, "enabled") === false) {

@@ -309,6 +309,8 @@ describe("issue to pull request", () => {
     const labeled = payloadFor("issues", "labeled", installation);
     labeled.label.name = "vmpilot";
     labeled.issue.number = 7;
+    // Another issue: a label event with the first one's ids would be a replay.
+    labeled.issue.id += 7;
     const job = await finished((await send("issues", labeled)).id);
 
     expect(job).toMatchObject({ status: "succeeded", prNumber: 8, attempts: 1 });

@@ -1,5 +1,6 @@
 import { Probot } from "probot";
 import { afterEach, describe, expect, it } from "vitest";
+import { MAX_LOG_FIELD } from "../../src/github/log-cap.ts";
 import { createLogger } from "../../src/github/logger.ts";
 import { clearRegisteredSecrets, registerSecret } from "../../src/github/redact.ts";
 import { appPrivateKey } from "../helpers/app.ts";
@@ -55,5 +56,35 @@ describe("createLogger", () => {
     probot.log.info({ installationToken: token }, "got token");
     expect(output()).toContain('"name":"probot"');
     expect(output()).not.toContain(token);
+  });
+
+  it("cuts a 1 MB field and a 1 MB message to the cap, saying how much was cut", () => {
+    const { logger, output } = capture();
+    const huge = "p".repeat(1024 * 1024);
+    logger.info({ body: huge, nested: { list: [huge] }, short: "kept" }, huge);
+    const line = output();
+    expect(line.length).toBeLessThan(4 * MAX_LOG_FIELD + 1000);
+    const parsed = JSON.parse(line);
+    const cut = `${"p".repeat(MAX_LOG_FIELD)}…[${huge.length - MAX_LOG_FIELD} chars cut]`;
+    expect(parsed).toMatchObject({ body: cut, nested: { list: [cut] }, short: "kept", msg: cut });
+  });
+
+  it("keeps webhook payloads and request bodies out of logged errors", () => {
+    const { logger, output } = capture();
+    const payload = '{"comment":{"body":"payload-marker"}}';
+    const event = { id: "delivery-1", name: "issue_comment", payload, signature: "sha256=00" };
+    const inner = Object.assign(new Error("signature does not match"), { event });
+    const outer = Object.assign(new AggregateError([inner], "failed"), { event });
+    logger.error(outer);
+    logger.debug({ event }, "Webhook received");
+    const requestError = Object.assign(new Error("HttpError"), {
+      request: { method: "POST", url: "https://api.github.com/x", body: payload },
+    });
+    logger.error({ err: requestError }, "request failed");
+    const text = output();
+    expect(text).not.toContain("payload-marker");
+    expect(text).not.toContain("sha256=00");
+    expect(text).toContain('"id":"delivery-1"');
+    expect(text).toContain("https://api.github.com/x");
   });
 });

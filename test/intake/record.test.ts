@@ -17,6 +17,8 @@ import { databases } from "../helpers/db.ts";
 import { examplePayload } from "../helpers/webhooks.ts";
 
 let nextRepository = 7000;
+// Each delivery reports its own event: a repeated comment or label id is a replay.
+let nextEventId = 1;
 
 function comment(repositoryId: number, body: string, number = 1) {
   const payload = examplePayload("issue_comment", "created");
@@ -25,6 +27,7 @@ function comment(repositoryId: number, body: string, number = 1) {
   payload.repository.full_name = `acme/r${repositoryId}`;
   payload.issue.number = number;
   payload.comment.body = body;
+  payload.comment.id = nextEventId++;
   return fromIssueComment(payload);
 }
 
@@ -34,6 +37,7 @@ function labeled(repositoryId: number, label: string) {
   payload.repository.id = repositoryId;
   payload.repository.full_name = `acme/r${repositoryId}`;
   payload.label.name = label;
+  payload.label.id = nextEventId++;
   return fromIssues(payload);
 }
 
@@ -112,6 +116,29 @@ describe.each(databases())("intake on $name", (target) => {
     expect(candidate).toMatchObject({ trigger: { kind: "label" } });
     const job = await getJob(db.pool, (candidate as { jobId: number }).jobId);
     expect(job?.context).toMatchObject({ label: "bug" });
+  });
+
+  it("takes a replayed label event once, and the same label added again later anew", async () => {
+    const repo = nextRepository++;
+    const event = (repositoryId: number, updatedAt: string) => {
+      const payload = examplePayload("issues", "labeled");
+      payload.installation = { id: 3 };
+      payload.repository.id = repositoryId;
+      payload.label = { ...payload.label, id: 99, name: "vmpilot" };
+      payload.issue.updated_at = updatedAt;
+      return fromIssues(payload);
+    };
+    const first = "2026-01-01T00:00:00Z";
+    const replays = await Promise.all(
+      ["a", "b", "c"].map((n) => record(`replay-${repo}-${n}`, event(repo, first))),
+    );
+    expect(replays.filter((r) => "jobId" in r)).toHaveLength(1);
+    expect(replays.filter((r) => "duplicate" in r)).toHaveLength(2);
+    const later = await record(`replay-${repo}-later`, event(repo, "2026-01-02T00:00:00Z"));
+    expect(later).toMatchObject({ jobId: expect.any(Number) });
+    // The key is per repository: another repository's event with the same ids is its own.
+    const elsewhere = await record(`replay-${repo}-elsewhere`, event(nextRepository++, first));
+    expect(elsewhere).toMatchObject({ jobId: expect.any(Number) });
   });
 
   it("fails only the bad delivery of a batch", async () => {

@@ -270,6 +270,42 @@ describe("intake rules", () => {
     await finished(jobs[0]?.id as number);
   });
 
+  it("creates one job for the same signed comment replayed under a new delivery id", async () => {
+    const { payload, installation } = issueComment("/vmpilot fix the typo");
+    expectAcknowledgement(
+      installation,
+      `/repos/${REPO}/issues/comments/${payload.comment.id}/reactions`,
+      1,
+    );
+    const first = await send("issue_comment", payload);
+    const replay = await send("issue_comment", payload);
+    expect(replay.id).not.toBe(first.id);
+    expect([first.status, replay.status]).toEqual([200, 200]);
+    const jobs = await jobsForDelivery(first.id);
+    expect(jobs).toHaveLength(1);
+    expect(await jobsForDelivery(replay.id)).toEqual([]);
+    expect(await deliveryCount(replay.id)).toBe(0);
+    await finished(jobs[0]?.id as number);
+  });
+
+  it("creates a job for each of two comments with the same text", async () => {
+    const comments = [issueComment("/vmpilot fix the typo"), issueComment("/vmpilot fix the typo")];
+    const jobs: Job[] = [];
+    for (const { payload, installation } of comments) {
+      expectAcknowledgement(
+        installation,
+        `/repos/${REPO}/issues/comments/${payload.comment.id}/reactions`,
+        1,
+      );
+      const response = await send("issue_comment", payload);
+      jobs.push(...(await jobsForDelivery(response.id)));
+    }
+    expect(jobs.map((job) => job.triggerCommentId)).toEqual(
+      comments.map(({ payload }) => payload.comment.id),
+    );
+    await Promise.all(jobs.map((job) => finished(job.id)));
+  });
+
   it("refuses a read-only user politely and does nothing else", async () => {
     const { payload, installation } = issueComment("/vmpilot fix", {
       login: "reader",
