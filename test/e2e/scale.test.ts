@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { QueueOptions } from "../../src/jobs/queue.ts";
 import type { Database } from "../../src/store/database.ts";
 import { databases } from "../helpers/db.ts";
-import { jobOfRepo, type Scale, startScale, type Tally } from "./scale.ts";
+import { type Scale, startScale, type Tally } from "./scale.ts";
 
 const JOBS = 40;
 // pg-boss presumes a worker dead once its job misses heartbeats this long (10 s is the least).
@@ -22,7 +22,7 @@ const postgres = databases().find((target) => target.name === "postgres");
 /** Every job once: its row, a final status, one pull request, one comment, nothing left over. */
 function expectEachJobOnce(tally: Tally, scale: Scale) {
   expect(tally.jobs).toHaveLength(JOBS);
-  expect(new Set(tally.jobs.map((job) => job.repo)).size).toBe(JOBS);
+  expect(new Set(tally.jobs.map((job) => job.number)).size).toBe(JOBS);
   expect(tally.jobs.filter((job) => job.status !== "succeeded")).toEqual([]);
   for (let number = 1; number <= JOBS; number++) {
     expect({ number, pulls: tally.pulls.get(number) }).toEqual({ number, pulls: 1 });
@@ -56,7 +56,6 @@ describe.skipIf(!postgres)("one web and three worker processes on PostgreSQL", (
     await scale.allFinished(90_000);
 
     const tally = await scale.tally();
-    console.log("DEBUG", tally.jobsPerSecond, tally.latenciesMs.join(" "));
     expectEachJobOnce(tally, scale);
     expect(tally.jobs.filter((job) => job.attempts !== 1)).toEqual([]);
     for (let number = 1; number <= JOBS; number++) {
@@ -88,9 +87,9 @@ describe.skipIf(!postgres)("one web and three worker processes on PostgreSQL", (
     expect(tally.jobs.filter((job) => job.attempts > 2)).toEqual([]);
     // The jobs the others ran from the start took their two turns; the taken-over ones more.
     for (const job of tally.jobs) {
-      const number = jobOfRepo(job.repo);
-      const requests = tally.modelRequests.get(number);
-      if (job.attempts === 1) expect({ number, requests }).toEqual({ number, requests: 2 });
+      const requests = tally.modelRequests.get(job.number);
+      if (job.attempts === 1)
+        expect({ job: job.number, requests }).toEqual({ job: job.number, requests: 2 });
       else expect(requests).toBeGreaterThanOrEqual(2);
     }
   });

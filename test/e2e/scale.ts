@@ -3,7 +3,7 @@
 // in its own `node` (test/e2e/worker-process.ts). Around them, in this process: a loopback GitHub,
 // a loopback git server with the repository, and the Anthropic fake behind a gate that answers each
 // turn after a fixed delay, so that a job mostly waits for the model as real ones do. Every job is
-// an issue in a repository of its own, labeled for a fix: the model writes the file with the editor and has
+// an issue of its own, labeled for a fix: the model writes the file with the editor and has
 // the repository's test run, then sums up;
 // the worker pushes the branch and opens a pull request. Workspaces use the host provider, so
 // that a run of hundreds of jobs measures the queue and the processes rather than the sandbox.
@@ -30,10 +30,10 @@ import {
 import { APP_SLUG, WEBHOOK_SECRET } from "../helpers/app.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { deliver, examplePayload } from "../helpers/webhooks.ts";
+import { sh } from "../jobs/pipeline-harness.ts";
 import { type GitHubFake, startGitHubFake } from "./github-fake.ts";
 import { type ModelGate, startModelGate } from "./model-gate.ts";
 import { seedServedRepo } from "./remote.ts";
-import { sh } from "../jobs/pipeline-harness.ts";
 
 const TOKEN = `ghs_${"scaleTestInstallTok".repeat(2)}`;
 const API_KEY = `sk-ant-api03-${"s".repeat(40)}`;
@@ -42,9 +42,12 @@ const RESUMED = "previous attempt of this job was interrupted";
 // Webhooks in flight at once, as GitHub would send a burst.
 const DELIVERY_BATCH = 20;
 
-const repoOf = (job: number) => `acme/app${job}`;
-/** The scale job number of a job row, a pull request or a comment: its repository's. */
-export const jobOfRepo = (repo: string) => Number(repo.slice("acme/app".length));
+// Job n is issue #n of one of a few repositories, each its own installation: Probot paces each
+// installation's writes within a process (one a second, a new comment every three seconds),
+// which with a single installation would be all this measured.
+const REPOS = 10;
+const repoIndex = (job: number) => ((job - 1) % REPOS) + 1;
+const repoOf = (job: number) => `acme/app${repoIndex(job)}`;
 
 export interface ScaleOptions {
   jobs: number;
@@ -68,9 +71,9 @@ export interface Tally {
   jobs: Job[];
   /** Model requests per job number. */
   modelRequests: Map<number, number>;
-  /** Pull requests opened per job number. */
+  /** Pull requests opened per job number (the issue number in the head branch). */
   pulls: Map<number, number>;
-  /** Comments the app posted per job number. */
+  /** Comments the app posted per job (issue) number. */
   comments: Map<number, number>;
   /** Jobs per second from the first job's creation to the last one's end. */
   jobsPerSecond: number;
@@ -158,12 +161,10 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
     for (const stop of stops.reverse()) await stop();
   };
   try {
-    // One repository, and one installation, per job: Probot paces each installation's writes
-    // (one a second, a new comment every three) within a process, which would measure that.
     const first = seedServedRepo(base, repoOf(1));
     sh(
       base,
-      `for n in $(seq 2 ${options.jobs}); do git clone -q --bare ${first} served/acme/app$n.git; done`,
+      `for n in $(seq 2 ${REPOS}); do git clone -q --bare ${first} served/acme/app$n.git; done`,
     );
     const git: GitHttpServer = await startGitHttpServer({
       projectRoot: join(base, "served"),
@@ -172,7 +173,7 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
     stops.push(() => git.close());
     const issues = Object.fromEntries(
       Array.from({ length: options.jobs }, (_, i) => [
-        `${repoOf(i + 1)}#1`,
+        `${repoOf(i + 1)}#${i + 1}`,
         { title: `Scale job ${i + 1}`, body: `Scale job ${i + 1}. Helo?`, user: "Codertocat" },
       ]),
     );
@@ -212,15 +213,16 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
         await Promise.all(
           numbers.map(async (number) => {
             const payload = examplePayload("issues", "labeled");
-            payload.installation = { id: 1000 + number };
+            const repo = repoOf(number);
+            payload.installation = { id: 1000 + repoIndex(number) };
             payload.label.name = "vmpilot";
-            payload.issue.title = `Scale job ${number}`;
+            Object.assign(payload.issue, { number, title: `Scale job ${number}` });
             Object.assign(payload.repository, {
-              id: 5000 + number,
-              name: `app${number}`,
-              full_name: repoOf(number),
+              id: 5000 + repoIndex(number),
+              name: repo.split("/")[1],
+              full_name: repo,
               owner: { ...payload.repository.owner, login: "acme" },
-              clone_url: git.url(`${repoOf(number)}.git`),
+              clone_url: git.url(`${repo}.git`),
             });
             const response = await deliver(web.url, {
               event: "issues",
@@ -260,8 +262,8 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
       return {
         jobs: all,
         modelRequests: countBy(fake.requests, jobOf),
-        pulls: countBy(gh.pulls, (pull) => jobOfRepo(pull.repo)),
-        comments: countBy(gh.comments, (comment) => jobOfRepo(comment.repo)),
+        pulls: countBy(gh.pulls, (pull) => Number(/issue-(\d+)-/.exec(pull.head)?.[1] ?? 0)),
+        comments: countBy(gh.comments, (comment) => comment.issue),
         jobsPerSecond: (all.length * 1000) / (last - first),
         latenciesMs: all
           .map((job) => (job.finishedAt?.getTime() ?? Number.NaN) - job.createdAt.getTime())
