@@ -8,7 +8,7 @@ import type { Database } from "../../src/store/database.ts";
 import { databases } from "../helpers/db.ts";
 import { type Scale, startScale, type Tally } from "./scale.ts";
 
-const JOBS = 40;
+const JOBS = 30;
 // pg-boss presumes a worker dead once its job misses heartbeats this long (10 s is the least).
 const QUEUE: Omit<QueueOptions, "logger" | "concurrency"> = {
   heartbeatSeconds: 10,
@@ -41,7 +41,8 @@ describe.skipIf(!postgres)("one web and three worker processes on PostgreSQL", (
   let scale: Scale | undefined;
 
   beforeEach(async () => {
-    db = await (postgres as NonNullable<typeof postgres>).open();
+    if (!postgres) throw new Error("these tests run on PostgreSQL only");
+    db = await postgres.open();
   });
 
   afterEach(async () => {

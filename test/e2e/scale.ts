@@ -1,12 +1,12 @@
 // Many jobs through separate processes, for test/e2e/scale.test.ts and bench/scale.ts: one web
 // process taking signed webhooks and worker processes running the jobs, all on one database, each
 // in its own `node` (test/e2e/worker-process.ts). Around them, in this process: a loopback GitHub,
-// a loopback git server with the repository, and the Anthropic fake behind a gate that answers each
-// turn after a fixed delay, so that a job mostly waits for the model as real ones do. Every job is
-// an issue of its own, labeled for a fix: the model writes the file with the editor and has
-// the repository's test run, then sums up;
-// the worker pushes the branch and opens a pull request. Workspaces use the host provider, so
-// that a run of hundreds of jobs measures the queue and the processes rather than the sandbox.
+// a loopback git server with the repositories, and the Anthropic fake behind a gate that answers
+// each turn after a fixed delay, so that a job mostly waits for the model as real ones do. Every
+// job is an issue of its own, labeled for a fix: the model writes the file with the editor and has
+// the repository's test run, then sums up; the worker pushes the branch and opens a pull request.
+// Workspaces use the host provider, so that hundreds of jobs on a small machine measure the queue
+// and the processes rather than the sandbox.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, readdir, realpath, rm } from "node:fs/promises";
