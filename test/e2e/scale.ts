@@ -79,6 +79,8 @@ export interface Tally {
   jobsPerSecond: number;
   /** Job latency (created to finished) in ms, sorted. */
   latenciesMs: number[];
+  /** Time a job ran (started to finished) in ms, sorted: its latency without the wait in the queue. */
+  runsMs: number[];
 }
 
 export interface Scale {
@@ -258,15 +260,17 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
     const tally = async (): Promise<Tally> => {
       const all = (await jobs()).reverse();
       const first = Math.min(...all.map((job) => job.createdAt.getTime()));
-      const last = Math.max(...all.map((job) => job.finishedAt?.getTime() ?? Number.NaN));
+      const end = (job: Job) => job.finishedAt?.getTime() ?? Number.NaN;
+      const last = Math.max(...all.map(end));
       return {
         jobs: all,
         modelRequests: countBy(fake.requests, jobOf),
         pulls: countBy(gh.pulls, (pull) => Number(/issue-(\d+)-/.exec(pull.head)?.[1] ?? 0)),
         comments: countBy(gh.comments, (comment) => comment.issue),
         jobsPerSecond: (all.length * 1000) / (last - first),
-        latenciesMs: all
-          .map((job) => (job.finishedAt?.getTime() ?? Number.NaN) - job.createdAt.getTime())
+        latenciesMs: all.map((job) => end(job) - job.createdAt.getTime()).sort((a, b) => a - b),
+        runsMs: all
+          .map((job) => end(job) - (job.startedAt?.getTime() ?? Number.NaN))
           .sort((a, b) => a - b),
       };
     };
