@@ -191,8 +191,10 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
     const web = await spawnServer("web", { config, queue: options.queue });
     children.push(web.process);
 
+    let started = 0;
     const addWorker = async (): Promise<ScaleWorker> => {
-      const dataDir = join(base, `worker-${workers.length + 1}`);
+      // Counted before the process is up: workers started together each get a data dir of their own.
+      const dataDir = join(base, `worker-${++started}`);
       const pipeline = {
         anthropic: { apiKey: API_KEY, baseURL: gate.url, maxRetries: 0 },
         dataDir,
@@ -201,9 +203,9 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
         progressIntervalMs: 60_000,
         streamRetryDelayMs: 1,
       };
-      const started = await spawnServer("worker", { config, queue: options.queue, pipeline });
-      children.push(started.process);
-      const worker = { process: started.process, dataDir };
+      const child = await spawnServer("worker", { config, queue: options.queue, pipeline });
+      children.push(child.process);
+      const worker = { process: child.process, dataDir };
       workers.push(worker);
       return worker;
     };
