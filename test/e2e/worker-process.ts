@@ -1,25 +1,28 @@
-// A vmpilot worker in a process of its own (`node --import tsx`), for tests that kill it: the real
-// startServer with role "worker" on a shared database. The parent passes the configuration, queue
-// and pipeline options as JSON in VMPILOT_TEST_WORKER, and waits for "ready" on stdout.
+// A vmpilot server in a process of its own (`node --import tsx`), for tests that kill it or run
+// several: the real startServer, role "worker" unless told otherwise, on a shared database. The
+// parent passes the configuration, role, queue and pipeline options as JSON in
+// VMPILOT_TEST_WORKER, and waits for "ready" on stdout; the line before it is "url <server URL>".
 import type { Config } from "../../src/config/env.ts";
 import { createLogger } from "../../src/github/logger.ts";
 import type { PipelineDeps } from "../../src/jobs/pipeline.ts";
 import type { QueueOptions } from "../../src/jobs/queue.ts";
-import { startServer } from "../../src/main.ts";
+import { type Role, startServer } from "../../src/main.ts";
 import { testConfig } from "../helpers/app.ts";
 
 interface WorkerOptions {
   config: Partial<Config>;
+  role?: Role;
   queue?: Omit<QueueOptions, "logger">;
   pipeline?: Partial<PipelineDeps>;
 }
 
 const options = JSON.parse(process.env.VMPILOT_TEST_WORKER ?? "{}") as WorkerOptions;
-await startServer({
+const server = await startServer({
   config: testConfig(options.config),
-  role: "worker",
+  role: options.role ?? "worker",
   logger: createLogger({ level: "silent", format: "json" }),
   queue: options.queue,
   pipeline: options.pipeline,
 });
+console.log(`url ${server.url}`);
 console.log("ready");
