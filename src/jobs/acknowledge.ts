@@ -55,7 +55,7 @@ export async function acknowledge(
   const job = await getJob(deps.db.pool, run.jobId);
   if (!job) throw new Error(`job ${run.jobId} does not exist`);
   if (job.finishedAt) return { outcome: "skipped" };
-  const context = readJobContext(job.context);
+  const context = readJobContext(job);
   const octokit = await deps.auth(job.installationId);
   const trigger = await loadTriggerSettings(deps.db, octokit, job, context, deps.defaults);
   const outcome = await respond(deps, run, job, context, octokit, trigger.settings);

@@ -44,7 +44,7 @@ export interface Session {
 
 export async function openSession(deps: SessionDeps, job: Job): Promise<Session> {
   const db = deps.db.pool;
-  const context = readJobContext(job.context);
+  const context = readJobContext(job);
   const item: Item = { owner: context.owner, repo: context.name, number: job.number };
   const octokit = await deps.auth(job.installationId);
   const url = jobUrl(deps.publicUrl, job.id);
