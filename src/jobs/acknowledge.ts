@@ -10,12 +10,12 @@ import {
   postComment,
 } from "../github/comments.ts";
 import { type JobContext, readJobContext } from "../github/job-context.ts";
+import type { Logger } from "../github/logger.ts";
 import { checkPermission } from "../github/permissions.ts";
 import { addEyes } from "../github/reactions.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import type { Database } from "../store/database.ts";
 import { getJob, type Job, listJobs, updateJob } from "../store/jobs.ts";
-import type { Logger } from "../store/logger.ts";
 import { claimRefusalNotice } from "../store/refusal-notices.ts";
 import {
   helpBody,
