@@ -1,35 +1,42 @@
 // What a job remembers about the GitHub item that triggered it (stored in jobs.context), so the
 // worker can answer without re-reading the webhook.
+import { z } from "zod";
+import { parseStored } from "../store/stored-value.ts";
+
+const id = z.number().int();
 
 /** Where the trigger was written; the 👀 reaction goes there. */
-export type TriggerTarget =
-  | { type: "issue" }
-  | { type: "issue_comment"; id: number }
-  | { type: "review_comment"; id: number }
+const triggerTargetSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("issue") }),
+  z.object({ type: z.literal("issue_comment"), id }),
+  z.object({ type: z.literal("review_comment"), id }),
   /** Reviews take no reactions; the pull request itself gets it. */
-  | { type: "review"; id: number };
+  z.object({ type: z.literal("review"), id }),
+]);
+export type TriggerTarget = z.infer<typeof triggerTargetSchema>;
 
-export interface JobContext {
-  owner: string;
-  name: string;
-  itemKind: "issue" | "pull_request";
-  title: string;
-  htmlUrl: string;
-  cloneUrl: string;
-  defaultBranch: string;
-  target: TriggerTarget;
+const jobContextSchema = z.object({
+  owner: z.string(),
+  name: z.string(),
+  itemKind: z.enum(["issue", "pull_request"]),
+  title: z.string(),
+  htmlUrl: z.string(),
+  cloneUrl: z.string(),
+  defaultBranch: z.string(),
+  target: triggerTargetSchema,
   /** The app's slug when the job was created, for help texts. */
-  appSlug: string;
+  appSlug: z.string(),
   /** The command word, e.g. "vmpilot" for `/vmpilot fix`. */
-  command: string;
+  command: z.string(),
   /** The requester's GitHub user id, for their `Co-authored-by` address. */
-  requesterId?: number;
+  requesterId: id.optional(),
   /** The label that triggers work on this repository. */
-  label: string;
+  label: z.string(),
   /** `/vmpilot <word>` with a word that is not a verb. */
-  unknownVerb?: string;
-}
+  unknownVerb: z.string().optional(),
+});
+export type JobContext = z.infer<typeof jobContextSchema>;
 
-export function readJobContext(value: Record<string, unknown>): JobContext {
-  return value as unknown as JobContext;
+export function readJobContext(job: { id: number; context: unknown }): JobContext {
+  return parseStored(jobContextSchema, job.context, `jobs.context of job ${job.id}`);
 }

@@ -1,10 +1,16 @@
 // The one logger of the process (Probot's `app.log` included). Every serialized line passes
 // through secret redaction on its way out, whatever field or message the secret hides in, and
 // then through the field cap. Webhook payloads never reach it: see the serializers below.
-import pino, { type DestinationStream, type Logger } from "pino";
+import pino, { type DestinationStream, type Logger as PinoLogger } from "pino";
 import { prettyFactory } from "pino-pretty";
 import { capLogLine } from "./log-cap.ts";
 import { redact } from "./redact.ts";
+
+/**
+ * The one logger type every layer takes: the part of pino's logger the code calls. Probot's and
+ * pino's loggers fit, and tests pass recording fakes.
+ */
+export type Logger = Pick<PinoLogger, "debug" | "info" | "warn" | "error">;
 
 export interface LoggerOptions {
   level: string;
@@ -66,7 +72,7 @@ const SERIALIZERS = {
   event: eventRef,
 };
 
-export function createLogger(options: LoggerOptions): Logger {
+export function createLogger(options: LoggerOptions): PinoLogger {
   const target = options.destination ?? pino.destination({ fd: 1, sync: false });
   const pretty =
     options.format === "pretty"
@@ -89,3 +95,18 @@ export function createLogger(options: LoggerOptions): Logger {
     stream,
   );
 }
+
+let fallback: Logger | undefined;
+
+/** For a component started without a logger (tools, benches): info and up, to stdout, redacted. */
+export function fallbackLogger(): Logger {
+  fallback ??= createLogger({ level: "info", format: "json" });
+  return fallback;
+}
+
+/** For callers that want no log lines (tests, the store by default). */
+export const silentLogger: Logger = createLogger({
+  level: "silent",
+  format: "json",
+  destination: { write() {} },
+});

@@ -230,7 +230,7 @@ function newJob(
     instruction: trigger.instruction,
     triggerCommentId: "id" in delivery.target ? delivery.target.id : null,
     deliveryId,
-    context: context as unknown as Record<string, unknown>,
+    context,
   };
 }
 

@@ -10,12 +10,12 @@ import {
   postComment,
 } from "../github/comments.ts";
 import { type JobContext, readJobContext } from "../github/job-context.ts";
+import type { Logger } from "../github/logger.ts";
 import { checkPermission } from "../github/permissions.ts";
 import { addEyes } from "../github/reactions.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import type { Database } from "../store/database.ts";
 import { getJob, type Job, listJobs, updateJob } from "../store/jobs.ts";
-import type { Logger } from "../store/logger.ts";
 import { claimRefusalNotice } from "../store/refusal-notices.ts";
 import {
   helpBody,
@@ -55,7 +55,7 @@ export async function acknowledge(
   const job = await getJob(deps.db.pool, run.jobId);
   if (!job) throw new Error(`job ${run.jobId} does not exist`);
   if (job.finishedAt) return { outcome: "skipped" };
-  const context = readJobContext(job.context);
+  const context = readJobContext(job);
   const octokit = await deps.auth(job.installationId);
   const trigger = await loadTriggerSettings(deps.db, octokit, job, context, deps.defaults);
   const outcome = await respond(deps, run, job, context, octokit, trigger.settings);

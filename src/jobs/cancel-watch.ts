@@ -1,6 +1,6 @@
 import type pg from "pg";
+import type { Logger } from "../github/logger.ts";
 import { cancelRequested } from "../store/job-lifecycle.ts";
-import type { Logger } from "../store/logger.ts";
 
 export interface CancelWatch {
   /** The controller aborts once someone, in any process, asks to cancel the job. */

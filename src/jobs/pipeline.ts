@@ -9,15 +9,15 @@ import type { Plugin } from "../agent/plugins.ts";
 import type { RepoSettings } from "../config/repo-config.ts";
 import { isPermanent } from "../errors.ts";
 import { gatherIssueContext } from "../github/issue-context.ts";
+import type { Logger } from "../github/logger.ts";
 import type { ProgressStep } from "../github/progress-comment.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import { listUnresolvedThreads } from "../github/review-threads.ts";
 import { getChat } from "../store/chats.ts";
 import type { Database } from "../store/database.ts";
 import { getJob, updateJob } from "../store/jobs.ts";
-import type { Logger } from "../store/logger.ts";
 import type { CommitIdentity } from "../workspace/commit.ts";
-import type { ProviderName, WorkspaceLogger } from "../workspace/index.ts";
+import type { ProviderName } from "../workspace/index.ts";
 import { SPARE_REPOSITORIES } from "../workspace/spares.ts";
 import { runJobAgent } from "./pipeline/agent.ts";
 import { loadChat } from "./pipeline/history.ts";
@@ -73,16 +73,6 @@ const STEPS: Record<Mode, ProgressStep[]> = {
   plan: ["acknowledged", "workspace", "agent"],
   review: ["acknowledged", "workspace", "agent"],
 };
-
-function workspaceLogger(logger: Logger): WorkspaceLogger {
-  const forward = (level: "warn" | "info" | "debug") => (obj: object, msg?: string) =>
-    logger[level](obj, msg);
-  return {
-    warn: forward("warn"),
-    info: forward("info"),
-    debug: forward("debug"),
-  } as unknown as WorkspaceLogger;
-}
 
 type Run = Pick<RunningJob, "jobId" | "attempt" | "maxAttempts" | "signal">;
 
@@ -211,7 +201,7 @@ async function work(
     allowPrivate: deps.allowPrivate ?? [],
     setup: settings.settings.setup,
     signal: run.signal,
-    logger: workspaceLogger(deps.logger),
+    logger: deps.logger,
     onSetupStep: (step) =>
       progress.log("setup", {
         message: `\`${step.command}\` exited ${step.result.exitCode}`,

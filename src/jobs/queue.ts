@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Job as BossJob, type JobWithMetadata, PgBoss } from "pg-boss";
 import { MAX_TIMEOUT_MINUTES } from "../config/repo-config.ts";
+import { type Logger, silentLogger } from "../github/logger.ts";
 import type { Database } from "../store/database.ts";
 import { appendJobEvent } from "../store/job-events.ts";
 import {
@@ -13,7 +14,6 @@ import {
   startJobAttempt,
   unfinishedAttempts,
 } from "../store/job-lifecycle.ts";
-import { type Logger, silentLogger } from "../store/logger.ts";
 import type { Queryable } from "../store/sql.ts";
 import { watchCancellations } from "./cancel-watch.ts";
 

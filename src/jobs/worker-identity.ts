@@ -5,8 +5,8 @@ import { randomUUID } from "node:crypto";
 import { lstat, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
+import type { Logger } from "../github/logger.ts";
 import { LockHeldError, lockFile } from "../store/data-dir-lock.ts";
-import type { Logger } from "../store/logger.ts";
 
 export interface WorkerIdentity {
   id: string;

@@ -29,7 +29,7 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
 export async function reportDead(deps: AcknowledgeDeps, dead: DeadJob): Promise<void> {
   const job = await getJob(deps.db.pool, dead.jobId);
   if (!job) return;
-  const context = readJobContext(job.context);
+  const context = readJobContext(job);
   const item = { owner: context.owner, repo: context.name, number: job.number };
   const octokit = await deps.auth(job.installationId);
   const body = deadBody(job, context, dead.error, deps.publicUrl);

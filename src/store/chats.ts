@@ -1,4 +1,6 @@
+import { z } from "zod";
 import type { Queryable } from "./sql.ts";
+import { bigint, parseStored } from "./stored-value.ts";
 
 export type ChatKind = "issue" | "pull_request";
 
@@ -19,22 +21,23 @@ export interface Chat {
   updatedAt: Date;
 }
 
-interface ChatRow {
-  id: string;
-  repository_id: string;
-  number: number;
-  kind: ChatKind;
-  pr_number: number | null;
-  branch: string | null;
-  message_count: number;
-  created_at: Date;
-  updated_at: Date;
-}
+const chatRow = z.object({
+  id: bigint,
+  repository_id: bigint,
+  number: z.number().int(),
+  kind: z.enum(["issue", "pull_request"]),
+  pr_number: z.number().int().nullable(),
+  branch: z.string().nullable(),
+  message_count: z.number().int(),
+  created_at: z.date(),
+  updated_at: z.date(),
+});
 
-function toChat(row: ChatRow): Chat {
+function toChat(value: unknown): Chat {
+  const row = parseStored(chatRow, value, "a chats row");
   return {
-    id: Number(row.id),
-    repositoryId: Number(row.repository_id),
+    id: row.id,
+    repositoryId: row.repository_id,
     number: row.number,
     kind: row.kind,
     prNumber: row.pr_number,
@@ -51,7 +54,7 @@ export function chatKey(chatId: number): string {
 }
 
 export async function getChat(db: Queryable, id: number): Promise<Chat | undefined> {
-  const { rows } = await db.query<ChatRow>("SELECT * FROM chats WHERE id = $1", [id]);
+  const { rows } = await db.query("SELECT * FROM chats WHERE id = $1", [id]);
   return rows[0] && toChat(rows[0]);
 }
 
@@ -64,7 +67,7 @@ export async function findChat(
   repositoryId: number,
   number: number,
 ): Promise<Chat | undefined> {
-  const { rows } = await db.query<ChatRow>(
+  const { rows } = await db.query(
     `SELECT * FROM chats WHERE repository_id = $1 AND (pr_number = $2 OR number = $2)
      ORDER BY pr_number = $2 DESC NULLS LAST LIMIT 1`,
     [repositoryId, number],
@@ -78,7 +81,7 @@ export async function findOrCreateChat(
 ): Promise<Chat> {
   const existing = await findChat(db, input.repositoryId, input.number);
   if (existing) return existing;
-  const { rows } = await db.query<ChatRow>(
+  const { rows } = await db.query(
     `INSERT INTO chats (repository_id, number, kind) VALUES ($1, $2, $3)
      ON CONFLICT (repository_id, number) DO NOTHING RETURNING *`,
     [input.repositoryId, input.number, input.kind],

@@ -1,10 +1,19 @@
+import type Anthropic from "@anthropic-ai/sdk";
+import { z } from "zod";
+import { messageParamSchema } from "./message-param.ts";
 import type { Queryable } from "./sql.ts";
+import { parseStored } from "./stored-value.ts";
 
 export interface Compaction {
   /** How many of the chat's stored messages, oldest first, `messages` stand for. */
   coveredMessages: number;
-  messages: unknown[];
+  messages: Anthropic.MessageParam[];
 }
+
+const compactionRow = z.object({
+  covered_messages: z.number().int(),
+  messages: z.array(messageParamSchema),
+});
 
 export async function saveCompaction(
   db: Queryable,
@@ -25,10 +34,11 @@ export async function getCompaction(
   db: Queryable,
   chatId: number,
 ): Promise<Compaction | undefined> {
-  const { rows } = await db.query<{ covered_messages: number; messages: unknown[] }>(
+  const { rows } = await db.query(
     "SELECT covered_messages, messages FROM chat_compactions WHERE chat_id = $1",
     [chatId],
   );
-  const row = rows[0];
-  return row && { coveredMessages: row.covered_messages, messages: row.messages };
+  if (rows[0] === undefined) return undefined;
+  const row = parseStored(compactionRow, rows[0], `the chat_compactions row of chat ${chatId}`);
+  return { coveredMessages: row.covered_messages, messages: row.messages };
 }

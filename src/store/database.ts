@@ -1,6 +1,6 @@
 import pg from "pg";
+import { type Logger, silentLogger } from "../github/logger.ts";
 import { startEmbeddedPostgres } from "./embedded.ts";
-import { type Logger, silentLogger } from "./logger.ts";
 import { migrate } from "./migrate.ts";
 
 export interface Database {

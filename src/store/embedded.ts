@@ -2,7 +2,7 @@ import { fork } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Logger, silentLogger } from "./logger.ts";
+import { type Logger, silentLogger } from "../github/logger.ts";
 
 export interface EmbeddedPostgres {
   url: string;

@@ -1,5 +1,7 @@
+import { z } from "zod";
 import { redactDeep } from "../github/redact.ts";
 import type { Queryable } from "./sql.ts";
+import { bigint, parseStored } from "./stored-value.ts";
 
 /** The model API's message roles. */
 export type MessageRole = "user" | "assistant" | "system";
@@ -15,22 +17,23 @@ export interface Message {
   createdAt: Date;
 }
 
-interface MessageRow {
-  chat_id: string;
-  seq: number;
-  role: MessageRole;
-  content: unknown;
-  job_id: string | null;
-  created_at: Date;
-}
+const messageRow = z.object({
+  chat_id: bigint,
+  seq: z.number().int(),
+  role: z.enum(["user", "assistant", "system"]),
+  content: z.unknown(),
+  job_id: bigint.nullable(),
+  created_at: z.date(),
+});
 
-function toMessage(row: MessageRow): Message {
+function toMessage(value: unknown): Message {
+  const row = parseStored(messageRow, value, "a messages row");
   return {
-    chatId: Number(row.chat_id),
+    chatId: row.chat_id,
     seq: row.seq,
     role: row.role,
     content: row.content,
-    jobId: row.job_id === null ? null : Number(row.job_id),
+    jobId: row.job_id,
     createdAt: row.created_at,
   };
 }
@@ -45,7 +48,7 @@ export async function appendMessage(
   db: Queryable,
   input: { chatId: number; role: MessageRole; content: unknown; jobId?: number | null },
 ): Promise<Message> {
-  const { rows } = await db.query<MessageRow>(
+  const { rows } = await db.query(
     `WITH next AS (
        UPDATE chats SET message_count = message_count + 1, updated_at = now()
        WHERE id = $1 RETURNING message_count
@@ -65,7 +68,7 @@ export async function listMessages(
   chatId: number,
   afterSeq = 0,
 ): Promise<Message[]> {
-  const { rows } = await db.query<MessageRow>(
+  const { rows } = await db.query(
     "SELECT * FROM messages WHERE chat_id = $1 AND seq > $2 ORDER BY seq",
     [chatId, afterSeq],
   );

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type pg from "pg";
 import { defaults, type RepoConfig, type RepoSettings } from "../config/repo-config.ts";
-import type { Logger } from "../store/logger.ts";
+import type { Logger } from "../github/logger.ts";
 import { TtlCache } from "./cache.ts";
 import { GitHubUserApi } from "./github-user.ts";
 import type { OAuthApp } from "./oauth.ts";

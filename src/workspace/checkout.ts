@@ -1,5 +1,5 @@
+import { fallbackLogger, type Logger } from "../github/logger.ts";
 import { type GitAuth, gitClient, validateBranchName } from "./git.ts";
-import { defaultLogger, type WorkspaceLogger } from "./logger.ts";
 import { defaultBranch, sharedClone, syncMirror } from "./mirror.ts";
 import { claimSpare, refreshSpare, replenishSpare } from "./spares.ts";
 
@@ -27,7 +27,7 @@ export interface CheckoutOptions {
   keepSpare?: boolean;
   /** With keepSpare: how many repositories keep a spare, most recently used first; default 20. */
   spareLimit?: number;
-  logger?: WorkspaceLogger;
+  logger?: Logger;
 }
 
 export interface Checkout {
@@ -80,7 +80,7 @@ export async function createBranch(root: string, name: string): Promise<void> {
 export async function prepareCheckout(options: CheckoutOptions): Promise<Checkout> {
   validateBranchName(options.branch);
   if (options.baseBranch !== undefined) validateBranchName(options.baseBranch);
-  const logger = options.logger ?? defaultLogger();
+  const logger = options.logger ?? fallbackLogger();
   const mirror = await syncMirror(options.dataDir, options.repo, options.auth, logger);
   const [heads, defaultName] = await Promise.all([
     mirrorHeads(mirror.path),

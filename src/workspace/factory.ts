@@ -1,9 +1,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Logger } from "../github/logger.ts";
 import { SandboxUnavailableError } from "./bwrap.ts";
 import { createHostWorkspace } from "./host.ts";
-import type { WorkspaceLogger } from "./logger.ts";
 import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox.ts";
 import type { ProviderName, Workspace } from "./types.ts";
 
@@ -12,7 +12,7 @@ export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "l
   provider?: ProviderName;
   /** The checkout directory. */
   root: string;
-  logger?: WorkspaceLogger;
+  logger?: Logger;
 }
 
 /** Opens a workspace on a checkout with the chosen provider; never downgrades isolation on its own. */

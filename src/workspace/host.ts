@@ -1,14 +1,14 @@
 import { homedir } from "node:os";
 import { resolve } from "node:path";
+import { fallbackLogger, type Logger } from "../github/logger.ts";
 import { baseEnv, withExtraEnv } from "./env.ts";
 import { runProcess } from "./exec.ts";
 import { fileOps } from "./files.ts";
-import { defaultLogger, type WorkspaceLogger } from "./logger.ts";
 import { resolveInside } from "./paths.ts";
 import type { Workspace } from "./types.ts";
 
 export interface HostWorkspaceOptions {
-  logger?: WorkspaceLogger;
+  logger?: Logger;
 }
 
 /**
@@ -17,7 +17,7 @@ export interface HostWorkspaceOptions {
  */
 export function createHostWorkspace(dir: string, options: HostWorkspaceOptions = {}): Workspace {
   const root = resolve(dir);
-  const logger = options.logger ?? defaultLogger();
+  const logger = options.logger ?? fallbackLogger();
   logger.warn(
     { root },
     "workspace provider 'host' runs commands without isolation; use it only for trusted repositories",

@@ -5,7 +5,6 @@ export { DEFAULT_TIMEOUT_MS } from "./exec.ts";
 export { type CreateWorkspaceOptions, checkProvider, createWorkspace } from "./factory.ts";
 export { cleanRepoUrl, type GitAuth, validateBranchName } from "./git.ts";
 export { createHostWorkspace } from "./host.ts";
-export type { WorkspaceLogger } from "./logger.ts";
 export { type Mirror, syncMirror } from "./mirror.ts";
 export { capText, MODEL_OUTPUT_CAP } from "./output.ts";
 export { PathEscapeError, resolveInside } from "./paths.ts";

@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from "node:crypto";
 import { access, mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { fallbackLogger, type Logger } from "../github/logger.ts";
 import { cleanRepoUrl, type GitAuth, gitClient } from "./git.ts";
-import { defaultLogger, type WorkspaceLogger } from "./logger.ts";
 
 /** A readable, collision-free directory name for one repository URL. */
 export function mirrorName(cleanUrl: string): string {
@@ -60,7 +60,7 @@ export function syncMirror(
   dataDir: string,
   repo: string,
   auth?: GitAuth,
-  logger: WorkspaceLogger = defaultLogger(),
+  logger: Logger = fallbackLogger(),
 ): Promise<Mirror> {
   const clean = cleanRepoUrl(repo);
   const credentials = auth ?? clean.auth;

@@ -2,8 +2,8 @@ import { lookup } from "node:dns/promises";
 import http from "node:http";
 import net from "node:net";
 import type { Duplex } from "node:stream";
+import type { Logger } from "../github/logger.ts";
 import { compileAddressPolicy } from "./address-policy.ts";
-import type { WorkspaceLogger } from "./logger.ts";
 import type { BlockedConnection } from "./types.ts";
 
 /** Enough to report what a run tried to reach, without letting a loop grow memory forever. */
@@ -70,7 +70,7 @@ export interface ProxyOptions {
   allowHosts: readonly string[];
   /** Loopback/private/link-local ranges the operator opened (NETWORK_ALLOW_PRIVATE). */
   allowPrivate?: readonly string[];
-  logger: WorkspaceLogger;
+  logger: Logger;
 }
 
 type Resolved = { address: string } | { refused: string } | { error: string };

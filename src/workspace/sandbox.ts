@@ -1,6 +1,7 @@
 import { access, mkdir, mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
+import { fallbackLogger, type Logger } from "../github/logger.ts";
 import {
   probeBwrap,
   SANDBOX_HOME,
@@ -11,13 +12,12 @@ import {
 import { baseEnv, NODE_BIN_DIR, withExtraEnv } from "./env.ts";
 import { runProcess } from "./exec.ts";
 import { fileOps } from "./files.ts";
-import { defaultLogger, type WorkspaceLogger } from "./logger.ts";
 import { resolveInside } from "./paths.ts";
 import { startAllowListProxy } from "./proxy.ts";
 import type { Workspace } from "./types.ts";
 
 export interface SandboxWorkspaceOptions {
-  logger?: WorkspaceLogger;
+  logger?: Logger;
   /** Hosts reachable through the proxy (`host`, `host:port`, `*.domain`). Default: none, and
    * then the sandbox has no network at all (no proxy runs, so nothing is recorded). */
   allowHosts?: readonly string[];
@@ -129,7 +129,7 @@ export async function createSandboxWorkspace(
   options: SandboxWorkspaceOptions = {},
 ): Promise<Workspace> {
   const root = await realpath(dir);
-  const logger = options.logger ?? defaultLogger();
+  const logger = options.logger ?? fallbackLogger();
   const bwrapPath = options.bwrapPath ?? "bwrap";
   const socatPath = options.socatPath ?? "/usr/bin/socat";
   const allowHosts = options.allowHosts ?? [];

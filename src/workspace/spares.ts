@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
+import type { Logger } from "../github/logger.ts";
 import { gitClient, validateBranchName } from "./git.ts";
-import type { WorkspaceLogger } from "./logger.ts";
 import { defaultBranch, type Mirror, sharedClone } from "./mirror.ts";
 
 /**
@@ -148,7 +148,7 @@ export const SPARE_REPOSITORIES = 20;
 export function replenishSpare(
   dataDir: string,
   mirror: Mirror,
-  logger: WorkspaceLogger,
+  logger: Logger,
   limit = SPARE_REPOSITORIES,
 ): void {
   const key = sparesDir(dataDir, mirror);

@@ -3,12 +3,11 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
+import { silentLogger } from "../../src/github/logger.ts";
 import { createHostWorkspace } from "../../src/workspace/host.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 
 const run = promisify(execFile);
-
-const quiet = { warn() {}, info() {}, debug() {} };
 
 export interface TestRepo {
   root: string;
@@ -33,7 +32,7 @@ export async function makeRepo(files: Record<string, string | Buffer> = {}): Pro
   await git("init", "-q", "-b", "main");
   await git("add", "-A");
   await git("commit", "-q", "--allow-empty", "-m", "initial");
-  const workspace = createHostWorkspace(root, { logger: quiet });
+  const workspace = createHostWorkspace(root, { logger: silentLogger });
   return {
     root,
     workspace,

@@ -21,6 +21,7 @@ import { setRepositorySettings, upsertRepository } from "../../src/store/install
 import { listJobEvents } from "../../src/store/job-events.ts";
 import { getJob, insertJob, type Job, type NewJob, updateJob } from "../../src/store/jobs.ts";
 import { appendMessage, listMessages } from "../../src/store/messages.ts";
+import { InvalidStoredValue } from "../../src/store/stored-value.ts";
 import { GITHUB_API, useGitHubMock } from "../helpers/github-mock.ts";
 import { testOctokit } from "../helpers/octokit.ts";
 
@@ -253,6 +254,37 @@ describe("loadChat", () => {
   });
 });
 
+describe("stored conversation read back", () => {
+  it("a message row that is not a model message fails with an error naming the row", async () => {
+    const { chat, jobs } = await chatWithJobs([{}]);
+    const jobId = (jobs[0] as Job).id;
+    await appendMessage(db.pool, { chatId: chat.id, role: "user", content: "fix it", jobId });
+    await appendMessage(db.pool, {
+      chatId: chat.id,
+      role: "assistant",
+      content: [{ type: "tool_use", name: "bash" }],
+      jobId,
+    });
+    const loading = loadChat(db.pool, chat.id, jobId);
+    await expect(loading).rejects.toThrow(InvalidStoredValue);
+    await expect(loading).rejects.toThrow(`messages row 2 of chat ${chat.id} is not valid`);
+    expect(await listMessages(db.pool, chat.id)).toHaveLength(2);
+  });
+
+  it("a compaction that is not a list of model messages fails with an error naming it", async () => {
+    const { chat, jobs } = await chatWithJobs([{}]);
+    const jobId = (jobs[0] as Job).id;
+    await appendMessage(db.pool, { chatId: chat.id, role: "user", content: "one", jobId });
+    await db.pool.query(
+      "INSERT INTO chat_compactions (chat_id, covered_messages, messages) VALUES ($1, 1, $2)",
+      [chat.id, JSON.stringify([{ stale: true }])],
+    );
+    await expect(loadChat(db.pool, chat.id, jobId)).rejects.toThrow(
+      `the chat_compactions row of chat ${chat.id} is not valid`,
+    );
+  });
+});
+
 describe("chat compactions", () => {
   it("keep the newest, and one that stands for more than is stored is not used", async () => {
     const { chat, jobs } = await chatWithJobs([{}]);
@@ -260,9 +292,12 @@ describe("chat compactions", () => {
     for (const content of ["one", "two", "three"]) {
       await appendMessage(db.pool, { chatId: chat.id, role: "user", content, jobId });
     }
-    const summary = { role: "user", content: "summary of one and two" };
+    const summary = { role: "user" as const, content: "summary of one and two" };
     await saveCompaction(db.pool, chat.id, { coveredMessages: 2, messages: [summary] });
-    await saveCompaction(db.pool, chat.id, { coveredMessages: 1, messages: [{ stale: true }] });
+    await saveCompaction(db.pool, chat.id, {
+      coveredMessages: 1,
+      messages: [{ role: "user", content: "stale" }],
+    });
     const loaded = await loadChat(db.pool, chat.id, jobId);
     expect(loaded.messages.map((m) => m.content)).toEqual(["summary of one and two", "three"]);
     expect(loaded.storedCount).toBe(3);

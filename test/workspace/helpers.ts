@@ -40,7 +40,7 @@ export function recordingLogger() {
     (...args: unknown[]) => {
       lines.push({ level, args });
     };
-  return { lines, warn: log("warn"), info: log("info"), debug: log("debug") };
+  return { lines, error: log("error"), warn: log("warn"), info: log("info"), debug: log("debug") };
 }
 
 /** Writes `text` to `file` in `repo` and commits it, with a fixed identity and no global config. */

@@ -1,8 +1,10 @@
 // The chat's conversation as the model API takes it, loaded from the append-only store.
 import type Anthropic from "@anthropic-ai/sdk";
 import { getCompaction } from "../../store/compactions.ts";
-import { appendMessage, listMessages } from "../../store/messages.ts";
+import { messageParamSchema } from "../../store/message-param.ts";
+import { appendMessage, listMessages, type Message } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
+import { parseStored } from "../../store/stored-value.ts";
 
 type MessageParam = Anthropic.MessageParam;
 
@@ -12,6 +14,15 @@ const INTERRUPTED =
 function pendingToolUses(message: MessageParam | undefined): string[] {
   if (message?.role !== "assistant" || typeof message.content === "string") return [];
   return message.content.flatMap((block) => (block.type === "tool_use" ? [block.id] : []));
+}
+
+function toParam(message: Message): MessageParam {
+  const { chatId, seq, role, content } = message;
+  return parseStored(
+    messageParamSchema,
+    { role, content },
+    `messages row ${seq} of chat ${chatId}`,
+  );
 }
 
 export interface LoadedChat {
@@ -31,11 +42,9 @@ export async function loadChat(db: Queryable, chatId: number, jobId: number): Pr
     listMessages(db, chatId),
     getCompaction(db, chatId),
   ]);
-  const all = stored.map((m) => ({ role: m.role, content: m.content }) as MessageParam);
+  const all = stored.map(toParam);
   const covered = compaction && compaction.coveredMessages <= all.length ? compaction : undefined;
-  const messages = covered
-    ? [...(covered.messages as MessageParam[]), ...all.slice(covered.coveredMessages)]
-    : all;
+  const messages = covered ? [...covered.messages, ...all.slice(covered.coveredMessages)] : all;
   let storedCount = stored.length;
   let fromThisJob = stored.filter((m) => m.jobId === jobId).length;
   const unanswered = pendingToolUses(messages.at(-1));

@@ -1,6 +1,7 @@
 // Where a running job reports: its session log (job_events, redacted), its cost on the job row,
 // and its progress comment on GitHub (throttled).
 import type { AgentEvent } from "../../agent/events.ts";
+import type { Logger } from "../../github/logger.ts";
 import {
   type ProgressStep,
   type ProgressView,
@@ -10,7 +11,6 @@ import {
 import { redact, redactDeep } from "../../github/redact.ts";
 import { appendJobEvent } from "../../store/job-events.ts";
 import { updateJob } from "../../store/jobs.ts";
-import type { Logger } from "../../store/logger.ts";
 import type { Queryable } from "../../store/sql.ts";
 
 // The page cuts outputs at 100,000 characters; storing more only grows the table.

@@ -3,11 +3,11 @@
 import type { ProbotOctokit } from "probot";
 import { editComment, type Item, postComment } from "../../github/comments.ts";
 import { type JobContext, readJobContext } from "../../github/job-context.ts";
+import type { Logger } from "../../github/logger.ts";
 import { renderFailure, renderNotice, ThrottledComment } from "../../github/progress-comment.ts";
 import { redact } from "../../github/redact.ts";
 import type { Database } from "../../store/database.ts";
 import { type Job, type JobStatus, updateJob } from "../../store/jobs.ts";
-import type { Logger } from "../../store/logger.ts";
 import { jobUrl } from "../acknowledge-messages.ts";
 import { JobProgress } from "./progress.ts";
 
@@ -44,7 +44,7 @@ export interface Session {
 
 export async function openSession(deps: SessionDeps, job: Job): Promise<Session> {
   const db = deps.db.pool;
-  const context = readJobContext(job.context);
+  const context = readJobContext(job);
   const item: Item = { owner: context.owner, repo: context.name, number: job.number };
   const octokit = await deps.auth(job.installationId);
   const url = jobUrl(deps.publicUrl, job.id);

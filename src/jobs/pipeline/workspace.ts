@@ -4,6 +4,7 @@
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { PermanentError } from "../../errors.ts";
+import type { Logger } from "../../github/logger.ts";
 import {
   type Checkout,
   createWorkspace,
@@ -13,7 +14,6 @@ import {
   runSetup,
   type SetupStep,
   type Workspace,
-  type WorkspaceLogger,
 } from "../../workspace/index.ts";
 
 export interface JobWorkspace {
@@ -40,7 +40,7 @@ export interface JobWorkspaceOptions {
   /** How many repositories keep a ready checkout for their next job; 0 keeps none. */
   spareCheckouts: number;
   signal: AbortSignal;
-  logger: WorkspaceLogger;
+  logger: Logger;
   onSetupStep(step: SetupStep): void;
 }
 
