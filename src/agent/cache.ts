@@ -6,7 +6,7 @@ type Block = Anthropic.ContentBlockParam;
 const EPHEMERAL: Anthropic.CacheControlEphemeral = { type: "ephemeral" };
 
 /** The API accepts at most this many cache_control markers per request. */
-export const MAX_BREAKPOINTS = 4;
+const MAX_BREAKPOINTS = 4;
 
 export interface CacheableRequest {
   tools: Anthropic.ToolUnion[];

@@ -22,19 +22,19 @@ export type FailureCode =
   | "context_overflow"
   | "internal";
 
-export interface StepStartedEvent {
+interface StepStartedEvent {
   type: "step_started";
   step: number;
 }
 
 /** A complete text block from the model. */
-export interface TextEvent {
+interface TextEvent {
   type: "text";
   step: number;
   text: string;
 }
 
-export interface ToolCallEvent {
+interface ToolCallEvent {
   type: "tool_call";
   step: number;
   id: string;
@@ -42,7 +42,7 @@ export interface ToolCallEvent {
   input: unknown;
 }
 
-export interface ToolResultEvent {
+interface ToolResultEvent {
   type: "tool_result";
   step: number;
   id: string;
@@ -55,7 +55,7 @@ export interface ToolResultEvent {
   durationMs: number;
 }
 
-export interface UsageEvent {
+interface UsageEvent {
   type: "usage";
   step: number;
   /** This request alone. */
@@ -66,7 +66,7 @@ export interface UsageEvent {
   priceKnown: boolean;
 }
 
-export interface CompactedEvent {
+interface CompactedEvent {
   type: "compacted";
   step: number;
   /** Old tool results whose content was replaced by a placeholder. */
@@ -80,7 +80,7 @@ export interface CompactedEvent {
   messages: Anthropic.MessageParam[];
 }
 
-export interface FinishedEvent {
+interface FinishedEvent {
   type: "finished";
   reason: FinishReason;
   steps: number;
@@ -90,7 +90,7 @@ export interface FinishedEvent {
   detail?: string;
 }
 
-export interface FailedEvent {
+interface FailedEvent {
   type: "failed";
   code: FailureCode;
   error: string;

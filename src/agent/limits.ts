@@ -7,7 +7,7 @@ export interface AgentLimits {
   maxCostUsd?: number;
 }
 
-export const DEFAULT_MAX_STEPS = 200;
+const DEFAULT_MAX_STEPS = 200;
 
 export interface RunProgress {
   steps: number;

@@ -12,7 +12,7 @@ export interface ClientOptions {
   timeoutMs?: number;
 }
 
-export const DEFAULT_MAX_RETRIES = 4;
+const DEFAULT_MAX_RETRIES = 4;
 
 export function createClient(options: ClientOptions = {}): Anthropic {
   return new Anthropic({

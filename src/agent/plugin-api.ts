@@ -5,7 +5,7 @@ import type { ExecResult } from "../workspace/types.ts";
  * nothing they load can reach the worker's secrets.
  */
 
-export interface ToolReply {
+interface ToolReply {
   content: string;
   isError?: boolean;
 }
@@ -38,7 +38,7 @@ export interface WorkspaceTool extends ToolShape {
   handler(input: ToolInput, can: WorkspaceCapabilities): Promise<string | ToolReply>;
 }
 
-export interface WorkerTool extends ToolShape {
+interface WorkerTool extends ToolShape {
   runsIn: "worker";
   handler(input: ToolInput, can: WorkerCapabilities): Promise<string | ToolReply>;
 }

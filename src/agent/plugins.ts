@@ -7,7 +7,7 @@ import { PermanentError } from "../errors.ts";
 import type { ContextHook, FinishCheck, PluginTool } from "./plugin-api.ts";
 
 /** The plugins shipped with vmpilot. */
-export const DEFAULT_PLUGIN_DIR = fileURLToPath(new URL("../../plugins", import.meta.url));
+const DEFAULT_PLUGIN_DIR = fileURLToPath(new URL("../../plugins", import.meta.url));
 
 /** Plugins a run enables unless told otherwise; code_review is for review runs. */
 export const DEFAULT_ENABLED_PLUGINS: readonly string[] = ["project", "testing", "documentation"];

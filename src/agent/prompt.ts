@@ -29,7 +29,7 @@ Rules:
 }
 
 /** Reads a text file from the workspace, capped; undefined when it is missing, not a regular file or huge. */
-export function workspaceTextReader(workspace: Workspace): ReadTextFile {
+function workspaceTextReader(workspace: Workspace): ReadTextFile {
   return async (path) => {
     let bytes: Buffer;
     try {

@@ -13,7 +13,7 @@ export interface RunArgs {
 /** A problem the user can fix; the CLI prints its message on one line and exits 2. */
 export class UsageError extends Error {}
 
-export const usage =
+const usage =
   'usage: vmpilot run --repo <path-or-git-url> [--branch name] [--provider sandbox|host] [--model m] [--max-steps n] "task"';
 
 export function parseRunArgs(argv: string[]): RunArgs {

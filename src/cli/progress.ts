@@ -13,7 +13,7 @@ function clip(text: string, limit = LINE_LIMIT): string {
 }
 
 /** The one line that says what a tool call does, e.g. `bash: npm test`. */
-export function describeToolCall(name: string, input: unknown): string {
+function describeToolCall(name: string, input: unknown): string {
   const fields = (input ?? {}) as Record<string, unknown>;
   if (name === "bash") return fields.restart ? "bash: restart" : `bash: ${String(fields.command)}`;
   if (name === "str_replace_based_edit_tool")

@@ -120,7 +120,7 @@ const schema = z.object({
   ),
 });
 
-export type LogLevel = (typeof LOG_LEVELS)[number];
+type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface Config {
   /** Unset on first run: the server then shows Probot's setup page instead of working. */

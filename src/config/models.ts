@@ -2,7 +2,7 @@
  * Per-model prices (USD per million tokens) and context windows, from Anthropic's published
  * pricing and model overview pages as of 2026-11. Update this table when prices change.
  */
-export interface Rates {
+interface Rates {
   input: number;
   output: number;
   /** Writing a 5-minute cache entry. */

@@ -65,7 +65,7 @@ const networkShape = {
  * `.github/vmpilot.yml` and the settings page share this schema. Every key is optional so that
  * each layer (page, file) only overrides what it names.
  */
-export const repoConfigSchema = z
+const repoConfigSchema = z
   .strictObject({
     enabled: z.boolean().describe("Run vmpilot on this repository."),
     label: z

@@ -4,7 +4,7 @@
 import type { ProbotOctokit } from "probot";
 import { sanitize, stripInvisible } from "./sanitize.ts";
 
-export interface ContextComment {
+interface ContextComment {
   id: number;
   author: string;
   body: string;
@@ -14,7 +14,7 @@ export interface ContextComment {
   line?: number | null;
 }
 
-export interface PullRequestInfo {
+interface PullRequestInfo {
   headRef: string;
   headSha: string;
   baseRef: string;

@@ -1,7 +1,7 @@
 // Who may make vmpilot act: people who can push to the repository, or who are on its allow-list.
 import type { ProbotOctokit } from "probot";
 
-export const WRITE_ROLES: ReadonlySet<string> = new Set(["admin", "maintain", "write"]);
+const WRITE_ROLES: ReadonlySet<string> = new Set(["admin", "maintain", "write"]);
 
 export interface PermissionQuery {
   owner: string;

@@ -7,7 +7,7 @@ import { redact } from "./redact.ts";
 // Its callers (pull request, review) import it from here.
 export { quietMentions };
 
-export const PROGRESS_STEPS = [
+const PROGRESS_STEPS = [
   { key: "acknowledged", label: "Acknowledged" },
   { key: "workspace", label: "Workspace ready" },
   { key: "agent", label: "Agent working" },
@@ -38,7 +38,7 @@ export interface TestsSummary {
   explanation?: string;
 }
 
-export interface UsageSummary {
+interface UsageSummary {
   inputTokens: number;
   outputTokens: number;
   cacheReadInputTokens: number;

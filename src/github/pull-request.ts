@@ -93,7 +93,7 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
   return body.length > BODY_CAP ? body.slice(0, BODY_CAP) : body;
 }
 
-export async function getOpenPullRequest(
+async function getOpenPullRequest(
   octokit: ProbotOctokit,
   input: { owner: string; repo: string; number: number },
 ): Promise<PullRequestRef | undefined> {
@@ -111,7 +111,7 @@ export async function getOpenPullRequest(
 }
 
 /** The open pull request from `head` (a branch of the same repository). */
-export async function findPullRequestByHead(
+async function findPullRequestByHead(
   octokit: ProbotOctokit,
   input: { owner: string; repo: string; head: string },
 ): Promise<PullRequestRef | undefined> {

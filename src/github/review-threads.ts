@@ -5,7 +5,7 @@ import { quietMentions } from "./progress-comment.ts";
 import { redact } from "./redact.ts";
 import { sanitize } from "./sanitize.ts";
 
-export interface ThreadComment {
+interface ThreadComment {
   /** REST id (databaseId), what the replies endpoint takes. */
   id: number;
   author: string;

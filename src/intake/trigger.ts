@@ -1,10 +1,10 @@
 // Decides whether a webhook asks vmpilot to act, and what for. Pure: no I/O, linear time.
 import { sanitize } from "../github/sanitize.ts";
 
-export const VERBS = ["fix", "plan", "review", "stop", "retry", "status", "help"] as const;
-export type Verb = (typeof VERBS)[number];
+const VERBS = ["fix", "plan", "review", "stop", "retry", "status", "help"] as const;
+type Verb = (typeof VERBS)[number];
 
-export type TriggerKind = "label" | "assigned" | "mention" | "command" | "review";
+type TriggerKind = "label" | "assigned" | "mention" | "command" | "review";
 
 export interface Trigger {
   kind: TriggerKind;
@@ -49,11 +49,11 @@ const HANDLED_ACTIONS: Record<TriggerInput["event"], string> = {
   pull_request_review: "submitted",
 };
 
-export function isBot(sender: { login: string; type: string }): boolean {
+function isBot(sender: { login: string; type: string }): boolean {
   return sender.type === "Bot" || sender.login.toLowerCase().endsWith("[bot]");
 }
 
-export function botLogin(appSlug: string): string {
+function botLogin(appSlug: string): string {
   return `${appSlug}[bot]`;
 }
 

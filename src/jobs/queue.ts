@@ -21,7 +21,7 @@ const JOB_QUEUE = "vmpilot-jobs";
 const DEAD_QUEUE = "vmpilot-jobs-dead";
 const ERROR_LIMIT = 2000;
 
-export interface QueuedJob {
+interface QueuedJob {
   jobId: number;
   /** Jobs sharing a key run one at a time, in order (see chatKey in store/chats.ts). */
   chatKey: string;
@@ -42,7 +42,7 @@ export interface DeadJob extends QueuedJob {
   error: string | null;
 }
 
-export interface WorkHooks {
+interface WorkHooks {
   /** Called (at least once) when a job ran out of retries, so the user can be told. */
   onDead?: (job: DeadJob) => Promise<void>;
 }

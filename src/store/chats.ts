@@ -106,10 +106,3 @@ export async function linkChatToPr(
     [chatId, prNumber, branch ?? null],
   );
 }
-
-export async function setChatBranch(db: Queryable, chatId: number, branch: string): Promise<void> {
-  await db.query("UPDATE chats SET branch = $2, updated_at = now() WHERE id = $1", [
-    chatId,
-    branch,
-  ]);
-}

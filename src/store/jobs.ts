@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { type Queryable, withTransaction } from "./sql.ts";
 
-export const JOB_STATUSES = [
+const JOB_STATUSES = [
   "queued",
   "running",
   "acknowledged",
@@ -15,7 +15,7 @@ export const JOB_STATUSES = [
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /** Statuses after which the queue is done with a job; setting one stamps finished_at. */
-export const FINAL_STATUSES: readonly JobStatus[] = [
+const FINAL_STATUSES: readonly JobStatus[] = [
   "refused",
   "ignored",
   "succeeded",

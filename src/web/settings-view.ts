@@ -137,6 +137,6 @@ function fileNote(view: SettingsView, key: SettingKey): Html | string {
 which takes precedence over this page.</p>`;
 }
 
-export function fieldId(key: SettingKey): string {
+function fieldId(key: SettingKey): string {
   return `f-${key.replace(".", "-")}`;
 }

@@ -42,7 +42,7 @@ function usageTable(rows: UsageRow[]) {
 }
 
 /** One bar per day, oldest first, with the days without jobs at zero. */
-export function dailyBars(rows: UsageRow[], now = new Date()): Bar[] {
+function dailyBars(rows: UsageRow[], now = new Date()): Bar[] {
   const perDay = new Map<string, number>();
   for (const row of rows) perDay.set(row.day, (perDay.get(row.day) ?? 0) + row.costUsd);
   const bars: Bar[] = [];

@@ -63,7 +63,7 @@ async function mirrorHeads(mirror: string): Promise<Map<string, string>> {
  * Creates a new branch at HEAD and switches to it. The tree is the same, so only refs change:
  * `checkout -b` would rewrite the whole index for nothing.
  */
-export async function createBranch(root: string, name: string): Promise<void> {
+async function createBranch(root: string, name: string): Promise<void> {
   const git = gitClient(root);
   const ref = `refs/heads/${validateBranchName(name)}`;
   // The empty old value makes git refuse a branch that exists already.

@@ -50,7 +50,7 @@ export function authEnv(auth: GitAuth | undefined): Record<string, string> {
 }
 
 /** A git command that failed; the message carries git's own error output. */
-export class GitError extends Error {
+class GitError extends Error {
   override name = "GitError";
 }
 

@@ -5,7 +5,7 @@ import { fallbackLogger, type Logger } from "../github/logger.ts";
 import { cleanRepoUrl, type GitAuth, gitClient } from "./git.ts";
 
 /** A readable, collision-free directory name for one repository URL. */
-export function mirrorName(cleanUrl: string): string {
+function mirrorName(cleanUrl: string): string {
   const readable = cleanUrl
     .replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")
     .replace(/\.git\/?$/, "")
@@ -103,7 +103,7 @@ export function syncMirror(
 }
 
 /** Past these a mirror is repacked: small fetches leave loose objects, larger ones a pack each. */
-export const REPACK_LIMITS = { looseObjects: 2000, packs: 30 };
+const REPACK_LIMITS = { looseObjects: 2000, packs: 30 };
 
 /**
  * Packs a mirror's objects into one pack once they have piled up. Unreachable objects are kept:

@@ -2,7 +2,7 @@ import { type CreateWorkspaceOptions, createWorkspace } from "./factory.ts";
 import type { BlockedConnection, ExecResult } from "./types.ts";
 
 /** Installs can take a while; a setup command gets longer than an agent's command. */
-export const SETUP_TIMEOUT_MS = 10 * 60_000;
+const SETUP_TIMEOUT_MS = 10 * 60_000;
 
 export interface SetupStep {
   command: string;

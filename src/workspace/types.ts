@@ -13,7 +13,7 @@ export interface ExecResult {
   durationMs: number;
 }
 
-export interface ExecOptions {
+interface ExecOptions {
   /** Default 120 s. On timeout the whole process tree is killed. */
   timeoutMs?: number;
   /** Extra variables on top of the workspace's allow-listed environment. */

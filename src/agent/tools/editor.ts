@@ -11,7 +11,7 @@ export interface EditorOptions {
   maxFileBytes?: number;
 }
 
-export const EDITOR_NAME = "str_replace_based_edit_tool";
+const EDITOR_NAME = "str_replace_based_edit_tool";
 const DEFAULT_MAX_CHARACTERS = 30_000;
 const DEFAULT_MAX_FILE_BYTES = 5_000_000;
 const MAX_LISTING = 1_000;

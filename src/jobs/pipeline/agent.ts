@@ -38,7 +38,7 @@ export interface JobAgentInput {
 }
 
 /** Read-only modes get no tests to report and no editor; reviews get the code_review guidance. */
-export function pluginsFor(mode: Mode, enabled: readonly string[], available: readonly Plugin[]) {
+function pluginsFor(mode: Mode, enabled: readonly string[], available: readonly Plugin[]) {
   let names = enabled.length > 0 ? [...enabled] : [...DEFAULT_ENABLED_PLUGINS];
   if (mode === "plan" || mode === "review") names = names.filter((n) => n !== "testing");
   if (mode === "review" && !names.includes("code_review")) names.push("code_review");

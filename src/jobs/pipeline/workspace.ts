@@ -44,7 +44,7 @@ export interface JobWorkspaceOptions {
   onSetupStep(step: SetupStep): void;
 }
 
-export class SetupFailed extends PermanentError {
+class SetupFailed extends PermanentError {
   override name = "SetupFailed";
 }
 
