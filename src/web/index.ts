@@ -13,7 +13,7 @@ import type { Session } from "./session.ts";
 import { repoSettings, saveRepoSettings, settingsIndex } from "./settings.ts";
 import { usagePage } from "./usage.ts";
 
-export type {  WebDeps } from "./context.ts";
+export type { WebDeps } from "./context.ts";
 
 type Route = [
   method: string,
