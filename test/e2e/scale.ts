@@ -220,7 +220,12 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
             const repo = repoOf(number);
             payload.installation = { id: 1000 + repoIndex(number) };
             payload.label.name = "vmpilot";
-            Object.assign(payload.issue, { number, title: `Scale job ${number}` });
+            // Its own issue id too: the intake takes the same label event on one issue once.
+            Object.assign(payload.issue, {
+              id: 900_000 + number,
+              number,
+              title: `Scale job ${number}`,
+            });
             Object.assign(payload.repository, {
               id: 5000 + repoIndex(number),
               name: repo.split("/")[1],
