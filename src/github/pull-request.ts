@@ -1,4 +1,5 @@
 // The draft pull request a chat opens, and keeps updating on later runs: one per chat and branch.
+import { RequestError } from "@octokit/request-error";
 import type { ProbotOctokit } from "probot";
 import {
   formatCost,
@@ -7,6 +8,7 @@ import {
   type TestsSummary,
 } from "./progress-comment.ts";
 import { redact } from "./redact.ts";
+import { githubStatus } from "./request-status.ts";
 
 export interface PullRequestRef {
   number: number;
@@ -48,13 +50,9 @@ const SUMMARY_CAP = 20_000;
 // GitHub rejects bodies over 65536 characters.
 const BODY_CAP = 65_000;
 
-function status(error: unknown): number | undefined {
-  return (error as { status?: number }).status;
-}
-
 function errorText(error: unknown): string {
-  const data = (error as { response?: { data?: unknown } }).response?.data;
-  return `${(error as Error).message ?? ""} ${JSON.stringify(data ?? "")}`;
+  const data = error instanceof RequestError ? error.response?.data : undefined;
+  return `${error instanceof Error ? error.message : ""} ${JSON.stringify(data ?? "")}`;
 }
 
 function testsText(tests: TestsSummary | undefined): string {
@@ -105,7 +103,7 @@ async function getOpenPullRequest(
     });
     return data.state === "open" ? { number: data.number, url: data.html_url } : undefined;
   } catch (error) {
-    if (status(error) === 404) return undefined;
+    if (githubStatus(error) === 404) return undefined;
     throw error;
   }
 }
@@ -156,12 +154,12 @@ export async function publishPullRequest(
   try {
     const { data } = await create(true).catch((error: unknown) => {
       // Some plans have no draft pull requests; open a normal one there.
-      if (status(error) === 422 && /draft/i.test(errorText(error))) return create(false);
+      if (githubStatus(error) === 422 && /draft/i.test(errorText(error))) return create(false);
       throw error;
     });
     return { number: data.number, url: data.html_url, created: true };
   } catch (error) {
-    if (status(error) === 422 && /already exists/i.test(errorText(error))) {
+    if (githubStatus(error) === 422 && /already exists/i.test(errorText(error))) {
       const found = await findPullRequestByHead(octokit, { ...repo, head: input.head });
       if (found) {
         await octokit.rest.pulls.update({ ...repo, pull_number: found.number, body: input.body });

@@ -1,19 +1,17 @@
 // Reads `.github/vmpilot.yml` from the default branch the way Probot's context.config does: the
 // repository's own file, else the owner's `.github` repository, else nothing (defaults apply).
+
 import type { ProbotOctokit } from "probot";
 import { type ConfigIssue, parseRepoConfig, type RepoConfig } from "../config/repo-config.ts";
 import { jobMarker } from "./comments.ts";
 import { codeSpan, quietMentions } from "./markdown.ts";
+import { githubStatus } from "./request-status.ts";
 
 export const REPO_CONFIG_PATH = ".github/vmpilot.yml";
 
 export type RepoConfigLoad =
   | { ok: true; config: RepoConfig; source: string | undefined }
   | { ok: false; issues: ConfigIssue[]; message: string; source: string };
-
-function status(error: unknown): number | undefined {
-  return (error as { status?: number }).status;
-}
 
 /** The file's text, or undefined when there is none (404, or a directory). */
 async function readFile(
@@ -35,7 +33,7 @@ async function readFile(
     // A directory or submodule answers with JSON metadata instead of the raw file.
     return undefined;
   } catch (error) {
-    if (status(error) === 404) return undefined;
+    if (githubStatus(error) === 404) return undefined;
     throw error;
   }
 }
