@@ -1,7 +1,8 @@
 import { lstat, readlink, realpath } from "node:fs/promises";
-import { isAbsolute, relative } from "node:path";
+import { dirname, isAbsolute, relative } from "node:path";
 import { PermanentError } from "../errors.ts";
 import { type LaunchError, launchAndCollect } from "./launcher.ts";
+import { UNPRIVILEGED_OWNER } from "./owner.ts";
 
 /** The sandbox cannot be used; the message names the fix and fits on one line. */
 export class SandboxUnavailableError extends PermanentError {
@@ -11,6 +12,20 @@ export class SandboxUnavailableError extends PermanentError {
 /** Where things live inside every sandbox. */
 export const SANDBOX_HOME = "/home/sandbox";
 export const SANDBOX_PROXY_SOCKET = "/run/vmpilot/proxy.sock";
+
+/** Commands run as this uid and gid inside the sandbox's user namespace, never as root. */
+const SANDBOX_ID = 1000;
+
+/** The sandbox's own account files: the host's users and groups are none of its business. */
+export const SANDBOX_PASSWD = [
+  "root:x:0:0:root:/root:/usr/sbin/nologin",
+  `sandbox:x:${SANDBOX_ID}:${SANDBOX_ID}:sandbox:${SANDBOX_HOME}:/bin/bash`,
+  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
+  "",
+].join("\n");
+export const SANDBOX_GROUP = ["root:x:0:", `sandbox:x:${SANDBOX_ID}:`, "nogroup:x:65534:", ""].join(
+  "\n",
+);
 
 /** Top-level host directories that hold programs and libraries, exposed read-only. */
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
@@ -39,6 +54,10 @@ export interface SandboxLayout {
   /** Paths hidden under an empty tmpfs even when inside a bound path (the data dir). */
   hidden: readonly string[];
   proxySocket?: string;
+  /** Holds `passwd` and `group`, bound over the host's. */
+  accounts: string;
+  /** The worker is root: bwrap mounts as root, then commands drop to UNPRIVILEGED_OWNER. */
+  asRoot: boolean;
 }
 
 function isWithin(parent: string, child: string): boolean {
@@ -70,26 +89,25 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
   }
   args.push("--ro-bind", "/etc", "/etc");
   bound.push("/etc");
+  args.push("--ro-bind", `${layout.accounts}/passwd`, "/etc/passwd");
+  args.push("--ro-bind", `${layout.accounts}/group`, "/etc/group");
   for (const secret of ETC_SECRETS) {
     const type = await kind(secret);
     if (type === "dir") args.push("--tmpfs", secret);
     else if (type === "file") args.push("--ro-bind", "/dev/null", secret);
   }
   args.push(
-    // A fresh /proc for the new PID namespace; kernel knobs stay read-only even for uid 0.
+    // A fresh /proc for the new PID namespace.
     "--proc",
     "/proc",
-    "--ro-bind-try",
-    "/proc/sys",
-    "/proc/sys",
-    "--ro-bind-try",
-    "/proc/sysrq-trigger",
-    "/proc/sysrq-trigger",
+    // As root, the inner bwrap makes these read-only: it must first disable user namespaces there.
+    ...(layout.asRoot ? [] : READ_ONLY_KNOBS),
     "--dev",
     "/dev",
     "--bind",
     layout.tmpDir,
     "/tmp",
+    ...mountPoint(SANDBOX_HOME, layout.asRoot),
     "--bind",
     layout.homeDir,
     SANDBOX_HOME,
@@ -98,12 +116,15 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
   for (const path of layout.readOnly) {
     const real = await realpath(path);
     if (bound.some((b) => isWithin(b, real))) continue;
-    args.push("--ro-bind", real, real);
+    args.push(...mountPoint(real, layout.asRoot), "--ro-bind", real, real);
     bound.push(real);
   }
-  args.push("--bind", layout.root, layout.root);
+  args.push(...mountPoint(layout.root, layout.asRoot), "--bind", layout.root, layout.root);
   bound.push(layout.root);
-  if (layout.proxySocket) args.push("--ro-bind", layout.proxySocket, SANDBOX_PROXY_SOCKET);
+  if (layout.proxySocket) {
+    args.push(...mountPoint(SANDBOX_PROXY_SOCKET, layout.asRoot));
+    args.push("--ro-bind", layout.proxySocket, SANDBOX_PROXY_SOCKET);
+  }
   for (const path of layout.hidden) {
     if (bound.some((b) => isWithin(b, path))) args.push("--tmpfs", path);
   }
@@ -119,8 +140,73 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     // As root, bwrap would otherwise keep every capability inside.
     "--cap-drop",
     "ALL",
+    ...(layout.asRoot
+      ? ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+      : ["--unshare-user", ...USER_NAMESPACE]),
     "--clearenv",
   );
+  return args;
+}
+
+/** Kernel knobs stay read-only, even for the user namespace's root during setup. */
+const READ_ONLY_KNOBS = [
+  "--ro-bind-try",
+  "/proc/sys",
+  "/proc/sys",
+  "--ro-bind-try",
+  "/proc/sysrq-trigger",
+  "/proc/sysrq-trigger",
+];
+
+/** A fixed identity, and no nested user namespaces (kernel attack surface, and a way to root). */
+const USER_NAMESPACE = [
+  "--uid",
+  String(SANDBOX_ID),
+  "--gid",
+  String(SANDBOX_ID),
+  "--disable-userns",
+  "--assert-userns-disabled",
+];
+
+/**
+ * What runs between bwrap and the command. As root, bwrap made its mounts with root's access (the
+ * checkout may sit under a 0700 directory); the command then drops to an unprivileged host uid
+ * without a way back, and a second bwrap gives it the same user namespace as a non-root worker.
+ */
+export function dropPrivileges(asRoot: boolean): string[] {
+  if (!asRoot) return [];
+  return [
+    "setpriv",
+    `--reuid=${UNPRIVILEGED_OWNER.uid}`,
+    `--regid=${UNPRIVILEGED_OWNER.gid}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--no-new-privs",
+    "bwrap",
+    // The outer bwrap's view, devices included (a plain bind would make /dev/null unusable).
+    "--dev-bind",
+    "/",
+    "/",
+    ...READ_ONLY_KNOBS,
+    "--unshare-user",
+    ...USER_NAMESPACE,
+  ];
+}
+
+/**
+ * The directories above a mount point, made world-searchable: bwrap as root would otherwise create
+ * them with root-only permissions, and the unprivileged command could not reach what is mounted.
+ */
+function mountPoint(path: string, asRoot: boolean): string[] {
+  if (!asRoot) return [];
+  const args: string[] = [];
+  let dir = dirname(path);
+  const dirs: string[] = [];
+  while (dir !== "/" && !SYSTEM_DIRS.some((system) => isWithin(system, dir))) {
+    dirs.unshift(dir);
+    dir = dirname(dir);
+  }
+  for (const each of dirs) args.push("--perms", "0755", "--dir", each);
   return args;
 }
 
@@ -156,6 +242,6 @@ async function runProbe(bwrapPath: string, args: readonly string[]): Promise<voi
   if (result.code === 0) return;
   throw new SandboxUnavailableError(
     `bubblewrap cannot start a sandbox here (${result.stderr.trim() || `exit code ${result.code}`}); ` +
-      "install or update it with: apt-get install bubblewrap, and allow user namespaces",
+      "install or update it (0.8 or later) with: apt-get install bubblewrap util-linux, and allow user namespaces",
   );
 }

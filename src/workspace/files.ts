@@ -1,5 +1,6 @@
 import { mkdir, readdir } from "node:fs/promises";
 import { dirname } from "node:path";
+import { handOverWritten, type Owner } from "./owner.ts";
 import { resolveInside } from "./paths.ts";
 import { readCapped, writeRegular } from "./read-capped.ts";
 import type { Workspace } from "./types.ts";
@@ -8,17 +9,19 @@ type FileOps = Pick<Workspace, "readFile" | "writeFile" | "listDir">;
 
 /**
  * File operations done by the worker directly on the checkout, guarded by path containment.
- * Both providers use them: the sandbox's writable root is the same directory.
+ * Both providers use them: the sandbox's writable root is the same directory. With `owner`, what
+ * the worker writes is handed to that user, so sandboxed commands can change it later.
  */
-export function fileOps(root: string): FileOps {
+export function fileOps(root: string, owner?: Owner): FileOps {
   return {
     async readFile(path, maxBytes) {
       return readCapped(await resolveInside(root, path), path, maxBytes);
     },
     async writeFile(path, data) {
       const target = await resolveInside(root, path);
-      await mkdir(dirname(target), { recursive: true });
+      const made = await mkdir(dirname(target), { recursive: true });
       await writeRegular(target, path, data);
+      if (owner) await handOverWritten(owner, target, made);
     },
     async listDir(path) {
       const entries = await readdir(await resolveInside(root, path), { withFileTypes: true });

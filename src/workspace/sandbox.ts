@@ -1,10 +1,13 @@
-import { access, mkdir, mkdtemp, readFile, realpath, rm } from "node:fs/promises";
+import { access, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { fallbackLogger, type Logger } from "../github/logger.ts";
 import {
+  dropPrivileges,
   probeBwrap,
+  SANDBOX_GROUP,
   SANDBOX_HOME,
+  SANDBOX_PASSWD,
   SANDBOX_PROXY_SOCKET,
   SandboxUnavailableError,
   sandboxArgs,
@@ -12,6 +15,9 @@ import {
 import { baseEnv, NODE_BIN_DIR, withExtraEnv } from "./env.ts";
 import { runProcess } from "./exec.ts";
 import { fileOps } from "./files.ts";
+import { limitGuard } from "./limit-guard.ts";
+import { DEFAULT_LIMITS, type SandboxLimits, ulimitPrefix } from "./limits.ts";
+import { handOver, UNPRIVILEGED_OWNER } from "./owner.ts";
 import { resolveInside } from "./paths.ts";
 import { startAllowListProxy } from "./proxy.ts";
 import type { Workspace } from "./types.ts";
@@ -31,6 +37,8 @@ export interface SandboxWorkspaceOptions {
   hidePaths?: readonly string[];
   /** More host paths to expose read-only (toolchains outside /usr). */
   readOnlyPaths?: readonly string[];
+  /** Processes, memory, file size and disk; default DEFAULT_LIMITS. */
+  limits?: SandboxLimits;
   /** Where the private /tmp and HOME live; default a fresh directory under the OS temp dir. */
   stateDir?: string;
   bwrapPath?: string;
@@ -142,6 +150,11 @@ export async function createSandboxWorkspace(
   await mkdir(tmpDir, { recursive: true });
   await mkdir(homeDir, { recursive: true });
   const proxySocket = join(stateDir, "proxy.sock");
+  const accounts = join(stateDir, "accounts");
+  await mkdir(accounts, { recursive: true });
+  await writeFile(join(accounts, "passwd"), SANDBOX_PASSWD);
+  await writeFile(join(accounts, "group"), SANDBOX_GROUP);
+  const asRoot = process.getuid?.() === 0;
 
   const hidden = [...(options.hidePaths ?? [])];
   if (options.dataDir) hidden.push(resolve(options.dataDir));
@@ -156,7 +169,10 @@ export async function createSandboxWorkspace(
     ],
     hidden,
     proxySocket: networked ? proxySocket : undefined,
+    accounts,
+    asRoot,
   });
+  const inner = dropPrivileges(asRoot);
 
   // The probe binds the proxy socket, so the proxy starts first.
   await rm(proxySocket, { force: true });
@@ -168,13 +184,15 @@ export async function createSandboxWorkspace(
         logger,
       })
     : undefined;
+  if (proxy && asRoot) await handOver([proxySocket]);
   const release = async () => {
     await proxy?.close();
     if (options.stateDir) await rm(proxySocket, { force: true });
     else await rm(stateDir, { recursive: true, force: true });
   };
   try {
-    await probeBwrap(bwrapPath, prefix);
+    await probeBwrap(bwrapPath, [...prefix, ...inner]);
+    if (asRoot) await handOver([root, tmpDir, homeDir]);
   } catch (error) {
     await release();
     throw error;
@@ -183,11 +201,14 @@ export async function createSandboxWorkspace(
   const env = networked ? { ...baseEnv(SANDBOX_HOME), ...proxyEnv() } : baseEnv(SANDBOX_HOME);
   const run = networked ? ["bash", "-c", bridgeScript(socatPath), "vmpilot"] : ["bash", "-c"];
   const lifetime = new AbortController();
+  const limits = options.limits ?? DEFAULT_LIMITS;
+  const rlimits = ulimitPrefix(limits);
+  const guarded = limitGuard([root, tmpDir, homeDir], limits, logger);
 
   return {
     provider: "sandbox",
     root,
-    ...fileOps(root),
+    ...fileOps(root, asRoot ? UNPRIVILEGED_OWNER : undefined),
     async exec(command, opts = {}) {
       if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
       const cwd = opts.cwd === undefined ? root : await resolveInside(root, opts.cwd);
@@ -195,14 +216,20 @@ export async function createSandboxWorkspace(
       for (const [name, value] of Object.entries(withExtraEnv(env, opts.env))) {
         args.push("--setenv", name, value);
       }
-      args.push("--chdir", cwd, ...run, command);
-      const signal = opts.signal
-        ? AbortSignal.any([opts.signal, lifetime.signal])
-        : lifetime.signal;
-      return runProcess(
-        { file: bwrapPath, args, cwd: root, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } },
-        { timeoutMs: opts.timeoutMs, signal },
-      );
+      // As root, the outer bwrap has no capability to enter a directory only the sandbox user may.
+      if (inner.length > 0) args.push("--chdir", "/", ...inner, "--chdir", cwd, "--");
+      else args.push("--chdir", cwd);
+      args.push(...run, rlimits + command);
+      const spec = {
+        file: bwrapPath,
+        args,
+        cwd: "/",
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      };
+      return guarded((stop) => {
+        const signals = [stop, lifetime.signal, ...(opts.signal ? [opts.signal] : [])];
+        return runProcess(spec, { timeoutMs: opts.timeoutMs, signal: AbortSignal.any(signals) });
+      });
     },
     blockedConnections: () => proxy?.blocked() ?? [],
     async dispose() {

@@ -32,11 +32,17 @@ let remote: string;
 let server: GitHttpServer;
 let jobs = 0;
 
+/** The test looks into checkouts a root worker handed to the sandbox user, as that worker's root. */
 function git(cwd: string, ...args: string[]): string {
   return execFileSync("git", args, {
     cwd,
     encoding: "utf8",
-    env: { PATH: process.env.PATH },
+    env: {
+      PATH: process.env.PATH,
+      GIT_CONFIG_COUNT: "1",
+      GIT_CONFIG_KEY_0: "safe.directory",
+      GIT_CONFIG_VALUE_0: "*",
+    },
   }).trim();
 }
 
@@ -208,7 +214,8 @@ describe("publishWorkspace", () => {
     // Fetching from the checkout, as a worker might, would take the foreign history.
     const probe = join(base, "probe.git");
     execFileSync("git", ["init", "-q", "--bare", probe]);
-    git(probe, "fetch", "-q", job.checkout.root, "+refs/heads/vault:refs/heads/leak");
+    const uploadPack = "--upload-pack=git -c safe.directory=* upload-pack";
+    git(probe, "fetch", "-q", uploadPack, job.checkout.root, "+refs/heads/vault:refs/heads/leak");
     expect(git(probe, "show", "leak:SECRET.txt")).toBe("top secret");
 
     await expect(job.publish()).rejects.toThrow();
