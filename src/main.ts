@@ -178,6 +178,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
                 dataDir: config.dataDir,
                 spareCheckouts: config.spareCheckouts,
                 allowPrivate: config.networkAllowPrivate,
+                sandboxLimits: config.sandboxLimits,
                 logger,
                 plugins,
                 anthropic: { apiKey: config.anthropicApiKey },

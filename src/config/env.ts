@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { z } from "zod";
 import { parseAddressRange } from "../workspace/address-policy.ts";
+import { DEFAULT_LIMITS, type SandboxLimits } from "../workspace/limits.ts";
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
@@ -82,6 +83,10 @@ const schema = z.object({
   WORKER_CONCURRENCY: integer(1, 100, 2),
   SPARE_CHECKOUTS: integer(0, 10_000, 20),
   SHUTDOWN_DRAIN_SECONDS: integer(1, 3600, 30),
+  SANDBOX_MAX_PROCESSES: integer(16, 1_000_000, DEFAULT_LIMITS.processes),
+  SANDBOX_MAX_MEMORY_MB: integer(64, 10_000_000, DEFAULT_LIMITS.memoryMb),
+  SANDBOX_MAX_FILE_MB: integer(1, 10_000_000, DEFAULT_LIMITS.fileMb),
+  SANDBOX_MAX_DISK_MB: integer(16, 100_000_000, DEFAULT_LIMITS.diskMb),
   PUBLIC_URL: url(/^https?:$/, "must be an http(s) URL such as https://vmpilot.example.com"),
   NETWORK_ALLOW_PRIVATE: z.preprocess(
     blankToUndefined,
@@ -149,6 +154,7 @@ export interface Config {
   allowedUsers: string[];
   /** Loopback/private/link-local ranges the sandbox proxy may reach anyway; default none. */
   networkAllowPrivate: string[];
+  sandboxLimits: SandboxLimits;
   production: boolean;
   /** The app's OAuth client, for signing in to the web pages; null when not configured. */
   oauth: { clientId: string; clientSecret: string } | null;
@@ -218,6 +224,12 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
       allowedUsers: e.ALLOWED_USERS,
       networkAllowPrivate: e.NETWORK_ALLOW_PRIVATE,
+      sandboxLimits: {
+        processes: e.SANDBOX_MAX_PROCESSES,
+        memoryMb: e.SANDBOX_MAX_MEMORY_MB,
+        fileMb: e.SANDBOX_MAX_FILE_MB,
+        diskMb: e.SANDBOX_MAX_DISK_MB,
+      },
       production,
       oauth:
         e.GITHUB_CLIENT_ID && e.GITHUB_CLIENT_SECRET

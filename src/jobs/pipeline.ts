@@ -17,7 +17,7 @@ import { getChat } from "../store/chats.ts";
 import type { Database } from "../store/database.ts";
 import { getJob, updateJob } from "../store/jobs.ts";
 import type { CommitIdentity } from "../workspace/commit.ts";
-import type { ProviderName } from "../workspace/index.ts";
+import type { ProviderName, SandboxLimits } from "../workspace/index.ts";
 import { SPARE_REPOSITORIES } from "../workspace/spares.ts";
 import { runJobAgent } from "./pipeline/agent.ts";
 import { loadChat } from "./pipeline/history.ts";
@@ -54,6 +54,8 @@ export interface PipelineDeps {
   provider?: ProviderName;
   /** NETWORK_ALLOW_PRIVATE: loopback/private ranges the sandbox proxy may reach; default none. */
   allowPrivate?: readonly string[];
+  /** SANDBOX_MAX_*: what each job's sandbox may use; default DEFAULT_LIMITS. */
+  sandboxLimits?: SandboxLimits;
   /** SPARE_CHECKOUTS; default 20. */
   spareCheckouts?: number;
   /** Default `<app-slug>[bot]` with its noreply address. */
@@ -199,6 +201,7 @@ async function work(
     defaultBranch: context.defaultBranch,
     allowHosts: settings.settings.network.allow,
     allowPrivate: deps.allowPrivate ?? [],
+    limits: deps.sandboxLimits,
     setup: settings.settings.setup,
     signal: run.signal,
     logger: deps.logger,

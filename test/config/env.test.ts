@@ -40,6 +40,7 @@ describe("loadConfig", () => {
       publicUrl: "http://localhost:3000",
       allowedUsers: [],
       networkAllowPrivate: [],
+      sandboxLimits: { processes: 1024, memoryMb: 8192, fileMb: 2048, diskMb: 20_480 },
     });
   });
 
@@ -62,6 +63,10 @@ describe("loadConfig", () => {
         PUBLIC_URL: "https://pilot.example.com/",
         ALLOWED_USERS: " alice, bob-2 ,,",
         NETWORK_ALLOW_PRIVATE: "10.1.0.0/16, fd00::/8,192.168.5.7",
+        SANDBOX_MAX_PROCESSES: "256",
+        SANDBOX_MAX_MEMORY_MB: "2048",
+        SANDBOX_MAX_FILE_MB: "100",
+        SANDBOX_MAX_DISK_MB: "5000",
         NODE_ENV: "production",
       }),
     ).toMatchObject({
@@ -83,6 +88,7 @@ describe("loadConfig", () => {
       publicUrl: "https://pilot.example.com",
       allowedUsers: ["alice", "bob-2"],
       networkAllowPrivate: ["10.1.0.0/16", "fd00::/8", "192.168.5.7"],
+      sandboxLimits: { processes: 256, memoryMb: 2048, fileMb: 100, diskMb: 5000 },
       production: true,
     });
   });

@@ -4,6 +4,7 @@ import type { Config } from "../../src/config/env.ts";
 import { createLogger } from "../../src/github/logger.ts";
 import { type RunningServer, type StartOptions, startServer } from "../../src/main.ts";
 import type { Database } from "../../src/store/database.ts";
+import { DEFAULT_LIMITS } from "../../src/workspace/limits.ts";
 
 export const WEBHOOK_SECRET = "test-webhook-secret-4f2a";
 export const APP_SLUG = "vmpilot-bot";
@@ -37,6 +38,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     publicUrl: "https://vmpilot.test",
     allowedUsers: [],
     networkAllowPrivate: [],
+    sandboxLimits: DEFAULT_LIMITS,
     production: false,
     oauth: null,
     sessionSecret: "test-session-secret-0123456789abcdef",

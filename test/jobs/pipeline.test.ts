@@ -1,11 +1,13 @@
 // The pipeline end to end in-process: PGlite, the real sandbox and git, a loopback git server as
 // the remote, the Anthropic fake at the HTTP edge and GitHub's REST API mocked with nock.
+
 import { describe, expect, it, vi } from "vitest";
 import { runPipeline } from "../../src/jobs/pipeline.ts";
 import { getChat } from "../../src/store/chats.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
 import { getJob } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";
+import { DEFAULT_LIMITS } from "../../src/workspace/limits.ts";
 import { type FakeReply, overloaded, text, toolUse } from "../helpers/anthropic-fake.ts";
 import { github } from "../helpers/github-mock.ts";
 import {
@@ -156,6 +158,7 @@ describe("runPipeline", () => {
         "ls -la ~ && cat ~/.gitconfig ~/.git-credentials 2>&1",
         `cat ${h.dataDir}/mirrors/*/config 2>&1; ls -R ${h.dataDir} 2>&1 | head`,
         "ps aux 2>&1 || ls /proc",
+        'echo "user=$(id -un) procs=$(ulimit -u)"',
       ];
       h.fake.push(
         { content: probes.map((command) => toolUse("bash", { command })) },
@@ -163,11 +166,14 @@ describe("runPipeline", () => {
         { content: [text("Nothing to change.")] },
       );
 
-      expect(await runPipeline(run(job.id), h.deps())).toBe("succeeded");
+      const limits = { ...DEFAULT_LIMITS, processes: 777 };
+      expect(await runPipeline(run(job.id), h.deps({ sandboxLimits: limits }))).toBe("succeeded");
 
       const results = h.fake.requests.flatMap((r) => toolResults(r.body));
       expect(results.length).toBeGreaterThanOrEqual(probes.length);
       expect(results.join("\n")).toContain("HOME=/home/sandbox");
+      // The operator's limits reach the job's sandbox, which runs as its own unprivileged user.
+      expect(results.join("\n")).toContain("user=sandbox procs=777");
       for (const request of h.fake.requests) {
         const body = JSON.stringify(request.body);
         for (const secret of secretForms) expect(body).not.toContain(secret);

@@ -12,6 +12,7 @@ import {
   type ProviderName,
   prepareCheckout,
   runSetup,
+  type SandboxLimits,
   type SetupStep,
   type Workspace,
 } from "../../workspace/index.ts";
@@ -36,6 +37,7 @@ export interface JobWorkspaceOptions {
   defaultBranch: string;
   allowHosts: readonly string[];
   allowPrivate: readonly string[];
+  limits?: SandboxLimits;
   setup: readonly string[];
   /** How many repositories keep a ready checkout for their next job; 0 keeps none. */
   spareCheckouts: number;
@@ -75,6 +77,7 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       // Named here so the sandbox never trusts the checkout's own (agent-writable) alternates file.
       mirror: checkout.mirror,
       allowPrivate: options.allowPrivate,
+      limits: options.limits,
       logger: options.logger,
     };
     workspace = await createWorkspace({ ...spec, allowHosts: [...options.allowHosts] });
