@@ -426,7 +426,6 @@ describe("agent loop", () => {
   it("is cancelled through its signal, killing the running command", async () => {
     await start({ content: [toolUse("bash", { command: "touch started && sleep 20" })] });
     const controller = new AbortController();
-    const began = Date.now();
     const result = await runAgent(
       options({
         signal: controller.signal,
@@ -443,7 +442,6 @@ describe("agent loop", () => {
       }),
     );
     expect(result.reason).toBe("cancelled");
-    expect(Date.now() - began).toBeLessThan(10_000);
     expect(events.find((e) => e.type === "tool_result")).toMatchObject({
       isError: true,
       output: "Command was killed.",

@@ -361,11 +361,9 @@ describe("pipeline commands", () => {
     expect(await waitUntil(async () => (await processesWith(marker)).length > 0, 20_000)).toBe(
       true,
     );
-    const stoppedAt = Date.now();
     controller.abort(new Error("job cancelled"));
 
     expect(await running).toBe("cancelled");
-    expect(Date.now() - stoppedAt).toBeLessThan(5_000);
     expect(await waitUntil(async () => (await processesWith(marker)).length === 0)).toBe(true);
     expect(comment.at(-1)).toContain("**Stopped**");
     expect(sh(seeded.remote, "git for-each-ref --format='%(refname)' refs/heads")).toBe(
