@@ -13,6 +13,7 @@ import { DEFAULT_ENABLED_PLUGINS, discoverPlugins } from "./agent/plugins.ts";
 import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
 import { createLogger } from "./github/logger.ts";
+import { watchRateLimit } from "./github/rate-limit.ts";
 import { redact, registerSecret } from "./github/redact.ts";
 import { intakeApp } from "./intake/app.ts";
 import { capWebhookBody } from "./intake/body-limit.ts";
@@ -23,10 +24,12 @@ import { Readiness } from "./jobs/readiness.ts";
 import { type Backoff, untilReachable } from "./jobs/until-reachable.ts";
 import { startWorker } from "./jobs/worker.ts";
 import { claimWorkerIdentity } from "./jobs/worker-identity.ts";
+import { workspaceErrors } from "./metrics.ts";
 import { sharedSecret } from "./store/app-secrets.ts";
 import { type Database, openDatabase } from "./store/database.ts";
 import { healthHandler } from "./web/health.ts";
 import { mountWeb } from "./web/index.ts";
+import { metricsHandler } from "./web/metrics.ts";
 import { checkProvider, type ProviderName } from "./workspace/index.ts";
 
 export const ROLES = ["web", "worker", "all"] as const;
@@ -107,7 +110,10 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     });
     const readiness = new Readiness();
     if (role !== "worker") readiness.wait("github", "connecting");
-    const handlers: Handler[] = [healthHandler(() => health(db, queue, readiness), role)];
+    const handlers: Handler[] = [
+      healthHandler(() => health(db, queue, readiness), role),
+      metricsHandler(db, config.metricsToken),
+    ];
     // Listen first: while GitHub or the sandbox is not ready, /healthz says so instead of the
     // port being closed (containers often start before DNS does).
     const url = await listen(handlers, config, logger, cleanup);
@@ -158,7 +164,11 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       if (options.pipeline !== false) {
         checkSandbox(options.pipeline?.provider ?? "sandbox", readiness, logger);
       }
-      const auth = (installationId: number) => probot.auth(installationId);
+      const auth = async (installationId: number) => {
+        const octokit = await probot.auth(installationId);
+        watchRateLimit(octokit, String(installationId));
+        return octokit;
+      };
       await startWorker({
         db,
         queue,
@@ -234,6 +244,7 @@ function checkSandbox(provider: ProviderName, readiness: Readiness, logger: Logg
   checkProvider(provider).then(
     () => readiness.ready("sandbox"),
     (error: Error) => {
+      workspaceErrors.inc({ kind: "sandbox_unavailable" });
       readiness.wait("sandbox", "unavailable");
       logger.error(`jobs cannot run: ${error.message}`);
     },

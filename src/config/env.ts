@@ -83,6 +83,10 @@ const schema = z.object({
   WORKER_CONCURRENCY: integer(1, 100, 2),
   SPARE_CHECKOUTS: integer(0, 10_000, 20),
   SHUTDOWN_DRAIN_SECONDS: integer(1, 3600, 30),
+  METRICS_TOKEN: z.preprocess(
+    blankToUndefined,
+    z.string().min(16, "must be at least 16 characters (a bearer token for /metrics)").optional(),
+  ),
   SANDBOX_MAX_PROCESSES: integer(16, 1_000_000, DEFAULT_LIMITS.processes),
   SANDBOX_MAX_MEMORY_MB: integer(64, 10_000_000, DEFAULT_LIMITS.memoryMb),
   SANDBOX_MAX_FILE_MB: integer(1, 10_000_000, DEFAULT_LIMITS.fileMb),
@@ -155,6 +159,8 @@ export interface Config {
   /** Loopback/private/link-local ranges the sandbox proxy may reach anyway; default none. */
   networkAllowPrivate: string[];
   sandboxLimits: SandboxLimits;
+  /** Bearer token for GET /metrics; unset, there is no /metrics. */
+  metricsToken?: string;
   production: boolean;
   /** The app's OAuth client, for signing in to the web pages; null when not configured. */
   oauth: { clientId: string; clientSecret: string } | null;
@@ -224,6 +230,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
       allowedUsers: e.ALLOWED_USERS,
       networkAllowPrivate: e.NETWORK_ALLOW_PRIVATE,
+      metricsToken: e.METRICS_TOKEN,
       sandboxLimits: {
         processes: e.SANDBOX_MAX_PROCESSES,
         memoryMb: e.SANDBOX_MAX_MEMORY_MB,

@@ -1,6 +1,7 @@
 // Runs queued jobs in this process: the acknowledgement, then the agent pipeline.
 import { editComment, postComment } from "../github/comments.ts";
 import { readJobContext } from "../github/job-context.ts";
+import { jobDuration } from "../metrics.ts";
 import { getJob, updateJob } from "../store/jobs.ts";
 import { type AcknowledgeDeps, acknowledge } from "./acknowledge.ts";
 import { deadBody } from "./acknowledge-messages.ts";
@@ -16,9 +17,16 @@ export interface WorkerDeps extends AcknowledgeDeps {
 export async function startWorker(deps: WorkerDeps): Promise<void> {
   await deps.queue.work(
     async (run) => {
-      const ack = await acknowledge(deps, run);
-      if (ack.outcome === "acknowledged" && deps.pipeline) {
-        await runPipeline(run, deps.pipeline, ack.repoConfig);
+      const end = jobDuration.startTimer();
+      let outcome = "retry";
+      try {
+        const ack = await acknowledge(deps, run);
+        outcome = ack.outcome;
+        if (ack.outcome === "acknowledged" && deps.pipeline) {
+          outcome = await runPipeline(run, deps.pipeline, ack.repoConfig);
+        }
+      } finally {
+        end({ outcome });
       }
     },
     { onDead: (dead) => reportDead(deps, dead) },

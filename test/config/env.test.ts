@@ -101,6 +101,17 @@ describe("loadConfig", () => {
     expect(config({ ...app, ...env }).privateKey?.trim()).toBe(key.trim());
   });
 
+  it("reads METRICS_TOKEN and refuses one too short to guard /metrics", () => {
+    expect(config({ ...app, METRICS_TOKEN: "0123456789abcdef" }).metricsToken).toBe(
+      "0123456789abcdef",
+    );
+    expect(config({ ...app }).metricsToken).toBeUndefined();
+    expect(problems({ ...app, METRICS_TOKEN: "short" })).toEqual([
+      expect.stringMatching(/^METRICS_TOKEN: must be at least 16 characters/),
+    ]);
+    expect(problems({ ...app, SANDBOX_MAX_DISK_MB: "lots" })).toHaveLength(1);
+  });
+
   it("reads PRIVATE_KEY_PATH", () => {
     const dir = mkdtempSync(join(tmpdir(), "vmpilot-env-"));
     writeFileSync(join(dir, "app.pem"), key);

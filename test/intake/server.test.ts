@@ -2,6 +2,7 @@
 // GitHub mocked at the nock edge.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
+import { jobDuration } from "../../src/metrics.ts";
 import { findOrCreateChat } from "../../src/store/chats.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import {
@@ -321,11 +322,19 @@ describe("intake rules", () => {
         return true;
       })
       .reply(201, { id: 1 });
+    const refusals = async () =>
+      (await jobDuration.get()).values.find(
+        (v) =>
+          v.metricName === "vmpilot_job_duration_seconds_count" && v.labels.outcome === "refused",
+      )?.value ?? 0;
+    const before = await refusals();
     const response = await send("issue_comment", payload);
     const [job] = await jobsForDelivery(response.id);
     const done = await finished(job?.id as number);
     expect(done.status).toBe("refused");
     expect(reply).toMatch(/^Sorry @reader, .*write, maintain or admin access/);
+    // The worker times every job it takes, by outcome, for /metrics.
+    await vi.waitFor(async () => expect(await refusals()).toBe(before + 1));
   });
 
   it("forgets what it knew of vmpilot.yml when a push to the default branch changes it", async () => {

@@ -3,6 +3,7 @@
 
 import { describe, expect, it, vi } from "vitest";
 import { runPipeline } from "../../src/jobs/pipeline.ts";
+import { modelTokens } from "../../src/metrics.ts";
 import { getChat } from "../../src/store/chats.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
 import { getJob } from "../../src/store/jobs.ts";
@@ -59,8 +60,13 @@ describe("runPipeline", () => {
       })
       .reply(201, { number: 12, html_url: `https://github.com/${seeded.repo}/pull/12` });
     h.fake.push(...fixScript("Changed value.txt to fixed.\n\nSummary: Make value.txt say fixed"));
+    const outputTokens = async () =>
+      (await modelTokens.get()).values.find((v) => v.labels.kind === "output")?.value ?? 0;
+    const tokensBefore = await outputTokens();
 
     expect(await runPipeline(run(first.job.id), h.deps())).toBe("succeeded");
+    // The fake model reports output tokens on every reply; /metrics counts them.
+    expect(await outputTokens()).toBeGreaterThan(tokensBefore);
 
     expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
     expect(sh(seeded.remote, `git log -1 --format='%an|%B' ${branch}`)).toBe(

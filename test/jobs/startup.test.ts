@@ -117,6 +117,7 @@ describe("a worker without bubblewrap", () => {
         HOST: "127.0.0.1",
         PORT: "0",
         LOG_FORMAT: "json",
+        METRICS_TOKEN: "startup-metrics-token",
       },
     });
     try {
@@ -144,6 +145,12 @@ describe("a worker without bubblewrap", () => {
         waiting: { sandbox: "unavailable" },
       });
       expect(lines.filter((line) => line.level >= 50)).toHaveLength(1);
+      const metrics = await fetch(`${url}/metrics`, {
+        headers: { authorization: "Bearer startup-metrics-token" },
+      });
+      expect(await metrics.text()).toContain(
+        'vmpilot_workspace_errors_total{kind="sandbox_unavailable"} 1',
+      );
     } finally {
       const gone = new Promise((done) => child.once("exit", done));
       child.kill("SIGTERM");

@@ -1,6 +1,7 @@
 // Where a running job reports: its session log (job_events, redacted), its cost on the job row,
 // and its progress comment on GitHub (throttled).
 import type { AgentEvent } from "../../agent/events.ts";
+import type { UsageTotals } from "../../agent/usage.ts";
 import type { Logger } from "../../github/logger.ts";
 import {
   type ProgressStep,
@@ -9,6 +10,7 @@ import {
   type ThrottledComment,
 } from "../../github/progress-comment.ts";
 import { redact, redactDeep } from "../../github/redact.ts";
+import { modelCost, modelTokens } from "../../metrics.ts";
 import { appendJobEvent } from "../../store/job-events.ts";
 import { updateJob } from "../../store/jobs.ts";
 import type { Queryable } from "../../store/sql.ts";
@@ -99,6 +101,7 @@ export class JobProgress {
     if (event.type === "tool_call") {
       this.view.activity = redact(describeToolCall(event.name, event.input));
     } else if (event.type === "usage") {
+      countUsage(event.turn);
       const costUsd = this.#o.baseCostUsd + event.totals.costUsd;
       this.view.costUsd = costUsd;
       const usage = { ...event.totals };
@@ -121,4 +124,12 @@ export class JobProgress {
       this.#o.logger.warn({ err: error, jobId: this.#o.jobId }, "recording job progress failed");
     });
   }
+}
+
+function countUsage(turn: UsageTotals): void {
+  modelTokens.inc({ kind: "input" }, turn.inputTokens);
+  modelTokens.inc({ kind: "output" }, turn.outputTokens);
+  modelTokens.inc({ kind: "cache_read" }, turn.cacheReadInputTokens);
+  modelTokens.inc({ kind: "cache_write" }, turn.cacheCreationInputTokens);
+  modelCost.inc(turn.costUsd);
 }

@@ -5,6 +5,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { PermanentError } from "../../errors.ts";
 import type { Logger } from "../../github/logger.ts";
+import { workspaceErrors } from "../../metrics.ts";
 import {
   type Checkout,
   createWorkspace,
@@ -13,6 +14,7 @@ import {
   prepareCheckout,
   runSetup,
   type SandboxLimits,
+  SandboxUnavailableError,
   type SetupStep,
   type Workspace,
 } from "../../workspace/index.ts";
@@ -104,8 +106,14 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       },
     };
   } catch (error) {
+    workspaceErrors.inc({ kind: errorKind(error) });
     await workspace?.dispose();
     await remove();
     throw error;
   }
+}
+
+function errorKind(error: unknown): string {
+  if (error instanceof SandboxUnavailableError) return "sandbox_unavailable";
+  return error instanceof SetupFailed ? "setup_failed" : "open_failed";
 }
