@@ -1,18 +1,11 @@
 // Who may see what. Every answer comes from GitHub, asked with the viewer's own token.
-import {
-  checkRepoConfig,
-  parseRepoConfig,
-  type RepoConfig,
-  resolveSettings,
-} from "../config/repo-config.ts";
+import { checkRepoConfig, type RepoConfig, resolveSettings } from "../config/repo-config.ts";
 import { getRepository } from "../store/installations.ts";
 import type { Job } from "../store/jobs.ts";
 import type { WebServices } from "./context.ts";
 import type { UserRepo } from "./github-user.ts";
 import { HttpError } from "./http.ts";
 import type { Session } from "./session.ts";
-
-export const CONFIG_PATH = ".github/vmpilot.yml";
 
 /** The repositories the user can read through the app's installations. */
 export async function readableRepos(web: WebServices, session: Session): Promise<UserRepo[]> {
@@ -50,8 +43,8 @@ export async function canViewJob(
     const anonymous = web.github(null);
     const access = await anonymous.repoAccess(job.repositoryId);
     if (!access || access.private) return { isPublic: false, file: null };
-    const parsed = parseRepoConfig((await anonymous.fileText(access.fullName, CONFIG_PATH)) ?? "");
-    return { isPublic: true, file: parsed.ok ? parsed.config : null };
+    const load = await anonymous.repoConfig(access.fullName);
+    return { isPublic: true, file: load.ok ? load.config : null };
   });
   if (!facts.isPublic) return false;
   const repository = await getRepository(web.pool, job.repositoryId);

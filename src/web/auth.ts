@@ -4,7 +4,7 @@ import { GitHubUserApi } from "./github-user.ts";
 import { type Html, html } from "./html.ts";
 import { HttpError, readForm, redirect, SignInRequired, send } from "./http.ts";
 import { page } from "./layout.ts";
-import { authorizeUrl, exchangeCode } from "./oauth.ts";
+import { authorizeUrl, exchangeCode, SignInRefused } from "./oauth.ts";
 import { randomToken, SESSION_SECONDS, type Session, safeEqual } from "./session.ts";
 
 const CALLBACK_PATH = "/login/callback";
@@ -49,7 +49,7 @@ export async function login(web: WebServices, ctx: RequestContext): Promise<void
   }
   const next = localPath(wanted);
   const location = authorizeUrl(
-    web.config.githubWebUrl,
+    web.config.githubApiUrl,
     oauth,
     web.absoluteUrl(CALLBACK_PATH),
     state,
@@ -73,11 +73,14 @@ export async function callback(web: WebServices, ctx: RequestContext): Promise<v
     throw new HttpError(400, reason);
   }
   const token = await exchangeCode(
-    web.config.githubWebUrl,
+    web.config.githubApiUrl,
     oauth,
     code,
     web.absoluteUrl(CALLBACK_PATH),
-  );
+  ).catch((error: unknown) => {
+    if (error instanceof SignInRefused) throw new HttpError(400, error.message);
+    throw error;
+  });
   const user = await new GitHubUserApi(web.config.githubApiUrl, token).user();
   const sid = randomToken();
   const expiresAt = new Date(Date.now() + SESSION_SECONDS * 1000);

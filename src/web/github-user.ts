@@ -1,5 +1,10 @@
 // GitHub as seen by the signed-in user: every permission the web pages rely on is asked here,
-// with the user's own token, never taken from the browser.
+// with the user's own token, never taken from the browser. Octokit brings retries, throttling and
+// pagination; every answer is parsed before use.
+import { ProbotOctokit } from "probot";
+import { z } from "zod";
+import { loadRepoConfig, type RepoConfigLoad } from "../github/repo-config-loader.ts";
+import { githubStatus } from "../github/request-status.ts";
 
 export interface GitHubUser {
   login: string;
@@ -24,27 +29,56 @@ export interface RepoAccess {
 // Safety bound on pagination: 20 pages of 100 installations or repositories.
 const MAX_PAGES = 20;
 
+const User = z.object({ login: z.string().min(1), id: z.number().int() });
+const Installation = z.object({ id: z.number().int() });
+const Repo = z.object({
+  id: z.number().int(),
+  full_name: z.string().min(1),
+  private: z.boolean(),
+  permissions: z.object({ admin: z.boolean().optional(), pull: z.boolean().optional() }).optional(),
+});
+
+/** A GitHub answer that is not what its documentation says: a clear error, not a crash later. */
+export class GitHubAnswerError extends Error {
+  override name = "GitHubAnswerError";
+}
+
+function parse<T>(schema: z.ZodType<T>, data: unknown, what: string): T {
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) {
+    throw new GitHubAnswerError(`GitHub's answer to ${what} is not as documented`);
+  }
+  return parsed.data;
+}
+
 export class GitHubUserApi {
+  readonly #octokit: InstanceType<typeof ProbotOctokit>;
+
   constructor(
-    private readonly apiUrl: string,
+    apiUrl: string,
     /** Null asks anonymously, as a visitor who is not signed in. */
-    private readonly token: string | null,
-  ) {}
+    token: string | null,
+  ) {
+    this.#octokit = new ProbotOctokit({
+      baseUrl: apiUrl,
+      ...(token ? { auth: { token } } : {}),
+      log: { debug() {}, info() {}, warn() {}, error() {} },
+    });
+  }
 
   async user(): Promise<GitHubUser> {
-    const body = (await this.#get("/user")) as { login: string; id: number };
-    return { login: body.login, id: body.id };
+    const { data } = await this.#call(() => this.#octokit.request("GET /user"));
+    const user = parse(User, data, "GET /user");
+    return { login: user.login, id: user.id };
   }
 
   /** Repositories the user can see through the app's installations, with their permissions. */
   async repos(): Promise<UserRepo[]> {
-    const installations = await this.#pages<{ id: number }>("/user/installations", "installations");
+    const installations = await this.#pages("GET /user/installations", {}, Installation);
     const out: UserRepo[] = [];
     for (const installation of installations) {
-      const repos = await this.#pages<RepoBody>(
-        `/user/installations/${installation.id}/repositories`,
-        "repositories",
-      );
+      const route = "GET /user/installations/{installation_id}/repositories";
+      const repos = await this.#pages(route, { installation_id: installation.id }, Repo);
       for (const repo of repos) {
         out.push({
           id: repo.id,
@@ -62,43 +96,48 @@ export class GitHubUserApi {
    * after a rename or transfer. Null when GitHub says it does not exist for them.
    */
   async repoAccess(id: number): Promise<(RepoAccess & { fullName: string }) | null> {
-    const body = (await this.#get(`/repositories/${id}`, [404])) as RepoBody | null;
-    return body ? { ...access(body), fullName: body.full_name } : null;
+    const response = await this.#call(() =>
+      this.#octokit.request("GET /repositories/{id}", { id }),
+    ).catch((error: unknown) => {
+      if (githubStatus(error) === 404) return null;
+      throw error;
+    });
+    if (!response) return null;
+    const repo = parse(Repo, response.data, "GET /repositories/{id}");
+    return { ...access(repo), fullName: repo.full_name };
   }
 
-  /** A text file from the default branch, or null when it does not exist. */
-  async fileText(fullName: string, path: string): Promise<string | null> {
-    const body = (await this.#get(`/repos/${fullName}/contents/${path}`, [404])) as {
-      content?: string;
-      encoding?: string;
-    } | null;
-    if (body?.encoding !== "base64" || typeof body.content !== "string") return null;
-    return Buffer.from(body.content, "base64").toString("utf8");
+  /** `.github/vmpilot.yml` as a job reads it, through the same loader, as this user sees it. */
+  repoConfig(fullName: string): Promise<RepoConfigLoad> {
+    const [owner = "", repo = ""] = fullName.split("/");
+    return this.#call(() => loadRepoConfig(this.#octokit, { owner, repo }));
   }
 
-  async #pages<T>(path: string, key: string): Promise<T[]> {
+  async #pages<T>(
+    route: "GET /user/installations" | "GET /user/installations/{installation_id}/repositories",
+    params: Record<string, unknown>,
+    schema: z.ZodType<T>,
+  ): Promise<T[]> {
     const out: T[] = [];
-    for (let page = 1; page <= MAX_PAGES; page++) {
-      const body = (await this.#get(`${path}?per_page=100&page=${page}`)) as Record<string, T[]>;
-      const items = body[key] ?? [];
-      out.push(...items);
-      if (items.length < 100) break;
-    }
+    const pages = this.#octokit.paginate.iterator(route, { ...params, per_page: 100 });
+    let count = 0;
+    await this.#call(async () => {
+      for await (const { data } of pages) {
+        out.push(...parse(z.array(schema), data, route));
+        if (++count >= MAX_PAGES) break;
+      }
+    });
     return out;
   }
 
-  async #get(path: string, absent: number[] = []): Promise<unknown> {
-    const headers: Record<string, string> = {
-      accept: "application/vnd.github+json",
-      "user-agent": "vmpilot",
-      "x-github-api-version": "2022-11-28",
-    };
-    if (this.token) headers.authorization = `Bearer ${this.token}`;
-    const res = await fetch(`${this.apiUrl}${path}`, { headers });
-    if (absent.includes(res.status)) return null;
-    if (res.status === 401) throw new GitHubAuthError();
-    if (!res.ok) throw new Error(`GitHub GET ${path.split("?")[0]} answered ${res.status}`);
-    return res.json();
+  /** A 401 means the token was revoked or expired: the session must end. */
+  async #call<T>(request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      if (githubStatus(error) === 401) throw new GitHubAuthError();
+      throw error;
+    }
   }
 }
 
@@ -109,14 +148,7 @@ export class GitHubAuthError extends Error {
   }
 }
 
-interface RepoBody {
-  id: number;
-  full_name: string;
-  private: boolean;
-  permissions?: { admin?: boolean; pull?: boolean };
-}
-
-function access(repo: RepoBody): RepoAccess {
+function access(repo: z.infer<typeof Repo>): RepoAccess {
   return {
     private: repo.private,
     admin: repo.permissions?.admin === true,

@@ -1,54 +1,69 @@
-// GitHub App user-to-server OAuth: authorize URL and the code exchange.
+// GitHub App user-to-server OAuth, through @octokit/oauth-methods: the authorize URL and the code
+// exchange. The web host (github.com, or an Enterprise server) follows from the API URL.
+
+import { exchangeWebFlowCode, getWebFlowAuthorizationUrl } from "@octokit/oauth-methods";
+import { RequestError } from "@octokit/request-error";
+import { ProbotOctokit } from "probot";
+import { z } from "zod";
 
 export interface OAuthApp {
   clientId: string;
   clientSecret: string;
 }
 
+/** GitHub did not sign the user in (a bad or expired code, wrong client credentials). */
+export class SignInRefused extends Error {
+  override name = "SignInRefused";
+}
+
+const OAuthError = z.object({
+  error: z.string().optional(),
+  error_description: z.string().optional(),
+});
+
+function requestFor(apiUrl: string) {
+  return new ProbotOctokit({ baseUrl: apiUrl }).request;
+}
+
 export function authorizeUrl(
-  webUrl: string,
+  apiUrl: string,
   app: OAuthApp,
   redirectUri: string,
   state: string,
 ): string {
-  const url = new URL(`${webUrl}/login/oauth/authorize`);
-  url.searchParams.set("client_id", app.clientId);
-  url.searchParams.set("redirect_uri", redirectUri);
-  url.searchParams.set("state", state);
-  url.searchParams.set("allow_signup", "false");
-  return url.toString();
+  return getWebFlowAuthorizationUrl({
+    clientType: "github-app",
+    clientId: app.clientId,
+    redirectUrl: redirectUri,
+    state,
+    allowSignup: false,
+    request: requestFor(apiUrl),
+  }).url;
 }
 
 export async function exchangeCode(
-  webUrl: string,
+  apiUrl: string,
   app: OAuthApp,
   code: string,
   redirectUri: string,
 ): Promise<string> {
-  const res = await fetch(`${webUrl}/login/oauth/access_token`, {
-    method: "POST",
-    headers: {
-      accept: "application/json",
-      "content-type": "application/x-www-form-urlencoded",
-      "user-agent": "vmpilot",
-    },
-    body: new URLSearchParams({
-      client_id: app.clientId,
-      client_secret: app.clientSecret,
+  try {
+    const { authentication } = await exchangeWebFlowCode({
+      clientType: "github-app",
+      clientId: app.clientId,
+      clientSecret: app.clientSecret,
       code,
-      redirect_uri: redirectUri,
-    }),
-  });
-  const body = (await res.json().catch(() => ({}))) as {
-    access_token?: string;
-    error?: string;
-    error_description?: string;
-  };
-  if (!res.ok || !body.access_token) {
-    // GitHub answers 200 with an error field for bad or expired codes.
-    throw new Error(
-      `GitHub refused the sign-in: ${body.error_description ?? body.error ?? res.status}`,
-    );
+      redirectUrl: redirectUri,
+      request: requestFor(apiUrl),
+    });
+    return authentication.token;
+  } catch (error) {
+    // GitHub answers 200 with an error field for bad or expired codes; Octokit raises it.
+    if (error instanceof RequestError) {
+      const body = OAuthError.safeParse(error.response?.data);
+      const why = body.success ? (body.data.error_description ?? body.data.error) : undefined;
+      throw new SignInRefused(`GitHub refused the sign-in: ${why ?? error.status}`);
+    }
+    throw error;
   }
-  return body.access_token;
 }

@@ -7,7 +7,7 @@ import {
   type SettingSource,
   settingKeys,
 } from "../config/repo-config.ts";
-import { CONFIG_PATH } from "./access.ts";
+import { REPO_CONFIG_PATH as CONFIG_PATH } from "../github/repo-config-loader.ts";
 import { type Html, html } from "./html.ts";
 import { csrfField } from "./layout.ts";
 import type { Session } from "./session.ts";

@@ -1,6 +1,6 @@
-import { parseRepoConfig, type RepoConfig, resolveSettings } from "../config/repo-config.ts";
+import { type RepoConfig, resolveSettings } from "../config/repo-config.ts";
 import { getRepository, setRepositorySettings, upsertRepository } from "../store/installations.ts";
-import { administeredRepo, CONFIG_PATH, pageSettings } from "./access.ts";
+import { administeredRepo, pageSettings } from "./access.ts";
 import { requireCsrf, requireSession } from "./auth.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import type { UserRepo } from "./github-user.ts";
@@ -103,12 +103,11 @@ interface StoredState {
 
 async function loadState(web: WebServices, session: Session, repo: UserRepo): Promise<StoredState> {
   const stored = await getRepository(web.pool, repo.id);
-  const text = await web.github(session).fileText(repo.fullName, CONFIG_PATH);
-  const parsed = text === null ? null : parseRepoConfig(text);
+  const load = await web.github(session).repoConfig(repo.fullName);
   return {
     page: pageSettings(stored?.settings),
-    file: parsed?.ok ? parsed.config : null,
-    fileError: parsed && !parsed.ok ? parsed.message : null,
+    file: load.ok && load.source !== undefined ? load.config : null,
+    fileError: load.ok ? null : load.message,
   };
 }
 

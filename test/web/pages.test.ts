@@ -1,4 +1,6 @@
+import { ProbotOctokit } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadRepoConfig } from "../../src/github/repo-config-loader.ts";
 import { getRepository, setRepositorySettings } from "../../src/store/installations.ts";
 import { type Job, updateJob } from "../../src/store/jobs.ts";
 import type { FakeRepo } from "./helpers/github-fake.ts";
@@ -217,6 +219,32 @@ describe("/settings", () => {
     expect(page).toMatch(/sets this to <strong>from-file<\/strong>,\s*which takes precedence/);
     expect(page).toMatch(/Max cost per job \(USD\) <span class="source source-page">/);
     expect(page).toMatch(/Model <span class="source source-default">/);
+  });
+
+  it("reads the owner's .github repository as a job does: the page and the job agree", async () => {
+    const orgWide: FakeRepo = {
+      id: 599,
+      installationId: 10,
+      fullName: "acme/.github",
+      private: false,
+      access: {},
+      configFile: "label: org-wide\nmaxSteps: 11\n",
+    };
+    h.github.repos.push(orgWide);
+    try {
+      const page = await (await as("alice").get("/settings/acme/private-app")).text();
+      expect(page).toMatch(/sets this to <strong>org-wide<\/strong>,\s*which takes precedence/);
+      // The worker's loader, as a job calls it (there with the installation's token).
+      const octokit = new ProbotOctokit({ baseUrl: h.github.apiUrl });
+      const job = await loadRepoConfig(octokit, { owner: "acme", repo: "private-app" });
+      expect(job).toEqual({
+        ok: true,
+        config: { label: "org-wide", maxSteps: 11 },
+        source: "acme/.github/.github/vmpilot.yml",
+      });
+    } finally {
+      h.github.repos.splice(h.github.repos.indexOf(orgWide), 1);
+    }
   });
 
   it("says when the repo file is invalid, naming the key", async () => {

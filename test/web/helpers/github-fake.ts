@@ -91,7 +91,11 @@ export async function startGitHubFake(): Promise<GitHubFake> {
       return;
     }
     if (req.method === "POST" && path === "/login/oauth/access_token") {
-      const form = new URLSearchParams(await body(req));
+      // GitHub takes the exchange as a form or as JSON (Octokit sends JSON).
+      const text = await body(req);
+      const form = req.headers["content-type"]?.includes("json")
+        ? new URLSearchParams(JSON.parse(text))
+        : new URLSearchParams(text);
       const grant = codes.get(form.get("code") ?? "");
       if (form.get("client_id") !== clientId || form.get("client_secret") !== clientSecret) {
         return json(res, 200, { error: "incorrect_client_credentials" });
@@ -114,7 +118,7 @@ export async function startGitHubFake(): Promise<GitHubFake> {
     }
 
     const auth = req.headers.authorization;
-    const login = auth ? tokens.get(auth.replace(/^Bearer /, "")) : undefined;
+    const login = auth ? tokens.get(auth.replace(/^(Bearer|token) /, "")) : undefined;
     if (auth && !login) return json(res, 401, { message: "Bad credentials" });
     const api = path.slice("/api/v3".length);
     const visible = (repo: FakeRepo) => !repo.private || (login && repo.access[login]);
@@ -138,11 +142,17 @@ export async function startGitHubFake(): Promise<GitHubFake> {
         repositories: repos.map((r) => repoBody(r, login)),
       });
     }
-    const contents = /^\/repos\/([^/]+\/[^/]+)\/contents\/\.github\/vmpilot\.yml$/.exec(api);
+    const contents = /^\/repos\/([^/]+\/[^/]+)\/contents\/\.github(?:\/|%2F)vmpilot\.yml$/i.exec(
+      api,
+    );
     if (contents) {
       const repo = findRepo(contents[1]);
       if (!repo || !visible(repo) || repo.configFile === undefined)
         return json(res, 404, { message: "Not Found" });
+      if (req.headers.accept?.includes("raw")) {
+        res.writeHead(200, { "content-type": "application/vnd.github.raw" }).end(repo.configFile);
+        return;
+      }
       return json(res, 200, {
         type: "file",
         encoding: "base64",
