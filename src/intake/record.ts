@@ -4,10 +4,10 @@
 import type { JobContext } from "../github/job-context.ts";
 import { CONTROL_VERBS } from "../jobs/acknowledge.ts";
 import type { Queue } from "../jobs/queue.ts";
-import { type Chat, chatKey, findOrCreateChat } from "../store/chats.ts";
+import { chatKey, findOrCreateChat } from "../store/chats.ts";
 import type { Database } from "../store/database.ts";
-import { recordDeliveries } from "../store/deliveries.ts";
-import { getRepository, type Repository, upsertRepository } from "../store/installations.ts";
+import { type Repository, upsertRepository } from "../store/installations.ts";
+import { chatLookupKey, recordAndLookUp } from "../store/intake-batch.ts";
 import { insertJobs, type JobTrigger, type NewJob } from "../store/jobs.ts";
 import { type Queryable, withTransaction } from "../store/sql.ts";
 import { createBatcher } from "./batcher.ts";
@@ -83,7 +83,7 @@ async function recordBatch(
   batch: Pending[],
 ): Promise<IntakeResult[]> {
   const results: IntakeResult[] = batch.map(() => ({ duplicate: true }));
-  const fresh = await recordDeliveries(
+  const lookup = await recordAndLookUp(
     client,
     batch.map(({ deliveryId, delivery }) => ({
       id: deliveryId,
@@ -93,14 +93,18 @@ async function recordBatch(
       repositoryId: delivery.repository.id,
       triggerKey: delivery.triggerKey,
     })),
+    batch.map(({ delivery }) => ({
+      repositoryId: delivery.repository.id,
+      number: delivery.number,
+    })),
   );
-  const repositories = new Map<number, Repository | undefined>();
-  const chats = new Map<string, Chat>();
+  const { fresh, chats } = lookup;
+  const upToDate = new Set<number>();
   const accepted: Array<{ index: number; trigger: Trigger; job: NewJob }> = [];
   for (const [index, { deliveryId, delivery, parsed }] of batch.entries()) {
     // A delivery id or trigger event repeated within the batch is new only the first time.
     if (!fresh.delete(deliveryId)) continue;
-    const repo = await knownRepository(client, repositories, delivery);
+    const repo = await knownRepository(client, lookup.repositories, upToDate, delivery);
     if (setting(repo, "enabled") === false) {
       results[index] = { ignored: "disabled for this repository" };
       continue;
@@ -120,7 +124,7 @@ async function recordBatch(
       results[index] = result;
       continue;
     }
-    const chatId = (await chatFor(client, chats, delivery)).id;
+    const chatId = await chatFor(client, chats, delivery);
     const job = newJob(deps, delivery, deliveryId, result.trigger, chatId, label);
     accepted.push({ index, trigger: result.trigger, job });
   }
@@ -151,20 +155,21 @@ function setting(repo: Repository | undefined, key: "enabled" | "label"): unknow
 
 async function knownRepository(
   client: Queryable,
-  cache: Map<number, Repository | undefined>,
+  stored: Map<number, Repository>,
+  upToDate: Set<number>,
   delivery: TriggerDelivery,
 ): Promise<Repository | undefined> {
   const repo = delivery.repository;
-  if (cache.has(repo.id)) return cache.get(repo.id);
-  const stored = await getRepository(client, repo.id);
-  cache.set(repo.id, stored);
+  const known = stored.get(repo.id);
+  if (upToDate.has(repo.id)) return known;
+  upToDate.add(repo.id);
   // Upsert only when something changed: it locks the row, which would serialize every delivery
   // for a busy repository.
   if (
-    !stored ||
-    stored.fullName !== repo.fullName ||
-    stored.installationId !== delivery.installationId ||
-    stored.removedAt
+    !known ||
+    known.fullName !== repo.fullName ||
+    known.installationId !== delivery.installationId ||
+    known.removedAt
   ) {
     await upsertRepository(client, {
       id: repo.id,
@@ -173,25 +178,28 @@ async function knownRepository(
       removed: false,
     });
   }
-  return stored;
+  return known;
 }
 
 async function chatFor(
   client: Queryable,
-  cache: Map<string, Chat>,
+  chats: Map<string, number>,
   delivery: TriggerDelivery,
-): Promise<Chat> {
-  const key = `${delivery.repository.id}#${delivery.number}`;
-  let chat = cache.get(key);
-  if (!chat) {
-    chat = await findOrCreateChat(client, {
-      repositoryId: delivery.repository.id,
-      number: delivery.number,
-      kind: delivery.itemKind,
-    });
-    cache.set(key, chat);
+): Promise<number> {
+  const key = chatLookupKey(delivery.repository.id, delivery.number);
+  let chatId = chats.get(key);
+  if (chatId === undefined) {
+    // The first trigger on this issue or pull request.
+    chatId = (
+      await findOrCreateChat(client, {
+        repositoryId: delivery.repository.id,
+        number: delivery.number,
+        kind: delivery.itemKind,
+      })
+    ).id;
+    chats.set(key, chatId);
   }
-  return chat;
+  return chatId;
 }
 
 function newJob(

@@ -14,7 +14,7 @@ import {
   startJobAttempt,
   unfinishedAttempts,
 } from "../store/job-lifecycle.ts";
-import type { Queryable } from "../store/sql.ts";
+import { prepared, type Queryable } from "../store/sql.ts";
 import { watchCancellations } from "./cancel-watch.ts";
 
 const JOB_QUEUE = "vmpilot-jobs";
@@ -215,7 +215,10 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     const ids = await boss.insert(
       JOB_QUEUE,
       jobs.map((job) => ({ id: orderedId(), data: job, singletonKey: job.chatKey })),
-      { db: { executeSql: (text, values) => client.query(text, values) }, returnId: true },
+      {
+        db: { executeSql: (text, values) => client.query(prepared(client, text, values ?? [])) },
+        returnId: true,
+      },
     );
     // The insert skips conflicting rows silently; a job the queue does not hold would never run.
     if (ids?.length !== jobs.length) {

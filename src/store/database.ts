@@ -31,7 +31,13 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     ? undefined
     : await startEmbeddedPostgres(options.dataDir, logger);
   const url = options.databaseUrl ?? (embedded?.url as string);
-  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    // The embedded database's one backend keeps each connection's prepared statements (sql.ts)
+    // after it closes: connections that live as long as the pool keep their number bounded.
+    ...(embedded ? { idleTimeoutMillis: 0 } : {}),
+  });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on("error", (error) => logger.warn({ err: error }, "idle database connection failed"));
   const close = async () => {

@@ -27,19 +27,23 @@ export async function recordDeliveries(
   db: Queryable,
   deliveries: DeliveryInput[],
 ): Promise<Set<string>> {
-  const { rows } = await db.query<{ id: string }>(
-    // No conflict target: a known delivery id and a known trigger key are both skipped.
-    `INSERT INTO deliveries (id, event, action, installation_id, repository_id, trigger_key)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[])
-     ON CONFLICT DO NOTHING RETURNING id`,
-    [
-      deliveries.map((d) => d.id),
-      deliveries.map((d) => d.event),
-      deliveries.map((d) => d.action ?? null),
-      deliveries.map((d) => d.installationId ?? null),
-      deliveries.map((d) => d.repositoryId ?? null),
-      deliveries.map((d) => d.triggerKey ?? null),
-    ],
-  );
+  const { rows } = await db.query<{ id: string }>(INSERT_DELIVERIES, deliveryParams(deliveries));
   return new Set(rows.map((row) => row.id));
+}
+
+/** Parameters $1 to $6; no conflict target: a known id and a known trigger key are both skipped. */
+export const INSERT_DELIVERIES = `
+  INSERT INTO deliveries (id, event, action, installation_id, repository_id, trigger_key)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[])
+  ON CONFLICT DO NOTHING RETURNING id`;
+
+export function deliveryParams(deliveries: DeliveryInput[]): unknown[] {
+  return [
+    deliveries.map((d) => d.id),
+    deliveries.map((d) => d.event),
+    deliveries.map((d) => d.action ?? null),
+    deliveries.map((d) => d.installationId ?? null),
+    deliveries.map((d) => d.repositoryId ?? null),
+    deliveries.map((d) => d.triggerKey ?? null),
+  ];
 }

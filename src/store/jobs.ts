@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { type Queryable, withTransaction } from "./sql.ts";
+import { prepared, type Queryable, withTransaction } from "./sql.ts";
 
 const JOB_STATUSES = [
   "queued",
@@ -200,8 +200,11 @@ export async function insertJob(db: Queryable, job: NewJob): Promise<Job> {
 export async function insertJobs(db: Queryable, jobs: NewJob[]): Promise<number[]> {
   if (jobs.length === 0) return [];
   const { rows } = await db.query<{ id: string }>(
-    INSERT_JOBS,
-    NEW_JOB_COLUMNS.map(([, , value]) => jobs.map(value)),
+    prepared(
+      db,
+      INSERT_JOBS,
+      NEW_JOB_COLUMNS.map(([, , value]) => jobs.map(value)),
+    ),
   );
   return rows.map((row) => Number(row.id));
 }
