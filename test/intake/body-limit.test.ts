@@ -1,15 +1,15 @@
-// Oversize and malformed webhook bodies, POSTed to the real server.
+// Oversize and malformed webhook bodies, POSTed to the real t.server.
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createLogger } from "../../src/github/logger.ts";
 import { MAX_WEBHOOK_BYTES } from "../../src/intake/body-limit.ts";
-import { type RunningServer, WEBHOOK_PATH } from "../../src/main.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
-import { APP_SLUG, startTestServer, testConfig, WEBHOOK_SECRET } from "../helpers/app.ts";
-import { expectGitHubDone, mockApp, useGitHubMock } from "../helpers/github-mock.ts";
+import { WEBHOOK_PATH } from "../../src/main.ts";
+import { testConfig, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { useGitHubMock } from "../helpers/github-mock.ts";
+import { useTestServer } from "../helpers/test-server.ts";
 import { signature } from "../helpers/webhooks.ts";
 
 useGitHubMock();
@@ -20,27 +20,13 @@ const MB = 1024 * 1024;
 const OVERSIZE = 40 * MB;
 const MARKER = "forged-payload-marker";
 const lines: string[] = [];
-let db: Database;
-let server: RunningServer;
-
-beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
-  mockApp(APP_SLUG);
-  const config = testConfig({ logLevel: "debug" });
-  server = await startTestServer(db, {
-    config,
-    logger: createLogger({
-      level: "debug",
-      format: "json",
-      destination: { write: (l) => lines.push(l) },
-    }),
-  });
-  expectGitHubDone();
-});
-
-afterAll(async () => {
-  await server?.close();
-  await db?.close();
+const t = useTestServer({
+  config: testConfig({ logLevel: "debug" }),
+  logger: createLogger({
+    level: "debug",
+    format: "json",
+    destination: { write: (l) => lines.push(l) },
+  }),
 });
 
 const RAW_POST = fileURLToPath(new URL("../helpers/raw-post.ts", import.meta.url));
@@ -51,7 +37,7 @@ async function post(
   contentLength?: number,
 ): Promise<{ status: number | null; sent: number }> {
   const args = [
-    server.url + WEBHOOK_PATH,
+    t.server.url + WEBHOOK_PATH,
     signature(MARKER, WEBHOOK_SECRET),
     MARKER,
     String(total),
@@ -86,7 +72,7 @@ describe("webhook body cap", () => {
     // Probot answers it after the signature check. V8's message for this error quotes the text
     // around the bad token; Probot replaces the message before the stack is formatted.
     const body = `{"a": ${MARKER}}`;
-    const response = await fetch(`${server.url}${WEBHOOK_PATH}`, {
+    const response = await fetch(`${t.server.url}${WEBHOOK_PATH}`, {
       method: "POST",
       headers: {
         "content-type": "application/json",
@@ -105,7 +91,7 @@ describe("webhook body cap", () => {
 
   it("logs nothing of a 1 MB body with a bad signature", async () => {
     const body = JSON.stringify({ comment: { body: MARKER.repeat(MB / MARKER.length) } });
-    const response = await fetch(`${server.url}${WEBHOOK_PATH}`, {
+    const response = await fetch(`${t.server.url}${WEBHOOK_PATH}`, {
       method: "POST",
       headers: {
         "content-type": "application/json",

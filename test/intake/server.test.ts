@@ -1,57 +1,34 @@
 // The real server, store (PGlite) and queue, with signed real payloads POSTed over HTTP and
 // GitHub mocked at the nock edge.
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { RunningServer } from "../../src/main.ts";
+import { describe, expect, it, vi } from "vitest";
 import { jobDuration } from "../../src/metrics.ts";
 import { findOrCreateChat } from "../../src/store/chats.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
 import {
   getRepository,
   setRepositoryFileSettings,
   upsertRepository,
 } from "../../src/store/installations.ts";
 import { getJob, type Job } from "../../src/store/jobs.ts";
-import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { APP_SLUG } from "../helpers/app.ts";
 import { seedJob } from "../helpers/db.ts";
 import {
-  expectGitHubDone,
   github,
-  mockApp,
   mockInstallationToken,
   mockPermission,
   mockRepoConfig,
   useGitHubMock,
 } from "../helpers/github-mock.ts";
+import { useTestServer } from "../helpers/test-server.ts";
 import { deliver, examplePayload, type Payload } from "../helpers/webhooks.ts";
 
 useGitHubMock();
 
 const REPO = "Codertocat/Hello-World";
 const REPO_ID = 186853002;
-let db: Database;
-let server: RunningServer;
+const t = useTestServer();
+const send = t.send;
 let nextInstallation = 1000;
 let nextCommentId = 50_000;
-
-beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
-  mockApp(APP_SLUG);
-  server = await startTestServer(db);
-  expectGitHubDone();
-});
-
-afterAll(async () => {
-  await server?.close();
-  await db?.close();
-});
-
-function send(
-  event: string,
-  payload: Payload,
-  extra: { id?: string; signature?: string | null } = {},
-) {
-  return deliver(server.url, { event, payload, secret: WEBHOOK_SECRET, ...extra });
-}
 
 function forInstallation(payload: Payload): { payload: Payload; installation: number } {
   const installation = nextInstallation++;
@@ -69,15 +46,15 @@ function issueComment(body: string, sender = { login: "Codertocat", type: "User"
 }
 
 async function jobsForDelivery(deliveryId: string): Promise<Job[]> {
-  const { rows } = await db.pool.query<{ id: string }>(
+  const { rows } = await t.db.pool.query<{ id: string }>(
     "SELECT id FROM jobs WHERE delivery_id = $1",
     [deliveryId],
   );
-  return Promise.all(rows.map(async (row) => (await getJob(db.pool, Number(row.id))) as Job));
+  return Promise.all(rows.map(async (row) => (await getJob(t.db.pool, Number(row.id))) as Job));
 }
 
 async function deliveryCount(deliveryId: string): Promise<number> {
-  const { rows } = await db.pool.query("SELECT 1 FROM deliveries WHERE id = $1", [deliveryId]);
+  const { rows } = await t.db.pool.query("SELECT 1 FROM deliveries WHERE id = $1", [deliveryId]);
   return rows.length;
 }
 
@@ -85,7 +62,7 @@ async function deliveryCount(deliveryId: string): Promise<number> {
 function finished(jobId: number): Promise<Job> {
   return vi.waitFor(
     async () => {
-      const job = await getJob(db.pool, jobId);
+      const job = await getJob(t.db.pool, jobId);
       if (!job?.finishedAt) throw new Error(`job ${jobId} still ${job?.status}`);
       return job;
     },
@@ -123,7 +100,7 @@ describe("webhook signature", () => {
 
   it("rejects a body signed with another secret", async () => {
     const { payload } = issueComment("/vmpilot fix");
-    const response = await deliver(server.url, {
+    const response = await deliver(t.server.url, {
       event: "issue_comment",
       payload,
       secret: "not-the-secret",
@@ -339,12 +316,12 @@ describe("intake rules", () => {
 
   it("forgets what it knew of vmpilot.yml when a push to the default branch changes it", async () => {
     const { payload } = forInstallation(examplePayload("push"));
-    await upsertRepository(db.pool, {
+    await upsertRepository(t.db.pool, {
       id: REPO_ID,
       installationId: payload.installation.id,
       fullName: REPO,
     });
-    await setRepositoryFileSettings(db.pool, REPO_ID, { label: "ai-fix" });
+    await setRepositoryFileSettings(t.db.pool, REPO_ID, { label: "ai-fix" });
     const commit = (files: string[]) => ({
       id: "6113728f27ae82c7b1a177c8d03f9e96e0adf246",
       message: "change",
@@ -352,7 +329,7 @@ describe("intake rules", () => {
       removed: [],
       modified: files,
     });
-    const fileSettings = async () => (await getRepository(db.pool, REPO_ID))?.fileSettings;
+    const fileSettings = async () => (await getRepository(t.db.pool, REPO_ID))?.fileSettings;
     const defaultRef = `refs/heads/${payload.repository.default_branch}`;
     for (const [ref, files] of [
       [defaultRef, ["README.md"]],
@@ -414,12 +391,12 @@ describe("intake rules", () => {
 
   it("stops the chat's waiting job on /vmpilot stop", async () => {
     // A job of issue 77's chat that has not started (inserted without enqueueing).
-    const chat = await findOrCreateChat(db.pool, {
+    const chat = await findOrCreateChat(t.db.pool, {
       repositoryId: REPO_ID,
       number: 77,
       kind: "issue",
     });
-    const waiting = await seedJob(db, chat);
+    const waiting = await seedJob(t.db, chat);
     const { payload, installation } = issueComment("/vmpilot stop");
     payload.issue.number = 77;
     mockInstallationToken(installation);
@@ -435,7 +412,7 @@ describe("intake rules", () => {
     const response = await send("issue_comment", payload);
     const [job] = await jobsForDelivery(response.id);
     await finished(job?.id as number);
-    expect((await getJob(db.pool, waiting.id))?.status).toBe("cancelled");
+    expect((await getJob(t.db.pool, waiting.id))?.status).toBe("cancelled");
     expect(reply).toContain(
       `Stopped job [#${waiting.id}](https://vmpilot.test/jobs/${waiting.id}) as`,
     );
@@ -471,12 +448,12 @@ describe("intake rules", () => {
     added.repositories_added = [{ id: 9002, name: "b", full_name: "acme/b", private: false }];
     added.repositories_removed = [{ id: 9001, name: "a", full_name: "acme/a", private: false }];
     expect((await send("installation_repositories", added)).status).toBe(200);
-    expect(await getRepository(db.pool, 9002)).toMatchObject({
+    expect(await getRepository(t.db.pool, 9002)).toMatchObject({
       installationId: 424242,
       removedAt: null,
     });
-    expect((await getRepository(db.pool, 9001))?.removedAt).toBeInstanceOf(Date);
-    const { rows } = await db.pool.query(
+    expect((await getRepository(t.db.pool, 9001))?.removedAt).toBeInstanceOf(Date);
+    const { rows } = await t.db.pool.query(
       "SELECT account_login FROM installations WHERE id = 424242",
     );
     expect(rows).toEqual([{ account_login: "Codertocat" }]);
@@ -485,7 +462,7 @@ describe("intake rules", () => {
 
 describe("GET /healthz", () => {
   it("reports database and queue status as JSON", async () => {
-    const response = await fetch(`${server.url}/healthz`);
+    const response = await fetch(`${t.server.url}/healthz`);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
       status: "ok",
@@ -497,7 +474,7 @@ describe("GET /healthz", () => {
   });
 
   it("does not tell strangers which store it uses", async () => {
-    const body = await (await fetch(`${server.url}/healthz`)).text();
+    const body = await (await fetch(`${t.server.url}/healthz`)).text();
     expect(body).not.toMatch(/embedded|pglite|postgres/i);
   });
 });

@@ -2,37 +2,24 @@
 // webhooks, and the store's gauges read at scrape time.
 import nock from "nock";
 import { ProbotOctokit } from "probot";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { watchRateLimit } from "../../src/github/rate-limit.ts";
-import type { RunningServer } from "../../src/main.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import { openDatabase } from "../../src/store/database.ts";
 import { updateJob } from "../../src/store/jobs.ts";
-import { APP_SLUG, startTestServer, testConfig, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
 import { seedChat, seedJob } from "../helpers/db.ts";
-import { expectGitHubDone, github, mockApp, useGitHubMock } from "../helpers/github-mock.ts";
-import { deliver, examplePayload } from "../helpers/webhooks.ts";
+import { github, mockApp, useGitHubMock } from "../helpers/github-mock.ts";
+import { useTestServer } from "../helpers/test-server.ts";
+import { examplePayload } from "../helpers/webhooks.ts";
 
 useGitHubMock();
 
 const TOKEN = "metrics-token-0123456789";
-let db: Database;
-let server: RunningServer;
-
-beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
-  mockApp(APP_SLUG);
-  server = await startTestServer(db, { role: "web", config: testConfig({ metricsToken: TOKEN }) });
-  expectGitHubDone();
-});
-
-afterAll(async () => {
-  await server?.close();
-  await db?.close();
-});
+const t = useTestServer({ role: "web", config: testConfig({ metricsToken: TOKEN }) });
 
 async function scrape(authorization?: string): Promise<{ status: number; text: string }> {
   const headers: Record<string, string> = authorization ? { authorization } : {};
-  const res = await fetch(`${server.url}/metrics`, { headers });
+  const res = await fetch(`${t.server.url}/metrics`, { headers });
   return { status: res.status, text: await res.text() };
 }
 
@@ -72,11 +59,7 @@ describe("GET /metrics", () => {
     payload.comment.body = "/vmpilot fix the date parser";
     payload.comment.id = 987_654;
     payload.installation = { id: 4242 };
-    const sent = await deliver(server.url, {
-      event: "issue_comment",
-      payload,
-      secret: WEBHOOK_SECRET,
-    });
+    const sent = await t.send("issue_comment", payload);
     expect(sent.status).toBe(200);
     const after = await scrape(`Bearer ${TOKEN}`);
     expect(after.status).toBe(200);
@@ -85,10 +68,10 @@ describe("GET /metrics", () => {
 
   it("reads jobs by state and the queue's depth and age from the store", async () => {
     const { text: before } = await scrape(`Bearer ${TOKEN}`);
-    const { chat } = await seedChat(db, 5150);
-    await seedJob(db, chat);
-    const running = await seedJob(db, chat);
-    await updateJob(db.pool, running.id, { status: "running" });
+    const { chat } = await seedChat(t.db, 5150);
+    await seedJob(t.db, chat);
+    const running = await seedJob(t.db, chat);
+    await updateJob(t.db.pool, running.id, { status: "running" });
     const { text } = await scrape(`Bearer ${TOKEN}`);
     const queued = 'vmpilot_jobs{state="queued"}';
     expect(sample(text, queued)).toBe(sample(before, queued) + 1);
