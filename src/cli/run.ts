@@ -6,6 +6,7 @@ import { runAgent } from "../agent/loop.ts";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../agent/plugins.ts";
 import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
+import { loadSandboxLimits } from "../config/env.ts";
 import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
 import { commitInWorkspace } from "../workspace/commit.ts";
 import { userGitClient } from "../workspace/git.ts";
@@ -57,6 +58,8 @@ export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
   if (!io.env.ANTHROPIC_API_KEY && !io.env.ANTHROPIC_AUTH_TOKEN) {
     throw new UsageError("ANTHROPIC_API_KEY is not set: export your Anthropic API key first");
   }
+  const sandbox = loadSandboxLimits(io.env);
+  if ("problems" in sandbox) throw new UsageError(sandbox.problems.join("; "));
   const { url: repoUrl } = cleanRepoUrl(args.repo);
   const local = !/^[a-z][a-z0-9+.-]*:\/\//i.test(repoUrl) && !/^[^/]+@[^/:]+:/.test(repoUrl);
   if (local) await localRepo(repoUrl);
@@ -75,6 +78,7 @@ export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
       root: checkout.root,
       dataDir,
       mirror: checkout.mirror,
+      limits: sandbox.limits,
     });
     print(`vmpilot: ${args.provider} workspace on branch ${branch} (from ${checkout.baseBranch})`);
 

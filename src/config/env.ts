@@ -32,6 +32,30 @@ const url = (protocols: RegExp, hint: string) =>
       .optional(),
   );
 
+const SANDBOX_LIMIT_VARS = {
+  SANDBOX_MAX_PROCESSES: integer(16, 1_000_000, DEFAULT_LIMITS.processes),
+  SANDBOX_MAX_MEMORY_MB: integer(64, 10_000_000, DEFAULT_LIMITS.memoryMb),
+  SANDBOX_MAX_FILE_MB: integer(1, 10_000_000, DEFAULT_LIMITS.fileMb),
+  SANDBOX_MAX_DISK_MB: integer(16, 100_000_000, DEFAULT_LIMITS.diskMb),
+};
+const sandboxLimitsSchema = z.object(SANDBOX_LIMIT_VARS);
+
+function toLimits(e: z.output<typeof sandboxLimitsSchema>): SandboxLimits {
+  return {
+    processes: e.SANDBOX_MAX_PROCESSES,
+    memoryMb: e.SANDBOX_MAX_MEMORY_MB,
+    fileMb: e.SANDBOX_MAX_FILE_MB,
+    diskMb: e.SANDBOX_MAX_DISK_MB,
+  };
+}
+
+/** The sandbox limits alone, for the CLI, which needs no GitHub App; one problem per variable. */
+export function loadSandboxLimits(env: Env): { limits: SandboxLimits } | { problems: string[] } {
+  const parsed = sandboxLimitsSchema.safeParse(env);
+  if (parsed.success) return { limits: toLimits(parsed.data) };
+  return { problems: parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`) };
+}
+
 const schema = z.object({
   GITHUB_CLIENT_ID: optionalString,
   GITHUB_CLIENT_SECRET: optionalString,
@@ -87,10 +111,7 @@ const schema = z.object({
     blankToUndefined,
     z.string().min(16, "must be at least 16 characters (a bearer token for /metrics)").optional(),
   ),
-  SANDBOX_MAX_PROCESSES: integer(16, 1_000_000, DEFAULT_LIMITS.processes),
-  SANDBOX_MAX_MEMORY_MB: integer(64, 10_000_000, DEFAULT_LIMITS.memoryMb),
-  SANDBOX_MAX_FILE_MB: integer(1, 10_000_000, DEFAULT_LIMITS.fileMb),
-  SANDBOX_MAX_DISK_MB: integer(16, 100_000_000, DEFAULT_LIMITS.diskMb),
+  ...SANDBOX_LIMIT_VARS,
   PUBLIC_URL: url(/^https?:$/, "must be an http(s) URL such as https://vmpilot.example.com"),
   NETWORK_ALLOW_PRIVATE: z.preprocess(
     blankToUndefined,
@@ -231,12 +252,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       allowedUsers: e.ALLOWED_USERS,
       networkAllowPrivate: e.NETWORK_ALLOW_PRIVATE,
       metricsToken: e.METRICS_TOKEN,
-      sandboxLimits: {
-        processes: e.SANDBOX_MAX_PROCESSES,
-        memoryMb: e.SANDBOX_MAX_MEMORY_MB,
-        fileMb: e.SANDBOX_MAX_FILE_MB,
-        diskMb: e.SANDBOX_MAX_DISK_MB,
-      },
+      sandboxLimits: toLimits(e),
       production,
       oauth:
         e.GITHUB_CLIENT_ID && e.GITHUB_CLIENT_SECRET

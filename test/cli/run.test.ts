@@ -68,7 +68,12 @@ describe("vmpilot run", () => {
   it("fixes a failing test in the sandbox and leaves it committed on a new branch", async () => {
     const repo = await scratchRepo(root);
     fake.push(
-      { content: [text("Running the tests first."), toolUse("bash", { command: "bash test.sh" })] },
+      {
+        content: [
+          text("Running the tests first."),
+          toolUse("bash", { command: 'echo "procs $(ulimit -u)"; bash test.sh' }),
+        ],
+      },
       {
         content: [
           toolUse("str_replace_based_edit_tool", {
@@ -91,6 +96,7 @@ describe("vmpilot run", () => {
       ANTHROPIC_API_KEY: "sk-ant-test",
       ANTHROPIC_BASE_URL: fake.url,
       DATA_DIR: join(root, "data"),
+      SANDBOX_MAX_PROCESSES: "333",
     });
 
     expect(result.stderr).not.toMatch(/error/i);
@@ -100,6 +106,8 @@ describe("vmpilot run", () => {
     const firstResult = fake.requests[1]?.body.messages.at(-1).content[0];
     expect(firstResult).toMatchObject({ type: "tool_result", is_error: true });
     expect(JSON.stringify(firstResult.content)).toContain("add 2 3 gave -1");
+    // The operator's sandbox limits apply to the CLI's sandbox too.
+    expect(JSON.stringify(firstResult.content)).toContain("procs 333");
 
     const branch = "vmpilot/fix-the-failing-test";
     expect(await git(repo, "branch", "--list", branch)).toContain(branch);
@@ -123,6 +131,17 @@ describe("vmpilot run", () => {
     expect(result.code).toBe(2);
     expect(result.stderr.trim()).toBe(
       "vmpilot: ANTHROPIC_API_KEY is not set: export your Anthropic API key first",
+    );
+  });
+
+  it("reports a bad sandbox limit in one line with exit code 2", async () => {
+    const result = await vmpilot(["run", "--repo", root, "task"], {
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      SANDBOX_MAX_DISK_MB: "lots",
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim()).toBe(
+      "vmpilot: SANDBOX_MAX_DISK_MB: must be an integer from 16 to 100000000",
     );
   });
 
