@@ -8,13 +8,15 @@ export interface RunArgs {
   provider: ProviderName;
   model?: string;
   maxSteps?: number;
+  /** One JSON object per event on stdout; human-readable progress on stderr. */
+  json: boolean;
 }
 
 /** A problem the user can fix; the CLI prints its message on one line and exits 2. */
 export class UsageError extends Error {}
 
 const usage =
-  'usage: vmpilot run --repo <path-or-git-url> [--branch name] [--provider sandbox|host] [--model m] [--max-steps n] "task"';
+  'usage: vmpilot run --repo <path-or-git-url> [--branch name] [--provider sandbox|host] [--model m] [--max-steps n] [--json] "task"';
 
 export function parseRunArgs(argv: string[]): RunArgs {
   const [command, ...rest] = argv;
@@ -47,6 +49,7 @@ export function parseRunArgs(argv: string[]): RunArgs {
     provider,
     model: values.model,
     maxSteps,
+    json: values.json === true,
   };
 }
 
@@ -60,6 +63,7 @@ function parseRunOptions(args: string[]) {
       provider: { type: "string" },
       model: { type: "string" },
       "max-steps": { type: "string" },
+      json: { type: "boolean" },
     },
   });
 }

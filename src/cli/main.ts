@@ -1,6 +1,7 @@
 import "../node-version.ts";
 import { SandboxUnavailableError } from "../workspace/index.ts";
 import { parseRunArgs, type RunArgs, UsageError } from "./args.ts";
+import { EXIT } from "./exit-code.ts";
 import { runTask } from "./run.ts";
 
 // Problems the user can fix are reported in one line with exit code 2; anything else is a bug
@@ -11,11 +12,16 @@ async function main(): Promise<number> {
     args = parseRunArgs(process.argv.slice(2));
     const abort = new AbortController();
     process.once("SIGINT", () => abort.abort());
-    return await runTask(args, { stdout: process.stdout, env: process.env, signal: abort.signal });
+    return await runTask(args, {
+      stdout: process.stdout,
+      stderr: process.stderr,
+      env: process.env,
+      signal: abort.signal,
+    });
   } catch (error) {
     if (error instanceof UsageError || error instanceof SandboxUnavailableError) {
       process.stderr.write(`vmpilot: ${error.message}\n`);
-      return 2;
+      return EXIT.usage;
     }
     throw error;
   }

@@ -18,10 +18,14 @@ import {
 } from "../workspace/index.ts";
 import { type RunArgs, UsageError } from "./args.ts";
 import { deliverBranch } from "./deliver.ts";
+import { EXIT, exitCodeOf } from "./exit-code.ts";
+import { createJsonPrinter } from "./json-events.ts";
 import { createProgressPrinter, formatUsd, type ProgressOutput } from "./progress.ts";
 
 export interface CliIo {
   stdout: ProgressOutput;
+  /** With --json, where the human-readable progress goes. */
+  stderr: ProgressOutput;
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal;
 }
@@ -69,7 +73,9 @@ export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
   await mkdir(join(dataDir, "workspaces"), { recursive: true });
   const dest = join(await mkdtemp(join(dataDir, "workspaces", "run-")), "repo");
   const branch = await branchName(args, repoUrl, local);
-  const print = (line: string) => io.stdout.write(`${line}\n`);
+  const human = args.json ? io.stderr : io.stdout;
+  const print = (line: string) => human.write(`${line}\n`);
+  const json = args.json ? createJsonPrinter(io.stdout) : undefined;
   let workspace: Workspace | undefined;
   try {
     const checkout = await prepareCheckout({ dataDir, repo: args.repo, dest, branch });
@@ -84,7 +90,7 @@ export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
 
     const plugins = selectPlugins(await discoverPlugins(), DEFAULT_ENABLED_PLUGINS);
     const system = await buildSystemPrompt({ workspace, plugins });
-    const printer = createProgressPrinter(io.stdout);
+    const printer = createProgressPrinter(human);
     const result = await runAgent({
       workspace,
       instruction: args.task,
@@ -92,7 +98,10 @@ export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
       model: args.model,
       limits: { maxSteps: args.maxSteps },
       plugins,
-      onEvent: printer.onEvent,
+      onEvent: (event) => {
+        printer.onEvent(event);
+        json?.onEvent(event);
+      },
       signal: io.signal,
     });
     printer.close();
@@ -100,12 +109,15 @@ export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
     const tests = result.reports.tests as { outcome?: string } | undefined;
     const usage = result.usage;
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    const summary = { reason: result.reason, steps: result.steps, usage, seconds: Number(seconds) };
     if (result.reason === "error") {
-      print(`✗ failed: ${result.error?.message ?? "unknown error"}`);
+      const error = result.error?.message ?? "unknown error";
+      print(`✗ failed: ${error}`);
       print(
         `  ${result.steps} steps · ${formatUsd(usage.costUsd)} · ${seconds}s; nothing committed`,
       );
-      return 1;
+      json?.result({ exitCode: EXIT.failed, error, ...summary });
+      return EXIT.failed;
     }
     if (result.detail) print(`note: ${result.detail}`);
 
@@ -135,7 +147,17 @@ export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
     print(
       `  cost: ${formatUsd(usage.costUsd)} · ${result.steps} steps · ${seconds}s · ended: ${result.reason}`,
     );
-    return 0;
+    const exitCode = exitCodeOf(result, tests?.outcome);
+    json?.result({
+      exitCode,
+      branch: commit ? branch : null,
+      sha: commit?.sha ?? null,
+      files: commit?.files ?? [],
+      tests: tests?.outcome ?? null,
+      ...(result.detail ? { detail: result.detail } : {}),
+      ...summary,
+    });
+    return exitCode;
   } finally {
     await workspace?.dispose();
     await rm(join(dest, ".."), { recursive: true, force: true });

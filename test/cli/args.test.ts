@@ -16,6 +16,7 @@ describe("parseRunArgs", () => {
         "claude-haiku-4-5",
         "--max-steps",
         "12",
+        "--json",
         "fix",
         "it",
       ]),
@@ -25,6 +26,7 @@ describe("parseRunArgs", () => {
       provider: "host",
       model: "claude-haiku-4-5",
       maxSteps: 12,
+      json: true,
       task: "fix it",
     });
   });

@@ -37,6 +37,16 @@ async function git(cwd: string, ...args: string[]): Promise<string> {
   return (await run("git", args, { cwd })).stdout.trim();
 }
 
+/** The edit that makes the scratch project's test pass. */
+function fixAdd() {
+  return toolUse("str_replace_based_edit_tool", {
+    command: "str_replace",
+    path: "math.sh",
+    old_str: "$(($1 - $2))",
+    new_str: "$(($1 + $2))",
+  });
+}
+
 /** A scratch project whose one test fails because `add` subtracts. */
 async function scratchRepo(root: string): Promise<string> {
   const repo = join(root, "project");
@@ -74,16 +84,7 @@ describe("vmpilot run", () => {
           toolUse("bash", { command: 'echo "procs $(ulimit -u)"; bash test.sh' }),
         ],
       },
-      {
-        content: [
-          toolUse("str_replace_based_edit_tool", {
-            command: "str_replace",
-            path: "math.sh",
-            old_str: "$(($1 - $2))",
-            new_str: "$(($1 + $2))",
-          }),
-        ],
-      },
+      { content: [fixAdd()] },
       { content: [toolUse("report_tests", { outcome: "passed", command: "bash test.sh" })] },
       {
         content: [
@@ -124,6 +125,81 @@ describe("vmpilot run", () => {
     expect(result.stdout).toContain("files changed (1): math.sh");
     expect(result.stdout).toContain("tests: passed");
     expect(result.stdout).toMatch(/cost: \$\d/);
+  });
+
+  it("prints one JSON object per event with --json, progress on stderr, and exits 0", async () => {
+    const repo = await scratchRepo(await mkdtemp(join(root, "json-")));
+    fake.push(
+      { content: [text("Fixing add."), toolUse("bash", { command: "bash test.sh" })] },
+      { content: [fixAdd()] },
+      { content: [toolUse("report_tests", { outcome: "passed", command: "bash test.sh" })] },
+      { content: [text("Summary: Fix add() to add")] },
+    );
+    const result = await vmpilot(["run", "--json", "--repo", repo, "fix the failing test"], {
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      ANTHROPIC_BASE_URL: fake.url,
+      DATA_DIR: join(root, "data"),
+    });
+    expect(result.code).toBe(0);
+    const lines = result.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(new Set(lines.map((line) => line.type))).toEqual(
+      new Set(["step", "text", "command", "output", "edit", "usage", "tool", "result"]),
+    );
+    expect(lines).toContainEqual({ type: "command", step: 1, command: "bash test.sh" });
+    expect(lines).toContainEqual(
+      expect.objectContaining({ type: "output", name: "bash", isError: true }),
+    );
+    expect(lines).toContainEqual({
+      type: "edit",
+      step: 2,
+      command: "str_replace",
+      path: "math.sh",
+    });
+    expect(lines.at(-1)).toMatchObject({
+      type: "result",
+      exitCode: 0,
+      reason: "end_turn",
+      tests: "passed",
+      files: ["math.sh"],
+      branch: "vmpilot/fix-the-failing-test",
+    });
+    expect(result.stderr).toContain("→ bash: bash test.sh");
+    expect(result.stderr).toContain("✔ committed");
+  });
+
+  it("exits 3 when a limit ends the run, and 1 when the tests still fail", async () => {
+    const repo = await scratchRepo(await mkdtemp(join(root, "limits-")));
+    fake.push({ content: [toolUse("bash", { command: "bash test.sh" })] });
+    const env = {
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      ANTHROPIC_BASE_URL: fake.url,
+      DATA_DIR: join(root, "data"),
+    };
+    const limited = await vmpilot(["run", "--max-steps", "1", "--repo", repo, "fix it"], env);
+    expect(limited.code).toBe(3);
+    expect(limited.stdout).toContain("ended: max_steps");
+
+    fake.push(
+      {
+        content: [
+          toolUse("report_tests", {
+            outcome: "failed",
+            command: "bash test.sh",
+            explanation: "add() is generated and I may not edit it",
+          }),
+        ],
+      },
+      { content: [text("I could not fix it.\nSummary: Give up")] },
+    );
+    const failed = await vmpilot(
+      ["run", "--branch", "vmpilot/give-up", "--repo", repo, "fix"],
+      env,
+    );
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toContain("tests: failed");
   });
 
   it("reports a missing API key in one line with exit code 2", async () => {
