@@ -10,13 +10,15 @@ export interface RunArgs {
   maxSteps?: number;
   /** One JSON object per event on stdout; human-readable progress on stderr. */
   json: boolean;
+  /** `-f FILE`, repeatable: attached as untrusted context. */
+  files: string[];
 }
 
 /** A problem the user can fix; the CLI prints its message on one line and exits 2. */
 export class UsageError extends Error {}
 
 const usage =
-  'usage: vmpilot run --repo <path-or-git-url> [--branch name] [--provider sandbox|host] [--model m] [--max-steps n] [--json] "task"';
+  'usage: vmpilot run --repo <path-or-git-url> [--branch name] [--provider sandbox|host] [--model m] [--max-steps n] [--json] [-f FILE]... "task" (- reads it from stdin)';
 
 export function parseRunArgs(argv: string[]): RunArgs {
   const [command, ...rest] = argv;
@@ -50,6 +52,7 @@ export function parseRunArgs(argv: string[]): RunArgs {
     model: values.model,
     maxSteps,
     json: values.json === true,
+    files: values.file ?? [],
   };
 }
 
@@ -64,6 +67,7 @@ function parseRunOptions(args: string[]) {
       model: { type: "string" },
       "max-steps": { type: "string" },
       json: { type: "boolean" },
+      file: { type: "string", short: "f", multiple: true },
     },
   });
 }

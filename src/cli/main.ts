@@ -1,6 +1,7 @@
 import "../node-version.ts";
 import { SandboxUnavailableError } from "../workspace/index.ts";
 import { parseRunArgs, type RunArgs, UsageError } from "./args.ts";
+import { pipedStdin } from "./attachments.ts";
 import { EXIT } from "./exit-code.ts";
 import { runTask } from "./run.ts";
 
@@ -13,6 +14,7 @@ async function main(): Promise<number> {
     const abort = new AbortController();
     process.once("SIGINT", () => abort.abort());
     return await runTask(args, {
+      stdin: pipedStdin(),
       stdout: process.stdout,
       stderr: process.stderr,
       env: process.env,

@@ -17,12 +17,15 @@ import {
   type Workspace,
 } from "../workspace/index.ts";
 import { type RunArgs, UsageError } from "./args.ts";
+import { readAttachments, taskFromStdin, withAttachments } from "./attachments.ts";
 import { deliverBranch } from "./deliver.ts";
 import { EXIT, exitCodeOf } from "./exit-code.ts";
 import { createJsonPrinter } from "./json-events.ts";
 import { createProgressPrinter, formatUsd, type ProgressOutput } from "./progress.ts";
 
 export interface CliIo {
+  /** Piped or redirected standard input: the task (`-`) or an attachment. */
+  stdin?: AsyncIterable<Buffer | string>;
   stdout: ProgressOutput;
   /** With --json, where the human-readable progress goes. */
   stderr: ProgressOutput;
@@ -58,10 +61,13 @@ async function branchName(args: RunArgs, repoUrl: string, local: boolean): Promi
 }
 
 /** Runs one task end to end and prints a summary; resolves to the process exit code. */
-export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
+export async function runTask(given: RunArgs, io: CliIo): Promise<number> {
   if (!io.env.ANTHROPIC_API_KEY && !io.env.ANTHROPIC_AUTH_TOKEN) {
     throw new UsageError("ANTHROPIC_API_KEY is not set: export your Anthropic API key first");
   }
+  const fromStdin = given.task === "-";
+  const args = fromStdin ? { ...given, task: await taskFromStdin(io.stdin) } : given;
+  const attachments = await readAttachments(args.files, fromStdin ? undefined : io.stdin);
   const sandbox = loadSandboxLimits(io.env);
   if ("problems" in sandbox) throw new UsageError(sandbox.problems.join("; "));
   const { url: repoUrl } = cleanRepoUrl(args.repo);
@@ -93,7 +99,7 @@ export async function runTask(args: RunArgs, io: CliIo): Promise<number> {
     const printer = createProgressPrinter(human);
     const result = await runAgent({
       workspace,
-      instruction: args.task,
+      instruction: withAttachments(args.task, attachments),
       system,
       model: args.model,
       limits: { maxSteps: args.maxSteps },

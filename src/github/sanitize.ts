@@ -57,6 +57,15 @@ export function stripInvisible(text: string): string {
   return text.replace(INVISIBLE, "");
 }
 
+// Terminal escape sequences (CSI and OSC) in logs: colours and titles, invisible on a terminal.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal escapes is the point.
+const TERMINAL_ESCAPE = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g;
+
+/** Makes untrusted plain text (a build log) safe to show: no escapes, no invisible characters. */
+export function sanitizePlain(text: string): string {
+  return stripInvisible(text.replace(/\r\n?/g, "\n").replace(TERMINAL_ESCAPE, ""));
+}
+
 /** Makes untrusted markdown safe to show to the model: what remains is what a reader sees. */
 export function sanitize(text: string): string {
   // Leading blank lines go at the end, but not the first line's indentation: four spaces make it

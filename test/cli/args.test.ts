@@ -17,6 +17,10 @@ describe("parseRunArgs", () => {
         "--max-steps",
         "12",
         "--json",
+        "-f",
+        "build.log",
+        "--file",
+        "notes.txt",
         "fix",
         "it",
       ]),
@@ -27,6 +31,7 @@ describe("parseRunArgs", () => {
       model: "claude-haiku-4-5",
       maxSteps: 12,
       json: true,
+      files: ["build.log", "notes.txt"],
       task: "fix it",
     });
   });
