@@ -6,7 +6,7 @@ import { sanitizePlain } from "../github/sanitize.ts";
 import { UsageError } from "./args.ts";
 
 /** Bytes of one attachment the model sees; a log's end matters most, so the start is cut. */
-export const ATTACHMENT_BYTES = 100_000;
+const ATTACHMENT_BYTES = 100_000;
 const FENCE = "attachment";
 
 export interface Attachment {
@@ -17,7 +17,7 @@ export interface Attachment {
 }
 
 /** Reads the last ATTACHMENT_BYTES of a regular file, refusing anything else before reading. */
-export async function fileAttachment(path: string): Promise<Attachment> {
+async function fileAttachment(path: string): Promise<Attachment> {
   const file = await open(path, "r").catch((error: NodeJS.ErrnoException) => {
     throw new UsageError(`cannot read ${path}: ${error.code ?? error.message}`);
   });
@@ -34,7 +34,7 @@ export async function fileAttachment(path: string): Promise<Attachment> {
 }
 
 /** Reads a stream to its end, keeping only its last `keep` bytes in memory. */
-export async function streamTail(
+async function streamTail(
   stream: AsyncIterable<Buffer | string>,
   keep: number,
 ): Promise<{ data: Buffer; cut: number }> {
