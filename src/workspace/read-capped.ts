@@ -3,6 +3,8 @@ import { open } from "node:fs/promises";
 
 /** A file the worker will not read: not a regular file, or larger than the caller's cap. */
 export class FileRefusedError extends Error {
+  /** The file would be refused again: a job that needs it (its bundle, say) fails at once. */
+  readonly permanent = true;
   constructor(
     readonly path: string,
     readonly reason: "directory" | "special" | "too_large",

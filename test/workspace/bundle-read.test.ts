@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { rm, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { isPermanent } from "../../src/errors.ts";
 import { bundleWorkspaceCommits, MAX_BUNDLE_BYTES } from "../../src/workspace/publish.ts";
 import { FileRefusedError } from "../../src/workspace/read-capped.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
@@ -49,9 +50,12 @@ describe("reading the bundle the sandbox wrote", () => {
   it("refuses an oversized bundle by its size, unread", async () => {
     const workspace = swappingBundle((bundle) => truncate(bundle, MAX_BUNDLE_BYTES + 1));
     const before = process.memoryUsage().rss;
-    await expect(bundleWorkspaceCommits(workspace, base)).rejects.toThrow(
+    const error = await bundleWorkspaceCommits(workspace, base).catch((e: unknown) => e);
+    expect((error as Error).message).toBe(
       `.git/vmpilot-publish.bundle is ${MAX_BUNDLE_BYTES + 1} bytes, over the ${MAX_BUNDLE_BYTES}-byte limit.`,
     );
+    // Another attempt would make the same bundle: the job fails at once instead of retrying.
+    expect(isPermanent(error)).toBe(true);
     expect(process.memoryUsage().rss - before).toBeLessThan(100 * 1024 * 1024);
   });
 });
