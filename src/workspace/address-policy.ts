@@ -30,9 +30,40 @@ const REFUSED: readonly [reason: string, ranges: readonly string[]][] = [
   ["private", ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"]],
   ["link-local", ["169.254.0.0/16", "fe80::/10"]],
   ["multicast", ["224.0.0.0/4", "ff00::/8"]],
-  // 240/4 holds the broadcast address; ::/96 the deprecated IPv4-compatible forms.
-  ["reserved", ["240.0.0.0/4", "::/96", "fec0::/10"]],
+  // 240/4 holds the broadcast address; ::/96 the deprecated IPv4-compatible forms; 64:ff9b:1::/48
+  // is a network's own NAT64 prefix, with IPv4 addresses embedded where its operator chose.
+  ["reserved", ["240.0.0.0/4", "::/96", "fec0::/10", "64:ff9b:1::/48"]],
 ];
+
+/** The eight 16-bit groups of an IPv6 address, dotted IPv4 tails and `::` expanded. */
+function groups(address: string): number[] {
+  let text = address.toLowerCase().replace(/%.*$/, "");
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = "", tail] = text.split("::");
+  const start = head ? head.split(":") : [];
+  const end = tail ? tail.split(":") : [];
+  const fill = tail === undefined ? [] : Array(8 - start.length - end.length).fill("0");
+  return [...start, ...fill, ...end].map((group) => Number.parseInt(group, 16));
+}
+
+/**
+ * The IPv4 address inside a translated IPv6 one: NAT64's well-known 64:ff9b::/96 (a DNS64
+ * resolver hands these out for IPv4-only names, and the gateway connects to the IPv4 address
+ * from inside the network) and 6to4's 2002::/16.
+ */
+function embeddedIPv4(address: string): { address: string; via: string } | undefined {
+  const g = groups(address);
+  const quad = (high = 0, low = 0) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
+    return { address: quad(g[6], g[7]), via: "NAT64" };
+  }
+  if (g[0] === 0x2002) return { address: quad(g[1], g[2]), via: "6to4" };
+  return undefined;
+}
 
 function blockList(ranges: readonly string[]): BlockList {
   const list = new BlockList();
@@ -55,9 +86,16 @@ export function compileAddressPolicy(
   allowRanges: readonly string[] = [],
 ): (address: string) => string | undefined {
   const allowed = blockList(allowRanges);
-  return (address) => {
-    const family: Family = isIP(address) === 6 ? "ipv6" : "ipv4";
+  const check = (address: string, family: Family) => {
     if (allowed.check(address, family)) return undefined;
     return refusedLists.find(({ list }) => list.check(address, family))?.reason;
+  };
+  return (address) => {
+    const family: Family = isIP(address) === 6 ? "ipv6" : "ipv4";
+    const direct = check(address, family);
+    if (direct !== undefined || allowed.check(address, family)) return direct;
+    const inner = family === "ipv6" ? embeddedIPv4(address) : undefined;
+    const why = inner && check(inner.address, "ipv4");
+    return why && `${why} (${inner?.via})`;
   };
 }

@@ -174,16 +174,26 @@ describe("compileAddressPolicy", () => {
     ["::", "unspecified"],
     ["224.0.0.1", "multicast"],
     ["ff02::1", "multicast"],
+    // IPv4 addresses inside NAT64 and 6to4 forms are checked as IPv4.
+    ["64:ff9b::7f00:1", "loopback (NAT64)"],
+    ["64:ff9b::169.254.169.254", "link-local (NAT64)"],
+    ["2002:a02:1::1", "private (6to4)"],
+    ["64:ff9b:1::a00:1", "reserved"],
   ])("refuses %s (%s)", (address, why) => {
     expect(refused(address)).toBe(why);
   });
 
-  it.each(["140.82.112.3", "2606:4700::1111", "10.1.200.7", "fd12::1", "::ffff:10.1.0.1"])(
-    "lets %s through",
-    (address) => {
-      expect(refused(address)).toBeUndefined();
-    },
-  );
+  it.each([
+    "140.82.112.3",
+    "2606:4700::1111",
+    "10.1.200.7",
+    "fd12::1",
+    "::ffff:10.1.0.1",
+    "64:ff9b::8c52:7003",
+    "2002:a01:c807::1",
+  ])("lets %s through", (address) => {
+    expect(refused(address)).toBeUndefined();
+  });
 
   it.each(["10.0.0.0/33", "10.0.0.0/x", "example.com", "10.0.0.0/8/8", ""])(
     "rejects the range %j",
