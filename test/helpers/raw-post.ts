@@ -3,6 +3,7 @@
 // body is written. Streams a webhook POST of `total` bytes in 1 MB chunks (chunked unless a
 // Content-Length is given) until the server answers or closes, then prints
 // {"status": <code, or null when a reset came first>, "sent": <bytes handed to the socket>}.
+// With a total of 0 it sends the headers alone and waits for the answer.
 // Usage: node raw-post.ts <url> <signature> <marker> <total> [content-length]
 import { connect } from "node:net";
 
@@ -44,4 +45,4 @@ const pump = () => {
   for (const part of framed.slice(0, -1)) socket.write(part);
   socket.write(framed.at(-1) as Buffer | string, (error) => (error ? finish() : pump()));
 };
-pump();
+if (Number(total) > 0) pump();
