@@ -1,73 +1,132 @@
-import { parseArgs } from "node:util";
+import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import type { ProviderName } from "../workspace/types.ts";
 
-export interface RunArgs {
-  repo: string;
-  task: string;
+/** What `run` and `chat` share: where, how, and which conversation. */
+export interface SessionArgs {
+  /** Optional only with --chat: the conversation knows its repository. */
+  repo?: string;
   branch?: string;
   provider: ProviderName;
   model?: string;
   maxSteps?: number;
+  /** --continue: the repository's latest conversation. */
+  continueLatest: boolean;
+  /** --chat <id>: that conversation. */
+  chatId?: number;
+}
+
+export interface RunArgs extends SessionArgs {
+  task: string;
   /** One JSON object per event on stdout; human-readable progress on stderr. */
   json: boolean;
   /** `-f FILE`, repeatable: attached as untrusted context. */
   files: string[];
 }
 
+export type CliCommand =
+  | { command: "run"; args: RunArgs }
+  | { command: "chat"; args: SessionArgs }
+  | { command: "chats"; repo: string };
+
 /** A problem the user can fix; the CLI prints its message on one line and exits 2. */
 export class UsageError extends Error {}
 
-const usage =
-  'usage: vmpilot run --repo <path-or-git-url> [--branch name] [--provider sandbox|host] [--model m] [--max-steps n] [--json] [-f FILE]... "task" (- reads it from stdin)';
+const usage = `usage:
+  vmpilot run --repo <path-or-git-url> [--continue | --chat id] [--branch name] [--provider sandbox|host] [--model m] [--max-steps n] [--json] [-f FILE]... "task" (- reads it from stdin)
+  vmpilot chat --repo <path-or-git-url> [--continue | --chat id] [--provider sandbox|host] [--model m] [--max-steps n]
+  vmpilot chats --repo <path-or-git-url>`;
 
-export function parseRunArgs(argv: string[]): RunArgs {
-  const [command, ...rest] = argv;
-  if (command !== "run") throw new UsageError(usage);
-  let parsed: ReturnType<typeof parseRunOptions>;
+const sessionOptions = {
+  repo: { type: "string" },
+  branch: { type: "string" },
+  provider: { type: "string" },
+  model: { type: "string" },
+  "max-steps": { type: "string" },
+  continue: { type: "boolean" },
+  chat: { type: "string" },
+} as const;
+
+const runOptions = {
+  ...sessionOptions,
+  json: { type: "boolean" },
+  file: { type: "string", short: "f", multiple: true },
+} as const;
+
+function parse<T extends ParseArgsOptionsConfig>(args: string[], options: T) {
   try {
-    parsed = parseRunOptions(rest);
+    return parseArgs({ args, allowPositionals: true, options });
   } catch (error) {
     throw new UsageError(`${(error as Error).message}\n${usage}`);
   }
-  const { values, positionals } = parsed;
-  const task = positionals.join(" ").trim();
-  if (!values.repo) throw new UsageError(`missing --repo\n${usage}`);
-  if (!task) throw new UsageError(`missing the task text\n${usage}`);
+}
+
+function positiveInteger(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1) {
+    throw new UsageError(`${flag} must be a positive integer, not "${value}"`);
+  }
+  return number;
+}
+
+function sessionArgs(values: {
+  repo?: string;
+  branch?: string;
+  provider?: string;
+  model?: string;
+  "max-steps"?: string;
+  continue?: boolean;
+  chat?: string;
+}): SessionArgs {
+  const chatId = positiveInteger(values.chat, "--chat");
+  const continueLatest = values.continue === true;
+  if (continueLatest && chatId !== undefined) {
+    throw new UsageError("--continue and --chat pick a conversation each: give one of them");
+  }
+  if (!values.repo && chatId === undefined) throw new UsageError(`missing --repo\n${usage}`);
+  if (values.branch && (continueLatest || chatId !== undefined)) {
+    throw new UsageError("--branch names a new conversation's branch: a continued one has its own");
+  }
   const provider = values.provider ?? "sandbox";
   if (provider !== "sandbox" && provider !== "host") {
     throw new UsageError(`--provider must be sandbox or host, not "${provider}"`);
   }
-  let maxSteps: number | undefined;
-  if (values["max-steps"] !== undefined) {
-    maxSteps = Number(values["max-steps"]);
-    if (!Number.isInteger(maxSteps) || maxSteps < 1) {
-      throw new UsageError(`--max-steps must be a positive integer, not "${values["max-steps"]}"`);
-    }
-  }
   return {
     repo: values.repo,
-    task,
     branch: values.branch,
     provider,
     model: values.model,
-    maxSteps,
-    json: values.json === true,
-    files: values.file ?? [],
+    maxSteps: positiveInteger(values["max-steps"], "--max-steps"),
+    continueLatest,
+    chatId,
   };
 }
 
-function parseRunOptions(args: string[]) {
-  return parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      repo: { type: "string" },
-      branch: { type: "string" },
-      provider: { type: "string" },
-      model: { type: "string" },
-      "max-steps": { type: "string" },
-      json: { type: "boolean" },
-      file: { type: "string", short: "f", multiple: true },
-    },
-  });
+export function parseCommand(argv: string[]): CliCommand {
+  const [command, ...rest] = argv;
+  if (command === "run") {
+    const { values, positionals } = parse(rest, runOptions);
+    const session = sessionArgs(values);
+    const task = positionals.join(" ").trim();
+    if (!task) throw new UsageError(`missing the task text\n${usage}`);
+    return {
+      command,
+      args: { ...session, task, json: values.json === true, files: values.file ?? [] },
+    };
+  }
+  if (command === "chat") {
+    const { values, positionals } = parse(rest, sessionOptions);
+    if (positionals.length > 0) {
+      throw new UsageError(
+        `vmpilot chat reads its turns from the terminal, not the command line\n${usage}`,
+      );
+    }
+    return { command, args: sessionArgs(values) };
+  }
+  if (command === "chats") {
+    const { values } = parse(rest, { repo: { type: "string" } } as const);
+    if (!values.repo) throw new UsageError(`missing --repo\n${usage}`);
+    return { command, repo: values.repo };
+  }
+  throw new UsageError(usage);
 }

@@ -1,25 +1,34 @@
 import "../node-version.ts";
 import { SandboxUnavailableError } from "../workspace/index.ts";
-import { parseRunArgs, type RunArgs, UsageError } from "./args.ts";
+import { parseCommand, UsageError } from "./args.ts";
 import { pipedStdin } from "./attachments.ts";
+import { listChats } from "./chats.ts";
 import { EXIT } from "./exit-code.ts";
+import { runRepl } from "./repl.ts";
 import { runTask } from "./run.ts";
+
+function dispatch(): Promise<number> {
+  const command = parseCommand(process.argv.slice(2));
+  const { env, stdout, stderr, stdin } = process;
+  if (command.command === "chats") return listChats(command.repo, { stdout, env });
+  if (command.command === "chat") {
+    return runRepl(command.args, {
+      input: stdin,
+      output: stdout,
+      env,
+      onInterrupt: (handler) => process.on("SIGINT", handler),
+    });
+  }
+  const abort = new AbortController();
+  process.once("SIGINT", () => abort.abort());
+  return runTask(command.args, { stdin: pipedStdin(), stdout, stderr, env, signal: abort.signal });
+}
 
 // Problems the user can fix are reported in one line with exit code 2; anything else is a bug
 // or an outage and keeps its stack.
 async function main(): Promise<number> {
-  let args: RunArgs;
   try {
-    args = parseRunArgs(process.argv.slice(2));
-    const abort = new AbortController();
-    process.once("SIGINT", () => abort.abort());
-    return await runTask(args, {
-      stdin: pipedStdin(),
-      stdout: process.stdout,
-      stderr: process.stderr,
-      env: process.env,
-      signal: abort.signal,
-    });
+    return await dispatch();
   } catch (error) {
     if (error instanceof UsageError || error instanceof SandboxUnavailableError) {
       process.stderr.write(`vmpilot: ${error.message}\n`);

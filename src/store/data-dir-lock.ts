@@ -1,7 +1,8 @@
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
-function isRunning(pid: number): boolean {
+/** The process exists (EPERM: it does, as another user's). */
+export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -45,6 +46,19 @@ export async function lockFile(path: string): Promise<() => Promise<void>> {
   }
 }
 
+/** Another live process serves the embedded database's files. */
+export class DataDirBusyError extends Error {
+  readonly holder: number;
+  constructor(dataDir: string, holder: number) {
+    super(
+      `the embedded database in ${dataDir} is in use by process ${holder} ` +
+        `(remove ${join(dataDir, "pglite.lock")} if it is not); set DATABASE_URL to share one database between processes`,
+    );
+    this.name = "DataDirBusyError";
+    this.holder = holder;
+  }
+}
+
 /**
  * PGlite is a single-process database: a second process opening the same files would corrupt them.
  * The lock holds the pid of the process serving the files (embedded-process.ts).
@@ -55,9 +69,6 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
     return await lockFile(path);
   } catch (error) {
     if (!(error instanceof LockHeldError)) throw error;
-    throw new Error(
-      `the embedded database in ${dataDir} is in use by process ${error.holder} ` +
-        `(remove ${path} if it is not); set DATABASE_URL to share one database between processes`,
-    );
+    throw new DataDirBusyError(dataDir, error.holder);
   }
 }

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
-import { lockDataDir } from "./data-dir-lock.ts";
+import { DataDirBusyError, lockDataDir } from "./data-dir-lock.ts";
 import type { EmbeddedReport } from "./embedded.ts";
 import { serializeSessions } from "./pglite-sessions.ts";
 
@@ -105,6 +105,12 @@ if (!process.send || dataDir === undefined) {
 process.on("SIGINT", () => {});
 process.on("SIGTERM", () => {});
 
+function failure(error: Error): EmbeddedReport {
+  return error instanceof DataDirBusyError
+    ? { error: error.message, busyHolder: error.holder }
+    : { error: error.message };
+}
+
 function report(message: EmbeddedReport, then: () => void = () => {}) {
   if (process.connected) process.send?.(message, then);
   else then();
@@ -117,12 +123,12 @@ if (process.argv[3] === "--create") {
     .then((db) => db.stop())
     .then(
       () => report({ url: "" }, () => process.exit(0)),
-      (error: Error) => report({ error: error.message }, () => process.exit(1)),
+      (error: Error) => report(failure(error), () => process.exit(1)),
     );
 } else {
   opening.then(
     (db) => report({ url: db.url }),
-    (error: Error) => report({ error: error.message }, () => process.exit(1)),
+    (error: Error) => report(failure(error), () => process.exit(1)),
   );
 }
 

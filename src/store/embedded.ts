@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Logger, silentLogger } from "../github/logger.ts";
+import { DataDirBusyError } from "./data-dir-lock.ts";
 
 export interface EmbeddedPostgres {
   url: string;
@@ -12,7 +13,7 @@ export interface EmbeddedPostgres {
 }
 
 /** What the database process sends once: where it serves, or why it could not start. */
-export type EmbeddedReport = { url: string } | { error: string };
+export type EmbeddedReport = { url: string } | { error: string; busyHolder?: number };
 
 const ENTRY = fileURLToPath(new URL("./embedded-process.ts", import.meta.url));
 const EXEC_ARGV = [
@@ -92,6 +93,7 @@ async function startProcess(dataDir: string, args: string[]) {
   });
   if ("error" in report) {
     await exited;
+    if (report.busyHolder) throw new DataDirBusyError(dataDir, report.busyHolder);
     throw new Error(report.error);
   }
   return { child, report, exited };

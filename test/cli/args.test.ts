@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { parseRunArgs, UsageError } from "../../src/cli/args.ts";
+import { parseCommand, UsageError } from "../../src/cli/args.ts";
 
-describe("parseRunArgs", () => {
-  it("reads every option and joins the task text", () => {
+describe("parseCommand", () => {
+  it("reads every option of run and joins the task text", () => {
     expect(
-      parseRunArgs([
+      parseCommand([
         "run",
         "--repo",
         "../app",
@@ -25,19 +25,33 @@ describe("parseRunArgs", () => {
         "it",
       ]),
     ).toEqual({
-      repo: "../app",
-      branch: "vmpilot/x",
-      provider: "host",
-      model: "claude-haiku-4-5",
-      maxSteps: 12,
-      json: true,
-      files: ["build.log", "notes.txt"],
-      task: "fix it",
+      command: "run",
+      args: {
+        repo: "../app",
+        branch: "vmpilot/x",
+        provider: "host",
+        model: "claude-haiku-4-5",
+        maxSteps: 12,
+        continueLatest: false,
+        chatId: undefined,
+        json: true,
+        files: ["build.log", "notes.txt"],
+        task: "fix it",
+      },
     });
   });
 
   it("defaults to the sandbox provider", () => {
-    expect(parseRunArgs(["run", "--repo", ".", "task"]).provider).toBe("sandbox");
+    const parsed = parseCommand(["run", "--repo", ".", "task"]);
+    expect(parsed.command === "run" && parsed.args.provider).toBe("sandbox");
+  });
+
+  it("picks a conversation with --continue or --chat, which needs no --repo", () => {
+    const latest = parseCommand(["run", "--repo", ".", "--continue", "more"]);
+    expect(latest.command === "run" && latest.args.continueLatest).toBe(true);
+    const byId = parseCommand(["chat", "--chat", "7"]);
+    expect(byId).toMatchObject({ command: "chat", args: { chatId: 7, repo: undefined } });
+    expect(parseCommand(["chats", "--repo", "."])).toEqual({ command: "chats", repo: "." });
   });
 
   it.each([
@@ -46,9 +60,14 @@ describe("parseRunArgs", () => {
     [["run", "--repo", ".", "--provider", "docker", "t"], /--provider must be sandbox or host/],
     [["run", "--repo", ".", "--max-steps", "0", "t"], /--max-steps must be a positive integer/],
     [["run", "--repo", ".", "--colour", "t"], /Unknown option/],
-    [["deploy"], /usage: vmpilot run/],
+    [["run", "--repo", ".", "--continue", "--chat", "3", "t"], /give one of them/],
+    [["run", "--repo", ".", "--chat", "x", "t"], /--chat must be a positive integer/],
+    [["run", "--continue", "--branch", "b", "--repo", ".", "t"], /a continued one has its own/],
+    [["chat", "--repo", ".", "task"], /reads its turns from the terminal/],
+    [["chats"], /missing --repo/],
+    [["deploy"], /usage:\n {2}vmpilot run/],
   ])("rejects %j", (argv, message) => {
-    expect(() => parseRunArgs(argv)).toThrow(UsageError);
-    expect(() => parseRunArgs(argv)).toThrow(message);
+    expect(() => parseCommand(argv)).toThrow(UsageError);
+    expect(() => parseCommand(argv)).toThrow(message);
   });
 });

@@ -36,8 +36,13 @@ export interface LoadedChat {
  * The chat's conversation: its last compaction, if any, then the stored messages after it. A
  * worker that died between a model reply and its tool results leaves tool calls unanswered,
  * which the API rejects; they get answered here (and the answer is stored), so the chat can go on.
+ * jobId is null for the CLI, whose turns are no jobs.
  */
-export async function loadChat(db: Queryable, chatId: number, jobId: number): Promise<LoadedChat> {
+export async function loadChat(
+  db: Queryable,
+  chatId: number,
+  jobId: number | null,
+): Promise<LoadedChat> {
   const [stored, compaction] = await Promise.all([
     listMessages(db, chatId),
     getCompaction(db, chatId),

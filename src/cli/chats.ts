@@ -1,0 +1,43 @@
+import { listCliChats } from "../store/cli-chats.ts";
+import type { ProgressOutput } from "./progress.ts";
+import { formatUsd } from "./progress.ts";
+import { resolveTarget } from "./session.ts";
+import { cliDataDir, withStore } from "./store.ts";
+
+function lastUse(at: Date): string {
+  return at.toISOString().slice(0, 16).replace("T", " ");
+}
+
+/** `vmpilot chats`: the repository's conversations, the latest first, as a table. */
+export async function listChats(
+  repo: string,
+  io: { stdout: ProgressOutput; env: NodeJS.ProcessEnv },
+): Promise<number> {
+  const target = await resolveTarget(repo);
+  const chats = await withStore(io.env, cliDataDir(io.env), (db) => listCliChats(db, target.key));
+  if (chats.length === 0) {
+    io.stdout.write(`no conversations for ${target.key} yet\n`);
+    return 0;
+  }
+  const rows = [
+    ["id", "branch", "turns", "cost", "last use (UTC)", "first line"],
+    ...chats.map((chat) => [
+      String(chat.id),
+      chat.branch,
+      String(chat.turns),
+      formatUsd(chat.costUsd),
+      lastUse(chat.updatedAt),
+      chat.title.length > 60 ? `${chat.title.slice(0, 59)}…` : chat.title,
+    ]),
+  ];
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => row[i]?.length ?? 0))) ?? [];
+  for (const row of rows) {
+    io.stdout.write(
+      `${row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join("  ")
+        .trimEnd()}\n`,
+    );
+  }
+  return 0;
+}

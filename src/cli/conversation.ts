@@ -1,0 +1,131 @@
+// Which stored conversation a CLI invocation works in, held for it so no other run interleaves,
+// and how a finished turn is written back.
+import { hostname } from "node:os";
+import type Anthropic from "@anthropic-ai/sdk";
+import type pg from "pg";
+import { loadChat } from "../jobs/pipeline/history.ts";
+import {
+  addCliTurn,
+  type CliChat,
+  createCliChat,
+  getCliChat,
+  listCliChats,
+  lockCliChat,
+  releaseCliChat,
+} from "../store/cli-chats.ts";
+import { saveCompaction } from "../store/compactions.ts";
+import { isRunning } from "../store/data-dir-lock.ts";
+import { appendMessage } from "../store/messages.ts";
+import { type Queryable, withTransaction } from "../store/sql.ts";
+import { UsageError } from "./args.ts";
+
+type MessageParam = Anthropic.MessageParam;
+
+/** Names this process in a conversation's lock. */
+export const HOLDER = `${hostname()}:${process.pid}`;
+
+/** A lock left by a process on this machine that is gone. */
+function staleLock(lockedBy: string | null): boolean {
+  if (!lockedBy) return false;
+  const at = lockedBy.lastIndexOf(":");
+  const pid = Number(lockedBy.slice(at + 1));
+  return lockedBy.slice(0, at) === hostname() && pid > 0 && !isRunning(pid);
+}
+
+/** The first line of the first task, as `vmpilot chats` shows it: no control characters. */
+function titleOf(task: string): string {
+  const line = task.trim().split("\n")[0] ?? "";
+  return line.replace(/[\p{Cc}\p{Cf}]/gu, " ").trim().slice(0, 200);
+}
+
+export interface Conversation {
+  chat: CliChat;
+  history: MessageParam[];
+  /** How many stored messages `history` stands for (a compaction stands for several). */
+  storedCount: number;
+}
+
+export type ConversationChoice =
+  | { kind: "new"; title: string; branch: (taken: ReadonlySet<string>) => Promise<string> }
+  | { kind: "latest" }
+  | { kind: "id"; id: number };
+
+/**
+ * Creates or takes the conversation. `repo` is where it belongs; a conversation picked by id
+ * must belong there too, when the user named a repository.
+ */
+export async function openConversation(
+  db: Queryable,
+  repo: string | undefined,
+  choice: ConversationChoice,
+): Promise<Conversation> {
+  let chat: CliChat | undefined;
+  if (choice.kind === "new") {
+    if (repo === undefined) throw new UsageError("missing --repo");
+    const taken = new Set((await listCliChats(db, repo)).map((c) => c.branch));
+    const branch = await choice.branch(taken);
+    chat = await createCliChat(db, { repo, branch, title: titleOf(choice.title), holder: HOLDER });
+    return { chat, history: [], storedCount: 0 };
+  }
+  if (choice.kind === "latest") {
+    if (repo === undefined) throw new UsageError("missing --repo");
+    chat = (await listCliChats(db, repo))[0];
+    if (!chat) {
+      throw new UsageError(`no conversation for ${repo} yet: run without --continue to start one`);
+    }
+  } else {
+    chat = await getCliChat(db, choice.id);
+    if (!chat) throw new UsageError(`no conversation ${choice.id}: \`vmpilot chats\` lists them`);
+    if (repo !== undefined && chat.repo !== repo) {
+      throw new UsageError(`conversation ${chat.id} belongs to ${chat.repo}, not ${repo}`);
+    }
+  }
+  try {
+    chat = await lockCliChat(db, chat, HOLDER, staleLock(chat.lockedBy));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const loaded = await loadChat(db, chat.id, null);
+  return { chat, history: loaded.messages, storedCount: loaded.storedCount };
+}
+
+/** What one turn adds to the conversation. */
+export interface TurnRecord {
+  messages: readonly MessageParam[];
+  /** The last compaction during the turn, and how many of the turn's messages preceded it. */
+  compaction?: { afterMessages: number; messages: MessageParam[] };
+  costUsd: number;
+}
+
+/**
+ * Stores a turn in one transaction: the conversation holds either all of it or none. Returns the
+ * conversation as it now stands.
+ */
+export async function saveTurn(
+  pool: pg.Pool,
+  conversation: Conversation,
+  turn: TurnRecord,
+): Promise<CliChat> {
+  const id = conversation.chat.id;
+  await withTransaction(pool, async (db) => {
+    for (const message of turn.messages) {
+      await appendMessage(db, { chatId: id, role: message.role, content: message.content });
+    }
+    if (turn.compaction) {
+      await saveCompaction(db, id, {
+        coveredMessages: conversation.storedCount + turn.compaction.afterMessages,
+        messages: turn.compaction.messages,
+      });
+    }
+    await addCliTurn(db, id, turn.costUsd);
+  });
+  conversation.storedCount += turn.messages.length;
+  const now = await getCliChat(pool, id);
+  if (!now) throw new Error(`conversation ${id} vanished`);
+  conversation.chat = now;
+  return now;
+}
+
+export async function releaseConversation(db: Queryable, conversation: Conversation) {
+  await releaseCliChat(db, conversation.chat.id, HOLDER);
+}

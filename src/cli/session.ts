@@ -1,0 +1,308 @@
+// A CLI session: one stored conversation and one workspace on its branch, for one turn
+// (`vmpilot run`) or many (`vmpilot chat`). Every turn ends committed, delivered and stored.
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { runAgent } from "../agent/loop.ts";
+import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../agent/plugins.ts";
+import { buildSystemPrompt } from "../agent/prompt.ts";
+import { runTitle } from "../agent/summary.ts";
+import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
+import { commitInWorkspace } from "../workspace/commit.ts";
+import { userGitClient } from "../workspace/git.ts";
+import {
+  type Checkout,
+  cleanRepoUrl,
+  createWorkspace,
+  prepareCheckout,
+  type SandboxLimits,
+  type Workspace,
+} from "../workspace/index.ts";
+import type { ProviderName } from "../workspace/types.ts";
+import { UsageError } from "./args.ts";
+import {
+  type Conversation,
+  type ConversationChoice,
+  openConversation,
+  releaseConversation,
+  saveTurn,
+  type TurnRecord,
+} from "./conversation.ts";
+import { deliverBranch } from "./deliver.ts";
+import { EXIT, exitCodeOf } from "./exit-code.ts";
+import { createJsonPrinter } from "./json-events.ts";
+import { createProgressPrinter, formatUsd, type ProgressOutput } from "./progress.ts";
+import { withStore } from "./store.ts";
+
+const AUTHOR = { name: "vmpilot", email: "vmpilot@users.noreply.github.com" };
+
+/** The repository the user named: where the branch goes, and the key its conversations have. */
+export interface Target {
+  url: string;
+  local: boolean;
+  /** A local repository's real top-level path, or the URL. */
+  key: string;
+}
+
+export async function resolveTarget(repo: string): Promise<Target> {
+  const { url } = cleanRepoUrl(repo);
+  const local = !/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !/^[^/]+@[^/:]+:/.test(url);
+  if (!local) return { url, local, key: url };
+  if (!existsSync(url)) throw new UsageError(`no repository at ${url}`);
+  const git = userGitClient(url);
+  const inside = await git
+    .raw(["rev-parse", "--is-inside-work-tree"])
+    .catch(() => git.raw(["rev-parse", "--is-bare-repository"]))
+    .catch(() => "");
+  if (inside.trim() !== "true") throw new UsageError(`${url} is not a git repository`);
+  const top = await git.raw(["rev-parse", "--show-toplevel"]).catch(() => "");
+  return { url, local, key: await realpath(top.trim() || url) };
+}
+
+/** `vmpilot/<task-slug>`, with a suffix when the repository or a conversation has that branch. */
+async function branchName(task: string, target: Target, taken: ReadonlySet<string>) {
+  const base = `${BRANCH_PREFIX}${slugify(task) || "task"}`;
+  const exists =
+    taken.has(base) ||
+    (target.local &&
+      (await userGitClient(target.url)
+        .raw(["rev-parse", "--verify", "--quiet", `refs/heads/${base}`])
+        .then(
+          (out) => out.trim() !== "",
+          () => false,
+        )));
+  return exists ? `${base}-${Date.now().toString(36)}` : base;
+}
+
+export interface SessionOptions {
+  env: NodeJS.ProcessEnv;
+  dataDir: string;
+  /** Unset only with a conversation picked by id, which knows its repository. */
+  repo?: string;
+  provider: ProviderName;
+  model?: string;
+  maxSteps?: number;
+  branch?: string;
+  limits: SandboxLimits;
+  /** Human-readable progress. */
+  human: ProgressOutput;
+  /** One JSON object per event, with --json. */
+  json?: ProgressOutput;
+}
+
+export type ConversationStart = { continue: true } | { chatId: number } | { firstTask: string };
+
+export class CliSession {
+  #workspace?: Workspace;
+  #checkout?: Checkout;
+  #dest?: string;
+  #target?: Target;
+  #conversation?: Conversation;
+  #released = false;
+
+  private constructor(readonly options: SessionOptions) {}
+
+  #print(line: string) {
+    this.options.human.write(`${line}\n`);
+  }
+
+  /** Opens (or, given the first task, creates) the conversation and holds it. */
+  static async open(options: SessionOptions, start: ConversationStart): Promise<CliSession> {
+    const session = new CliSession(options);
+    const target = options.repo === undefined ? undefined : await resolveTarget(options.repo);
+    let choice: ConversationChoice;
+    if ("firstTask" in start) {
+      if (!target) throw new UsageError("missing --repo");
+      const { branch } = options;
+      choice = {
+        kind: "new",
+        title: start.firstTask,
+        branch: async (taken) => branch ?? branchName(start.firstTask, target, taken),
+      };
+    } else {
+      choice = "chatId" in start ? { kind: "id", id: start.chatId } : { kind: "latest" };
+    }
+    session.#conversation = await withStore(options.env, options.dataDir, (db) =>
+      openConversation(db, target?.key, choice),
+    );
+    session.#target = target ?? (await resolveTarget(session.#conversation.chat.repo));
+    const { chat } = session.#conversation;
+    if (chat.turns > 0) {
+      session.#print(
+        `vmpilot: continuing conversation ${chat.id} (${chat.turns} turns, ${formatUsd(chat.costUsd)} so far) on branch ${chat.branch}`,
+      );
+    }
+    return session;
+  }
+
+  get chat() {
+    if (!this.#conversation) throw new Error("the session has no conversation");
+    return this.#conversation.chat;
+  }
+
+  async #ensureWorkspace(): Promise<Workspace> {
+    if (this.#workspace) return this.#workspace;
+    const { dataDir, provider, limits } = this.options;
+    const target = this.#target as Target;
+    await mkdir(join(dataDir, "workspaces"), { recursive: true });
+    this.#dest = join(await mkdtemp(join(dataDir, "workspaces", "run-")), "repo");
+    const branch = this.chat.branch;
+    // The branch is there once a turn committed something; until then it starts afresh.
+    this.#checkout = await prepareCheckout({
+      dataDir,
+      repo: target.url,
+      dest: this.#dest,
+      branch,
+      existingBranch: "if-present",
+    });
+    this.#workspace = await createWorkspace({
+      provider,
+      root: this.#checkout.root,
+      dataDir,
+      mirror: this.#checkout.mirror,
+      limits,
+    });
+    this.#print(
+      `vmpilot: ${provider} workspace on branch ${branch} (from ${this.#checkout.baseBranch})`,
+    );
+    return this.#workspace;
+  }
+
+  /**
+   * Runs one turn and resolves to the exit code it would give. The last turn lets the
+   * conversation go as it is stored, which saves opening the store once more.
+   */
+  async turn(instruction: string, signal?: AbortSignal, last = false): Promise<number> {
+    const started = Date.now();
+    const workspace = await this.#ensureWorkspace();
+    const conversation = this.#conversation as Conversation;
+    const plugins = selectPlugins(await discoverPlugins(), DEFAULT_ENABLED_PLUGINS);
+    const system = await buildSystemPrompt({ workspace, plugins });
+    const printer = createProgressPrinter(this.options.human);
+    const json = this.options.json ? createJsonPrinter(this.options.json) : undefined;
+    const record: TurnRecord = { messages: [], costUsd: 0 };
+    const added: TurnRecord["messages"][number][] = [];
+    let result: Awaited<ReturnType<typeof runAgent>>;
+    try {
+      result = await runAgent({
+        workspace,
+        messages: conversation.history,
+        instruction,
+        system,
+        model: this.options.model,
+        limits: { maxSteps: this.options.maxSteps },
+        plugins,
+        onEvent: (event) => {
+          if (event.type === "compacted") {
+            record.compaction = { afterMessages: added.length, messages: event.messages };
+          }
+          printer.onEvent(event);
+          json?.onEvent(event);
+        },
+        onMessage: (message) => {
+          added.push(message);
+        },
+        signal,
+      });
+    } finally {
+      printer.close();
+    }
+    record.messages = added;
+    record.costUsd = result.usage.costUsd;
+    conversation.history = result.messages;
+    const chat = await withStore(this.options.env, this.options.dataDir, async (db) => {
+      const saved = await saveTurn(db, conversation, record);
+      if (last) await releaseConversation(db, conversation);
+      return saved;
+    });
+    this.#released = last;
+
+    const tests = result.reports.tests as { outcome?: string } | undefined;
+    const usage = result.usage;
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    const summary = {
+      chat: chat.id,
+      reason: result.reason,
+      steps: result.steps,
+      usage,
+      chatCostUsd: chat.costUsd,
+      seconds: Number(seconds),
+    };
+    const totals = `${formatUsd(usage.costUsd)} (conversation ${chat.id}: ${formatUsd(chat.costUsd)})`;
+    if (result.reason === "error") {
+      const error = result.error?.message ?? "unknown error";
+      this.#print(`✗ failed: ${error}`);
+      this.#print(`  ${result.steps} steps · ${totals} · ${seconds}s; nothing committed`);
+      json?.result({ exitCode: EXIT.failed, error, ...summary });
+      return EXIT.failed;
+    }
+    if (result.detail) this.#print(`note: ${result.detail}`);
+
+    const commit = await commitInWorkspace(workspace, {
+      message: runTitle(result.finalText, instruction),
+      author: AUTHOR,
+    });
+    const checkout = this.#checkout as Checkout;
+    const target = this.#target as Target;
+    if (commit) {
+      await deliverBranch({
+        workspace,
+        baseSha: checkout.baseSha,
+        repoUrl: target.url,
+        local: target.local,
+        mirror: checkout.mirror,
+        branch: chat.branch,
+      });
+    }
+    this.#print("");
+    this.#print(
+      commit
+        ? `✔ committed ${commit.sha.slice(0, 10)} on ${chat.branch}`
+        : "✔ no changes to commit",
+    );
+    if (commit) this.#print(`  files changed (${commit.files.length}): ${commit.files.join(", ")}`);
+    this.#print(`  tests: ${tests?.outcome ?? "not reported"}`);
+    this.#print(
+      `  tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadInputTokens} cache read, ${usage.cacheCreationInputTokens} cache write`,
+    );
+    this.#print(
+      `  cost: ${totals} · ${result.steps} steps · ${seconds}s · ended: ${result.reason}`,
+    );
+    const exitCode = exitCodeOf(result, tests?.outcome);
+    json?.result({
+      exitCode,
+      branch: commit ? chat.branch : null,
+      sha: commit?.sha ?? null,
+      files: commit?.files ?? [],
+      tests: tests?.outcome ?? null,
+      ...(result.detail ? { detail: result.detail } : {}),
+      ...summary,
+    });
+    return exitCode;
+  }
+
+  /** The changes of this session's turns, committed or not, as a diff. */
+  async diff(): Promise<string> {
+    if (!this.#workspace || !this.#checkout) return "";
+    // Inside the workspace: the checkout's git config is the agent's (see commitInWorkspace).
+    const shown = await this.#workspace.exec(
+      `git add -A -N . && git -c core.pager=cat diff ${this.#checkout.baseSha}`,
+    );
+    return shown.fullStdout;
+  }
+
+  /** Lets the conversation go and removes the workspace. */
+  async close(): Promise<void> {
+    try {
+      await this.#workspace?.dispose();
+      if (this.#dest) await rm(join(this.#dest, ".."), { recursive: true, force: true });
+    } finally {
+      const conversation = this.#conversation;
+      if (conversation && !this.#released) {
+        await withStore(this.options.env, this.options.dataDir, (db) =>
+          releaseConversation(db, conversation),
+        );
+      }
+    }
+  }
+}
