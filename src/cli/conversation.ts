@@ -6,6 +6,7 @@ import type pg from "pg";
 import { loadChat } from "../jobs/pipeline/history.ts";
 import {
   addCliTurn,
+  ChatLockedError,
   type CliChat,
   createCliChat,
   getCliChat,
@@ -35,7 +36,10 @@ function staleLock(lockedBy: string | null): boolean {
 /** The first line of the first task, as `vmpilot chats` shows it: no control characters. */
 function titleOf(task: string): string {
   const line = task.trim().split("\n")[0] ?? "";
-  return line.replace(/[\p{Cc}\p{Cf}]/gu, " ").trim().slice(0, 200);
+  return line
+    .replace(/[\p{Cc}\p{Cf}]/gu, " ")
+    .trim()
+    .slice(0, 200);
 }
 
 export interface Conversation {
@@ -83,7 +87,8 @@ export async function openConversation(
   try {
     chat = await lockCliChat(db, chat, HOLDER, staleLock(chat.lockedBy));
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    if (error instanceof ChatLockedError) throw new UsageError(error.message);
+    throw error;
   }
   const loaded = await loadChat(db, chat.id, null);
   return { chat, history: loaded.messages, storedCount: loaded.storedCount };

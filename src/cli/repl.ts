@@ -1,6 +1,6 @@
 // `vmpilot chat`: a conversation typed line by line. It reads lines from a pipe as well as from a
 // terminal, which is how it is tested.
-import { appendFile, readFile } from "node:fs/promises";
+import { appendFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { SessionArgs } from "./args.ts";
@@ -26,9 +26,14 @@ const HELP = `Each line you type is a turn: the agent works on it in the workspa
 const HISTORY_LINES = 500;
 
 async function loadHistory(file: string): Promise<string[]> {
-  const text = await readFile(file, "utf8").catch(() => "");
+  const lines = (await readFile(file, "utf8").catch(() => "")).split("\n").filter(Boolean);
+  const kept = lines.slice(-HISTORY_LINES);
+  // The file only grows while sessions append; it is cut back now and then.
+  if (lines.length > 2 * HISTORY_LINES) {
+    await writeFile(file, `${kept.join("\n")}\n`, { mode: 0o600 });
+  }
   // readline wants the newest first.
-  return text.split("\n").filter(Boolean).slice(-HISTORY_LINES).reverse();
+  return kept.reverse();
 }
 
 export async function runRepl(args: SessionArgs, io: ReplIo): Promise<number> {
@@ -38,6 +43,7 @@ export async function runRepl(args: SessionArgs, io: ReplIo): Promise<number> {
   // A new conversation is made by the first line typed: its branch is named after it.
   let session = resuming ? await CliSession.open(options, conversationStart(args, "")) : undefined;
   const say = (text: string) => io.output.write(text);
+  await mkdir(options.dataDir, { recursive: true });
   const historyFile = join(options.dataDir, "chat_history");
   const terminal = io.input.isTTY === true && io.output.isTTY === true;
   const rl = createInterface({

@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 
 /** GitHub caps webhook payloads at 25 MB. */
-export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
+const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => unknown;
 
