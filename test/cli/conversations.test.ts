@@ -1,11 +1,10 @@
 // Stored CLI conversations end to end, through the real binary: `run --continue`, `chats`, and the
 // `chat` REPL driven through a pipe, each against the Anthropic fake and the embedded database.
-import { execFile, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type AnthropicFake,
@@ -13,23 +12,7 @@ import {
   text,
   toolUse,
 } from "../helpers/anthropic-fake.ts";
-
-const run = promisify(execFile);
-const cli = join(import.meta.dirname, "../../bin/vmpilot.js");
-
-async function git(cwd: string, ...args: string[]): Promise<string> {
-  return (await run("git", args, { cwd })).stdout.trim();
-}
-
-async function scratchRepo(root: string): Promise<string> {
-  const repo = join(root, "project");
-  await mkdir(repo);
-  await writeFile(join(repo, "math.sh"), "add() { echo $(($1 - $2)); }\n");
-  await git(root, "init", "--quiet", "--initial-branch=main", repo);
-  await git(repo, "add", ".");
-  await git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init");
-  return repo;
-}
+import { CLI as cli, vmpilot as execCli, git, scratchRepo } from "../helpers/cli.ts";
 
 function edit(oldStr: string, newStr: string) {
   return toolUse("str_replace_based_edit_tool", {
@@ -86,15 +69,7 @@ describe("stored CLI conversations", () => {
     await rm(root, { recursive: true, force: true });
   });
 
-  async function vmpilot(args: string[]) {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [cli, ...args], { env });
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const failed = error as { code: number; stdout: string; stderr: string };
-      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-    }
-  }
+  const vmpilot = (args: string[]) => execCli(args, env);
 
   it("continues a conversation in a second invocation, on the same branch, with its history", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "continue-")));
@@ -230,7 +205,16 @@ describe("stored CLI conversations", () => {
       "Make add add",
     );
 
-    // The session let the conversation go: it continues from the command line.
+    // Ctrl-D (the end of the pipe) leaves too; --continue picks the conversation up again.
+    const again = spawn(process.execPath, [cli, "chat", "--repo", repo, "--continue"], { env });
+    const againOut = printed(again.stdout);
+    again.stdin.end("/help\n");
+    expect(await new Promise((resolve) => again.once("exit", resolve))).toBe(0);
+    expect(await againOut(`continuing conversation ${chatId} (3 turns`)).toContain(
+      "/diff   the changes so far",
+    );
+
+    // The sessions let the conversation go: it continues from the command line.
     fake.push({ content: [noTests] }, { content: [text("Summary: Done")] });
     const resumed = await vmpilot(["run", "--repo", repo, "--chat", String(chatId), "wrap up"]);
     expect(resumed.code).toBe(0);

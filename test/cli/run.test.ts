@@ -1,8 +1,6 @@
-import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type AnthropicFake,
@@ -10,32 +8,7 @@ import {
   text,
   toolUse,
 } from "../helpers/anthropic-fake.ts";
-
-const run = promisify(execFile);
-const cli = join(import.meta.dirname, "../../bin/vmpilot.js");
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function vmpilot(args: string[], env: Record<string, string>): Promise<CliResult> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [cli, ...args], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", ...env },
-      timeout: 120_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
-
-async function git(cwd: string, ...args: string[]): Promise<string> {
-  return (await run("git", args, { cwd })).stdout.trim();
-}
+import { CLI as cli, git, run, scratchRepo, vmpilot } from "../helpers/cli.ts";
 
 /** The edit that makes the scratch project's test pass. */
 function fixAdd() {
@@ -45,21 +18,6 @@ function fixAdd() {
     old_str: "$(($1 - $2))",
     new_str: "$(($1 + $2))",
   });
-}
-
-/** A scratch project whose one test fails because `add` subtracts. */
-async function scratchRepo(root: string): Promise<string> {
-  const repo = join(root, "project");
-  await mkdir(repo);
-  await writeFile(join(repo, "math.sh"), "add() { echo $(($1 - $2)); }\n");
-  await writeFile(
-    join(repo, "test.sh"),
-    '. ./math.sh\n[ "$(add 2 3)" = 5 ] && echo "1 passed" || { echo "add 2 3 gave $(add 2 3)"; exit 1; }\n',
-  );
-  await git(root, "init", "--quiet", "--initial-branch=main", repo);
-  await git(repo, "add", ".");
-  await git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init");
-  return repo;
 }
 
 describe("vmpilot run", () => {

@@ -1,0 +1,47 @@
+// The real `vmpilot` binary and the scratch repositories the CLI tests give it.
+import { execFile } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+export const run = promisify(execFile);
+export const CLI = join(import.meta.dirname, "../../bin/vmpilot.js");
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the binary with only PATH, HOME and `env` in its environment. */
+export async function vmpilot(args: string[], env: Record<string, string>): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", ...env },
+      timeout: 120_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+export async function git(cwd: string, ...args: string[]): Promise<string> {
+  return (await run("git", args, { cwd })).stdout.trim();
+}
+
+/** A scratch project under root whose one test fails because `add` subtracts. */
+export async function scratchRepo(root: string): Promise<string> {
+  const repo = join(root, "project");
+  await mkdir(repo);
+  await writeFile(join(repo, "math.sh"), "add() { echo $(($1 - $2)); }\n");
+  await writeFile(
+    join(repo, "test.sh"),
+    '. ./math.sh\n[ "$(add 2 3)" = 5 ] && echo "1 passed" || { echo "add 2 3 gave $(add 2 3)"; exit 1; }\n',
+  );
+  await git(root, "init", "--quiet", "--initial-branch=main", repo);
+  await git(repo, "add", ".");
+  await git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init");
+  return repo;
+}
