@@ -11,6 +11,7 @@ import { createNodeMiddleware, Probot, run } from "probot";
 import { SmeeClient } from "smee-client";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins } from "./agent/plugins.ts";
 import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
+import { routeModel } from "./config/model-route.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
 import { createLogger } from "./github/logger.ts";
 import { watchRateLimit } from "./github/rate-limit.ts";
@@ -74,7 +75,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   if (config.appId === undefined || !config.privateKey) {
     throw new Error("APP_ID and PRIVATE_KEY are required; without them run the setup page");
   }
-  for (const secret of [config.webhookSecret, config.privateKey, config.anthropicApiKey]) {
+  const providerKeys = [...config.providers.values()].map((p) => p.apiKey);
+  for (const secret of [
+    config.webhookSecret,
+    config.privateKey,
+    config.anthropicApiKey,
+    ...providerKeys,
+  ]) {
     registerSecret(secret);
   }
   const logger =
@@ -124,6 +131,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       label: config.label,
       allowedUsers: config.allowedUsers,
       plugins: [...DEFAULT_ENABLED_PLUGINS],
+      model: config.model,
     };
     let appSlug: string | undefined;
     if (role !== "worker") {
@@ -192,6 +200,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
                 logger,
                 plugins,
                 anthropic: { apiKey: config.anthropicApiKey },
+                providers: config.providers,
                 defaults: settingsDefaults,
                 ...options.pipeline,
               },
@@ -325,9 +334,13 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
       onSignal(() => setup.stop());
       return;
     }
-    if (role !== "web" && !config.anthropicApiKey) {
+    if (
+      role !== "web" &&
+      !config.anthropicApiKey &&
+      routeModel(config.model, config.providers).provider === "anthropic"
+    ) {
       console.error(
-        "vmpilot: invalid configuration: ANTHROPIC_API_KEY: is required to run jobs (or start with --role web)",
+        "vmpilot: invalid configuration: ANTHROPIC_API_KEY: is required to run jobs on Anthropic's models (or set VMPILOT_MODEL to another provider's model, or start with --role web)",
       );
       process.exit(1);
     }

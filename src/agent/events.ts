@@ -18,6 +18,8 @@ export type FailureCode =
   | "api_connection"
   | "api_auth"
   | "api_request"
+  | "model_unavailable"
+  | "model_without_tools"
   | "output_cut_off"
   | "context_overflow"
   | "internal";

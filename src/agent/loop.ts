@@ -1,7 +1,8 @@
-import Anthropic from "@anthropic-ai/sdk";
-import { DEFAULT_MODEL, type ResolvedModel, resolveModel } from "../config/models.ts";
+import type Anthropic from "@anthropic-ai/sdk";
+import { routeModel } from "../config/model-route.ts";
+import { DEFAULT_MODEL, type ResolvedModel } from "../config/models.ts";
+import { loadProviders, type ProviderTable } from "../config/providers.ts";
 import type { Workspace } from "../workspace/types.ts";
-import { withCacheBreakpoints } from "./cache.ts";
 import {
   type CompactionOptions,
   clearOldToolResults,
@@ -13,18 +14,24 @@ import {
 import { AgentFailure, describeError } from "./errors.ts";
 import type { AgentEvent, AgentEventListener, FailureCode, FinishReason } from "./events.ts";
 import { type AgentLimits, limitReached, remainingMs } from "./limits.ts";
-import { type ClientOptions, callModel, createClient } from "./model-call.ts";
+import type { ClientOptions } from "./model-call.ts";
 import type { Plugin } from "./plugins.ts";
+import { AnthropicProvider } from "./providers/anthropic.ts";
+import { OpenAiProvider, type OpenAiProviderOptions } from "./providers/openai.ts";
+import {
+  ContextTooLongError,
+  type ModelProvider,
+  type ModelReply,
+  type ReplyBlock,
+} from "./providers/types.ts";
 import type { BashToolOptions } from "./tools/bash.ts";
 import type { EditorOptions } from "./tools/editor.ts";
 import { runToolCalls } from "./tools/run-calls.ts";
 import { buildToolset } from "./tools/toolset.ts";
 import type { AgentTool } from "./tools/types.ts";
-import { mergeUserTurns } from "./turns.ts";
-import { addUsage, emptyUsage, promptTokens, turnUsage, type UsageTotals } from "./usage.ts";
+import { addUsage, emptyUsage, pricedUsage, promptTokens, type UsageTotals } from "./usage.ts";
 
 type MessageParam = Anthropic.MessageParam;
-type ContentBlock = Anthropic.ContentBlock;
 
 export interface RunAgentOptions {
   workspace: Workspace;
@@ -49,8 +56,12 @@ export interface RunAgentOptions {
   /** Called for every message appended to the conversation, before the loop goes on. */
   onMessage?: (message: MessageParam) => void | Promise<void>;
   signal?: AbortSignal;
-  /** An SDK client, or options to make one. */
+  /** For Anthropic models: an SDK client, or options to make one. */
   client?: Anthropic | ClientOptions;
+  /** OpenAI-compatible providers by name; default: those the environment configures. */
+  providers?: ProviderTable;
+  /** Retries and timeout for OpenAI-compatible providers. */
+  compatible?: OpenAiProviderOptions;
   /** Backoff before retrying a stream that failed midway; default 1 s, doubling. */
   streamRetryDelayMs?: number;
 }
@@ -79,8 +90,34 @@ const MAX_CUTOFFS = 3;
 /** Times the loop sends the model back to work because a plugin's finish check failed. */
 const MAX_NUDGES = 2;
 
+function providerFor(options: RunAgentOptions): { provider: ModelProvider; model: ResolvedModel } {
+  let providers = options.providers;
+  if (!providers) {
+    const loaded = loadProviders(process.env);
+    if ("problems" in loaded)
+      throw new AgentFailure("model_unavailable", loaded.problems.join("; "));
+    providers = loaded.providers;
+  }
+  let route: ReturnType<typeof routeModel>;
+  try {
+    route = routeModel(options.model ?? DEFAULT_MODEL, providers);
+  } catch (error) {
+    throw new AgentFailure("model_unavailable", (error as Error).message);
+  }
+  if (route.provider === "anthropic") {
+    return {
+      provider: new AnthropicProvider(options.client, options.streamRetryDelayMs),
+      model: route.model,
+    };
+  }
+  return {
+    provider: new OpenAiProvider(route.provider, route.model.id, options.compatible),
+    model: route.model,
+  };
+}
+
 /**
- * Runs Claude on the workspace until it ends its turn, a limit is hit, or an error remains after
+ * Runs the model on the workspace until it ends its turn, a limit is hit, or an error remains after
  * retries. API and tool errors end the run with reason "error" (and a `failed` event); only
  * invalid options (an unknown tool in the allow-list) reject.
  */
@@ -90,8 +127,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentResult> {
 
 class AgentRun {
   readonly #o: RunAgentOptions;
-  readonly #client: Anthropic;
-  readonly #model: ResolvedModel;
+  #provider: ModelProvider | undefined;
+  #model: ResolvedModel | undefined;
   readonly #maxTokens: number;
   readonly #tools: AgentTool[];
   readonly #reports = new Map<string, unknown>();
@@ -104,14 +141,12 @@ class AgentRun {
   #cutoffs = 0;
   #nudges = 0;
   #forceCompaction = false;
+  #overflowRetried = false;
   /** Prompt size the API last reported, and how many history messages it covered. */
   #measured: { tokens: number; count: number } | undefined;
 
   constructor(options: RunAgentOptions) {
     this.#o = options;
-    this.#client =
-      options.client instanceof Anthropic ? options.client : createClient(options.client);
-    this.#model = resolveModel(options.model ?? DEFAULT_MODEL);
     this.#maxTokens = options.maxTokens ?? DEFAULT_MAX_TOKENS;
     this.#history = [...(options.messages ?? [])];
     this.#tools = buildToolset({
@@ -124,8 +159,15 @@ class AgentRun {
     });
   }
 
+  /** Set by execute() before any request. */
+  get #chosen(): { provider: ModelProvider; model: ResolvedModel } {
+    if (!this.#provider || !this.#model) throw new Error("no model chosen yet");
+    return { provider: this.#provider, model: this.#model };
+  }
+
   async execute(): Promise<AgentResult> {
     try {
+      ({ provider: this.#provider, model: this.#model } = providerFor(this.#o));
       if (this.#o.instruction !== undefined) {
         await this.#append({ role: "user", content: this.#o.instruction });
       }
@@ -140,14 +182,15 @@ class AgentRun {
           steps: this.#steps,
           startedAt: this.#started,
           costUsd: this.#usage.costUsd,
-          priceKnown: this.#model.known,
+          priceKnown: this.#chosen.model.known,
           cancelled: this.#o.signal?.aborted ?? false,
         });
         if (limit) return this.#finish(limit.reason, limit.detail);
         await this.#compactIfNeeded();
         this.#steps++;
         this.#emit({ type: "step_started", step: this.#steps });
-        const message = await this.#request(this.#history);
+        const message = await this.#requestHistory();
+        if (!message) continue;
         for (const block of message.content) {
           if (block.type === "text" && block.text)
             this.#emit({ type: "text", step: this.#steps, text: block.text });
@@ -161,11 +204,32 @@ class AgentRun {
     }
   }
 
+  /**
+   * The next reply to the conversation. A prompt the server finds too long for the model is
+   * compacted and asked again, once (undefined: go round); the next time the run fails.
+   */
+  async #requestHistory(): Promise<ModelReply | undefined> {
+    try {
+      return await this.#request(this.#history);
+    } catch (error) {
+      if (!(error instanceof ContextTooLongError)) throw error;
+      if (this.#overflowRetried) {
+        throw new AgentFailure(
+          "context_overflow",
+          `The conversation does not fit the model's context window, even compacted: ${error.message}`,
+        );
+      }
+      this.#overflowRetried = true;
+      this.#forceCompaction = true;
+      return undefined;
+    }
+  }
+
   async #handle(
-    message: Anthropic.Message,
+    message: ModelReply,
   ): Promise<{ reason: FinishReason; detail?: string } | undefined> {
     const content = message.content;
-    switch (message.stop_reason) {
+    switch (message.stopReason) {
       case "refusal":
         // The refused turn is not kept: a later turn can continue from the user's last message.
         return {
@@ -178,7 +242,10 @@ class AgentRun {
       case "tool_use":
         this.#cutoffs = 0;
         await this.#appendAssistant(content);
-        await this.#append({ role: "user", content: await this.#runTools(content) });
+        await this.#append({
+          role: "user",
+          content: await this.#runTools(content, notRun(message.invalidToolInput)),
+        });
         return undefined;
       case "max_tokens":
       case "model_context_window_exceeded":
@@ -199,10 +266,10 @@ class AgentRun {
   }
 
   /** A reply stopped by the output or context limit: finish its complete tool calls, then ask for the rest. */
-  async #continueCutOff(message: Anthropic.Message): Promise<void> {
+  async #continueCutOff(message: ModelReply): Promise<void> {
     this.#cutoffs++;
     const limit =
-      message.stop_reason === "max_tokens"
+      message.stopReason === "max_tokens"
         ? `max_tokens = ${this.#maxTokens}`
         : "the context window";
     if (this.#cutoffs > MAX_CUTOFFS) {
@@ -211,11 +278,18 @@ class AgentRun {
         `The model's reply was cut off by ${limit} ${this.#cutoffs} times in a row; raise maxTokens or split the task.`,
       );
     }
-    if (message.stop_reason === "model_context_window_exceeded") this.#forceCompaction = true;
+    if (message.stopReason === "model_context_window_exceeded") this.#forceCompaction = true;
     await this.#appendAssistant(message.content);
     const last = message.content.at(-1);
-    const cutOff = last?.type === "tool_use" ? { id: last.id, limit } : undefined;
-    const reply: Anthropic.ContentBlockParam[] = await this.#runTools(message.content, cutOff);
+    const cutOff = last?.type === "tool_use" ? last.id : undefined;
+    const refused = notRun(message.invalidToolInput);
+    if (cutOff) {
+      refused.set(
+        cutOff,
+        `This tool call was cut off by ${limit} before its input was complete, so it was not run. Send it again with a smaller input (for example, write a large file in several steps).`,
+      );
+    }
+    const reply: Anthropic.ContentBlockParam[] = await this.#runTools(message.content, refused);
     if (!cutOff) {
       reply.push({
         type: "text",
@@ -225,14 +299,14 @@ class AgentRun {
     await this.#append({ role: "user", content: reply });
   }
 
-  #runTools(content: ContentBlock[], cutOff?: { id: string; limit: string }) {
+  #runTools(content: ReplyBlock[], refused: ReadonlyMap<string, string>) {
     return runToolCalls(content, {
       tools: this.#tools,
       step: this.#steps,
       signal: this.#o.signal,
       remainingMs: () => remainingMs(this.#o.limits ?? {}, this.#started),
       emit: (event) => this.#emit(event),
-      cutOff,
+      notRun: refused,
     });
   }
 
@@ -244,39 +318,25 @@ class AgentRun {
     return undefined;
   }
 
-  async #request(
-    messages: MessageParam[],
-    extra: Partial<Anthropic.MessageStreamParams> = {},
-  ): Promise<Anthropic.Message> {
-    const cached = withCacheBreakpoints({
-      tools: this.#tools.map((t) => t.definition),
+  async #request(messages: MessageParam[], noTools = false): Promise<ModelReply> {
+    const { provider, model } = this.#chosen;
+    const reply = await provider.call({
+      model: model.id,
       system: this.#o.system,
-      messages: mergeUserTurns(messages),
+      messages,
+      tools: this.#tools,
+      maxTokens: this.#maxTokens,
+      noTools,
+      signal: this.#o.signal,
     });
-    const message = await callModel(
-      this.#client,
-      {
-        model: this.#model.id,
-        max_tokens: this.#maxTokens,
-        system: cached.system,
-        messages: cached.messages,
-        ...(cached.tools.length > 0 && { tools: cached.tools }),
-        ...extra,
-      },
-      {
-        signal: this.#o.signal,
-        streamRetries: this.#client.maxRetries,
-        retryDelayMs: this.#o.streamRetryDelayMs ?? 1000,
-      },
-    );
-    const turn = turnUsage(this.#model, message.usage);
+    const turn = pricedUsage(model, reply.usage);
     this.#usage = addUsage(this.#usage, turn);
     this.#emit({
       type: "usage",
       step: this.#steps,
       turn,
       totals: this.#usage,
-      priceKnown: this.#model.known,
+      priceKnown: model.known,
     });
     if (messages === this.#history) {
       // The reply is appended next; its output tokens are part of the following prompt.
@@ -285,7 +345,7 @@ class AgentRun {
         count: messages.length + 1,
       };
     }
-    return message;
+    return reply;
   }
 
   /** The prompt the next request would send, from the last measured usage plus what came since. */
@@ -302,7 +362,7 @@ class AgentRun {
 
   async #compactIfNeeded(): Promise<void> {
     const settings = this.#o.compaction ?? {};
-    const window = settings.contextWindow ?? this.#model.contextWindow;
+    const window = settings.contextWindow ?? this.#chosen.model.contextWindow;
     const limit = Math.min(window * (settings.threshold ?? 0.8), window - this.#maxTokens);
     const before = this.#promptEstimate();
     const forced = this.#forceCompaction;
@@ -316,9 +376,7 @@ class AgentRun {
     if (after >= limit || (forced && cleared.cleared === 0)) {
       const split = splitForSummary(messages, settings.keepMessages ?? 6);
       if (split) {
-        const reply = await this.#request(summaryRequestMessages(split.head), {
-          tool_choice: { type: "none" },
-        });
+        const reply = await this.#request(summaryRequestMessages(split.head), true);
         const summary = textOf(reply.content);
         if (!summary)
           throw new AgentFailure(
@@ -352,13 +410,12 @@ class AgentRun {
     });
   }
 
-  async #appendAssistant(content: ContentBlock[]): Promise<void> {
+  async #appendAssistant(content: ReplyBlock[]): Promise<void> {
     // An empty assistant turn is only valid last; the API merges the user turns around it.
     if (content.length === 0) return;
     const text = textOf(content);
     if (text) this.#finalText = text;
-    // Response blocks are valid request blocks; drop the fields only responses carry.
-    await this.#append({ role: "assistant", content: content.map(toParam) });
+    await this.#append({ role: "assistant", content });
   }
 
   async #append(message: MessageParam): Promise<void> {
@@ -378,7 +435,7 @@ class AgentRun {
       messages: [...this.#history],
       steps: this.#steps,
       usage: this.#usage,
-      priceKnown: this.#model.known,
+      priceKnown: this.#model?.known ?? true,
       finalText: this.#finalText,
       reports: Object.fromEntries(this.#reports),
       ...extra,
@@ -398,27 +455,22 @@ class AgentRun {
   }
 
   #fail(error: unknown): AgentResult {
-    const { code, message } = describeError(error, this.#client.maxRetries);
+    const { code, message } = describeError(error, {
+      describeError: (e) => this.#provider?.describeError(e),
+    });
     this.#emit({ type: "failed", code, error: message, steps: this.#steps, usage: this.#usage });
     return this.#result("error", { error: { code, message } });
   }
 }
 
-function textOf(content: readonly ContentBlock[]): string {
+function textOf(content: readonly ReplyBlock[]): string {
   return content
-    .filter((b): b is Anthropic.TextBlock => b.type === "text")
-    .map((b) => b.text)
+    .flatMap((b) => (b.type === "text" ? [b.text] : []))
     .join("\n")
     .trim();
 }
 
-function toParam(block: ContentBlock): Anthropic.ContentBlockParam {
-  if (block.type === "text") {
-    return block.citations
-      ? { type: "text", text: block.text, citations: block.citations }
-      : { type: "text", text: block.text };
-  }
-  if (block.type === "tool_use")
-    return { type: "tool_use", id: block.id, name: block.name, input: block.input };
-  return block as Anthropic.ContentBlockParam;
+/** The provider's unreadable tool calls, as answers for runToolCalls. */
+function notRun(invalid: Record<string, string> | undefined): Map<string, string> {
+  return new Map(Object.entries(invalid ?? {}));
 }

@@ -1,5 +1,5 @@
 import Anthropic from "@anthropic-ai/sdk";
-import { isRetryableStreamError } from "./errors.ts";
+import { isRetryableStreamError } from "./providers/anthropic-errors.ts";
 
 export interface ClientOptions {
   /** Default: ANTHROPIC_API_KEY, as the SDK reads it. */

@@ -1,4 +1,3 @@
-import type Anthropic from "@anthropic-ai/sdk";
 import { type ResolvedModel, requestCost, type TokenCounts } from "../config/models.ts";
 
 export interface UsageTotals extends TokenCounts {
@@ -17,15 +16,8 @@ export function emptyUsage(): UsageTotals {
 }
 
 /** One response's usage, priced. */
-export function turnUsage(model: ResolvedModel, usage: Anthropic.Usage): UsageTotals {
-  const tokens: TokenCounts = {
-    inputTokens: usage.input_tokens,
-    outputTokens: usage.output_tokens,
-    cacheCreationInputTokens: usage.cache_creation_input_tokens ?? 0,
-    cacheReadInputTokens: usage.cache_read_input_tokens ?? 0,
-    cacheCreation1hInputTokens: usage.cache_creation?.ephemeral_1h_input_tokens ?? 0,
-  };
-  return { ...tokens, costUsd: requestCost(model, tokens) };
+export function pricedUsage(model: ResolvedModel, tokens: TokenCounts): UsageTotals {
+  return { cacheCreation1hInputTokens: 0, ...tokens, costUsd: requestCost(model, tokens) };
 }
 
 export function addUsage(a: UsageTotals, b: UsageTotals): UsageTotals {

@@ -1,4 +1,7 @@
 import { loadSandboxLimits } from "../config/env.ts";
+import { routeModel } from "../config/model-route.ts";
+import { DEFAULT_MODEL } from "../config/models.ts";
+import { loadProviders } from "../config/providers.ts";
 import type { SandboxLimits } from "../workspace/index.ts";
 import { type RunArgs, type SessionArgs, UsageError } from "./args.ts";
 import { readAttachments, taskFromStdin, withAttachments } from "./attachments.ts";
@@ -22,7 +25,15 @@ export function sessionOptions(
   env: NodeJS.ProcessEnv,
   human: ProgressOutput,
 ): SessionOptions {
-  if (!env.ANTHROPIC_API_KEY && !env.ANTHROPIC_AUTH_TOKEN) {
+  const loaded = loadProviders(env);
+  if ("problems" in loaded) throw new UsageError(loaded.problems.join("; "));
+  let route: ReturnType<typeof routeModel>;
+  try {
+    route = routeModel(args.model ?? env.VMPILOT_MODEL ?? DEFAULT_MODEL, loaded.providers);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (route.provider === "anthropic" && !env.ANTHROPIC_API_KEY && !env.ANTHROPIC_AUTH_TOKEN) {
     throw new UsageError("ANTHROPIC_API_KEY is not set: export your Anthropic API key first");
   }
   const sandbox = loadSandboxLimits(env);
@@ -33,7 +44,8 @@ export function sessionOptions(
     dataDir: cliDataDir(env),
     repo: args.repo,
     provider: args.provider,
-    model: args.model,
+    model: args.model ?? env.VMPILOT_MODEL,
+    providers: loaded.providers,
     maxSteps: args.maxSteps,
     branch: args.branch,
     limits,

@@ -7,6 +7,7 @@ import { runAgent } from "../agent/loop.ts";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../agent/plugins.ts";
 import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
+import type { ProviderTable } from "../config/providers.ts";
 import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
 import { commitInWorkspace } from "../workspace/commit.ts";
 import { userGitClient } from "../workspace/git.ts";
@@ -81,6 +82,7 @@ export interface SessionOptions {
   repo?: string;
   provider: ProviderName;
   model?: string;
+  providers: ProviderTable;
   maxSteps?: number;
   branch?: string;
   limits: SandboxLimits;
@@ -190,6 +192,7 @@ export class CliSession {
         instruction,
         system,
         model: this.options.model,
+        providers: this.options.providers,
         limits: { maxSteps: this.options.maxSteps },
         plugins,
         onEvent: (event) => {

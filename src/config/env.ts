@@ -6,6 +6,9 @@ import { parseEnv } from "node:util";
 import { z } from "zod";
 import { parseAddressRange } from "../workspace/address-policy.ts";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../workspace/limits.ts";
+import { routeModel } from "./model-route.ts";
+import { DEFAULT_MODEL } from "./models.ts";
+import { loadProviders, type ProviderTable } from "./providers.ts";
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
@@ -83,6 +86,7 @@ const schema = z.object({
     z.enum(["json", "pretty"], { error: "must be json or pretty" }).optional(),
   ),
   ANTHROPIC_API_KEY: optionalString,
+  VMPILOT_MODEL: optionalString,
   HOST: z.preprocess(blankToUndefined, z.string().default("localhost")),
   PORT: integer(0, 65535, 3000),
   GHE_HOST: z.preprocess(
@@ -163,6 +167,10 @@ export interface Config {
   logLevel: LogLevel;
   logFormat: "json" | "pretty";
   anthropicApiKey?: string;
+  /** OpenAI-compatible model servers (OPENAI_*, OPENROUTER_API_KEY, OLLAMA_BASE_URL, VMPILOT_PROVIDERS). */
+  providers: ProviderTable;
+  /** VMPILOT_MODEL: the model of repositories that name none. */
+  model: string;
   host: string;
   port: number;
   /** GitHub REST API base, e.g. https://api.github.com or https://ghe.example.com/api/v3. */
@@ -221,6 +229,15 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     }
     if (!e.WEBHOOK_SECRET) problems.push("WEBHOOK_SECRET: is required when APP_ID is set");
   }
+  const loaded = loadProviders(env);
+  const providers = "providers" in loaded ? loaded.providers : new Map();
+  if ("problems" in loaded) problems.push(...loaded.problems);
+  const model = e.VMPILOT_MODEL ?? DEFAULT_MODEL;
+  try {
+    routeModel(model, providers);
+  } catch (error) {
+    problems.push(`VMPILOT_MODEL: ${(error as Error).message}`);
+  }
   if (Boolean(e.GITHUB_CLIENT_ID) !== Boolean(e.GITHUB_CLIENT_SECRET)) {
     problems.push("GITHUB_CLIENT_SECRET: GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET go together");
   }
@@ -240,6 +257,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       logLevel: e.LOG_LEVEL,
       logFormat: e.LOG_FORMAT ?? (production ? "json" : "pretty"),
       anthropicApiKey: e.ANTHROPIC_API_KEY,
+      providers,
+      model,
       host: e.HOST,
       port: e.PORT,
       baseUrl,

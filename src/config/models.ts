@@ -62,7 +62,7 @@ export const DEFAULT_MODEL = "claude-sonnet-5-5";
  * For a model missing from the table: the highest rates and the smallest window, so cost limits
  * trip early rather than late. Results priced this way are flagged `known: false`.
  */
-const FALLBACK: ModelInfo = { contextWindow: K200, rates: rates(10, 50, 12.5, 20, 1) };
+export const FALLBACK_MODEL: ModelInfo = { contextWindow: K200, rates: rates(10, 50, 12.5, 20, 1) };
 
 export interface ResolvedModel extends ModelInfo {
   /** The table key that matched, or the requested id when none did. */
@@ -74,7 +74,7 @@ export interface ResolvedModel extends ModelInfo {
 export function resolveModel(model: string): ResolvedModel {
   const base = model.replace(/\[1m\]$/, "").replace(/-\d{8}$/, "");
   const info = MODELS[base];
-  return info ? { id: base, known: true, ...info } : { id: model, known: false, ...FALLBACK };
+  return info ? { id: base, known: true, ...info } : { id: model, known: false, ...FALLBACK_MODEL };
 }
 
 /** Token counts as the Messages API reports them in `usage`. */

@@ -87,8 +87,13 @@ const repoConfigSchema = z
       ),
     model: z
       .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, "must be a model name like claude-sonnet-4-5")
-      .describe("Anthropic model id."),
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,149}$/,
+        "must be a model id like claude-sonnet-5-5, openai/gpt-5.1 or ollama/qwen3-coder:30b",
+      )
+      .describe(
+        "Model id: claude-… (Anthropic), or <provider>/<model> for an OpenAI-compatible provider the operator configured.",
+      ),
     maxSteps: z
       .int("must be a whole number")
       .min(1, "must be at least 1")

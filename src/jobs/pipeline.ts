@@ -6,6 +6,8 @@ import type Anthropic from "@anthropic-ai/sdk";
 import type { ProbotOctokit } from "probot";
 import type { ClientOptions } from "../agent/model-call.ts";
 import type { Plugin } from "../agent/plugins.ts";
+import type { OpenAiProviderOptions } from "../agent/providers/openai.ts";
+import type { ProviderTable } from "../config/providers.ts";
 import type { RepoSettings } from "../config/repo-config.ts";
 import { isPermanent } from "../errors.ts";
 import { gatherIssueContext } from "../github/issue-context.ts";
@@ -50,6 +52,10 @@ export interface PipelineDeps {
   plugins: readonly Plugin[];
   /** The Anthropic client, or options to make one (API key, base URL, retries). */
   anthropic?: Anthropic | ClientOptions;
+  /** OpenAI-compatible model servers; default none. */
+  providers?: ProviderTable;
+  /** Retries and timeout for those. */
+  compatible?: OpenAiProviderOptions;
   /** Default "sandbox". */
   provider?: ProviderName;
   /** NETWORK_ALLOW_PRIVATE: loopback/private ranges the sandbox proxy may reach; default none. */
@@ -242,6 +248,8 @@ async function work(
     maxWallTimeMs: deps.maxWallTimeMs ?? settings.settings.timeoutMinutes * 60_000,
     available: deps.plugins,
     anthropic: deps.anthropic,
+    providers: deps.providers ?? new Map(),
+    compatible: deps.compatible,
     streamRetryDelayMs: deps.streamRetryDelayMs,
     progress,
     signal: run.signal,

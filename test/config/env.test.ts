@@ -271,7 +271,15 @@ describe("npm start", () => {
     const result = await exited(start({ ...app }, ["--role", "worker"]));
     expect(result.code).toBe(1);
     expect(result.stderr.trim()).toBe(
-      "vmpilot: invalid configuration: ANTHROPIC_API_KEY: is required to run jobs (or start with --role web)",
+      "vmpilot: invalid configuration: ANTHROPIC_API_KEY: is required to run jobs on Anthropic's models (or set VMPILOT_MODEL to another provider's model, or start with --role web)",
+    );
+  });
+
+  it("names an unconfigured provider of VMPILOT_MODEL", async () => {
+    const result = await exited(start({ ...app, VMPILOT_MODEL: "ollama/qwen3-coder:30b" }, []));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'VMPILOT_MODEL: the model ollama/qwen3-coder:30b is served by "ollama", which is not configured (configured: anthropic)',
     );
   });
 

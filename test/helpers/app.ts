@@ -1,6 +1,7 @@
 // The real server, started in-process for tests: test configuration with a generated app key.
 import { generateKeyPairSync } from "node:crypto";
 import type { Config } from "../../src/config/env.ts";
+import { DEFAULT_MODEL } from "../../src/config/models.ts";
 import { createLogger } from "../../src/github/logger.ts";
 import { type RunningServer, type StartOptions, startServer } from "../../src/main.ts";
 import type { Database } from "../../src/store/database.ts";
@@ -39,6 +40,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     allowedUsers: [],
     networkAllowPrivate: [],
     sandboxLimits: DEFAULT_LIMITS,
+    providers: new Map(),
+    model: DEFAULT_MODEL,
     production: false,
     oauth: null,
     sessionSecret: "test-session-secret-0123456789abcdef",

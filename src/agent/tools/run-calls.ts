@@ -8,13 +8,16 @@ export interface ToolCallContext {
   signal?: AbortSignal;
   remainingMs(): number;
   emit(event: AgentEvent): void;
-  /** A tool call whose input the output limit cut short: answered with an error, not run. */
-  cutOff?: { id: string; limit: string };
+  /**
+   * Tool calls answered with this error instead of being run, by id: input the output limit cut
+   * short, or arguments that were not valid JSON.
+   */
+  notRun?: ReadonlyMap<string, string>;
 }
 
 /** Runs the reply's tool calls one after another and returns their results, in order. */
 export async function runToolCalls(
-  content: readonly Anthropic.ContentBlock[],
+  content: readonly Anthropic.ContentBlockParam[],
   context: ToolCallContext,
 ): Promise<Anthropic.ToolResultBlockParam[]> {
   const results: Anthropic.ToolResultBlockParam[] = [];
@@ -23,13 +26,8 @@ export async function runToolCalls(
     const { id, name, input } = block;
     context.emit({ type: "tool_call", step: context.step, id, name, input });
     const started = Date.now();
-    const outcome =
-      id === context.cutOff?.id
-        ? {
-            content: `This tool call was cut off by ${context.cutOff.limit} before its input was complete, so it was not run. Send it again with a smaller input (for example, write a large file in several steps).`,
-            isError: true,
-          }
-        : await runOne(block, context);
+    const refusal = context.notRun?.get(id);
+    const outcome = refusal ? { content: refusal, isError: true } : await runOne(block, context);
     context.emit({
       type: "tool_result",
       step: context.step,
@@ -51,7 +49,7 @@ export async function runToolCalls(
 }
 
 async function runOne(
-  block: Anthropic.ToolUseBlock,
+  block: Anthropic.ToolUseBlockParam,
   context: ToolCallContext,
 ): Promise<ToolOutcome> {
   const tool = context.tools.find((t) => t.name === block.name);

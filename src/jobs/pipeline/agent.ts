@@ -5,6 +5,8 @@ import { type AgentResult, runAgent } from "../../agent/loop.ts";
 import { type ClientOptions, createClient } from "../../agent/model-call.ts";
 import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent/plugins.ts";
 import { buildSystemPrompt } from "../../agent/prompt.ts";
+import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
+import type { ProviderTable } from "../../config/providers.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import type { Logger } from "../../github/logger.ts";
 import type { TestsSummary } from "../../github/progress-comment.ts";
@@ -31,6 +33,8 @@ export interface JobAgentInput {
   maxWallTimeMs: number;
   available: readonly Plugin[];
   anthropic?: Anthropic | ClientOptions;
+  providers: ProviderTable;
+  compatible?: OpenAiProviderOptions;
   streamRetryDelayMs?: number;
   progress: JobProgress;
   logger: Logger;
@@ -98,6 +102,8 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
     },
     signal: input.signal,
     client,
+    providers: input.providers,
+    compatible: input.compatible,
     streamRetryDelayMs: input.streamRetryDelayMs,
   });
   await compacted;
