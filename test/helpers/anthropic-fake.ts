@@ -227,7 +227,7 @@ function sse(event: string, data: unknown): string {
 }
 
 /** Splits a string into pieces of `size` code points, so deltas arrive in chunks like the real thing. */
-function pieces(value: string, size: number): string[] {
+export function pieces(value: string, size: number): string[] {
   const chars = [...value];
   if (chars.length === 0) return [""];
   const out: string[] = [];
