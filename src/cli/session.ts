@@ -231,7 +231,8 @@ export class CliSession {
       chatCostUsd: chat.costUsd,
       seconds: Number(seconds),
     };
-    const totals = `${formatUsd(usage.costUsd)} (conversation ${chat.id}: ${formatUsd(chat.costUsd)})`;
+    const estimate = result.priceKnown ? "" : " (an estimate: the model's price is unknown)";
+    const totals = `${formatUsd(usage.costUsd)} (conversation ${chat.id}: ${formatUsd(chat.costUsd)})${estimate}`;
     if (result.reason === "error") {
       const error = result.error?.message ?? "unknown error";
       this.#print(`✗ failed: ${error}`);

@@ -30,6 +30,8 @@ export interface ProgressView {
   activity?: string;
   startedAt: number;
   costUsd: number;
+  /** False when the model's price is unknown and the cost is an estimate at fallback prices. */
+  priceKnown?: boolean;
 }
 
 export interface TestsSummary {
@@ -44,6 +46,7 @@ interface UsageSummary {
   cacheReadInputTokens: number;
   cacheCreationInputTokens: number;
   costUsd: number;
+  priceKnown?: boolean;
 }
 
 /** What the comment shows when the job ended without an error. */
@@ -89,8 +92,10 @@ export function formatDuration(ms: number): string {
   return `${s}s`;
 }
 
-export function formatCost(usd: number): string {
-  return `$${usd < 1 ? usd.toFixed(4) : usd.toFixed(2)}`;
+/** An unknown price is never shown as a plain figure: the figure is a fallback estimate. */
+export function formatCost(usd: number, priceKnown = true): string {
+  const figure = `$${usd < 1 ? usd.toFixed(4) : usd.toFixed(2)}`;
+  return priceKnown ? figure : `unknown (the model's price is not known; estimated ~${figure})`;
 }
 
 function oneLine(text: string, cap: number): string {
@@ -119,7 +124,7 @@ export function renderProgress(view: ProgressView, now: number): string {
   lines.push("");
   if (view.activity) lines.push(`Latest: ${codeSpan(oneLine(view.activity, ACTIVITY_CAP))}`, "");
   lines.push(
-    `Elapsed ${formatDuration(now - view.startedAt)} · cost so far ${formatCost(view.costUsd)}`,
+    `Elapsed ${formatDuration(now - view.startedAt)} · cost so far ${formatCost(view.costUsd, view.priceKnown)}`,
     "",
     jobMarker(view.jobId),
   );
@@ -153,7 +158,7 @@ export function renderFinal(view: FinalView): string {
   lines.push(
     testsLine(view.tests),
     tokensLine(view.usage),
-    `- Cost: ${formatCost(view.usage.costUsd)} · time: ${formatDuration(view.finishedAt - view.startedAt)}`,
+    `- Cost: ${formatCost(view.usage.costUsd, view.usage.priceKnown)} · time: ${formatDuration(view.finishedAt - view.startedAt)}`,
     "",
     jobMarker(view.jobId),
   );

@@ -38,6 +38,7 @@ export interface PullRequestBodyInput {
   tests?: TestsSummary;
   files: readonly ChangedFile[];
   costUsd: number;
+  priceKnown?: boolean;
   durationMs: number;
   /** The issue the pull request resolves. */
   fixes?: number;
@@ -81,7 +82,7 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
     `**Files changed (${input.files.length}):**`,
     ...files,
     "",
-    `**Cost:** ${formatCost(input.costUsd)} · **time:** ${formatDuration(input.durationMs)} · ` +
+    `**Cost:** ${formatCost(input.costUsd, input.priceKnown)} · **time:** ${formatDuration(input.durationMs)} · ` +
       `asked by @${input.requester} · [session log](${input.jobUrl})`,
     "",
     "Draft opened by vmpilot. Review it like any other pull request before merging.",

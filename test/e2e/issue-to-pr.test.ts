@@ -1,7 +1,8 @@
 // The product end to end, in-process: GitHub's signed example payloads through the real server,
 // store (PGlite), queue, worker and pipeline, with the sandbox (bwrap) and git for real. The remote
 // is a bare repository behind `git http-backend` on loopback, demanding the installation token; the
-// model is the Anthropic fake at its HTTP edge; GitHub's REST API is mocked with nock.
+// model is the Anthropic fake or the OpenAI-compatible fake at its HTTP edge; GitHub's REST API is
+// mocked with nock.
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,6 +28,7 @@ import {
   mockPermission,
   useGitHubMock,
 } from "../helpers/github-mock.ts";
+import { type OpenAiFake, startOpenAiFake } from "../helpers/openai-fake.ts";
 import { deliver, examplePayload, type Payload } from "../helpers/webhooks.ts";
 import { captureComment, plain, sh } from "../jobs/pipeline-harness.ts";
 import { seedServedRepo } from "./remote.ts";
@@ -44,6 +46,7 @@ let remote: string;
 let git: GitHttpServer;
 let db: Database;
 let fake: AnthropicFake;
+let compatible: OpenAiFake;
 let server: RunningServer;
 let nextInstallation = 4100;
 
@@ -52,11 +55,26 @@ beforeAll(async () => {
   remote = seedServedRepo(base, REPO);
   git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
   fake = await startAnthropicFake();
+  compatible = await startOpenAiFake();
   db = await openDatabase({ dataDir: "memory://" });
   mockApp(APP_SLUG);
   server = await startTestServer(db, {
     pipeline: {
       anthropic: { apiKey: API_KEY, baseURL: fake.url, maxRetries: 0 },
+      // An Ollama of the operator's: its models cost nothing.
+      providers: new Map([
+        [
+          "ollama",
+          {
+            name: "ollama",
+            baseUrl: compatible.url,
+            prices: {},
+            defaultPrice: { input: 0, output: 0 },
+            stream: true,
+          },
+        ],
+      ]),
+      compatible: { maxRetries: 0 },
       dataDir: join(base, "data"),
       provider: "sandbox",
       // The first progress edit goes out at once, then the final one. Probot's client spaces an
@@ -71,12 +89,15 @@ beforeAll(async () => {
 afterEach(() => {
   expect(fake.problems, "requests the Anthropic fake refused").toEqual([]);
   expect(fake.pending(), "scripted model replies left over").toBe(0);
+  expect(compatible.problems, "requests the OpenAI-compatible fake refused").toEqual([]);
+  expect(compatible.pending(), "scripted model replies left over").toBe(0);
 });
 
 afterAll(async () => {
   await server?.close();
   await db?.close();
   await fake?.close();
+  await compatible?.close();
   await git?.close();
   await rm(base, { recursive: true, force: true });
 });
@@ -123,13 +144,13 @@ function mockToken(installation: number) {
     });
 }
 
-/** What every run reads first: no vmpilot.yml anywhere, the issue, and its comments. */
-function mockReads(number: number, comments: unknown[] = []) {
-  github()
-    .get(`/repos/${REPO}/contents/.github%2Fvmpilot.yml`)
-    .reply(404)
-    .get("/repos/Codertocat/.github/contents/.github%2Fvmpilot.yml")
-    .reply(404)
+/** What every run reads first: vmpilot.yml (none anywhere, or `config`), the issue, and its comments. */
+function mockReads(number: number, comments: unknown[] = [], config?: string) {
+  const file = github().get(`/repos/${REPO}/contents/.github%2Fvmpilot.yml`);
+  const scope = config
+    ? file.reply(200, config, { "content-type": "text/plain; charset=utf-8" })
+    : file.reply(404).get("/repos/Codertocat/.github/contents/.github%2Fvmpilot.yml").reply(404);
+  scope
     .get(`/repos/${REPO}/issues/${number}`)
     .reply(200, {
       number,
@@ -164,23 +185,47 @@ function fixScript(command: string, summary: string): FakeReply[] {
   ];
 }
 
-describe("issue to pull request", () => {
-  it("label → 👀 → progress comment → branch pushed → draft PR with Fixes #1 → final comment links it; a mention continues the chat on the same branch and PR", {
+// The same flow on each kind of model server. The OpenAI-compatible one is chosen the way a
+// maintainer would: `model: ollama/…` in the repository's vmpilot.yml.
+const backends = [
+  {
+    name: "Anthropic",
+    issue: 1,
+    config: undefined,
+    model: () => fake as { push(...steps: FakeReply[]): void; requests: { body: Payload }[] },
+    // biome-ignore lint/suspicious/noExplicitAny: raw request JSON.
+    opening: (body: any) => body.messages[0],
+  },
+  {
+    name: "OpenAI-compatible (Ollama)",
+    issue: 11,
+    config: "model: ollama/qwen3-coder:30b\n",
+    model: () => compatible as { push(...steps: FakeReply[]): void; requests: { body: Payload }[] },
+    // biome-ignore lint/suspicious/noExplicitAny: raw request JSON.
+    opening: (body: any) => body.messages[1],
+  },
+];
+
+describe.each(backends)("issue to pull request on $name", (backend) => {
+  it("label → 👀 → progress comment → branch pushed → draft PR with Fixes #N → final comment links it; a mention continues the chat on the same branch and PR", {
     timeout: 90_000,
   }, async () => {
+    const model = backend.model();
+    const n = backend.issue;
+    const prNumber = n + 1;
     const installation = nextInstallation++;
-    const branch = "vmpilot/issue-1-spelling-error-in-the-readme-file";
+    const branch = `vmpilot/issue-${n}-spelling-error-in-the-readme-file`;
     const timeline: string[] = [];
     mockToken(installation);
     mockPermission(REPO, "Codertocat", "write");
     github()
-      .post(`/repos/${REPO}/issues/1/reactions`)
+      .post(`/repos/${REPO}/issues/${n}/reactions`)
       .reply(async (request: Request) => {
         timeline.push(`reaction:${((await request.json()) as { content: string }).content}`);
         return [201, { id: 1, content: "eyes" }];
       });
-    const comment = mockComment(1, 501, timeline);
-    mockReads(1);
+    const comment = mockComment(n, 500 + n, timeline);
+    mockReads(n, [], backend.config);
     let pr: Record<string, unknown> = {};
     github()
       .get(`/repos/${REPO}/pulls`)
@@ -191,95 +236,125 @@ describe("issue to pull request", () => {
         // The branch is on the remote before the pull request is asked for.
         timeline.push(`pull_request:${sh(remote, `git show ${branch}:README.md`)}`);
         pr = (await request.json()) as Record<string, unknown>;
-        return [201, { number: 2, html_url: `https://github.com/${REPO}/pull/2` }];
+        return [201, { number: prNumber, html_url: `https://github.com/${REPO}/pull/${prNumber}` }];
       });
-    fake.push(
+    const opened = model.requests.length;
+    model.push(
       ...fixScript("sed -i 's/Helo/Hello/' README.md", "Fixed the typo.\n\nSummary: Fix Helo typo"),
     );
 
     const labeled = payloadFor("issues", "labeled", installation);
     labeled.label.name = "vmpilot";
+    labeled.issue.number = n;
+    // Another issue for each backend: a label event with the same ids would be a replay.
+    labeled.issue.id += n;
     const first = await finished((await send("issues", labeled)).id);
 
-    expect(first).toMatchObject({ status: "succeeded", prNumber: 2, branch, attempts: 1 });
+    expect(first).toMatchObject({ status: "succeeded", prNumber, branch, attempts: 1 });
     expect(timeline).toEqual(["reaction:eyes", "comment", "pull_request:Hello World"]);
     expect(sh(remote, `git log -1 --format='%an|%B' ${branch}`)).toBe(
       `${APP_SLUG}[bot]|Fix Helo typo\n\nCo-authored-by: Codertocat <${REQUESTER_ID}+Codertocat@users.noreply.github.com>`,
     );
     expect(sh(remote, "git show master:README.md")).toBe("Helo World");
     expect(pr).toMatchObject({ head: branch, base: "master", draft: true, title: "Fix Helo typo" });
-    expect(pr.body).toContain("Fixes #1");
+    expect(pr.body).toContain(`Fixes #${n}`);
     expect(pr.body).toContain("**Tests:** ✔ passed (`sh test.sh`)");
+    // Priced as the operator configured the provider: an Ollama of one's own costs nothing.
+    if (backend.config) expect(pr.body).toContain("**Cost:** $0.0000");
     expect(comment[0]).toContain("👀 **vmpilot is on it**");
     // Edited in place while the job ran: the checklist, then the outcome.
     expect(comment.some((body) => body.startsWith("⏳ **vmpilot is working**"))).toBe(true);
     const final = comment.at(-1) ?? "";
-    expect(final).toContain("✅ **Opened draft pull request #2**");
-    expect(final).toContain(`Pull request: [#2](https://github.com/${REPO}/pull/2)`);
+    expect(final).toContain(`✅ **Opened draft pull request #${prNumber}**`);
+    expect(final).toContain(
+      `Pull request: [#${prNumber}](https://github.com/${REPO}/pull/${prNumber})`,
+    );
     expect(final).toContain(`<!-- vmpilot:job:${first.id} -->`);
     // The issue text reached the model sanitized, fenced as context.
-    const opening = JSON.stringify(fake.requests[0]?.body.messages[0]);
+    const opening = JSON.stringify(backend.opening(model.requests[opened]?.body));
     expect(opening).toContain("<github_context>");
     expect(opening).not.toContain("push to master");
     const firstRun = await listMessages(db.pool, first.chatId);
     expect(firstRun).toHaveLength(8);
-    expect(await getChat(db.pool, first.chatId)).toMatchObject({ prNumber: 2, branch });
+    expect(await getChat(db.pool, first.chatId)).toMatchObject({ prNumber, branch });
     expectGitHubDone();
 
     // The follow-up: a mention in a comment on the same issue.
     const followUp = payloadFor("issue_comment", "created", installation);
-    followUp.comment.id = 9001;
+    followUp.issue.number = n;
+    followUp.issue.id += n;
+    followUp.comment.id = 9000 + n;
     followUp.comment.body = `@${APP_SLUG} please also end the greeting with an exclamation mark`;
     mockPermission(REPO, "Codertocat", "write");
-    github().post(`/repos/${REPO}/issues/comments/9001/reactions`).reply(201, { id: 2 });
-    const comment2 = mockComment(1, 502, []);
-    mockReads(1, [
-      {
-        id: 9001,
-        user: { login: "Codertocat" },
-        body: followUp.comment.body,
-        created_at: new Date().toISOString(),
-      },
-    ]);
+    github()
+      .post(`/repos/${REPO}/issues/comments/${9000 + n}/reactions`)
+      .reply(201, { id: 2 });
+    const comment2 = mockComment(n, 600 + n, []);
+    mockReads(
+      n,
+      [
+        {
+          id: 9000 + n,
+          user: { login: "Codertocat" },
+          body: followUp.comment.body,
+          created_at: new Date().toISOString(),
+        },
+      ],
+      backend.config,
+    );
     let updated = "";
     github()
-      .get(`/repos/${REPO}/pulls/2`)
-      .reply(200, { number: 2, state: "open", html_url: `https://github.com/${REPO}/pull/2` })
-      .patch(`/repos/${REPO}/pulls/2`)
+      .get(`/repos/${REPO}/pulls/${prNumber}`)
+      .reply(200, {
+        number: prNumber,
+        state: "open",
+        html_url: `https://github.com/${REPO}/pull/${prNumber}`,
+      })
+      .patch(`/repos/${REPO}/pulls/${prNumber}`)
       .reply(async (request: Request) => {
         updated = ((await request.json()) as { body: string }).body;
-        return [200, { number: 2 }];
+        return [200, { number: prNumber }];
       });
     const [resumed, ...rest] = fixScript(
       "sed -i 's/Hello World/Hello World!/' README.md",
       "Added the exclamation mark.\n\nSummary: Exclaim the greeting",
     );
-    const seen = fake.requests.length;
-    fake.push(
-      (request) => {
-        // The whole first run comes first, then the new request.
+    const seen = model.requests.length;
+    model.push(
+      // biome-ignore lint/suspicious/noExplicitAny: raw request JSON.
+      ((request: { body: any }) => {
+        // The whole first run comes first, tool calls included, then the new request.
         const messages = request.body.messages;
-        expect(messages.slice(0, firstRun.length).map(plain)).toEqual(firstRun.map(plain));
+        if (backend.config === undefined) {
+          expect(messages.slice(0, firstRun.length).map(plain)).toEqual(firstRun.map(plain));
+        } else {
+          const calls = messages.flatMap((m: { tool_calls?: unknown[] }) => m.tool_calls ?? []);
+          expect(calls).toHaveLength(3);
+          expect(JSON.stringify(calls)).toContain("sed -i 's/Helo/Hello/' README.md");
+          expect(messages.filter((m: { role: string }) => m.role === "tool")).toHaveLength(3);
+        }
         expect(JSON.stringify(messages.at(-1))).toContain("end the greeting with an exclamation");
         return resumed as FakeReply;
-      },
+      }) as unknown as FakeReply,
       ...rest,
     );
 
     const second = await finished((await send("issue_comment", followUp)).id);
 
-    expect(second).toMatchObject({ status: "succeeded", prNumber: 2, branch });
+    expect(second).toMatchObject({ status: "succeeded", prNumber, branch });
     expect(second.chatId).toBe(first.chatId);
-    expect(fake.requests).toHaveLength(seen + 4);
+    expect(model.requests).toHaveLength(seen + 4);
     expect(sh(remote, `git log --format=%s master..${branch}`)).toBe(
       "Exclaim the greeting\nFix Helo typo",
     );
     expect(sh(remote, `git show ${branch}:README.md`)).toBe("Hello World!");
-    expect(updated).toContain("Fixes #1");
-    expect(comment2.at(-1)).toContain("✅ **Updated pull request #2**");
+    expect(updated).toContain(`Fixes #${n}`);
+    expect(comment2.at(-1)).toContain(`✅ **Updated pull request #${prNumber}**`);
     expect(await listMessages(db.pool, first.chatId)).toHaveLength(16);
   });
+});
 
+describe("issue to pull request", () => {
   it("a 502 from GitHub on pull request creation is retried by the app's client: one pull request", {
     timeout: 60_000,
   }, async () => {

@@ -34,6 +34,16 @@ describe("renderProgress", () => {
     expect(body).toContain("<!-- vmpilot:job:7 -->");
   });
 
+  it("shows an unknown model price as unknown, with the fallback estimate, never as a plain figure", () => {
+    const body = renderProgress(
+      { ...job, current: "agent", startedAt: 0, costUsd: 0.5, priceKnown: false },
+      0,
+    );
+    expect(body).toContain(
+      "cost so far unknown (the model's price is not known; estimated ~$0.5000)",
+    );
+  });
+
   it("shows only the steps a job has", () => {
     const body = renderProgress(
       {

@@ -33,6 +33,7 @@ export interface DeliverInput {
   knownPr: number | null;
   jobUrl: string;
   costUsd: number;
+  priceKnown?: boolean;
   startedAt: number;
   signal: AbortSignal;
 }
@@ -86,6 +87,7 @@ export async function deliver(input: DeliverInput): Promise<Delivered> {
     tests: input.tests,
     files: published.files,
     costUsd: input.costUsd,
+    priceKnown: input.priceKnown,
     durationMs: Date.now() - input.startedAt,
     fixes: input.fixes,
     requester: input.requester,

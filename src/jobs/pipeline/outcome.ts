@@ -28,7 +28,11 @@ function baseView(session: Session, result: AgentResult) {
     jobId: session.job.id,
     jobUrl: session.url,
     startedAt: session.startedAt,
-    usage: { ...result.usage, costUsd: session.job.costUsd + result.usage.costUsd },
+    usage: {
+      ...result.usage,
+      costUsd: session.job.costUsd + result.usage.costUsd,
+      priceKnown: result.priceKnown,
+    },
     tests: testsOf(result),
     notes: result.detail ? [result.detail] : [],
     ok: result.reason === "end_turn",
@@ -113,6 +117,7 @@ export async function fixBody(input: FixInput): Promise<string> {
     knownPr: chat.prNumber ?? job.prNumber,
     jobUrl: session.url,
     costUsd: view.usage.costUsd,
+    priceKnown: view.usage.priceKnown,
     startedAt: session.startedAt,
     signal: input.signal,
   });

@@ -104,6 +104,7 @@ export class JobProgress {
       countUsage(event.turn);
       const costUsd = this.#o.baseCostUsd + event.totals.costUsd;
       this.view.costUsd = costUsd;
+      this.view.priceKnown = event.priceKnown;
       const usage = { ...event.totals };
       this.#write(() => updateJob(this.#o.db, this.#o.jobId, { usage, costUsd }).then(() => {}));
     }
