@@ -146,6 +146,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
           githubWebUrl: config.githubWebUrl,
           defaults: settingsDefaults,
           plugins: plugins.map((plugin) => plugin.name),
+          providers: config.providers,
         },
       });
       // Live job pages hold their connections open; the server cannot close before they end.

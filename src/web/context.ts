@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type pg from "pg";
+import type { ProviderTable } from "../config/providers.ts";
 import { defaults, type RepoConfig, type RepoSettings } from "../config/repo-config.ts";
 import type { Logger } from "../github/logger.ts";
 import { TtlCache } from "./cache.ts";
@@ -22,6 +23,8 @@ export interface WebConfig {
   defaults?: RepoSettings;
   /** Installed plugin names offered on the settings page. */
   plugins?: string[];
+  /** OpenAI-compatible model providers: the settings page lists them and refuses others. */
+  providers?: ProviderTable;
   /** How often a live job page looks for new events. Default 500 ms. */
   pollIntervalMs?: number;
 }

@@ -1,4 +1,5 @@
 import { MODELS } from "../config/models.ts";
+import { OPENAI_MODELS } from "../config/openai-models.ts";
 import {
   describeSetting,
   getSetting,
@@ -26,6 +27,8 @@ export interface SettingsView {
   general: string[];
   saved: boolean;
   plugins: string[];
+  /** The model providers the operator configured, by the prefix model ids use. */
+  providers: string[];
 }
 
 const LABELS: Record<SettingKey, string> = {
@@ -81,7 +84,15 @@ ${csrfField(view.session)}
 ${settingKeys.map((key) => field(view, key))}
 <div><button type="submit" class="primary">Save settings</button></div>
 </form>
-<datalist id="models">${Object.keys(MODELS).map((m) => html`<option value="${m}"></option>`)}</datalist>`;
+<datalist id="models">${modelChoices(view.providers).map((m) => html`<option value="${m}"></option>`)}</datalist>`;
+}
+
+/** Anthropic's models, and OpenAI's when that provider is configured; others take any name. */
+function modelChoices(providers: string[]): string[] {
+  const openai = providers.includes("openai")
+    ? Object.keys(OPENAI_MODELS).map((m) => `openai/${m}`)
+    : [];
+  return [...Object.keys(MODELS), ...openai];
 }
 
 function field(view: SettingsView, key: SettingKey): Html {
@@ -93,6 +104,7 @@ function field(view: SettingsView, key: SettingKey): Html {
   const source = html`<span class="source source-${view.sources[key]}">${SOURCE_TEXT[view.sources[key]]}</span>`;
   const after = html`${errors.length ? html`<p class="error" id="${id}-error">${errors.join(" ")}</p>` : ""}
 <p class="hint" id="${id}-hint">${describeSetting(key)} ${LINE_HINTS[key] ?? ""}
+${key === "model" ? html`Configured providers: ${view.providers.join(", ")}.` : ""}
 (<code>${key}</code> in the file)</p>
 ${fileNote(view, key)}`;
   switch (FIELD_KINDS[key]) {

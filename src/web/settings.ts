@@ -1,3 +1,5 @@
+import { routeModel } from "../config/model-route.ts";
+import type { ProviderTable } from "../config/providers.ts";
 import { type RepoConfig, resolveSettings } from "../config/repo-config.ts";
 import { getRepository, setRepositorySettings, upsertRepository } from "../store/installations.ts";
 import { administeredRepo, pageSettings } from "./access.ts";
@@ -10,6 +12,7 @@ import { page } from "./layout.ts";
 import type { Session } from "./session.ts";
 import {
   configFromValues,
+  type FormResult,
   type FormValues,
   overridesOf,
   valuesFromForm,
@@ -65,7 +68,7 @@ export async function saveRepoSettings(web: WebServices, ctx: RequestContext): P
   requireCsrf(session, form);
   const repo = await administeredRepo(web, session, repoName(ctx));
   const values: FormValues = valuesFromForm(form);
-  const result = configFromValues(values);
+  const result = withConfiguredModel(configFromValues(values), web.config.providers ?? new Map());
   if (!result.ok) {
     const state = await loadState(web, session, repo);
     const { sources } = resolveSettings({
@@ -95,6 +98,19 @@ export async function saveRepoSettings(web: WebServices, ctx: RequestContext): P
   redirect(ctx.res, `/settings/${repo.fullName}?saved=1`);
 }
 
+/** A model whose provider the operator has not configured would fail every job: refused here. */
+function withConfiguredModel(result: FormResult, providers: ProviderTable): FormResult {
+  if (!result.ok || result.config.model === undefined) return result;
+  try {
+    routeModel(result.config.model, providers);
+    return result;
+  } catch (error) {
+    const message = (error as Error).message;
+    const sentence = `${message.charAt(0).toUpperCase()}${message.slice(1)}.`;
+    return { ok: false, errors: { model: [sentence] }, general: [] };
+  }
+}
+
 interface StoredState {
   page: RepoConfig | null;
   file: RepoConfig | null;
@@ -116,9 +132,14 @@ function show(
   ctx: RequestContext,
   session: Session,
   status: number,
-  view: Omit<SettingsView, "session" | "plugins">,
+  view: Omit<SettingsView, "session" | "plugins" | "providers">,
 ): void {
-  const body = settingsForm({ ...view, session, plugins: web.config.plugins ?? [] });
+  const body = settingsForm({
+    ...view,
+    session,
+    plugins: web.config.plugins ?? [],
+    providers: ["anthropic", ...(web.config.providers?.keys() ?? [])],
+  });
   send(ctx.res, status, page({ title: `Settings · ${view.repo}`, session, nav: "settings", body }));
 }
 

@@ -9,6 +9,7 @@ import {
   toolUse,
 } from "../helpers/anthropic-fake.ts";
 import { CLI as cli, git, run, scratchRepo, vmpilot } from "../helpers/cli.ts";
+import { startOpenAiFake } from "../helpers/openai-fake.ts";
 
 /** The edit that makes the scratch project's test pass. */
 function fixAdd() {
@@ -226,6 +227,36 @@ describe("vmpilot run", () => {
     const first = JSON.stringify(fake.requests.at(-2)?.body.messages[0].content);
     expect(first).toContain("explain the add function");
     expect(first).not.toContain("<attachment");
+  });
+
+  it("runs on an OpenAI-compatible server with --model ollama/…, without an Anthropic key", async () => {
+    const repo = await scratchRepo(await mkdtemp(join(root, "ollama-")));
+    const ollama = await startOpenAiFake();
+    try {
+      ollama.push(
+        { content: [fixAdd()] },
+        { content: [toolUse("report_tests", { outcome: "passed", command: "bash test.sh" })] },
+        { content: [text("Summary: Fix add() to add")] },
+      );
+      const env = { OLLAMA_BASE_URL: ollama.url, DATA_DIR: join(root, "data") };
+      const model = "ollama/qwen3-coder:30b";
+      const result = await vmpilot(["run", "--model", model, "--repo", repo, "fix it"], env);
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+      expect(ollama.problems).toEqual([]);
+      expect(ollama.pending()).toBe(0);
+      expect(ollama.requests[0]?.body.model).toBe("qwen3-coder:30b");
+      expect(result.stdout).toContain("tests: passed");
+      expect(result.stdout).toMatch(/cost: \$0\.0000 \(conversation \d+: \$0\.0000\)/);
+
+      const unknown = await vmpilot(["run", "--model", "vllm/x", "--repo", repo, "fix"], env);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toBe(
+        'vmpilot: the model vllm/x is served by "vllm", which is not configured (configured: anthropic, ollama); see the README\'s model providers\n',
+      );
+    } finally {
+      await ollama.close();
+    }
   });
 
   it("reports a missing API key in one line with exit code 2", async () => {

@@ -190,6 +190,29 @@ describe("/settings", () => {
     expect((await getRepository(h.db.pool, privateApp.id))?.settings).toEqual(stored);
   });
 
+  it("lists the configured model providers and refuses a model no configured provider serves", async () => {
+    const client = as("alice");
+    const form = await (await client.get("/settings/acme/private-app")).text();
+    expect(form).toContain("Configured providers: anthropic, ollama.");
+    const csrf = Client.csrf(form);
+    const refused = await client.post("/settings/acme/private-app", {
+      csrf,
+      model: "openrouter/qwen/qwen3-coder",
+    });
+    expect(refused.status).toBe(422);
+    expect(await refused.text()).toContain(
+      'id="f-model-error">The model openrouter/qwen/qwen3-coder is served by &quot;openrouter&quot;, which is not configured (configured: anthropic, ollama)',
+    );
+    const saved = await client.post("/settings/acme/private-app", {
+      csrf,
+      model: "ollama/qwen3-coder:30b",
+    });
+    expect(saved.status).toBe(303);
+    expect((await getRepository(h.db.pool, privateApp.id))?.settings).toMatchObject({
+      model: "ollama/qwen3-coder:30b",
+    });
+  });
+
   it("refuses a form without the session's CSRF token", async () => {
     const stored = (await getRepository(h.db.pool, privateApp.id))?.settings;
     const missing = await as("alice").post("/settings/acme/private-app", { label: "csrf" });

@@ -44,6 +44,18 @@ export async function startWebHarness(
       githubApiUrl: github.apiUrl,
       githubWebUrl: github.webUrl,
       plugins: ["code_review", "docs"],
+      providers: new Map([
+        [
+          "ollama",
+          {
+            name: "ollama",
+            baseUrl: "http://gpu-box:11434/v1",
+            prices: {},
+            defaultPrice: { input: 0, output: 0 },
+            stream: true,
+          },
+        ],
+      ]),
       pollIntervalMs: 50,
     },
   });
