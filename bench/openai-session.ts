@@ -9,21 +9,14 @@
  */
 import type { AgentEvent } from "../src/agent/events.ts";
 import { type RunAgentOptions, runAgent } from "../src/agent/loop.ts";
-import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../src/agent/plugins.ts";
-import { buildSystemPrompt } from "../src/agent/prompt.ts";
 import { makeRepo } from "../test/agent/setup.ts";
 import { startAnthropicFake } from "../test/helpers/anthropic-fake.ts";
 import { startOpenAiFake } from "../test/helpers/openai-fake.ts";
-import { actions, files, SESSION_TASK, TURNS } from "./lib/session.ts";
+import { actions, files, sessionOptions, TURNS } from "./lib/session.ts";
 
 const CACHE_GOAL = 0.9;
 const OVERHEAD_GOAL = 1.2;
 const ROUNDS = 5;
-
-const plugins = selectPlugins(
-  await discoverPlugins(),
-  DEFAULT_ENABLED_PLUGINS.filter((p) => p !== "testing"),
-);
 
 /** One session; resolves to the loop's own milliseconds per turn and the fake's usage. */
 async function session(provider: "anthropic" | "openai") {
@@ -32,11 +25,6 @@ async function session(provider: "anthropic" | "openai") {
   const compatible = provider === "openai" ? await startOpenAiFake() : undefined;
   compatible?.push(...actions());
   try {
-    const system = await buildSystemPrompt({
-      workspace: repo.workspace,
-      task: SESSION_TASK,
-      plugins,
-    });
     let toolMs = 0;
     const target: Partial<RunAgentOptions> = anthropic
       ? {
@@ -52,10 +40,7 @@ async function session(provider: "anthropic" | "openai") {
         };
     const started = performance.now();
     const result = await runAgent({
-      workspace: repo.workspace,
-      system,
-      plugins,
-      instruction: "Please make the change and run the tests.",
+      ...(await sessionOptions(repo.workspace)),
       onEvent: (event: AgentEvent) => {
         if (event.type === "tool_result") toolMs += event.durationMs;
       },

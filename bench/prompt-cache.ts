@@ -5,32 +5,18 @@
  * Goal: at least 90 % of input tokens read from cache.
  */
 import { runAgent } from "../src/agent/loop.ts";
-import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../src/agent/plugins.ts";
-import { buildSystemPrompt } from "../src/agent/prompt.ts";
 import { makeRepo } from "../test/agent/setup.ts";
 import { PromptCache, startAnthropicFake } from "../test/helpers/anthropic-fake.ts";
-import { actions, files, SESSION_TASK } from "./lib/session.ts";
+import { actions, files, sessionOptions } from "./lib/session.ts";
 
 const GOAL = 0.9;
 
 const repo = await makeRepo(files);
 const fake = await startAnthropicFake(actions(), { minCacheTokens: 1024 });
 try {
-  const plugins = selectPlugins(
-    await discoverPlugins(),
-    DEFAULT_ENABLED_PLUGINS.filter((p) => p !== "testing"),
-  );
-  const system = await buildSystemPrompt({
-    workspace: repo.workspace,
-    task: SESSION_TASK,
-    plugins,
-  });
   const started = performance.now();
   const result = await runAgent({
-    workspace: repo.workspace,
-    system,
-    plugins,
-    instruction: "Please make the change and run the tests.",
+    ...(await sessionOptions(repo.workspace)),
     model: "claude-sonnet-5-5",
     client: { apiKey: "bench", baseURL: fake.url, maxRetries: 0 },
   });

@@ -1,10 +1,28 @@
 // The scripted 30-turn working session the prompt-cache benchmarks replay on each provider.
+import type { RunAgentOptions } from "../../src/agent/loop.ts";
+import {
+  DEFAULT_ENABLED_PLUGINS,
+  discoverPlugins,
+  selectPlugins,
+} from "../../src/agent/plugins.ts";
+import { buildSystemPrompt } from "../../src/agent/prompt.ts";
+import type { Workspace } from "../../src/workspace/types.ts";
 import type { FakeStep } from "../../test/helpers/anthropic-fake.ts";
 import { text, toolUse } from "../../test/helpers/anthropic-fake.ts";
 
 export const TURNS = 30;
 
-export const SESSION_TASK = "Make every itemN_7 function accept a missing stock argument.";
+const SESSION_TASK = "Make every itemN_7 function accept a missing stock argument.";
+
+/** The run's options but for the model: plugins (not testing), system prompt and instruction. */
+export async function sessionOptions(workspace: Workspace): Promise<RunAgentOptions> {
+  const plugins = selectPlugins(
+    await discoverPlugins(),
+    DEFAULT_ENABLED_PLUGINS.filter((p) => p !== "testing"),
+  );
+  const system = await buildSystemPrompt({ workspace, task: SESSION_TASK, plugins });
+  return { workspace, system, plugins, instruction: "Please make the change and run the tests." };
+}
 
 export const files: Record<string, string> = {
   "README.md": "# inventory\n\nA small inventory service.\n\nRun `sh test.sh` to test.\n",

@@ -62,6 +62,8 @@ export interface RunAgentOptions {
   providers?: ProviderTable;
   /** Retries and timeout for OpenAI-compatible providers. */
   compatible?: OpenAiProviderOptions;
+  /** A provider to use instead of the one `model` names (which still sets the prices). */
+  provider?: ModelProvider;
   /** Backoff before retrying a stream that failed midway; default 1 s, doubling. */
   streamRetryDelayMs?: number;
 }
@@ -104,6 +106,7 @@ function providerFor(options: RunAgentOptions): { provider: ModelProvider; model
   } catch (error) {
     throw new AgentFailure("model_unavailable", (error as Error).message);
   }
+  if (options.provider) return { provider: options.provider, model: route.model };
   if (route.provider === "anthropic") {
     return {
       provider: new AnthropicProvider(options.client, options.streamRetryDelayMs),

@@ -1,6 +1,6 @@
 import { createHash, type Hash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { listen, takeTurn } from "./fake-script.ts";
 
 /**
  * A loopback stand-in for the Anthropic Messages API. It answers POST /v1/messages with scripted
@@ -102,36 +102,14 @@ export async function startAnthropicFake(
   let ids = 0;
 
   const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (req.method !== "POST" || req.url?.split("?")[0] !== "/v1/messages") {
-      return sendError(res, 404, "not_found_error", `fake: no route ${req.method} ${req.url}`);
+    const turn = await takeTurn(req, "/v1/messages", { queue, requests, problems }, validate);
+    if ("kind" in turn) {
+      if (turn.kind === "route") return sendError(res, 404, "not_found_error", turn.message);
+      if (turn.kind === "invalid")
+        return sendError(res, 400, "invalid_request_error", turn.message);
+      return sendError(res, 500, "api_error", turn.message, { "x-should-retry": "false" });
     }
-    const request: RecordedRequest = {
-      body: JSON.parse(Buffer.concat(chunks).toString("utf8")),
-      headers: req.headers,
-    };
-    requests.push(request);
-    const invalid = validate(request.body);
-    if (invalid) {
-      problems.push(invalid);
-      return sendError(res, 400, "invalid_request_error", invalid);
-    }
-    const step = queue.shift();
-    if (!step) {
-      const message = `fake: no scripted reply for request #${requests.length}`;
-      problems.push(message);
-      return sendError(res, 500, "api_error", message, { "x-should-retry": "false" });
-    }
-    let reply: FakeReply;
-    try {
-      reply = typeof step === "function" ? step(request, requests.length - 1) : step;
-    } catch (error) {
-      // A failed expectation inside a scripted step must fail the run, not hang the request.
-      const message = `fake: step for request #${requests.length} threw: ${error instanceof Error ? error.message : error}`;
-      problems.push(message);
-      return sendError(res, 500, "api_error", message, { "x-should-retry": "false" });
-    }
+    const { request, reply } = turn;
     if (reply.status) {
       const error = reply.error ?? { type: "api_error", message: "error" };
       return sendError(res, reply.status, error.type, error.message, reply.headers);
@@ -158,22 +136,8 @@ export async function startAnthropicFake(
       ++ids,
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    usages,
-    problems,
-    push: (...steps) => queue.push(...steps),
-    pending: () => queue.length,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      }),
-  };
+  const { port, ...control } = await listen(server, queue);
+  return { url: `http://127.0.0.1:${port}`, requests, usages, problems, ...control };
 }
 
 function sendError(

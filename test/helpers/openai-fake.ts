@@ -1,7 +1,7 @@
 import { createServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { FakeReply, FakeStep, RecordedRequest } from "./anthropic-fake.ts";
 import { pieces } from "./anthropic-fake.ts";
+import { type FakeScript, listen, takeTurn } from "./fake-script.ts";
 
 /**
  * A loopback stand-in for an OpenAI-compatible Chat Completions server. It takes the same scripted
@@ -59,40 +59,17 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
   let ids = 0;
 
   const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (req.method !== "POST" || req.url?.split("?")[0] !== "/v1/chat/completions") {
-      return sendError(
-        res,
-        404,
-        "invalid_request_error",
-        `fake: no route ${req.method} ${req.url}`,
-      );
+    const turn = await takeTurn<CompatibleReply>(
+      req,
+      "/v1/chat/completions",
+      { queue: queue as FakeScript<CompatibleReply>["queue"], requests, problems },
+      validate,
+    );
+    if ("kind" in turn) {
+      const status = turn.kind === "route" ? 404 : 400;
+      return sendError(res, status, "invalid_request_error", turn.message);
     }
-    const request: RecordedRequest = {
-      body: JSON.parse(Buffer.concat(chunks).toString("utf8")),
-      headers: req.headers,
-    };
-    requests.push(request);
-    const invalid = validate(request.body);
-    if (invalid) {
-      problems.push(invalid);
-      return sendError(res, 400, "invalid_request_error", invalid);
-    }
-    const step = queue.shift();
-    if (!step) {
-      const message = `fake: no scripted reply for request #${requests.length}`;
-      problems.push(message);
-      return sendError(res, 400, "invalid_request_error", message);
-    }
-    let reply: CompatibleReply;
-    try {
-      reply = typeof step === "function" ? step(request, requests.length - 1) : step;
-    } catch (error) {
-      const message = `fake: step for request #${requests.length} threw: ${error instanceof Error ? error.message : error}`;
-      problems.push(message);
-      return sendError(res, 400, "invalid_request_error", message);
-    }
+    const { request, reply } = turn;
     if (reply.status) {
       const error = reply.error ?? { type: "server_error", message: "error" };
       return sendError(res, reply.status, error.type, error.message, reply.headers, reply.code);
@@ -155,22 +132,8 @@ export async function startOpenAiFake(): Promise<OpenAiFake> {
       );
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
-    problems,
-    usages,
-    push: (...steps) => queue.push(...steps),
-    pending: () => queue.length,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      }),
-  };
+  const { port, ...control } = await listen(server, queue);
+  return { url: `http://127.0.0.1:${port}/v1`, requests, problems, usages, ...control };
 }
 
 interface Completion {
