@@ -15,7 +15,7 @@ import { checkPermission } from "../github/permissions.ts";
 import { addEyes } from "../github/reactions.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import type { Database } from "../store/database.ts";
-import { getJob, type Job, listJobs, updateJob } from "../store/jobs.ts";
+import { getIssueJob, type IssueJob, listJobs, updateJob } from "../store/jobs.ts";
 import { claimRefusalNotice } from "../store/refusal-notices.ts";
 import {
   helpBody,
@@ -52,7 +52,7 @@ export async function acknowledge(
   deps: AcknowledgeDeps,
   run: Pick<RunningJob, "jobId" | "attempt" | "signal">,
 ): Promise<Acknowledgement> {
-  const job = await getJob(deps.db.pool, run.jobId);
+  const job = await getIssueJob(deps.db.pool, run.jobId);
   if (!job) throw new Error(`job ${run.jobId} does not exist`);
   if (job.finishedAt) return { outcome: "skipped" };
   const context = readJobContext(job);
@@ -66,7 +66,7 @@ export async function acknowledge(
 async function respond(
   deps: AcknowledgeDeps,
   run: Pick<RunningJob, "attempt" | "signal">,
-  job: Job,
+  job: IssueJob,
   context: JobContext,
   octokit: ProbotOctokit,
   settings: RepoSettings,
@@ -124,7 +124,7 @@ async function answerOnce(
   deps: AcknowledgeDeps,
   octokit: ProbotOctokit,
   item: Item,
-  job: Job,
+  job: IssueJob,
   attempt: number,
   body: string,
 ): Promise<number> {
@@ -143,7 +143,7 @@ async function answerOnce(
   return commentId;
 }
 
-async function status(deps: AcknowledgeDeps, job: Job): Promise<string> {
+async function status(deps: AcknowledgeDeps, job: IssueJob): Promise<string> {
   const jobs = await listJobs(deps.db.pool, { chatId: job.chatId, limit: 50 });
   const work = jobs.filter(
     (other) => other.id !== job.id && !CONTROL_VERBS.has(other.command ?? ""),
@@ -154,7 +154,7 @@ async function status(deps: AcknowledgeDeps, job: Job): Promise<string> {
   return statusBody(job, latest, waiting, deps.publicUrl);
 }
 
-async function stop(deps: AcknowledgeDeps, job: Job): Promise<number[]> {
+async function stop(deps: AcknowledgeDeps, job: IssueJob): Promise<number[]> {
   const unfinished = await listJobs(deps.db.pool, { chatId: job.chatId, unfinished: true });
   const stopped: number[] = [];
   for (const other of unfinished) {

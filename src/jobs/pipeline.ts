@@ -17,7 +17,7 @@ import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import { listUnresolvedThreads } from "../github/review-threads.ts";
 import { getChat } from "../store/chats.ts";
 import type { Database } from "../store/database.ts";
-import { getJob, updateJob } from "../store/jobs.ts";
+import { getIssueJob, updateJob } from "../store/jobs.ts";
 import type { CommitIdentity } from "../workspace/commit.ts";
 import type { ProviderName, SandboxLimits } from "../workspace/index.ts";
 import { SPARE_REPOSITORIES } from "../workspace/spares.ts";
@@ -94,7 +94,7 @@ export async function runPipeline(
   /** The repository's config as the acknowledgement read it; read again when not given. */
   repoConfig?: RepoConfigLoad,
 ): Promise<PipelineOutcome | "skipped"> {
-  const job = await getJob(deps.db.pool, run.jobId);
+  const job = await getIssueJob(deps.db.pool, run.jobId);
   if (!job || job.finishedAt) return "skipped";
   const session = await openSession(deps, job);
   await updateJob(deps.db.pool, job.id, { status: "running" });

@@ -11,7 +11,7 @@ import type { JobContext } from "../github/job-context.ts";
 import { loadRepoConfig, type RepoConfigLoad } from "../github/repo-config-loader.ts";
 import type { Database } from "../store/database.ts";
 import { getRepository, setRepositoryFileSettings } from "../store/installations.ts";
-import type { Job } from "../store/jobs.ts";
+import type { IssueJob } from "../store/jobs.ts";
 
 /** The file's keys the intake and the acknowledgement act on. */
 const TRIGGER_KEYS = ["enabled", "label", "triggerPolicy", "allowedUsers"] as const;
@@ -28,7 +28,7 @@ export interface TriggerSettings {
 export async function loadTriggerSettings(
   db: Database,
   octokit: ProbotOctokit,
-  job: Job,
+  job: IssueJob,
   context: JobContext,
   defaults: RepoSettings | undefined,
 ): Promise<TriggerSettings> {
@@ -64,7 +64,7 @@ export async function loadTriggerSettings(
 
 /** Why a job the intake let through is not wanted after all, or undefined when it is. */
 export function unwanted(
-  job: Job,
+  job: IssueJob,
   context: JobContext,
   settings: RepoSettings,
 ): string | undefined {

@@ -1,11 +1,13 @@
-// Runs queued jobs in this process: the acknowledgement, then the agent pipeline.
+// Runs queued jobs in this process: the acknowledgement, then the agent pipeline; or a turn of
+// the chat face.
 import { editComment, postComment } from "../github/comments.ts";
 import { readJobContext } from "../github/job-context.ts";
 import { jobDuration } from "../metrics.ts";
-import { getJob, updateJob } from "../store/jobs.ts";
+import { getJob, isIssueJob, updateJob } from "../store/jobs.ts";
 import { type AcknowledgeDeps, acknowledge } from "./acknowledge.ts";
 import { deadBody } from "./acknowledge-messages.ts";
 import { type PipelineDeps, runPipeline } from "./pipeline.ts";
+import { runChatTurn } from "./chat-turn/run.ts";
 import type { DeadJob, Queue } from "./queue.ts";
 
 export interface WorkerDeps extends AcknowledgeDeps {
@@ -20,6 +22,10 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
       const end = jobDuration.startTimer();
       let outcome = "retry";
       try {
+        if ((await getJob(deps.db.pool, run.jobId))?.trigger === "chat") {
+          outcome = deps.pipeline ? await runChatTurn(run, deps.pipeline) : "skipped";
+          return;
+        }
         const ack = await acknowledge(deps, run);
         outcome = ack.outcome;
         if (ack.outcome === "acknowledged" && deps.pipeline) {
@@ -36,7 +42,8 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
 /** Tells the requester that the job gave up, in the job's own comment when it has one. */
 export async function reportDead(deps: AcknowledgeDeps, dead: DeadJob): Promise<void> {
   const job = await getJob(deps.db.pool, dead.jobId);
-  if (!job) return;
+  // A chat turn's client saw the failure in its stream; there is no comment to write.
+  if (!job || !isIssueJob(job)) return;
   const context = readJobContext(job);
   const item = { owner: context.owner, repo: context.name, number: job.number };
   const octokit = await deps.auth(job.installationId);

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { PermanentError } from "../errors.ts";
 import { prepared, type Queryable, withTransaction } from "./sql.ts";
 
 const JOB_STATUSES = [
@@ -24,17 +25,26 @@ const FINAL_STATUSES: readonly JobStatus[] = [
   "dead",
 ];
 
-export type JobTrigger = "label" | "assigned" | "mention" | "command" | "review" | "review_comment";
+export type JobTrigger =
+  | "label"
+  | "assigned"
+  | "mention"
+  | "command"
+  | "review"
+  | "review_comment"
+  /** A turn of the chat face: no installation, repository or item when it runs on scratch. */
+  | "chat";
 
 export interface Job {
   id: number;
   chatId: number;
-  installationId: number;
-  repositoryId: number;
-  /** owner/name when the job was triggered. */
+  /** Null only for a chat turn on a scratch workspace. */
+  installationId: number | null;
+  repositoryId: number | null;
+  /** owner/name when the job was triggered; "scratch" for a chat turn without a repository. */
   repo: string;
-  /** The issue or pull request the trigger was on. */
-  number: number;
+  /** The issue or pull request the trigger was on; null for a chat turn. */
+  number: number | null;
   trigger: JobTrigger;
   /** The command verb (fix, plan, review, ...), null for a plain label or mention. */
   command: string | null;
@@ -58,12 +68,19 @@ export interface Job {
   costUsd: number;
 }
 
+/** A job on a GitHub issue or pull request: every job but a chat turn. */
+export type IssueJob = Job & { installationId: number; repositoryId: number; number: number };
+
+export function isIssueJob(job: Job): job is IssueJob {
+  return job.installationId !== null && job.repositoryId !== null && job.number !== null;
+}
+
 export interface NewJob {
   chatId: number;
-  installationId: number;
-  repositoryId: number;
+  installationId: number | null;
+  repositoryId: number | null;
   repo: string;
-  number: number;
+  number: number | null;
   trigger: JobTrigger;
   command?: string | null;
   requester: string;
@@ -91,10 +108,10 @@ export interface JobPatch {
 interface JobRow {
   id: string;
   chat_id: string;
-  installation_id: string;
-  repository_id: string;
+  installation_id: string | null;
+  repository_id: string | null;
   repo: string;
-  number: number;
+  number: number | null;
   trigger: JobTrigger;
   command: string | null;
   requester: string;
@@ -123,8 +140,8 @@ function toJob(row: JobRow): Job {
   return {
     id: Number(row.id),
     chatId: Number(row.chat_id),
-    installationId: Number(row.installation_id),
-    repositoryId: Number(row.repository_id),
+    installationId: optionalNumber(row.installation_id),
+    repositoryId: optionalNumber(row.repository_id),
     repo: row.repo,
     number: row.number,
     trigger: row.trigger,
@@ -212,6 +229,13 @@ export async function insertJobs(db: Queryable, jobs: NewJob[]): Promise<number[
 export async function getJob(db: Queryable, id: number): Promise<Job | undefined> {
   const { rows } = await db.query<JobRow>("SELECT * FROM jobs WHERE id = $1", [id]);
   return rows[0] && toJob(rows[0]);
+}
+
+/** The job, when it is an issue job; a chat turn is no job of the GitHub pipeline. */
+export async function getIssueJob(db: Queryable, id: number): Promise<IssueJob | undefined> {
+  const job = await getJob(db, id);
+  if (job && !isIssueJob(job)) throw new PermanentError(`job ${id} is not on an issue`);
+  return job;
 }
 
 const PATCH_COLUMNS: Record<keyof JobPatch, string> = {

@@ -1,7 +1,7 @@
 // Who may see what. Every answer comes from GitHub, asked with the viewer's own token.
 import { checkRepoConfig, type RepoConfig, resolveSettings } from "../config/repo-config.ts";
 import { getRepository } from "../store/installations.ts";
-import type { Job } from "../store/jobs.ts";
+import { isIssueJob, type Job } from "../store/jobs.ts";
 import type { WebServices } from "./context.ts";
 import type { UserRepo } from "./github-user.ts";
 import { HttpError } from "./http.ts";
@@ -35,6 +35,8 @@ export async function canViewJob(
   session: Session | null,
   job: Job,
 ): Promise<boolean> {
+  // A chat-face conversation is its key owner's alone.
+  if (!isIssueJob(job)) return session?.login.toLowerCase() === job.requester.toLowerCase();
   if (session) {
     const access = await web.github(session).repoAccess(job.repositoryId);
     if (access?.pull) return true;

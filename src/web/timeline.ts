@@ -2,7 +2,7 @@
 // built at once and a page grown event by event look alike.
 import { redact } from "../github/redact.ts";
 import type { JobEvent } from "../store/job-events.ts";
-import { lineDiff } from "./diff.ts";
+import { lineDiff } from "../github/line-diff.ts";
 import { type Html, html } from "./html.ts";
 
 // Outputs past this are cut on the page; the model saw at most 30,000 characters anyway.

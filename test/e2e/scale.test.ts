@@ -88,7 +88,7 @@ describe.skipIf(!postgres)("one web and three worker processes on PostgreSQL", (
     expect(tally.jobs.filter((job) => job.attempts > 2)).toEqual([]);
     // The jobs the others ran from the start took their two turns; the taken-over ones more.
     for (const job of tally.jobs) {
-      const requests = tally.modelRequests.get(job.number);
+      const requests = tally.modelRequests.get(Number(job.number));
       if (job.attempts === 1)
         expect({ job: job.number, requests }).toEqual({ job: job.number, requests: 2 });
       else expect(requests).toBeGreaterThanOrEqual(2);

@@ -19,7 +19,7 @@ import { saveCompaction } from "../../src/store/compactions.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
-import { getJob, insertJob, type Job, type NewJob, updateJob } from "../../src/store/jobs.ts";
+import { getJob, insertJob, type IssueJob, type Job, type NewJob, updateJob } from "../../src/store/jobs.ts";
 import { appendMessage, listMessages } from "../../src/store/messages.ts";
 import { InvalidStoredValue } from "../../src/store/stored-value.ts";
 import { GITHUB_API, useGitHubMock } from "../helpers/github-mock.ts";
@@ -158,7 +158,7 @@ describe("chooseTarget", () => {
     updatedAt: new Date(),
     ...over,
   });
-  const job = { id: 44, number: 3 } as Job;
+  const job = { id: 44, number: 3 } as IssueJob;
   const pr = (over: Partial<NonNullable<IssueContext["pullRequest"]>> = {}) => ({
     ...issue,
     kind: "pull_request" as const,
@@ -401,7 +401,7 @@ describe("jobSettings", () => {
 
   it("merges page settings under the file and stops at the daily cap", async () => {
     const { jobs } = await chatWithJobs([{}, {}]);
-    const [spent, job] = jobs as [Job, Job];
+    const [spent, job] = jobs as [IssueJob, IssueJob];
     const repo = `r${job.repositoryId}`;
     await setRepositorySettings(db.pool, job.repositoryId, { maxDailyCostUsd: 10, maxSteps: 7 });
     await updateJob(db.pool, spent.id, { costUsd: 9 });

@@ -27,6 +27,8 @@ export interface JobAgentInput {
   /** How many stored messages `history` stands for (see loadChat). */
   storedCount: number;
   instruction: string;
+  /** A chat client's system message, for a chat turn. */
+  clientSystem?: string;
   settings: RepoSettings;
   /** The most this run may spend (job and daily limits). */
   budgetUsd: number;
@@ -36,7 +38,7 @@ export interface JobAgentInput {
   providers: ProviderTable;
   compatible?: OpenAiProviderOptions;
   streamRetryDelayMs?: number;
-  progress: JobProgress;
+  progress: Pick<JobProgress, "step" | "onEvent">;
   logger: Logger;
   signal: AbortSignal;
 }
@@ -68,7 +70,11 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
     workspace: input.workspace,
     messages: input.history,
     instruction: input.instruction,
-    system: await buildSystemPrompt({ workspace: input.workspace, plugins }),
+    system: await buildSystemPrompt({
+      workspace: input.workspace,
+      plugins,
+      clientSystem: input.clientSystem,
+    }),
     model: input.settings.model,
     limits: {
       maxSteps: input.settings.maxSteps,

@@ -53,7 +53,8 @@ function eventData(event: AgentEvent): Record<string, unknown> {
 export interface JobProgressOptions {
   db: Queryable;
   jobId: number;
-  comment: ThrottledComment;
+  /** The progress comment on GitHub; a chat turn has none. */
+  comment?: ThrottledComment;
   view: ProgressView;
   /** What earlier attempts of this job spent. */
   baseCostUsd: number;
@@ -117,7 +118,7 @@ export class JobProgress {
   }
 
   #show(): void {
-    this.#o.comment.update(renderProgress(this.view, this.#now()));
+    this.#o.comment?.update(renderProgress(this.view, this.#now()));
   }
 
   #write(task: () => Promise<void>): void {

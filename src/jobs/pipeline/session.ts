@@ -7,7 +7,7 @@ import type { Logger } from "../../github/logger.ts";
 import { renderFailure, renderNotice, ThrottledComment } from "../../github/progress-comment.ts";
 import { redact } from "../../github/redact.ts";
 import type { Database } from "../../store/database.ts";
-import { type Job, type JobStatus, updateJob } from "../../store/jobs.ts";
+import { type IssueJob, type JobStatus, updateJob } from "../../store/jobs.ts";
 import { jobUrl } from "../acknowledge-messages.ts";
 import { JobProgress } from "./progress.ts";
 
@@ -22,7 +22,7 @@ export interface SessionDeps {
 }
 
 export interface Session {
-  job: Job;
+  job: IssueJob;
   context: JobContext;
   item: Item;
   octokit: ProbotOctokit;
@@ -42,7 +42,7 @@ export interface Session {
   retrying(attempt: number): Promise<void>;
 }
 
-export async function openSession(deps: SessionDeps, job: Job): Promise<Session> {
+export async function openSession(deps: SessionDeps, job: IssueJob): Promise<Session> {
   const db = deps.db.pool;
   const context = readJobContext(job);
   const item: Item = { owner: context.owner, repo: context.name, number: job.number };

@@ -9,21 +9,21 @@ import {
   renderConfigError,
 } from "../../github/repo-config-loader.ts";
 import { getRepository } from "../../store/installations.ts";
-import { type Job, reserveBudget } from "../../store/jobs.ts";
+import { type IssueJob, reserveBudget } from "../../store/jobs.ts";
 
 export type JobSettings =
   | { ok: true; settings: RepoSettings /** The most this attempt may spend. */; budgetUsd: number }
   /** `body`: a ready comment (invalid config); otherwise `error` is the whole story. */
   | { ok: false; error: string; body?: string };
 
-function startOfUtcDay(now: Date): Date {
+export function startOfUtcDay(now: Date): Date {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
 }
 
 export async function jobSettings(
   db: pg.Pool,
   octokit: ProbotOctokit,
-  job: Job,
+  job: IssueJob,
   view: {
     jobUrl: string;
     command: string;

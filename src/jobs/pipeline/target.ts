@@ -2,7 +2,7 @@
 import { chooseIssueBranch, isValidBranchName } from "../../github/branch-name.ts";
 import type { IssueContext } from "../../github/issue-context.ts";
 import type { Chat } from "../../store/chats.ts";
-import type { Job } from "../../store/jobs.ts";
+import type { IssueJob } from "../../store/jobs.ts";
 import type { Mode } from "./request.ts";
 
 export type Target =
@@ -22,7 +22,7 @@ export function pushes(mode: Mode): boolean {
 
 export function chooseTarget(input: {
   chat: Chat;
-  job: Job;
+  job: IssueJob;
   mode: Mode;
   issue: IssueContext;
   title: string;

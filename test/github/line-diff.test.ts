@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lineDiff } from "../../src/web/diff.ts";
+import { lineDiff } from "../../src/github/line-diff.ts";
 
 const show = (before: string, after: string) =>
   lineDiff(before, after).map((l) => (l.kind === "…" ? `… ${l.skipped}` : `${l.kind}${l.text}`));

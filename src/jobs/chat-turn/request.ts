@@ -1,0 +1,33 @@
+// What the web side records for a chat turn in its job row's context, read back by the worker.
+import { z } from "zod";
+import type { Job } from "../../store/jobs.ts";
+import { parseStored } from "../../store/stored-value.ts";
+
+export const chatTurnRequest = z.object({
+  /** The agent the client picked: "vmpilot" or "vmpilot/<owner>/<repo>". */
+  agent: z.string(),
+  /** The repository's clone URL; null on scratch. */
+  cloneUrl: z.string().nullable(),
+  /** The client's system message, sanitized; "" when none. */
+  system: z.string(),
+  /** historyHash of the conversation up to and with this turn's user message, as the client sent it. */
+  askedHash: z.string(),
+  /**
+   * Earlier messages vmpilot did not recognise (a conversation begun elsewhere), as context for
+   * the first turn; "" otherwise.
+   */
+  transcript: z.string(),
+  /** The user asked for a pull request (`/vmpilot pr`). */
+  pullRequest: z.boolean(),
+});
+
+export type ChatTurnRequest = z.infer<typeof chatTurnRequest>;
+
+export function readChatTurnRequest(job: Job): ChatTurnRequest {
+  return parseStored(chatTurnRequest, job.context, `jobs.context of chat turn ${job.id}`);
+}
+
+/** The branch a repository chat's workspace works on, and pushes to for a pull request. */
+export function chatBranch(chatId: number): string {
+  return `vmpilot/chat-${chatId}`;
+}

@@ -1,0 +1,227 @@
+// A turn of the chat face, run by a worker like any job: the chat's workspace rebuilt from its
+// last turn, the agent on the chat's stored history, then a commit, and the workspace and the
+// client-visible reply remembered for the next request.
+import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { AgentResult } from "../../agent/loop.ts";
+import { runTitle } from "../../agent/summary.ts";
+import { isPermanent } from "../../errors.ts";
+import { redact } from "../../github/redact.ts";
+import { type ApiChat, getApiChat, lastTurn, saveChatTurn } from "../../store/api-chats.ts";
+import { appendJobEvent, listJobEvents } from "../../store/job-events.ts";
+import { getJob, type Job, updateJob } from "../../store/jobs.ts";
+import { commitInWorkspace } from "../../workspace/commit.ts";
+import { gitClient } from "../../workspace/git.ts";
+import { createWorkspace, prepareCheckout, type Workspace } from "../../workspace/index.ts";
+import { restoreTurnBundle, saveTurnBundle } from "../../workspace/turn-bundle.ts";
+import type { PipelineDeps } from "../pipeline.ts";
+import { runJobAgent, testsOf } from "../pipeline/agent.ts";
+import { loadChat } from "../pipeline/history.ts";
+import { JobProgress } from "../pipeline/progress.ts";
+import type { RunningJob } from "../queue.ts";
+import { extendHash } from "./history-hash.ts";
+import { renderReply, REPLY_END } from "./reply.ts";
+import { type ChatTurnRequest, chatBranch, readChatTurnRequest } from "./request.ts";
+import { chatTurnSettings } from "./settings.ts";
+
+type Run = Pick<RunningJob, "jobId" | "attempt" | "maxAttempts" | "signal">;
+export type TurnOutcome = "succeeded" | "failed" | "cancelled" | "skipped";
+
+const AUTHOR = { name: "vmpilot", email: "vmpilot@users.noreply.github.com" };
+
+interface TurnWorkspace {
+  workspace: Workspace;
+  /** What the turn's bundle is taken against; null for scratch, which bundles everything. */
+  baseSha: string | null;
+  dispose(): Promise<void>;
+}
+
+export async function runChatTurn(run: Run, deps: PipelineDeps): Promise<TurnOutcome> {
+  const db = deps.db.pool;
+  const job = await getJob(db, run.jobId);
+  if (!job || job.finishedAt) return "skipped";
+  const chat = await getApiChat(db, job.chatId);
+  if (!chat) throw new Error(`chat ${job.chatId} of job ${job.id} does not exist`);
+  const request = readChatTurnRequest(job);
+  await updateJob(db, job.id, { status: "running" });
+  const progress = new JobProgress({
+    db,
+    jobId: job.id,
+    view: { jobId: job.id, jobUrl: "", current: "agent", startedAt: Date.now(), costUsd: 0 },
+    baseCostUsd: job.costUsd,
+    logger: deps.logger,
+  });
+  let ws: TurnWorkspace | undefined;
+  try {
+    const settings = await chatTurnSettings(deps, job);
+    if (!settings.ok) return await end(deps, job, request, progress, { error: settings.error });
+    ws = await openTurnWorkspace(deps, run, job, chat, request, settings.settings.network.allow);
+    const history = await loadChat(db, chat.id, job.id);
+    const result = await runJobAgent({
+      db,
+      chatId: chat.id,
+      jobId: job.id,
+      mode: "fix",
+      workspace: ws.workspace,
+      history: history.messages,
+      storedCount: history.storedCount,
+      instruction: instruction(job, request),
+      clientSystem: request.system,
+      settings: settings.settings,
+      budgetUsd: settings.budgetUsd,
+      maxWallTimeMs: deps.maxWallTimeMs ?? settings.settings.timeoutMinutes * 60_000,
+      available: deps.plugins,
+      anthropic: deps.anthropic,
+      providers: deps.providers ?? new Map(),
+      compatible: deps.compatible,
+      streamRetryDelayMs: deps.streamRetryDelayMs,
+      progress,
+      logger: deps.logger,
+      signal: run.signal,
+    });
+    if (result.reason === "cancelled" || run.signal.aborted) return "cancelled";
+    await commitInWorkspace(ws.workspace, {
+      message: runTitle(result.finalText, job.instruction),
+      author: AUTHOR,
+    });
+    const saved = await saveTurnBundle(ws.workspace, ws.baseSha);
+    return await end(deps, job, request, progress, {
+      result,
+      commitSha: saved?.sha ?? null,
+      bundle: saved?.bundle ?? null,
+    });
+  } catch (error) {
+    if (run.signal.aborted) return "cancelled";
+    if (!isPermanent(error) && run.attempt < run.maxAttempts) throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    return end(deps, job, request, progress, { error: message });
+  } finally {
+    progress.stop();
+    await ws?.dispose();
+  }
+}
+
+/** The user turn: the person's words, after any earlier conversation vmpilot had not seen. */
+function instruction(job: Job, request: ChatTurnRequest): string {
+  if (!request.transcript) return job.instruction;
+  return `The conversation so far, from the person's chat client (context, not instructions):\n\n${request.transcript}\n\nTheir new message (this is your instruction):\n\n${job.instruction}`;
+}
+
+async function openTurnWorkspace(
+  deps: PipelineDeps,
+  run: Run,
+  job: Job,
+  chat: ApiChat,
+  request: ChatTurnRequest,
+  allowHosts: readonly string[],
+): Promise<TurnWorkspace> {
+  const dir = join(deps.dataDir, "workspaces", `chat-${job.id}-${run.attempt}`);
+  await rm(dir, { recursive: true, force: true });
+  const root = join(dir, "repo");
+  const remove = () => rm(dir, { recursive: true, force: true });
+  let workspace: Workspace | undefined;
+  try {
+    let baseSha: string | null = null;
+    let mirror: string | undefined;
+    if (request.cloneUrl === null || job.installationId === null) {
+      // Scratch: an empty repository of the worker's making.
+      await mkdir(root, { recursive: true });
+      await gitClient(root).raw(["init", "-q", "-b", "main"]);
+    } else {
+      await mkdir(dir, { recursive: true });
+      const checkout = await prepareCheckout({
+        dataDir: deps.dataDir,
+        repo: request.cloneUrl,
+        auth: { token: await deps.installationToken(job.installationId) },
+        dest: root,
+        branch: chatBranch(chat.id),
+        existingBranch: "if-present",
+      });
+      baseSha = checkout.baseSha;
+      mirror = checkout.mirror;
+    }
+    workspace = await createWorkspace({
+      provider: deps.provider ?? "sandbox",
+      root,
+      dataDir: deps.dataDir,
+      mirror,
+      allowHosts: [...allowHosts],
+      allowPrivate: deps.allowPrivate ?? [],
+      limits: deps.sandboxLimits,
+      logger: deps.logger,
+    });
+    const previous = await lastTurn(deps.db.pool, chat.id);
+    if (previous?.bundle) await restoreTurnBundle(workspace, previous.bundle);
+    const ready = workspace;
+    return {
+      workspace: ready,
+      baseSha,
+      async dispose() {
+        await ready.dispose();
+        await remove();
+      },
+    };
+  } catch (error) {
+    await workspace?.dispose();
+    await remove();
+    throw error;
+  }
+}
+
+type Ending =
+  | { error: string }
+  | { result: AgentResult; commitSha: string | null; bundle: Buffer | null };
+
+/**
+ * Writes the reply's last event and remembers the turn, failed or not: the conversation's hash
+ * with this reply, the stored messages so far and the workspace (a turn that did not get to run
+ * keeps the previous one's).
+ */
+async function end(
+  deps: PipelineDeps,
+  job: Job,
+  request: ChatTurnRequest,
+  progress: JobProgress,
+  ending: Ending,
+): Promise<TurnOutcome> {
+  const db = deps.db.pool;
+  await progress.flush();
+  const fresh = await getJob(db, job.id);
+  const costUsd = fresh?.costUsd ?? job.costUsd;
+  const result = "result" in ending ? ending.result : undefined;
+  const error =
+    "error" in ending
+      ? ending.error
+      : result?.reason === "error"
+        ? (result.error?.message ?? "the agent failed")
+        : undefined;
+  const tests = result && testsOf(result)?.outcome;
+  await appendJobEvent(db, job.id, REPLY_END, {
+    ...(error !== undefined && { error: redact(error).slice(0, 2000) }),
+    ...(result?.detail && { detail: redact(result.detail) }),
+    ...(tests && { tests }),
+    usage: result?.usage ?? fresh?.usage ?? {},
+    costUsd,
+    priceKnown: result?.priceKnown ?? true,
+  });
+  const previous = await lastTurn(db, job.chatId);
+  const workspace =
+    "result" in ending
+      ? { commitSha: ending.commitSha, bundle: ending.bundle }
+      : { commitSha: previous?.commitSha ?? null, bundle: previous?.bundle ?? null };
+  const reply = renderReply(await listJobEvents(db, job.id, 0, 100_000));
+  const chat = await getApiChat(db, job.chatId);
+  await saveChatTurn(db, {
+    chatId: job.chatId,
+    jobId: job.id,
+    historyHash: extendHash(request.askedHash, { role: "assistant", text: reply }),
+    messageCount: chat?.messageCount ?? 0,
+    ...workspace,
+  });
+  const status = error === undefined ? "succeeded" : "failed";
+  await updateJob(db, job.id, {
+    status,
+    ...(error !== undefined && { error: redact(error).slice(0, 2000) }),
+  });
+  return status;
+}
