@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { createNodeMiddleware, Probot, run } from "probot";
 import { SmeeClient } from "smee-client";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins } from "./agent/plugins.ts";
+import { type ChatFaceDeps, mountChatFace } from "./chat/server.ts";
 import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
 import { routeModel } from "./config/model-route.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
@@ -47,6 +48,8 @@ export interface StartOptions {
   queue?: Omit<QueueOptions, "logger">;
   /** Overrides for the agent pipeline (tests point it at fakes); false ends jobs once acknowledged. */
   pipeline?: Partial<PipelineDeps> | false;
+  /** Overrides for the chat face (tests point clone URLs at their git server). */
+  chat?: Partial<Pick<ChatFaceDeps, "cloneUrl" | "pollIntervalMs">>;
   /** Backoff between attempts to reach GitHub at startup; default 1 s doubling up to 30 s. */
   githubRetry?: Backoff;
   /** Called once the HTTP server listens, before GitHub has been reached. */
@@ -80,6 +83,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     config.webhookSecret,
     config.privateKey,
     config.anthropicApiKey,
+    config.apiKey,
     ...providerKeys,
   ]) {
     registerSecret(secret);
@@ -157,6 +161,19 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         logger,
         cleanup,
       });
+      const chat = mountChatFace({
+        db,
+        queue,
+        operatorKey: config.apiKey,
+        auth: (id) => probot.auth(id),
+        allowedUsers: config.allowedUsers,
+        cloneUrl: (fullName) => `${config.githubWebUrl}/${fullName}.git`,
+        defaults: settingsDefaults,
+        ratePerMinute: config.chatRatePerMinute,
+        logger,
+        ...options.chat,
+      });
+      cleanup.push(() => chat.close());
       const intake = intakeApp({
         db,
         queue,
@@ -167,6 +184,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       // Webhooks first: they are the hot path, and need no trip through the page router.
       const webhooks = await createNodeMiddleware(intake, { probot, webhooksPath: WEBHOOK_PATH });
       handlers.push(capWebhookBody(WEBHOOK_PATH, webhooks));
+      handlers.push(chat.handler);
       handlers.push(web.handler);
     }
     if (role !== "web") {

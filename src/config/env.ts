@@ -115,6 +115,11 @@ const schema = z.object({
     blankToUndefined,
     z.string().min(16, "must be at least 16 characters (a bearer token for /metrics)").optional(),
   ),
+  VMPILOT_API_KEY: z.preprocess(
+    blankToUndefined,
+    z.string().min(32, "must be at least 32 characters (the chat face's operator key)").optional(),
+  ),
+  CHAT_RATE_PER_MINUTE: integer(1, 100_000, 60),
   ...SANDBOX_LIMIT_VARS,
   PUBLIC_URL: url(/^https?:$/, "must be an http(s) URL such as https://vmpilot.example.com"),
   NETWORK_ALLOW_PRIVATE: z.preprocess(
@@ -190,6 +195,10 @@ export interface Config {
   sandboxLimits: SandboxLimits;
   /** Bearer token for GET /metrics; unset, there is no /metrics. */
   metricsToken?: string;
+  /** The chat face's operator key (any agent); unset, only personal keys from /keys work. */
+  apiKey?: string;
+  /** Chat-face requests per key per minute. */
+  chatRatePerMinute: number;
   production: boolean;
   /** The app's OAuth client, for signing in to the web pages; null when not configured. */
   oauth: { clientId: string; clientSecret: string } | null;
@@ -271,6 +280,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       allowedUsers: e.ALLOWED_USERS,
       networkAllowPrivate: e.NETWORK_ALLOW_PRIVATE,
       metricsToken: e.METRICS_TOKEN,
+      apiKey: e.VMPILOT_API_KEY,
+      chatRatePerMinute: e.CHAT_RATE_PER_MINUTE,
       sandboxLimits: toLimits(e),
       production,
       oauth:

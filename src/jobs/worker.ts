@@ -6,8 +6,8 @@ import { jobDuration } from "../metrics.ts";
 import { getJob, isIssueJob, updateJob } from "../store/jobs.ts";
 import { type AcknowledgeDeps, acknowledge } from "./acknowledge.ts";
 import { deadBody } from "./acknowledge-messages.ts";
-import { type PipelineDeps, runPipeline } from "./pipeline.ts";
 import { runChatTurn } from "./chat-turn/run.ts";
+import { type PipelineDeps, runPipeline } from "./pipeline.ts";
 import type { DeadJob, Queue } from "./queue.ts";
 
 export interface WorkerDeps extends AcknowledgeDeps {

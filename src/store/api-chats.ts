@@ -144,10 +144,7 @@ export async function branchApiChat(db: Queryable, chat: ApiChat, turn: ChatTurn
      WHERE chat_id = $1 AND seq <= $3`,
     [chat.id, copy.id, turn.messageCount],
   );
-  await db.query("UPDATE chats SET message_count = $2 WHERE id = $1", [
-    copy.id,
-    turn.messageCount,
-  ]);
+  await db.query("UPDATE chats SET message_count = $2 WHERE id = $1", [copy.id, turn.messageCount]);
   await db.query(
     `INSERT INTO chat_compactions (chat_id, covered_messages, messages)
      SELECT $2, covered_messages, messages FROM chat_compactions

@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
-export const KEY_PREFIX = "vmp_";
+const KEY_PREFIX = "vmp_";
 
 export interface ApiKey {
   id: number;
@@ -44,7 +44,7 @@ function toApiKey(value: unknown): ApiKey {
   };
 }
 
-export function hashApiKey(key: string): string {
+function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
 }
 

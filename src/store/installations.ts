@@ -131,3 +131,13 @@ export async function forgetFileSettings(
     ]);
   }
 }
+
+/** Repositories the app can act on now: not removed, on a live installation; by name. */
+export async function listActiveRepositories(db: Queryable): Promise<Repository[]> {
+  const { rows } = await db.query<RepositoryRow>(
+    `SELECT r.* FROM repositories r JOIN installations i ON i.id = r.installation_id
+     WHERE r.removed_at IS NULL AND i.suspended_at IS NULL AND i.deleted_at IS NULL
+     ORDER BY lower(r.full_name) LIMIT 1000`,
+  );
+  return rows.map(toRepository);
+}

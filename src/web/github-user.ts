@@ -17,6 +17,7 @@ export interface UserRepo {
   fullName: string;
   private: boolean;
   admin: boolean;
+  push: boolean;
   pull: boolean;
 }
 
@@ -35,7 +36,13 @@ const Repo = z.object({
   id: z.number().int(),
   full_name: z.string().min(1),
   private: z.boolean(),
-  permissions: z.object({ admin: z.boolean().optional(), pull: z.boolean().optional() }).optional(),
+  permissions: z
+    .object({
+      admin: z.boolean().optional(),
+      push: z.boolean().optional(),
+      pull: z.boolean().optional(),
+    })
+    .optional(),
 });
 
 /** A GitHub answer that is not what its documentation says: a clear error, not a crash later. */
@@ -85,6 +92,7 @@ export class GitHubUserApi {
           installationId: installation.id,
           fullName: repo.full_name,
           ...access(repo),
+          push: repo.permissions?.push === true,
         });
       }
     }

@@ -8,6 +8,7 @@ import { html } from "./html.ts";
 import { HttpError, redirect, SECURITY_HEADERS, SignInRequired, send } from "./http.ts";
 import { jobEvents } from "./job-stream.ts";
 import { jobDetail, jobList } from "./jobs.ts";
+import { createKey, keysPage, revokeKey } from "./keys.ts";
 import { messagePage, page } from "./layout.ts";
 import type { Session } from "./session.ts";
 import { repoSettings, saveRepoSettings, settingsIndex } from "./settings.ts";
@@ -34,11 +35,15 @@ const ROUTES: Route[] = [
   ["GET", /^\/jobs\/(\d{1,15})$/, jobDetail],
   ["GET", /^\/jobs\/(\d{1,15})\/events$/, jobEvents],
   ["GET", /^\/usage$/, usagePage],
+  ["GET", /^\/keys$/, keysPage],
+  ["POST", /^\/keys$/, createKey],
+  ["POST", /^\/keys\/(\d{1,15})\/revoke$/, revokeKey],
 ];
 
 const STATIC: Record<string, { type: string; body: Buffer }> = {
   "/static/vmpilot.css": asset("vmpilot.css", "text/css; charset=utf-8"),
   "/static/live.js": asset("live.js", "text/javascript; charset=utf-8"),
+  "/static/copy.js": asset("copy.js", "text/javascript; charset=utf-8"),
 };
 
 export interface Web {

@@ -5,7 +5,7 @@ export interface PageOptions {
   title: string;
   session: Session | null;
   /** Which main navigation entry is the current page. */
-  nav?: "jobs" | "settings" | "usage";
+  nav?: "jobs" | "settings" | "usage" | "keys";
   body: Html;
   scripts?: string[];
 }
@@ -14,6 +14,7 @@ const NAV = [
   { key: "jobs", href: "/jobs", label: "Jobs" },
   { key: "settings", href: "/settings", label: "Settings" },
   { key: "usage", href: "/usage", label: "Usage" },
+  { key: "keys", href: "/keys", label: "API keys" },
 ] as const;
 
 export function page(options: PageOptions): Html {

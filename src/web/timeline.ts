@@ -1,8 +1,9 @@
 // The session log: one list item per job event. The live stream sends the same items, so a page
 // built at once and a page grown event by event look alike.
+
+import { lineDiff } from "../github/line-diff.ts";
 import { redact } from "../github/redact.ts";
 import type { JobEvent } from "../store/job-events.ts";
-import { lineDiff } from "../github/line-diff.ts";
 import { type Html, html } from "./html.ts";
 
 // Outputs past this are cut on the page; the model saw at most 30,000 characters anyway.

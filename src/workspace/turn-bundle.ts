@@ -5,7 +5,7 @@ import type { Workspace } from "./types.ts";
 
 const FILE = ".git/vmpilot-turn.bundle";
 /** The sandbox writes the bundle, so its size is checked before the worker reads it. */
-export const MAX_TURN_BUNDLE_BYTES = 50_000_000;
+const MAX_TURN_BUNDLE_BYTES = 50_000_000;
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 async function inside(workspace: Workspace, command: string): Promise<string> {

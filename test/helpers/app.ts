@@ -46,6 +46,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     oauth: null,
     sessionSecret: "test-session-secret-0123456789abcdef",
     githubWebUrl: "https://github.com",
+    chatRatePerMinute: 60,
     ...overrides,
   };
 }

@@ -19,7 +19,14 @@ import { saveCompaction } from "../../src/store/compactions.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
-import { getJob, insertJob, type IssueJob, type Job, type NewJob, updateJob } from "../../src/store/jobs.ts";
+import {
+  getJob,
+  type IssueJob,
+  insertJob,
+  type Job,
+  type NewJob,
+  updateJob,
+} from "../../src/store/jobs.ts";
 import { appendMessage, listMessages } from "../../src/store/messages.ts";
 import { InvalidStoredValue } from "../../src/store/stored-value.ts";
 import { GITHUB_API, useGitHubMock } from "../helpers/github-mock.ts";

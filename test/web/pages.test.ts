@@ -464,6 +464,44 @@ describe("/jobs", () => {
   });
 });
 
+describe("/keys", () => {
+  it("makes a key shown once, stores only its hash, lists it with its hint, and revokes it", async () => {
+    const csrf = Client.csrf(await (await as("bob").get("/keys")).text());
+    const made = await as("bob").post("/keys", { csrf, name: "Open WebUI" });
+    expect(made.status).toBe(200);
+    const page = await made.text();
+    const secret = /id="new-key"[^>]*value="(vmp_[A-Za-z0-9_-]{43})"/.exec(page)?.[1] as string;
+    expect(secret).toBeDefined();
+    const stored = await h.db.pool.query("SELECT * FROM api_keys WHERE owner_login = 'bob'");
+    expect(stored.rows).toHaveLength(1);
+    expect(JSON.stringify(stored.rows)).not.toContain(secret);
+    const listed = await (await as("bob").get("/keys")).text();
+    expect(listed).not.toContain(secret);
+    expect(listed).toContain(`…${secret.slice(-4)}`);
+    expect(listed).toContain("Open WebUI");
+
+    const id = String(stored.rows[0]?.id);
+    // Another user cannot revoke it, nor can a form without the CSRF token.
+    const aliceCsrf = Client.csrf(await (await as("alice").get("/")).text());
+    expect((await as("alice").post(`/keys/${id}/revoke`, { csrf: aliceCsrf })).status).toBe(404);
+    expect((await as("bob").post(`/keys/${id}/revoke`, {})).status).toBe(403);
+    const revoked = await as("bob").post(`/keys/${id}/revoke`, { csrf });
+    expect(revoked.status).toBe(303);
+    expect(await (await as("bob").get("/keys")).text()).toMatch(/revoked \d{4}-/);
+    const live = await h.db.pool.query("SELECT 1 FROM api_keys WHERE revoked_at IS NULL");
+    expect(live.rows).toHaveLength(0);
+  });
+
+  it("makes no key for someone who cannot push to any repository of the app", async () => {
+    const page = await (await as("carol").get("/keys")).text();
+    expect(page).not.toContain('action="/keys"');
+    const csrf = Client.csrf(page);
+    expect((await as("carol").post("/keys", { csrf, name: "x" })).status).toBe(403);
+    const stored = await h.db.pool.query("SELECT 1 FROM api_keys WHERE owner_login = 'carol'");
+    expect(stored.rows).toHaveLength(0);
+  });
+});
+
 describe("/usage", () => {
   it("shows tokens and cost per repository per day, with a chart", async () => {
     const page = await (await as("alice").get("/usage")).text();

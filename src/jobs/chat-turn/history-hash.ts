@@ -18,8 +18,3 @@ export function extendHash(hash: string, message: ClientMessage): string {
     .update(`${hash}\0${message.role}\0${normal(message.text)}`)
     .digest("hex");
 }
-
-/** The empty conversation hashes to "". */
-export function historyHash(messages: readonly ClientMessage[]): string {
-  return messages.reduce(extendHash, "");
-}

@@ -5,7 +5,8 @@ const DIFF = /^(diff --git |--- \S.*\n\+\+\+ |@@ -\d)/m;
 const PYTHON_TRACE = /^Traceback \(most recent call last\):/m;
 const JS_TRACE = /^\s+at .+(\(.+:\d+:\d+\)|:\d+:\d+)$/m;
 const PYTHON = /^(def \w+\(|class \w+[(:]|from [\w.]+ import |import \w+$)/m;
-const TYPESCRIPT = /^(import .+ from ["']|export (const|function|interface|type|class) |interface \w+ \{)/m;
+const TYPESCRIPT =
+  /^(import .+ from ["']|export (const|function|interface|type|class) |interface \w+ \{)/m;
 
 export function fenceLanguage(text: string): string {
   const trimmed = text.trim();

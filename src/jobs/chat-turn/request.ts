@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Job } from "../../store/jobs.ts";
 import { parseStored } from "../../store/stored-value.ts";
 
-export const chatTurnRequest = z.object({
+const chatTurnRequest = z.object({
   /** The agent the client picked: "vmpilot" or "vmpilot/<owner>/<repo>". */
   agent: z.string(),
   /** The repository's clone URL; null on scratch. */

@@ -14,13 +14,13 @@ import { commitInWorkspace } from "../../workspace/commit.ts";
 import { gitClient } from "../../workspace/git.ts";
 import { createWorkspace, prepareCheckout, type Workspace } from "../../workspace/index.ts";
 import { restoreTurnBundle, saveTurnBundle } from "../../workspace/turn-bundle.ts";
-import type { PipelineDeps } from "../pipeline.ts";
 import { runJobAgent, testsOf } from "../pipeline/agent.ts";
 import { loadChat } from "../pipeline/history.ts";
 import { JobProgress } from "../pipeline/progress.ts";
+import type { PipelineDeps } from "../pipeline.ts";
 import type { RunningJob } from "../queue.ts";
 import { extendHash } from "./history-hash.ts";
-import { renderReply, REPLY_END } from "./reply.ts";
+import { REPLY_END, renderReply } from "./reply.ts";
 import { type ChatTurnRequest, chatBranch, readChatTurnRequest } from "./request.ts";
 import { chatTurnSettings } from "./settings.ts";
 
@@ -62,6 +62,7 @@ export async function runChatTurn(run: Run, deps: PipelineDeps): Promise<TurnOut
       chatId: chat.id,
       jobId: job.id,
       mode: "fix",
+      conversational: true,
       workspace: ws.workspace,
       history: history.messages,
       storedCount: history.storedCount,

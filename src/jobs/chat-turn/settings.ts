@@ -1,12 +1,17 @@
 // A chat turn's settings and budget: a repository's as for its issue jobs (defaults, settings page,
 // `.github/vmpilot.yml`, daily limit shared with them); a scratch workspace's from the defaults,
 // with the daily limit counted per key owner.
-import { checkRepoConfig, defaults, type RepoSettings, resolveSettings } from "../../config/repo-config.ts";
+import {
+  checkRepoConfig,
+  defaults,
+  type RepoSettings,
+  resolveSettings,
+} from "../../config/repo-config.ts";
 import { loadRepoConfig } from "../../github/repo-config-loader.ts";
 import { getRepository } from "../../store/installations.ts";
 import { type Job, reserveBudget } from "../../store/jobs.ts";
-import type { PipelineDeps } from "../pipeline.ts";
 import { startOfUtcDay } from "../pipeline/settings.ts";
+import type { PipelineDeps } from "../pipeline.ts";
 
 export type TurnSettings =
   | { ok: true; settings: RepoSettings; budgetUsd: number }
@@ -50,7 +55,8 @@ export async function chatTurnSettings(deps: PipelineDeps, job: Job): Promise<Tu
     maxDailyUsd: settings.maxDailyCostUsd,
     maxJobUsd: settings.maxCostUsd,
   });
-  if (budget.dailyLeftUsd <= 0) return { ok: false, error: dailyLimit(settings, "This repository") };
+  if (budget.dailyLeftUsd <= 0)
+    return { ok: false, error: dailyLimit(settings, "This repository") };
   return { ok: true, settings, budgetUsd: budget.grantUsd };
 }
 

@@ -22,6 +22,11 @@ export interface JobAgentInput {
   chatId: number;
   jobId: number;
   mode: Mode;
+  /**
+   * A chat turn: it may be only a question, so the person, not the plugins' finish checks,
+   * decides when tests run.
+   */
+  conversational?: boolean;
   workspace: Workspace;
   history: Anthropic.MessageParam[];
   /** How many stored messages `history` stands for (see loadChat). */
@@ -57,7 +62,10 @@ export function testsOf(result: AgentResult): TestsSummary | undefined {
 }
 
 export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
-  const plugins = pluginsFor(input.mode, input.settings.plugins, input.available);
+  const selected = pluginsFor(input.mode, input.settings.plugins, input.available);
+  const plugins = input.conversational
+    ? selected.map((plugin) => ({ ...plugin, finishCheck: undefined }))
+    : selected;
   const client =
     input.anthropic && "messages" in input.anthropic
       ? input.anthropic

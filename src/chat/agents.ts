@@ -1,0 +1,68 @@
+// The agents a key may use, as OpenAI models: `vmpilot` (a scratch workspace) and
+// `vmpilot/<owner>/<repo>` for each repository of the app's installations its owner can write to.
+import type { ProbotOctokit } from "probot";
+import { checkPermission } from "../github/permissions.ts";
+import { listActiveRepositories, type Repository } from "../store/installations.ts";
+import type { Queryable } from "../store/sql.ts";
+import type { TtlCache } from "../web/cache.ts";
+import type { Principal } from "./auth.ts";
+import { unknownModel } from "./errors.ts";
+
+const SCRATCH = "vmpilot";
+const PREFIX = `${SCRATCH}/`;
+
+export interface AgentAccess {
+  db: Queryable;
+  auth(installationId: number): Promise<ProbotOctokit>;
+  /** ALLOWED_USERS: may act on every repository. */
+  allowedUsers: readonly string[];
+  /** Write access, as GitHub last said, per owner and repository; briefly cached. */
+  writers: TtlCache<boolean>;
+}
+
+export interface Agent {
+  id: string;
+  /** Null for scratch. */
+  repository: Repository | null;
+}
+
+async function canWrite(access: AgentAccess, who: Principal, repo: Repository): Promise<boolean> {
+  if (who.operator) return true;
+  return access.writers.get(`${who.owner.toLowerCase()} ${repo.id}`, async () => {
+    const [owner = "", name = ""] = repo.fullName.split("/");
+    const octokit = await access.auth(repo.installationId);
+    const result = await checkPermission(octokit, {
+      owner,
+      repo: name,
+      username: who.owner,
+      allowedUsers: access.allowedUsers,
+    });
+    return result.allowed;
+  });
+}
+
+export async function listAgents(access: AgentAccess, who: Principal): Promise<Agent[]> {
+  const agents: Agent[] = [{ id: SCRATCH, repository: null }];
+  for (const repository of await listActiveRepositories(access.db)) {
+    if (await canWrite(access, who, repository)) {
+      agents.push({ id: `${PREFIX}${repository.fullName}`, repository });
+    }
+  }
+  return agents;
+}
+
+/** The agent a model id names, if the key may use it; 404 otherwise, so strangers learn nothing. */
+export async function resolveAgent(
+  access: AgentAccess,
+  who: Principal,
+  model: string,
+): Promise<Agent> {
+  if (model === SCRATCH) return { id: SCRATCH, repository: null };
+  if (!model.startsWith(PREFIX)) throw unknownModel(model);
+  const wanted = model.slice(PREFIX.length).toLowerCase();
+  const repository = (await listActiveRepositories(access.db)).find(
+    (r) => r.fullName.toLowerCase() === wanted,
+  );
+  if (!repository || !(await canWrite(access, who, repository))) throw unknownModel(model);
+  return { id: `${PREFIX}${repository.fullName}`, repository };
+}

@@ -1,0 +1,125 @@
+// Which stored chat a request continues. Clients send the whole history every time; the longest
+// part of it that ends at a reply vmpilot gave finds the turn (see history-hash.ts). A request
+// that goes back (regenerate, an edited message) branches the chat at that turn.
+import { sanitize } from "../github/sanitize.ts";
+import { type ClientMessage, extendHash } from "../jobs/chat-turn/history-hash.ts";
+import {
+  type ApiChat,
+  branchApiChat,
+  type ChatTurn,
+  createApiChat,
+  findClientChat,
+  findTurn,
+  getApiChat,
+  lastTurn,
+} from "../store/api-chats.ts";
+import type { Queryable } from "../store/sql.ts";
+import type { Agent } from "./agents.ts";
+import type { Principal } from "./auth.ts";
+import { type CompletionRequest, messageText } from "./body.ts";
+import { badRequest } from "./errors.ts";
+
+/** Earlier messages vmpilot has not seen are passed on as context, this much at most. */
+const TRANSCRIPT_CAP = 20_000;
+const PR_COMMAND = /^\s*\/vmpilot\s+pr\b/im;
+
+export interface PlannedTurn {
+  chat: ApiChat;
+  /** The new message, sanitized: the instruction. */
+  instruction: string;
+  system: string;
+  askedHash: string;
+  transcript: string;
+  pullRequest: boolean;
+}
+
+interface Split {
+  system: string;
+  history: ClientMessage[];
+  user: string;
+}
+
+function split(request: CompletionRequest): Split {
+  const system = request.messages
+    .filter((m) => m.role === "system" || m.role === "developer")
+    .map((m) => sanitize(messageText(m)))
+    .join("\n\n");
+  const talk: ClientMessage[] = request.messages.flatMap((m) =>
+    m.role === "user" || m.role === "assistant" ? [{ role: m.role, text: messageText(m) }] : [],
+  );
+  const last = talk.pop();
+  if (last?.role !== "user" || !last.text.trim()) {
+    throw badRequest("The last message must be a user message with text.");
+  }
+  return { system, history: talk, user: last.text };
+}
+
+function transcriptOf(messages: readonly ClientMessage[]): string {
+  const text = messages.map((m) => `${m.role}: ${sanitize(m.text)}`).join("\n\n");
+  return text.length > TRANSCRIPT_CAP ? `[… earlier cut …]\n${text.slice(-TRANSCRIPT_CAP)}` : text;
+}
+
+/** The newest turn that a prefix of the history, ending at a reply, hashes to; and its length. */
+async function matchTurn(db: Queryable, owner: string, history: readonly ClientMessage[]) {
+  const hashes = [""];
+  for (const message of history) hashes.push(extendHash(hashes.at(-1) as string, message));
+  for (let length = history.length; length > 0; length--) {
+    if (history[length - 1]?.role !== "assistant") continue;
+    const turn = await findTurn(db, owner, hashes[length] as string);
+    if (turn) return { turn, length };
+  }
+  return undefined;
+}
+
+/** The chat where the turn goes on: the turn's own when it is the chat's latest, else a branch. */
+async function continueAt(db: Queryable, turn: ChatTurn): Promise<ApiChat | undefined> {
+  const chat = await getApiChat(db, turn.chatId);
+  if (!chat) return undefined;
+  const latest = await lastTurn(db, chat.id);
+  if (latest?.turn === turn.turn && chat.messageCount === turn.messageCount) return chat;
+  return (await branchApiChat(db, chat, turn)).chat;
+}
+
+export async function planTurn(
+  db: Queryable,
+  who: Principal,
+  agent: Agent,
+  request: CompletionRequest,
+  clientChatId: string | null,
+): Promise<PlannedTurn> {
+  const { system, history, user } = split(request);
+  const repositoryId = agent.repository?.id ?? null;
+  const askedHash = extendHash(history.reduce(extendHash, ""), { role: "user", text: user });
+  const matched = await matchTurn(db, who.owner, history);
+  let chat: ApiChat | undefined;
+  let unseen = history;
+  if (matched) {
+    const found = await continueAt(db, matched.turn);
+    // A conversation moved to another agent starts afresh there.
+    if (found?.repositoryId === repositoryId) {
+      chat = found;
+      unseen = history.slice(matched.length);
+    }
+  }
+  if (!chat && clientChatId) {
+    const named = await findClientChat(db, who.owner, clientChatId);
+    if (named?.repositoryId === repositoryId) {
+      chat = named;
+      unseen = [];
+    }
+  }
+  chat ??= await createApiChat(db, {
+    owner: who.owner,
+    repositoryId,
+    clientChatId:
+      clientChatId && !(await findClientChat(db, who.owner, clientChatId)) ? clientChatId : null,
+  });
+  return {
+    chat,
+    instruction: sanitize(user),
+    system,
+    askedHash,
+    transcript: transcriptOf(unseen),
+    pullRequest: PR_COMMAND.test(user),
+  };
+}

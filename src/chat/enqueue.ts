@@ -1,0 +1,44 @@
+// A chat turn becomes a job on the queue, the row and the queue entry in one transaction.
+
+import type { ChatTurnRequest } from "../jobs/chat-turn/request.ts";
+import type { Queue } from "../jobs/queue.ts";
+import { chatKey } from "../store/chats.ts";
+import type { Database } from "../store/database.ts";
+import { insertJob, type Job } from "../store/jobs.ts";
+import { withTransaction } from "../store/sql.ts";
+import type { Agent } from "./agents.ts";
+import type { Principal } from "./auth.ts";
+import type { PlannedTurn } from "./conversation.ts";
+
+export async function enqueueTurn(
+  db: Database,
+  queue: Pick<Queue, "enqueueJob" | "wake">,
+  input: { who: Principal; agent: Agent; plan: PlannedTurn; cloneUrl: string | null },
+): Promise<Job> {
+  const { who, agent, plan } = input;
+  const context: ChatTurnRequest = {
+    agent: agent.id,
+    cloneUrl: input.cloneUrl,
+    system: plan.system,
+    askedHash: plan.askedHash,
+    transcript: plan.transcript,
+    pullRequest: plan.pullRequest,
+  };
+  const job = await withTransaction(db.pool, async (client) => {
+    const inserted = await insertJob(client, {
+      chatId: plan.chat.id,
+      installationId: agent.repository?.installationId ?? null,
+      repositoryId: agent.repository?.id ?? null,
+      repo: agent.repository?.fullName ?? "scratch",
+      number: null,
+      trigger: "chat",
+      requester: who.owner,
+      instruction: plan.instruction,
+      context: { ...context },
+    });
+    await queue.enqueueJob(client, { jobId: inserted.id, chatKey: chatKey(plan.chat.id) });
+    return inserted;
+  });
+  queue.wake();
+  return job;
+}

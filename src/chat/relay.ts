@@ -1,0 +1,106 @@
+// A turn's session-log events, relayed to the client as they are stored: OpenAI's streamed chunks
+// (`chat.completion.chunk`, then `[DONE]`), or one `chat.completion` at the end.
+import type { ServerResponse } from "node:http";
+import { REPLY_END, replyPiece, WORKING } from "../jobs/chat-turn/reply.ts";
+import { listJobEvents } from "../store/job-events.ts";
+import { getJob } from "../store/jobs.ts";
+import type { Queryable } from "../store/sql.ts";
+
+export interface Completion {
+  id: string;
+  model: string;
+  created: number;
+}
+
+interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
+}
+
+function usageOf(value: unknown): Usage {
+  const u = (value ?? {}) as Record<string, unknown>;
+  const n = (key: string) => Number(u[key] ?? 0) || 0;
+  const cached = n("cacheReadInputTokens");
+  const prompt = n("inputTokens") + cached + n("cacheCreationInputTokens");
+  const completion = n("outputTokens");
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cached },
+  };
+}
+
+export function chunk(c: Completion, delta: Record<string, unknown>, finish: string | null) {
+  return {
+    id: c.id,
+    object: "chat.completion.chunk",
+    created: c.created,
+    model: c.model,
+    system_fingerprint: null,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  };
+}
+
+export function writeData(res: ServerResponse, data: unknown): void {
+  if (!res.writableEnded) res.write(`data: ${JSON.stringify(data)}\n\n`);
+}
+
+/** The role chunk and the "working…" line: what a streaming client gets at once. */
+export function startStream(res: ServerResponse, c: Completion): void {
+  res.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-store",
+    "x-accel-buffering": "no",
+  });
+  writeData(res, chunk(c, { role: "assistant", content: "" }, null));
+  writeData(res, chunk(c, { content: WORKING }, null));
+}
+
+export interface RelayOptions {
+  db: Queryable;
+  jobId: number;
+  pollMs: number;
+  /** Called with each piece of the reply. */
+  onPiece(text: string): void;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+}
+
+/** Relays until the turn's reply ends; resolves to its usage (null when the client left first). */
+export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
+  let after = 0;
+  while (!options.signal.aborted) {
+    // Status first: events stored before the job finished are then certain to be read below.
+    const job = await getJob(options.db, options.jobId);
+    const events = await listJobEvents(options.db, options.jobId, after, 200);
+    for (const event of events) {
+      after = event.id;
+      const piece = replyPiece(event);
+      if (piece) options.onPiece(piece);
+      if (event.type === REPLY_END) return usageOf(event.data.usage);
+    }
+    if (events.length === 200) continue;
+    if (!job || job.finishedAt) {
+      // Cancelled or dead before it could write its ending.
+      options.onPiece(`---\n**Stopped:** the turn ended (${job?.status ?? "gone"}).\n`);
+      return usageOf(job?.usage);
+    }
+    await pause(options.pollMs, options.signal);
+  }
+  return null;
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,213 @@
+// The chat face: OpenAI's `/v1/models` and `/v1/chat/completions`, served by the web role. A turn
+// runs as a job on a worker; this process relays its session log to the client.
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ProbotOctokit } from "probot";
+import type { RepoSettings } from "../config/repo-config.ts";
+import type { Logger } from "../github/logger.ts";
+import { WORKING } from "../jobs/chat-turn/reply.ts";
+import type { Queue } from "../jobs/queue.ts";
+import type { Database } from "../store/database.ts";
+import { TtlCache } from "../web/cache.ts";
+import { readCapped } from "../web/capped-body.ts";
+import { type AgentAccess, listAgents, resolveAgent } from "./agents.ts";
+import { authenticate } from "./auth.ts";
+import { parseCompletionRequest } from "./body.ts";
+import { checkBudget } from "./budget.ts";
+import { planTurn } from "./conversation.ts";
+import { enqueueTurn } from "./enqueue.ts";
+import { ApiError, sendApiError } from "./errors.ts";
+import { RateLimiter } from "./rate-limit.ts";
+import { type Completion, chunk, relayTurn, startStream, writeData } from "./relay.ts";
+
+/** A conversation with its tool output fits well within this; more is refused unread. */
+const MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+export interface ChatFaceDeps {
+  db: Database;
+  queue: Pick<Queue, "enqueueJob" | "wake" | "cancel">;
+  /** VMPILOT_API_KEY: valid for scratch and every repository; unset, only personal keys work. */
+  operatorKey?: string;
+  auth(installationId: number): Promise<ProbotOctokit>;
+  allowedUsers: readonly string[];
+  /** Where a worker clones a repository from, by its full name. */
+  cloneUrl(fullName: string): string;
+  defaults: RepoSettings;
+  /** Requests per key per minute; default 60. */
+  ratePerMinute?: number;
+  /** How often a relay looks for new events; default 100 ms. */
+  pollIntervalMs?: number;
+  logger: Logger;
+}
+
+export interface ChatFace {
+  handler(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /** Ends open streams, so the HTTP server can close. */
+  close(): void;
+}
+
+export function mountChatFace(deps: ChatFaceDeps): ChatFace {
+  const limiter = new RateLimiter(deps.ratePerMinute ?? 60);
+  const open = new Set<ServerResponse>();
+  const access: AgentAccess = {
+    db: deps.db.pool,
+    auth: deps.auth,
+    allowedUsers: deps.allowedUsers,
+    writers: new TtlCache<boolean>(60_000),
+  };
+
+  async function models(req: IncomingMessage, res: ServerResponse) {
+    const who = await authenticate(req, deps.db.pool, deps.operatorKey);
+    limiter.take(who.keyId);
+    const agents = await listAgents(access, who);
+    const data = agents.map((a) => ({
+      id: a.id,
+      object: "model",
+      created: 0,
+      owned_by: "vmpilot",
+    }));
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ object: "list", data }));
+  }
+
+  async function completions(req: IncomingMessage, res: ServerResponse) {
+    const who = await authenticate(req, deps.db.pool, deps.operatorKey);
+    limiter.take(who.keyId);
+    const declared = Number(req.headers["content-length"] ?? 0);
+    const raw = declared > MAX_BODY_BYTES ? undefined : await readCapped(req, MAX_BODY_BYTES);
+    if (raw === undefined) {
+      throw new ApiError(
+        413,
+        "invalid_request_error",
+        "request_too_large",
+        "The request body is over 8 MB.",
+      );
+    }
+    const request = parseCompletionRequest(raw.toString("utf8"));
+    const agent = await resolveAgent(access, who, request.model);
+    await checkBudget(deps.db.pool, deps.defaults, who, agent);
+    const header = req.headers["x-openwebui-chat-id"];
+    const clientChatId =
+      request.chat_id ?? (typeof header === "string" ? header.slice(0, 200) : null);
+    const plan = await planTurn(deps.db.pool, who, agent, request, clientChatId || null);
+    const completion: Completion = {
+      id: `chatcmpl-${randomUUID()}`,
+      model: agent.id,
+      created: Math.floor(Date.now() / 1000),
+    };
+    const stream = request.stream === true;
+    if (stream) startStream(res, completion);
+    const job = await enqueueTurn(deps.db, deps.queue, {
+      who,
+      agent,
+      plan,
+      cloneUrl: agent.repository ? deps.cloneUrl(agent.repository.fullName) : null,
+    });
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!res.writableFinished) gone.abort();
+    };
+    res.once("close", onClose);
+    open.add(res);
+    let text = WORKING;
+    try {
+      const usage = await relayTurn({
+        db: deps.db.pool,
+        jobId: job.id,
+        pollMs: deps.pollIntervalMs ?? 100,
+        signal: gone.signal,
+        onPiece: (piece) => {
+          text += piece;
+          if (stream) writeData(res, chunk(completion, { content: piece }, null));
+        },
+      });
+      if (usage === null) {
+        // The client went away: stop the turn; the chat stays, at its last finished turn.
+        await deps.queue.cancel(job.id);
+        return;
+      }
+      if (stream) {
+        writeData(res, chunk(completion, {}, "stop"));
+        if (request.stream_options?.include_usage) {
+          writeData(res, { ...chunk(completion, {}, null), choices: [], usage });
+        }
+        res.end("data: [DONE]\n\n");
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          id: completion.id,
+          object: "chat.completion",
+          created: completion.created,
+          model: completion.model,
+          system_fingerprint: null,
+          choices: [
+            {
+              index: 0,
+              message: { role: "assistant", content: text, refusal: null },
+              logprobs: null,
+              finish_reason: "stop",
+            },
+          ],
+          usage,
+        }),
+      );
+    } finally {
+      res.off("close", onClose);
+      open.delete(res);
+    }
+  }
+
+  return {
+    async handler(req, res) {
+      const path = new URL(req.url ?? "/", "http://chat.invalid").pathname;
+      const route =
+        path === "/v1/models" && req.method === "GET"
+          ? models
+          : path === "/v1/chat/completions" && req.method === "POST"
+            ? completions
+            : undefined;
+      if (!route) {
+        if (!path.startsWith("/v1/")) return false;
+        sendApiError(
+          res,
+          new ApiError(
+            404,
+            "invalid_request_error",
+            "unknown_url",
+            `Unknown request URL: ${req.method} ${path}.`,
+          ),
+        );
+        return true;
+      }
+      try {
+        await route(req, res);
+      } catch (error) {
+        if (res.headersSent) {
+          res.end();
+        } else if (error instanceof ApiError) {
+          sendApiError(res, error);
+        } else {
+          const requestId = randomUUID();
+          deps.logger.error({ err: error, requestId, path }, "chat request failed");
+          sendApiError(
+            res,
+            new ApiError(
+              500,
+              "server_error",
+              null,
+              `The server had an error processing the request (request id ${requestId}).`,
+              { "x-request-id": requestId },
+            ),
+          );
+        }
+      }
+      return true;
+    },
+    close() {
+      for (const res of open) res.destroy();
+      open.clear();
+    },
+  };
+}

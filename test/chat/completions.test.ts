@@ -1,0 +1,261 @@
+// The chat face with the official `openai` npm client as the client: the real server, store,
+// queue, worker and sandbox in-process, the model behind the Anthropic fake at its HTTP edge.
+import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import type { RunningServer } from "../../src/main.ts";
+import { createApiKey } from "../../src/store/api-keys.ts";
+import { type Database, openDatabase } from "../../src/store/database.ts";
+import { upsertInstallation, upsertRepository } from "../../src/store/installations.ts";
+import { getJob } from "../../src/store/jobs.ts";
+import {
+  type AnthropicFake,
+  startAnthropicFake,
+  text,
+  toolUse,
+} from "../helpers/anthropic-fake.ts";
+import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
+import {
+  expectGitHubDone,
+  mockApp,
+  mockInstallationToken,
+  mockPermission,
+  useGitHubMock,
+} from "../helpers/github-mock.ts";
+
+useGitHubMock();
+
+const OPERATOR_KEY = `op-${"k".repeat(40)}`;
+const REPO = "acme/widgets";
+
+let base: string;
+let db: Database;
+let fake: AnthropicFake;
+let server: RunningServer;
+let operator: OpenAI;
+
+function client(apiKey: string): OpenAI {
+  return new OpenAI({ apiKey, baseURL: `${server.url}/v1`, maxRetries: 0 });
+}
+
+beforeAll(async () => {
+  base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-chat-")));
+  fake = await startAnthropicFake();
+  db = await openDatabase({ dataDir: "memory://" });
+  await upsertInstallation(db.pool, { id: 77, accountLogin: "acme", accountType: "Organization" });
+  await upsertRepository(db.pool, { id: 700, installationId: 77, fullName: REPO });
+  mockApp(APP_SLUG);
+  server = await startTestServer(db, {
+    config: testConfig({ apiKey: OPERATOR_KEY }),
+    chat: { pollIntervalMs: 20 },
+    pipeline: {
+      anthropic: { apiKey: `sk-ant-api03-${"c".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
+      dataDir: join(base, "data"),
+      provider: "sandbox",
+      streamRetryDelayMs: 1,
+    },
+  });
+  expectGitHubDone();
+  operator = client(OPERATOR_KEY);
+});
+
+afterEach(() => {
+  expect(fake.problems, "requests the Anthropic fake refused").toEqual([]);
+  expect(fake.pending(), "scripted model replies left over").toBe(0);
+  expectGitHubDone();
+});
+
+afterAll(async () => {
+  await server?.close();
+  await db?.close();
+  await fake?.close();
+  await rm(base, { recursive: true, force: true });
+});
+
+async function collect(stream: AsyncIterable<OpenAI.ChatCompletionChunk>) {
+  const chunks: OpenAI.ChatCompletionChunk[] = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  const content = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
+  return { chunks, content };
+}
+
+async function chatIdOf(completionJobCount: number): Promise<number> {
+  const { rows } = await db.pool.query<{ chat_id: string }>(
+    "SELECT chat_id FROM jobs WHERE trigger = 'chat' ORDER BY id DESC LIMIT 1",
+  );
+  expect(rows).toHaveLength(completionJobCount > 0 ? 1 : 0);
+  return Number(rows[0]?.chat_id);
+}
+
+describe("the chat face", () => {
+  it("lists the agents a key may use: scratch, and the repositories its owner can write to", async () => {
+    const all = await operator.models.list();
+    expect(all.data.map((m) => m.id)).toEqual(["vmpilot", `vmpilot/${REPO}`]);
+    expect(all.data[0]).toMatchObject({ object: "model", owned_by: "vmpilot" });
+
+    const { secret } = await createApiKey(db.pool, {
+      name: "laptop",
+      ownerLogin: "mona",
+      ownerId: 5,
+    });
+    mockInstallationToken(77);
+    mockPermission(REPO, "mona", "read");
+    const mine = await client(secret).models.list();
+    expect(mine.data.map((m) => m.id)).toEqual(["vmpilot"]);
+  });
+
+  it("streams a scratch turn, then a second request with the history continues the same workspace and chat", async () => {
+    fake.push(
+      {
+        content: [
+          text("Writing the file."),
+          toolUse("bash", { command: "printf 'hi\\n' > hello.txt && cat hello.txt" }),
+        ],
+      },
+      { content: [text("Created hello.txt.\n\nSummary: Add hello.txt")] },
+    );
+    const first = await collect(
+      await operator.chat.completions.create({
+        model: "vmpilot",
+        messages: [
+          { role: "system", content: "Answer tersely." },
+          { role: "user", content: "make hello.txt" },
+        ],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
+    expect(first.chunks[0]?.choices[0]?.delta).toMatchObject({ role: "assistant" });
+    expect(first.chunks[0]?.object).toBe("chat.completion.chunk");
+    expect(first.content).toContain("_working…_");
+    expect(first.content).toContain("$ printf 'hi\\n' > hello.txt && cat hello.txt");
+    expect(first.content).toMatch(/```text\nhi\n```/);
+    expect(first.content).toContain("Created hello.txt.");
+    expect(first.content).toMatch(/Tokens: \d+ in, \d+ out · cost \$/);
+    const finish = first.chunks.find((c) => c.choices[0]?.finish_reason === "stop");
+    expect(finish).toBeDefined();
+    const usage = first.chunks.at(-1)?.usage;
+    expect(usage?.completion_tokens).toBeGreaterThan(0);
+    // The client's system message reached the agent's instructions, after vmpilot's own rules.
+    expect(JSON.stringify(fake.requests[0]?.body.system)).toContain("Answer tersely.");
+    const chatId = await chatIdOf(1);
+
+    fake.push(
+      { content: [toolUse("bash", { command: "cat hello.txt" })] },
+      { content: [text("It says hi.")] },
+    );
+    const second = await operator.chat.completions.create({
+      model: "vmpilot",
+      messages: [
+        { role: "system", content: "Answer tersely." },
+        { role: "user", content: "make hello.txt" },
+        { role: "assistant", content: first.content },
+        { role: "user", content: "what does it say?" },
+      ],
+    });
+    expect(second.object).toBe("chat.completion");
+    const reply = second.choices[0]?.message.content ?? "";
+    expect(reply).toMatch(/```text\nhi\n```/);
+    expect(reply).toContain("It says hi.");
+    expect(second.usage?.total_tokens).toBeGreaterThan(0);
+    expect(await chatIdOf(1)).toBe(chatId);
+    // The agent's own history (its tool calls, which the client never saw) came along.
+    const sent = JSON.stringify(fake.requests.at(-2)?.body.messages);
+    expect(sent).toContain("printf 'hi");
+  });
+
+  it("a regenerate goes back to the earlier turn's workspace, in a branch of the chat", async () => {
+    const ask = (messages: OpenAI.ChatCompletionMessageParam[]) =>
+      operator.chat.completions.create({ model: "vmpilot", messages });
+    fake.push(
+      { content: [toolUse("bash", { command: "echo one > state.txt" })] },
+      { content: [text("Wrote one.")] },
+    );
+    const one =
+      (await ask([{ role: "user", content: "write one" }])).choices[0]?.message.content ?? "";
+    const firstChat = await chatIdOf(1);
+    fake.push(
+      { content: [toolUse("bash", { command: "echo two > state.txt" })] },
+      { content: [text("Wrote two.")] },
+    );
+    const history: OpenAI.ChatCompletionMessageParam[] = [
+      { role: "user", content: "write one" },
+      { role: "assistant", content: one },
+      { role: "user", content: "now write two" },
+    ];
+    await ask(history);
+    expect(await chatIdOf(1)).toBe(firstChat);
+
+    // The client regenerates the last reply: the same history again.
+    fake.push(
+      { content: [toolUse("bash", { command: "cat state.txt" })] },
+      { content: [text("Read it.")] },
+    );
+    const again = (await ask(history)).choices[0]?.message.content ?? "";
+    expect(again).toMatch(/```text\none\n```/);
+    expect(await chatIdOf(1)).not.toBe(firstChat);
+  });
+
+  it("a client that disconnects cancels the turn", async () => {
+    fake.push({ content: [toolUse("bash", { command: "echo started && sleep 60" })] });
+    const stream = await operator.chat.completions.create({
+      model: "vmpilot",
+      messages: [{ role: "user", content: "wait a minute" }],
+      stream: true,
+    });
+    let seen = "";
+    for await (const chunk of stream) {
+      seen += chunk.choices[0]?.delta.content ?? "";
+      if (seen.includes("sleep 60")) break;
+    }
+    const { rows } = await db.pool.query<{ id: string }>(
+      "SELECT id FROM jobs WHERE trigger = 'chat' ORDER BY id DESC LIMIT 1",
+    );
+    const jobId = Number(rows[0]?.id);
+    await vi.waitFor(async () => expect((await getJob(db.pool, jobId))?.status).toBe("cancelled"), {
+      timeout: 20_000,
+      interval: 50,
+    });
+  });
+
+  it("answers a bad key, an unknown model, a malformed body and a spent budget in OpenAI's error format", async () => {
+    const bad = await client("sk-wrong")
+      .models.list()
+      .catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(bad).toMatchObject({ status: 401, code: "invalid_api_key" });
+
+    const unknown = await operator.chat.completions
+      .create({ model: "vmpilot/acme/nothing", messages: [{ role: "user", content: "hi" }] })
+      .catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(unknown).toMatchObject({ status: 404, code: "model_not_found" });
+
+    const malformed = await operator.chat.completions
+      .create({ model: "vmpilot", messages: [] })
+      .catch((e: unknown) => e);
+    expect(malformed).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(malformed).toMatchObject({ status: 400, type: "invalid_request_error" });
+
+    const { secret } = await createApiKey(db.pool, {
+      name: "ci",
+      ownerLogin: "spender",
+      ownerId: 9,
+    });
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO chats (kind, api_owner) VALUES ('api', 'spender') RETURNING id`,
+    );
+    await db.pool.query(
+      `INSERT INTO jobs (chat_id, repo, trigger, requester, status, cost_usd, finished_at)
+       VALUES ($1, 'scratch', 'chat', 'spender', 'succeeded', 1000, now())`,
+      [rows[0]?.id],
+    );
+    const spent = await client(secret)
+      .chat.completions.create({ model: "vmpilot", messages: [{ role: "user", content: "hi" }] })
+      .catch((e: unknown) => e);
+    expect(spent).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(spent).toMatchObject({ status: 429, code: "insufficient_quota" });
+  });
+});
