@@ -21,7 +21,7 @@ import { badRequest } from "./errors.ts";
 
 /** Earlier messages vmpilot has not seen are passed on as context, this much at most. */
 const TRANSCRIPT_CAP = 20_000;
-const PR_COMMAND = /^\s*\/vmpilot\s+pr\b/im;
+const PR_COMMAND = /^[ \t]*\/vmpilot[ \t]+pr\b.*$/im;
 
 export interface PlannedTurn {
   chat: ApiChat;
@@ -88,6 +88,10 @@ export async function planTurn(
   clientChatId: string | null,
 ): Promise<PlannedTurn> {
   const { system, history, user } = split(request);
+  const pullRequest = PR_COMMAND.test(user);
+  if (pullRequest && !agent.repository) {
+    throw badRequest("A pull request needs a repository: choose a vmpilot/<owner>/<repo> model.");
+  }
   const repositoryId = agent.repository?.id ?? null;
   const askedHash = extendHash(history.reduce(extendHash, ""), { role: "user", text: user });
   const matched = await matchTurn(db, who.owner, history);
@@ -116,10 +120,10 @@ export async function planTurn(
   });
   return {
     chat,
-    instruction: sanitize(user),
+    instruction: sanitize(user.replace(PR_COMMAND, "")).trim(),
     system,
     askedHash,
     transcript: transcriptOf(unseen),
-    pullRequest: PR_COMMAND.test(user),
+    pullRequest,
   };
 }

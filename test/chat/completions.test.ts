@@ -10,6 +10,7 @@ import { createApiKey } from "../../src/store/api-keys.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import { upsertInstallation, upsertRepository } from "../../src/store/installations.ts";
 import { getJob } from "../../src/store/jobs.ts";
+import { seedServedRepo } from "../e2e/remote.ts";
 import {
   type AnthropicFake,
   startAnthropicFake,
@@ -17,24 +18,30 @@ import {
   toolUse,
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
+import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import {
   expectGitHubDone,
+  github,
   mockApp,
   mockInstallationToken,
   mockPermission,
+  mockRepoConfig,
   useGitHubMock,
 } from "../helpers/github-mock.ts";
+import { sh } from "../jobs/pipeline-harness.ts";
 
 useGitHubMock();
 
 const OPERATOR_KEY = `op-${"k".repeat(40)}`;
 const REPO = "acme/widgets";
+const GIT_TOKEN = `ghs_${"chatInstallationTok".repeat(2)}`;
 
 let base: string;
 let db: Database;
 let fake: AnthropicFake;
 let server: RunningServer;
 let operator: OpenAI;
+let git: GitHttpServer;
 
 function client(apiKey: string): OpenAI {
   return new OpenAI({ apiKey, baseURL: `${server.url}/v1`, maxRetries: 0 });
@@ -43,13 +50,14 @@ function client(apiKey: string): OpenAI {
 beforeAll(async () => {
   base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-chat-")));
   fake = await startAnthropicFake();
+  git = await startGitHttpServer({ projectRoot: join(base, "served"), token: GIT_TOKEN });
   db = await openDatabase({ dataDir: "memory://" });
   await upsertInstallation(db.pool, { id: 77, accountLogin: "acme", accountType: "Organization" });
   await upsertRepository(db.pool, { id: 700, installationId: 77, fullName: REPO });
   mockApp(APP_SLUG);
   server = await startTestServer(db, {
     config: testConfig({ apiKey: OPERATOR_KEY }),
-    chat: { pollIntervalMs: 20 },
+    chat: { pollIntervalMs: 20, cloneUrl: (fullName) => git.url(`${fullName}.git`) },
     pipeline: {
       anthropic: { apiKey: `sk-ant-api03-${"c".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
       dataDir: join(base, "data"),
@@ -71,6 +79,7 @@ afterAll(async () => {
   await server?.close();
   await db?.close();
   await fake?.close();
+  await git?.close();
   await rm(base, { recursive: true, force: true });
 });
 
@@ -196,6 +205,60 @@ describe("the chat face", () => {
     const again = (await ask(history)).choices[0]?.message.content ?? "";
     expect(again).toMatch(/```text\none\n```/);
     expect(await chatIdOf(1)).not.toBe(firstChat);
+  });
+
+  it("a repository turn that asks for a pull request pushes a vmpilot/* branch and opens a draft", async () => {
+    const repo = "acme/gadgets";
+    await upsertInstallation(db.pool, { id: 88, accountLogin: "acme" });
+    await upsertRepository(db.pool, { id: 800, installationId: 88, fullName: repo });
+    const remote = seedServedRepo(base, repo);
+    github()
+      .post("/app/installations/88/access_tokens")
+      .reply(201, {
+        token: GIT_TOKEN,
+        expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+        permissions: { contents: "write", pull_requests: "write" },
+        repository_selection: "all",
+      });
+    mockRepoConfig(repo);
+    let opened: Record<string, unknown> = {};
+    let remoteReadme = "";
+    github()
+      .get(`/repos/${repo}/pulls`)
+      .query(true)
+      .reply(200, [])
+      .post(`/repos/${repo}/pulls`)
+      .reply(async (request: Request) => {
+        opened = (await request.json()) as Record<string, unknown>;
+        // The pull request is asked for only once the branch is on the remote.
+        remoteReadme = sh(remote, `git show ${String(opened.head)}:README.md`);
+        return [201, { number: 7, html_url: `https://github.com/${repo}/pull/7` }];
+      });
+    fake.push(
+      {
+        content: [
+          toolUse("bash", { command: "sed -i 's/Helo/Hello/' README.md && sh test.sh && echo ok" }),
+        ],
+      },
+      { content: [text("Fixed the greeting.\n\nSummary: Fix the README greeting")] },
+    );
+    const reply = await operator.chat.completions.create({
+      model: `vmpilot/${repo}`,
+      messages: [{ role: "user", content: "fix the typo in the README\n/vmpilot pr" }],
+    });
+    const chatId = await chatIdOf(1);
+    expect(opened).toMatchObject({
+      head: `vmpilot/chat-${chatId}`,
+      base: "master",
+      title: "Fix the README greeting",
+      draft: true,
+    });
+    expect(remoteReadme).toBe("Hello World");
+    expect(sh(remote, "git show master:README.md")).toBe("Helo World");
+    const content = reply.choices[0]?.message.content ?? "";
+    expect(content).toContain(`Draft pull request: https://github.com/${repo}/pull/7`);
+    // The person's words reached the model without the command line.
+    expect(JSON.stringify(fake.requests.at(-2)?.body.messages)).not.toContain("/vmpilot pr");
   });
 
   it("a client that disconnects cancels the turn", async () => {

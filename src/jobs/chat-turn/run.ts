@@ -12,7 +12,12 @@ import { appendJobEvent, listJobEvents } from "../../store/job-events.ts";
 import { getJob, type Job, updateJob } from "../../store/jobs.ts";
 import { commitInWorkspace } from "../../workspace/commit.ts";
 import { gitClient } from "../../workspace/git.ts";
-import { createWorkspace, prepareCheckout, type Workspace } from "../../workspace/index.ts";
+import {
+  type Checkout,
+  createWorkspace,
+  prepareCheckout,
+  type Workspace,
+} from "../../workspace/index.ts";
 import { restoreTurnBundle, saveTurnBundle } from "../../workspace/turn-bundle.ts";
 import { runJobAgent, testsOf } from "../pipeline/agent.ts";
 import { loadChat } from "../pipeline/history.ts";
@@ -20,6 +25,7 @@ import { JobProgress } from "../pipeline/progress.ts";
 import type { PipelineDeps } from "../pipeline.ts";
 import type { RunningJob } from "../queue.ts";
 import { extendHash } from "./history-hash.ts";
+import { openChatPullRequest } from "./pull-request.ts";
 import { REPLY_END, renderReply } from "./reply.ts";
 import { type ChatTurnRequest, chatBranch, readChatTurnRequest } from "./request.ts";
 import { chatTurnSettings } from "./settings.ts";
@@ -31,6 +37,8 @@ const AUTHOR = { name: "vmpilot", email: "vmpilot@users.noreply.github.com" };
 
 interface TurnWorkspace {
   workspace: Workspace;
+  /** The repository's checkout; null for scratch. */
+  checkout: Checkout | null;
   /** What the turn's bundle is taken against; null for scratch, which bundles everything. */
   baseSha: string | null;
   dispose(): Promise<void>;
@@ -52,42 +60,65 @@ export async function runChatTurn(run: Run, deps: PipelineDeps): Promise<TurnOut
     logger: deps.logger,
   });
   let ws: TurnWorkspace | undefined;
+  const startedAt = Date.now();
   try {
     const settings = await chatTurnSettings(deps, job);
     if (!settings.ok) return await end(deps, job, request, progress, { error: settings.error });
     ws = await openTurnWorkspace(deps, run, job, chat, request, settings.settings.network.allow);
     const history = await loadChat(db, chat.id, job.id);
-    const result = await runJobAgent({
-      db,
-      chatId: chat.id,
-      jobId: job.id,
-      mode: "fix",
-      conversational: true,
-      workspace: ws.workspace,
-      history: history.messages,
-      storedCount: history.storedCount,
-      instruction: instruction(job, request),
-      clientSystem: request.system,
-      settings: settings.settings,
-      budgetUsd: settings.budgetUsd,
-      maxWallTimeMs: deps.maxWallTimeMs ?? settings.settings.timeoutMinutes * 60_000,
-      available: deps.plugins,
-      anthropic: deps.anthropic,
-      providers: deps.providers ?? new Map(),
-      compatible: deps.compatible,
-      streamRetryDelayMs: deps.streamRetryDelayMs,
-      progress,
-      logger: deps.logger,
-      signal: run.signal,
-    });
-    if (result.reason === "cancelled" || run.signal.aborted) return "cancelled";
-    await commitInWorkspace(ws.workspace, {
-      message: runTitle(result.finalText, job.instruction),
-      author: AUTHOR,
-    });
+    // A message that only asks for the pull request runs no agent.
+    const asked = job.instruction.trim() !== "" || request.transcript !== "";
+    const result = !asked
+      ? undefined
+      : await runJobAgent({
+          db,
+          chatId: chat.id,
+          jobId: job.id,
+          mode: "fix",
+          conversational: true,
+          workspace: ws.workspace,
+          history: history.messages,
+          storedCount: history.storedCount,
+          instruction: instruction(job, request),
+          clientSystem: request.system,
+          settings: settings.settings,
+          budgetUsd: settings.budgetUsd,
+          maxWallTimeMs: deps.maxWallTimeMs ?? settings.settings.timeoutMinutes * 60_000,
+          available: deps.plugins,
+          anthropic: deps.anthropic,
+          providers: deps.providers ?? new Map(),
+          compatible: deps.compatible,
+          streamRetryDelayMs: deps.streamRetryDelayMs,
+          progress,
+          logger: deps.logger,
+          signal: run.signal,
+        });
+    if (result?.reason === "cancelled" || run.signal.aborted) return "cancelled";
+    if (result) {
+      await commitInWorkspace(ws.workspace, {
+        message: runTitle(result.finalText, job.instruction),
+        author: AUTHOR,
+      });
+    }
+    const pullRequest =
+      request.pullRequest &&
+      ws.checkout &&
+      job.installationId !== null &&
+      result?.reason !== "error"
+        ? await openChatPullRequest(deps, {
+            job: { ...job, installationId: job.installationId },
+            workspace: ws.workspace,
+            checkout: ws.checkout,
+            branch: chatBranch(chat.id),
+            result,
+            startedAt,
+            signal: run.signal,
+          })
+        : undefined;
     const saved = await saveTurnBundle(ws.workspace, ws.baseSha);
     return await end(deps, job, request, progress, {
       result,
+      pullRequest,
       commitSha: saved?.sha ?? null,
       bundle: saved?.bundle ?? null,
     });
@@ -122,15 +153,14 @@ async function openTurnWorkspace(
   const remove = () => rm(dir, { recursive: true, force: true });
   let workspace: Workspace | undefined;
   try {
-    let baseSha: string | null = null;
-    let mirror: string | undefined;
+    let checkout: Checkout | null = null;
     if (request.cloneUrl === null || job.installationId === null) {
       // Scratch: an empty repository of the worker's making.
       await mkdir(root, { recursive: true });
       await gitClient(root).raw(["init", "-q", "-b", "main"]);
     } else {
       await mkdir(dir, { recursive: true });
-      const checkout = await prepareCheckout({
+      checkout = await prepareCheckout({
         dataDir: deps.dataDir,
         repo: request.cloneUrl,
         auth: { token: await deps.installationToken(job.installationId) },
@@ -138,14 +168,12 @@ async function openTurnWorkspace(
         branch: chatBranch(chat.id),
         existingBranch: "if-present",
       });
-      baseSha = checkout.baseSha;
-      mirror = checkout.mirror;
     }
     workspace = await createWorkspace({
       provider: deps.provider ?? "sandbox",
       root,
       dataDir: deps.dataDir,
-      mirror,
+      mirror: checkout?.mirror,
       allowHosts: [...allowHosts],
       allowPrivate: deps.allowPrivate ?? [],
       limits: deps.sandboxLimits,
@@ -156,7 +184,8 @@ async function openTurnWorkspace(
     const ready = workspace;
     return {
       workspace: ready,
-      baseSha,
+      checkout,
+      baseSha: checkout?.baseSha ?? null,
       async dispose() {
         await ready.dispose();
         await remove();
@@ -171,7 +200,13 @@ async function openTurnWorkspace(
 
 type Ending =
   | { error: string }
-  | { result: AgentResult; commitSha: string | null; bundle: Buffer | null };
+  | {
+      /** Undefined when the message only asked for the pull request. */
+      result: AgentResult | undefined;
+      pullRequest: { url: string } | { none: string } | undefined;
+      commitSha: string | null;
+      bundle: Buffer | null;
+    };
 
 /**
  * Writes the reply's last event and remembers the turn, failed or not: the conversation's hash
@@ -189,7 +224,8 @@ async function end(
   await progress.flush();
   const fresh = await getJob(db, job.id);
   const costUsd = fresh?.costUsd ?? job.costUsd;
-  const result = "result" in ending ? ending.result : undefined;
+  const result = "error" in ending ? undefined : ending.result;
+  const pullRequest = "error" in ending ? undefined : ending.pullRequest;
   const error =
     "error" in ending
       ? ending.error
@@ -201,15 +237,16 @@ async function end(
     ...(error !== undefined && { error: redact(error).slice(0, 2000) }),
     ...(result?.detail && { detail: redact(result.detail) }),
     ...(tests && { tests }),
+    ...(pullRequest && "url" in pullRequest && { pullRequestUrl: pullRequest.url }),
+    ...(pullRequest && "none" in pullRequest && { detail: pullRequest.none }),
     usage: result?.usage ?? fresh?.usage ?? {},
     costUsd,
     priceKnown: result?.priceKnown ?? true,
   });
   const previous = await lastTurn(db, job.chatId);
-  const workspace =
-    "result" in ending
-      ? { commitSha: ending.commitSha, bundle: ending.bundle }
-      : { commitSha: previous?.commitSha ?? null, bundle: previous?.bundle ?? null };
+  const workspace = !("error" in ending)
+    ? { commitSha: ending.commitSha, bundle: ending.bundle }
+    : { commitSha: previous?.commitSha ?? null, bundle: previous?.bundle ?? null };
   const reply = renderReply(await listJobEvents(db, job.id, 0, 100_000));
   const chat = await getApiChat(db, job.chatId);
   await saveChatTurn(db, {
