@@ -279,6 +279,9 @@ export async function updateJob(
 export interface JobFilter {
   chatId?: number;
   repositoryId?: number;
+  /** true: only chat-face turns; false: none of them. */
+  chatTurns?: boolean;
+  requester?: string;
   statuses?: JobStatus[];
   /** Only jobs the queue is not done with (queued, running, or acknowledged and still going). */
   unfinished?: boolean;
@@ -298,6 +301,8 @@ export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<J
   };
   if (filter.chatId !== undefined) add("chat_id = ?", filter.chatId);
   if (filter.repositoryId !== undefined) add("repository_id = ?", filter.repositoryId);
+  if (filter.chatTurns !== undefined) where.push(`trigger ${filter.chatTurns ? "=" : "<>"} 'chat'`);
+  if (filter.requester !== undefined) add("lower(requester) = lower(?)", filter.requester);
   if (filter.statuses) add("status = ANY(?)", filter.statuses);
   if (filter.beforeId !== undefined) add("id < ?", filter.beforeId);
   if (filter.unfinished) where.push("finished_at IS NULL");

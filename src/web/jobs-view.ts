@@ -11,7 +11,7 @@ export function jobsTable(jobs: Job[], webUrl: string): Html {
   <td><span class="status status-${job.status}">${job.status}</span></td>
   <td>${triggerText(job)}</td>
   <td>${job.requester}</td>
-  <td><a href="${webUrl}/${job.repo}/issues/${job.number}">#${job.number}</a></td>
+  <td>${itemLink(job, webUrl, `#${job.number}`)}</td>
   <td>${job.prNumber ? html`<a href="${webUrl}/${job.repo}/pull/${job.prNumber}">#${job.prNumber}</a>` : "—"}</td>
   <td class="hide-narrow"><time datetime="${job.createdAt.toISOString()}">${day(job.createdAt)}</time></td>
   <td class="num">${duration(job)}</td>
@@ -33,11 +33,13 @@ export function jobPage(job: Job, events: JobEvent[], webUrl: string): Html {
     .map((k) => Number(usage[k] ?? 0))
     .reduce((a, b) => a + b, 0);
   const lastId = events.at(-1)?.id ?? 0;
-  return html`<h1>Job #${job.id} · ${job.repo}#${job.number}</h1>
+  const title =
+    job.number === null ? `${job.repo} chat ${job.chatId}` : `${job.repo}#${job.number}`;
+  return html`<h1>Job #${job.id} · ${title}</h1>
 <dl class="facts">
   <dt>Status</dt><dd><span id="job-status" class="status status-${job.status}" aria-live="polite">${job.status}</span></dd>
   <dt>Trigger</dt><dd>${triggerText(job)} by ${job.requester}</dd>
-  <dt>Issue</dt><dd><a href="${webUrl}/${job.repo}/issues/${job.number}">${job.repo}#${job.number}</a></dd>
+  <dt>Issue</dt><dd>${itemLink(job, webUrl, title)}</dd>
   <dt>Pull request</dt><dd>${job.prNumber ? html`<a href="${webUrl}/${job.repo}/pull/${job.prNumber}">#${job.prNumber}</a>` : "none yet"}</dd>
   <dt>Created</dt><dd><time datetime="${job.createdAt.toISOString()}">${job.createdAt.toISOString().replace("T", " ").slice(0, 19)} UTC</time></dd>
   <dt>Duration</dt><dd>${duration(job)}</dd>
@@ -50,6 +52,12 @@ export function jobPage(job: Job, events: JobEvent[], webUrl: string): Html {
 <ol id="timeline" class="timeline" aria-labelledby="log-heading" data-job="${job.id}"
   data-after="${lastId}" data-live="${live ? "true" : "false"}">${events.map(renderEvent)}</ol>
 ${events.length === 0 ? html`<p id="no-events" class="muted">No steps recorded yet.</p>` : ""}`;
+}
+
+/** The issue or pull request a job is on; a chat turn has none and says which chat. */
+function itemLink(job: Job, webUrl: string, label: string): Html | string {
+  if (job.number === null) return `chat ${job.chatId}`;
+  return html`<a href="${webUrl}/${job.repo}/issues/${job.number}">${label}</a>`;
 }
 
 function triggerText(job: Job): string {

@@ -18,11 +18,25 @@ export async function jobList(web: WebServices, ctx: RequestContext): Promise<vo
   );
   const sections: Html[] = [];
   for (const repo of repos) {
-    const jobs = await listJobs(web.pool, { repositoryId: repo.id, limit: PER_REPO });
+    // A chat-face conversation is its owner's alone; they see it under their chats below.
+    const jobs = await listJobs(web.pool, {
+      repositoryId: repo.id,
+      chatTurns: false,
+      limit: PER_REPO,
+    });
     if (jobs.length === 0) continue;
     sections.push(html`<section aria-labelledby="repo-${repo.id}">
 <h2 id="repo-${repo.id}"><a href="/jobs?repo=${repo.fullName}">${repo.fullName}</a></h2>
 ${jobsTable(jobs, web.config.githubWebUrl)}
+</section>`);
+  }
+  const chats = only
+    ? []
+    : await listJobs(web.pool, { chatTurns: true, requester: session.login, limit: PER_REPO });
+  if (chats.length > 0) {
+    sections.push(html`<section aria-labelledby="your-chats">
+<h2 id="your-chats">Your chats</h2>
+${jobsTable(chats, web.config.githubWebUrl)}
 </section>`);
   }
   const body = html`<h1>Jobs</h1>

@@ -464,6 +464,29 @@ describe("/jobs", () => {
   });
 });
 
+describe("chat-face jobs", () => {
+  it("are their owner's alone: listed under their chats, hidden from the repository's readers", async () => {
+    const chat = await h.db.pool.query<{ id: string }>(
+      "INSERT INTO chats (kind, api_owner, repository_id) VALUES ('api', 'bob', $1) RETURNING id",
+      [privateApp.id],
+    );
+    const inserted = await h.db.pool.query<{ id: string }>(
+      `INSERT INTO jobs (chat_id, installation_id, repository_id, repo, trigger, requester, instruction)
+       VALUES ($1, 10, $2, 'acme/private-app', 'chat', 'bob', 'tidy up') RETURNING id`,
+      [chat.rows[0]?.id, privateApp.id],
+    );
+    const id = inserted.rows[0]?.id as string;
+    const bobs = await (await as("bob").get("/jobs")).text();
+    expect(bobs).toContain("Your chats");
+    expect(bobs).toContain(`href="/jobs/${id}"`);
+    const page = await (await as("bob").get(`/jobs/${id}`)).text();
+    expect(page).toContain(`acme/private-app chat ${chat.rows[0]?.id}`);
+    const alices = await (await as("alice").get("/jobs")).text();
+    expect(alices).not.toContain(`href="/jobs/${id}"`);
+    expect((await as("alice").get(`/jobs/${id}`)).status).toBe(404);
+  });
+});
+
 describe("/keys", () => {
   it("makes a key shown once, stores only its hash, lists it with its hint, and revokes it", async () => {
     const csrf = Client.csrf(await (await as("bob").get("/keys")).text());
