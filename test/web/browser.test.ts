@@ -195,12 +195,42 @@ describe.skipIf(!available)("in a real browser", () => {
     expect(await page.getByLabel("Trigger label").inputValue()).toBe("keyboard");
   });
 
+  it("makes an API key, copies it, shows it only once, and revokes it", async () => {
+    const context = await browser.newContext({
+      permissions: ["clipboard-read", "clipboard-write"],
+    });
+    const tab = await context.newPage();
+    h.github.signInAs("maintainer");
+    await tab.goto(`${h.url}/login?next=/keys`);
+    await tab.getByRole("heading", { name: "API keys" }).waitFor();
+    await tab.getByLabel("Name").fill("Open WebUI");
+    await tab.getByRole("button", { name: "Create key" }).click();
+    const field = tab.getByLabel("The new API key");
+    const secret = await field.inputValue();
+    expect(secret).toMatch(/^vmp_/);
+    await tab.getByRole("button", { name: "Copy" }).click();
+    await tab.getByRole("button", { name: "Copied" }).waitFor();
+    expect(await tab.evaluate("navigator.clipboard.readText()")).toBe(secret);
+    await tab.screenshot({
+      path: new URL("10-keys-new.png", SCREENSHOTS).pathname,
+      fullPage: true,
+    });
+
+    await tab.goto(`${h.url}/keys`);
+    expect(await tab.content()).not.toContain(secret);
+    await tab.getByRole("cell", { name: `…${secret.slice(-4)}` }).waitFor();
+    await tab.getByRole("button", { name: "Revoke" }).click();
+    await tab.getByText(/^revoked /).waitFor();
+    await context.close();
+  });
+
   it("runs no inline script and reports no CSP violation", async () => {
     const violations: string[] = [];
     page.on("console", (message) => {
       if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
     });
-    for (const path of ["/", "/settings", "/jobs", "/usage"]) await page.goto(`${h.url}${path}`);
+    for (const path of ["/", "/settings", "/jobs", "/usage", "/keys"])
+      await page.goto(`${h.url}${path}`);
     expect(await page.locator("script:not([src])").count()).toBe(0);
     expect(violations).toEqual([]);
   });
