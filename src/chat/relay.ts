@@ -72,9 +72,8 @@ export interface RelayOptions {
 /** Relays until the turn's reply ends; resolves to its usage (null when the client left first). */
 export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
   let after = 0;
+  let finished = false;
   while (!options.signal.aborted) {
-    // Status first: events stored before the job finished are then certain to be read below.
-    const job = await getJob(options.db, options.jobId);
     const events = await listJobEvents(options.db, options.jobId, after, 200);
     for (const event of events) {
       after = event.id;
@@ -82,13 +81,18 @@ export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
       if (piece) options.onPiece(piece);
       if (event.type === REPLY_END) return usageOf(event.data.usage);
     }
-    if (events.length === 200) continue;
-    if (!job || job.finishedAt) {
+    if (events.length > 0) continue;
+    if (finished) {
       // Cancelled or dead before it could write its ending.
+      const job = await getJob(options.db, options.jobId);
       options.onPiece(`---\n**Stopped:** the turn ended (${job?.status ?? "gone"}).\n`);
       return usageOf(job?.usage);
     }
-    await pause(options.pollMs, options.signal);
+    // The status only when idle, and one more read after it: events stored before the job
+    // finished are then certain to be seen.
+    const job = await getJob(options.db, options.jobId);
+    finished = !job || job.finishedAt !== null;
+    if (!finished) await pause(options.pollMs, options.signal);
   }
   return null;
 }

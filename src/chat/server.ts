@@ -35,7 +35,7 @@ export interface ChatFaceDeps {
   defaults: RepoSettings;
   /** Requests per key per minute; default 60. */
   ratePerMinute?: number;
-  /** How often a relay looks for new events; default 100 ms. */
+  /** How often a relay looks for new events; default 20 ms (one indexed read per open reply). */
   pollIntervalMs?: number;
   logger: Logger;
 }
@@ -114,7 +114,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
       const usage = await relayTurn({
         db: deps.db.pool,
         jobId: job.id,
-        pollMs: deps.pollIntervalMs ?? 100,
+        pollMs: deps.pollIntervalMs ?? 20,
         signal: gone.signal,
         onPiece: (piece) => {
           text += piece;
