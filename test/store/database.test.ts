@@ -178,7 +178,7 @@ describe.each(databases())("database on $name", (target) => {
     try {
       const [a, b] = await Promise.all([migrate(db.pool), migrate(other.pool)]);
       const all = (await loadMigrations()).map((m) => m.version);
-      expect([...a, ...b].sort()).toEqual(all);
+      expect([...a, ...b].sort((x, y) => x - y)).toEqual(all);
       const { rows } = await db.pool.query("SELECT version FROM schema_migrations ORDER BY 1");
       expect(rows.map((r) => r.version)).toEqual(all);
       expect(await migrate(other.pool)).toEqual([]);
