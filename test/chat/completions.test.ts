@@ -261,6 +261,34 @@ describe("the chat face", () => {
     expect(JSON.stringify(fake.requests.at(-2)?.body.messages)).not.toContain("/vmpilot pr");
   });
 
+  it("a client's own chat id keeps the conversation when the history it sends back differs", async () => {
+    const options = { headers: { "x-openwebui-chat-id": "owui-chat-1" } };
+    fake.push({ content: [text("Noted: blue.")] });
+    await operator.chat.completions.create(
+      { model: "vmpilot", messages: [{ role: "user", content: "remember blue" }] },
+      options,
+    );
+    const chatId = await chatIdOf(1);
+    fake.push({ content: [text("Blue.")] });
+    await operator.chat.completions.create(
+      {
+        model: "vmpilot",
+        messages: [
+          { role: "user", content: "remember blue" },
+          // The client kept only the words, not vmpilot's whole reply.
+          { role: "assistant", content: "Noted: blue." },
+          { role: "user", content: "which colour?" },
+        ],
+      },
+      options,
+    );
+    expect(await chatIdOf(1)).toBe(chatId);
+    // The agent got its stored history, and no transcript of it as new context.
+    const sent = JSON.stringify(fake.requests.at(-1)?.body.messages);
+    expect(sent).toContain("remember blue");
+    expect(sent).not.toContain("The conversation so far");
+  });
+
   it("a client that disconnects cancels the turn", async () => {
     fake.push({ content: [toolUse("bash", { command: "echo started && sleep 60" })] });
     const stream = await operator.chat.completions.create({
