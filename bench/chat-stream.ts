@@ -78,7 +78,9 @@ for (const target of databases()) {
     const pieces = received.slice(1);
     if (pieces.length !== events.length)
       throw new Error(`${pieces.length} chunks for ${events.length} events`);
-    events.forEach((event, i) => overhead.push((pieces[i] as number) - event.at.getTime()));
+    for (const [i, event] of events.entries()) {
+      overhead.push((pieces[i] as number) - event.at.getTime());
+    }
   }
   const p50 = percentile(firstChunk, 50);
   const p99 = percentile(overhead, 99);
