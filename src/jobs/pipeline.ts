@@ -75,6 +75,18 @@ export interface PipelineDeps {
   streamRetryDelayMs?: number;
 }
 
+/** What every agent run of a worker takes from its deps: plugins, model clients, logger. */
+export function modelDeps(deps: PipelineDeps) {
+  return {
+    available: deps.plugins,
+    anthropic: deps.anthropic,
+    providers: deps.providers ?? new Map(),
+    compatible: deps.compatible,
+    streamRetryDelayMs: deps.streamRetryDelayMs,
+    logger: deps.logger,
+  };
+}
+
 const STEPS: Record<Mode, ProgressStep[]> = {
   fix: ["acknowledged", "workspace", "agent", "tests", "pushed", "pull_request"],
   threads: ["acknowledged", "workspace", "agent", "tests", "pushed"],
@@ -230,7 +242,6 @@ async function work(
     workspace: ws.workspace,
     history: history.messages,
     storedCount: history.storedCount,
-    logger: deps.logger,
     instruction: resuming
       ? RESUME_INSTRUCTION
       : instructionFor({
@@ -246,11 +257,7 @@ async function work(
     settings: settings.settings,
     budgetUsd: settings.budgetUsd,
     maxWallTimeMs: deps.maxWallTimeMs ?? settings.settings.timeoutMinutes * 60_000,
-    available: deps.plugins,
-    anthropic: deps.anthropic,
-    providers: deps.providers ?? new Map(),
-    compatible: deps.compatible,
-    streamRetryDelayMs: deps.streamRetryDelayMs,
+    ...modelDeps(deps),
     progress,
     signal: run.signal,
   });

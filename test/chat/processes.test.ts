@@ -1,12 +1,10 @@
 // The chat face with the web role and a worker role in separate processes, on one database
 // (PostgreSQL when TEST_DATABASE_URL is set): the web process queues the turn and relays the
 // session log the worker process writes.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
@@ -21,6 +19,7 @@ import {
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
 import { databases, type TestDatabaseTarget } from "../helpers/db.ts";
+import { spawnServerProcess } from "../helpers/spawn-server.ts";
 
 const OPERATOR_KEY = `op-${"p".repeat(40)}`;
 const QUEUE = { pollingIntervalSeconds: 0.5, concurrency: 1 };
@@ -50,8 +49,7 @@ afterAll(async () => {
 });
 
 async function spawnWorker(): Promise<ChildProcess> {
-  const script = fileURLToPath(new URL("../e2e/worker-process.ts", import.meta.url));
-  const options = {
+  const started = await spawnServerProcess({
     config: { baseUrl: gh.url, databaseUrl: db.url, dataDir: join(base, "worker-home") },
     queue: QUEUE,
     pipeline: {
@@ -60,14 +58,8 @@ async function spawnWorker(): Promise<ChildProcess> {
       provider: "sandbox",
       streamRetryDelayMs: 1,
     },
-  };
-  const child = spawn(process.execPath, ["--import", "tsx", script], {
-    env: { ...process.env, VMPILOT_TEST_WORKER: JSON.stringify(options) },
-    stdio: ["ignore", "pipe", "inherit"],
   });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  for await (const line of lines) if (line === "ready") break;
-  return child;
+  return started.process;
 }
 
 it(`a turn asked of the web process runs in the worker process and streams back (${target.name})`, {

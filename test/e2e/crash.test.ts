@@ -3,13 +3,11 @@
 // is mid-reply; GitHub is a loopback fake both processes reach through the app's baseUrl (as a
 // GitHub Enterprise server would be reached), since nock cannot follow into another process. The
 // database is PostgreSQL when TEST_DATABASE_URL is set, else PGlite served over its socket.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import type { QueueOptions } from "../../src/jobs/queue.ts";
 import type { RunningServer } from "../../src/main.ts";
@@ -25,6 +23,7 @@ import {
 import { APP_SLUG, startTestServer, testConfig, WEBHOOK_SECRET } from "../helpers/app.ts";
 import { databases, type TestDatabaseTarget } from "../helpers/db.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import { spawnServerProcess } from "../helpers/spawn-server.ts";
 import { deliver, examplePayload } from "../helpers/webhooks.ts";
 import { plain, sh } from "../jobs/pipeline-harness.ts";
 import { type GitHubFake, startGitHubFake } from "./github-fake.ts";
@@ -99,19 +98,12 @@ const pipeline = (model: string, dataDir: string) => ({
 
 /** The first worker, in its own process; resolves once it is taking jobs. */
 async function spawnWorker(): Promise<ChildProcess> {
-  const script = fileURLToPath(new URL("./worker-process.ts", import.meta.url));
-  const options = {
+  const started = await spawnServerProcess({
     config: { baseUrl: gh.url, databaseUrl: db.url, dataDir: join(base, "worker-home") },
     queue: QUEUE,
     pipeline: pipeline(gate.url, join(base, "worker-1")),
-  };
-  const worker = spawn(process.execPath, ["--import", "tsx", script], {
-    env: { ...process.env, VMPILOT_TEST_WORKER: JSON.stringify(options) },
-    stdio: ["ignore", "pipe", "inherit"],
   });
-  const lines = createInterface({ input: worker.stdout as NodeJS.ReadableStream });
-  for await (const line of lines) if (line === "ready") break;
-  return worker;
+  return started.process;
 }
 
 function finished(jobId: number): Promise<Job> {

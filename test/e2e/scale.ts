@@ -7,13 +7,11 @@
 // the repository's test run, then sums up; the worker pushes the branch and opens a pull request.
 // Workspaces use the host provider, so that hundreds of jobs on a small machine measure the queue
 // and the processes rather than the sandbox.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, readdir, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import type { Config } from "../../src/config/env.ts";
 import type { QueueOptions } from "../../src/jobs/queue.ts";
 import type { Role } from "../../src/main.ts";
@@ -29,6 +27,7 @@ import {
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, WEBHOOK_SECRET } from "../helpers/app.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import { spawnServerProcess } from "../helpers/spawn-server.ts";
 import { deliver, examplePayload } from "../helpers/webhooks.ts";
 import { sh } from "../jobs/pipeline-harness.ts";
 import { type GitHubFake, startGitHubFake } from "./github-fake.ts";
@@ -133,19 +132,7 @@ function spawnServer(
   role: Role,
   options: { config: Partial<Config>; queue: ScaleOptions["queue"]; pipeline?: object },
 ): Promise<{ process: ChildProcess; url: string }> {
-  const script = fileURLToPath(new URL("./worker-process.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--import", "tsx", script], {
-    env: { ...process.env, VMPILOT_TEST_WORKER: JSON.stringify({ role, ...options }) },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    let url = "";
-    child.once("exit", (code) => reject(new Error(`the ${role} process exited (${code})`)));
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-      if (line.startsWith("url ")) url = line.slice(4);
-      if (line === "ready") resolve({ process: child, url });
-    });
-  });
+  return spawnServerProcess({ role, ...options });
 }
 
 /** Starts the world and the web process on `db` (a fresh database); add workers after. */

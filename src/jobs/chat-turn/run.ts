@@ -22,7 +22,7 @@ import { restoreTurnBundle, saveTurnBundle } from "../../workspace/turn-bundle.t
 import { runJobAgent, testsOf } from "../pipeline/agent.ts";
 import { loadChat } from "../pipeline/history.ts";
 import { JobProgress } from "../pipeline/progress.ts";
-import type { PipelineDeps } from "../pipeline.ts";
+import { modelDeps, type PipelineDeps } from "../pipeline.ts";
 import type { RunningJob } from "../queue.ts";
 import { extendHash } from "./history-hash.ts";
 import { openChatPullRequest } from "./pull-request.ts";
@@ -84,13 +84,8 @@ export async function runChatTurn(run: Run, deps: PipelineDeps): Promise<TurnOut
           settings: settings.settings,
           budgetUsd: settings.budgetUsd,
           maxWallTimeMs: deps.maxWallTimeMs ?? settings.settings.timeoutMinutes * 60_000,
-          available: deps.plugins,
-          anthropic: deps.anthropic,
-          providers: deps.providers ?? new Map(),
-          compatible: deps.compatible,
-          streamRetryDelayMs: deps.streamRetryDelayMs,
+          ...modelDeps(deps),
           progress,
-          logger: deps.logger,
           signal: run.signal,
         });
     if (result?.reason === "cancelled" || run.signal.aborted) return "cancelled";
