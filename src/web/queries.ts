@@ -12,13 +12,16 @@ export interface UsageRow {
   costUsd: number;
 }
 
-/** Tokens and cost per repository per UTC day, for jobs created in the last `days` days. */
+/**
+ * Tokens and cost per repository per UTC day, for jobs created in the last `days` days; with the
+ * chat-face turns `scratchOwner` ran on scratch workspaces as one more "repository", `scratch`.
+ */
 export async function usageByDay(
   db: Queryable,
   repositoryIds: number[],
   days: number,
+  scratchOwner = "",
 ): Promise<UsageRow[]> {
-  if (repositoryIds.length === 0) return [];
   const { rows } = await db.query<{
     day: string;
     repo: string;
@@ -37,12 +40,13 @@ export async function usageByDay(
               + coalesce((usage->>'cacheReadInputTokens')::bigint, 0)) AS cache_tokens,
             sum(cost_usd) AS cost_usd
        FROM jobs
-      WHERE repository_id = ANY($1::bigint[])
+      WHERE (repository_id = ANY($1::bigint[])
+             OR (repository_id IS NULL AND trigger = 'chat' AND lower(requester) = lower($3)))
         AND created_at >= (date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $2 - 1))
                           AT TIME ZONE 'UTC'
       GROUP BY 1, repository_id
       ORDER BY 1 DESC, 2`,
-    [repositoryIds, days],
+    [repositoryIds, days, scratchOwner],
   );
   return rows.map((r) => ({
     day: r.day,

@@ -17,10 +17,11 @@ export async function usagePage(web: WebServices, ctx: RequestContext): Promise<
     web.pool,
     repos.map((r) => r.id),
     DAYS,
+    session.login,
   );
   const total = rows.reduce((sum, r) => sum + r.costUsd, 0);
   const body = html`<h1>Usage</h1>
-<p>Tokens and cost of the last ${DAYS} days (UTC) in the repositories you can read:
+<p>Tokens and cost of the last ${DAYS} days (UTC) in the repositories you can read, and your scratch chats:
 <strong>${usd(total)}</strong> in total.</p>
 ${barChart(dailyBars(rows), `Cost per day, all repositories, last ${DAYS} days`, usd)}
 ${rows.length ? usageTable(rows) : html`<p>No jobs in the last ${DAYS} days.</p>`}`;
@@ -35,7 +36,9 @@ function usageTable(rows: UsageRow[]) {
 <th scope="col" class="num">Input tokens</th><th scope="col" class="num">Output tokens</th>
 <th scope="col" class="num hide-narrow">Cache tokens</th><th scope="col" class="num">Cost</th></tr></thead>
 <tbody>${rows.map(
-    (r) => html`<tr><td>${r.day}</td><td><a href="/jobs?repo=${r.repo}">${r.repo}</a></td>
+    (
+      r,
+    ) => html`<tr><td>${r.day}</td><td>${r.repo === "scratch" ? "scratch chats" : html`<a href="/jobs?repo=${r.repo}">${r.repo}</a>`}</td>
 <td class="num">${n(r.jobs)}</td><td class="num">${n(r.inputTokens)}</td><td class="num">${n(r.outputTokens)}</td>
 <td class="num hide-narrow">${n(r.cacheTokens)}</td><td class="num">${usd(r.costUsd)}</td></tr>`,
   )}</tbody></table></div>`;

@@ -72,4 +72,22 @@ describe.each(databases())("usageByDay on $name", (target) => {
     ]);
     expect(await usageByDay(db.pool, [], 30)).toEqual([]);
   });
+
+  it("counts the viewer's scratch chats as one more row, and nobody else's", async () => {
+    for (const owner of ["mona", "hubot"]) {
+      const { rows } = await db.pool.query<{ id: string }>(
+        "INSERT INTO chats (kind, api_owner) VALUES ('api', $1) RETURNING id",
+        [owner],
+      );
+      await db.pool.query(
+        `INSERT INTO jobs (chat_id, repo, trigger, requester, cost_usd, usage)
+         VALUES ($1, 'scratch', 'chat', $2, 0.5, '{"inputTokens": 3, "outputTokens": 2}')`,
+        [rows[0]?.id, owner],
+      );
+    }
+    const rows = await usageByDay(db.pool, [], 30, "Mona");
+    expect(rows).toEqual([
+      expect.objectContaining({ repo: "scratch", jobs: 1, inputTokens: 3, costUsd: 0.5 }),
+    ]);
+  });
 });
