@@ -22,6 +22,7 @@ import { restoreTurnBundle, saveTurnBundle } from "../../workspace/turn-bundle.t
 import { runJobAgent, testsOf } from "../pipeline/agent.ts";
 import { loadChat } from "../pipeline/history.ts";
 import { JobProgress } from "../pipeline/progress.ts";
+import { RESUME_INSTRUCTION } from "../pipeline/request.ts";
 import { modelDeps, type PipelineDeps } from "../pipeline.ts";
 import type { RunningJob } from "../queue.ts";
 import { extendHash } from "./history-hash.ts";
@@ -79,7 +80,11 @@ export async function runChatTurn(run: Run, deps: PipelineDeps): Promise<TurnOut
           workspace: ws.workspace,
           history: history.messages,
           storedCount: history.storedCount,
-          instruction: instruction(job, request),
+          // An attempt after a crash goes on from what the earlier attempt stored.
+          instruction:
+            run.attempt > 1 && history.fromThisJob > 0
+              ? RESUME_INSTRUCTION
+              : instruction(job, request),
           clientSystem: request.system,
           settings: settings.settings,
           budgetUsd: settings.budgetUsd,
