@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "../github/logger.ts";
+import { createLocalAgentWorkspace } from "./agent-local.ts";
 import { SandboxUnavailableError } from "./bwrap.ts";
 import { createHostWorkspace } from "./host.ts";
 import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox.ts";
@@ -26,6 +27,7 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
       `the sandbox provider needs Linux and bubblewrap (this is ${process.platform}); choose provider "host" explicitly for trusted local use`,
     );
   }
+  if (provider === "agent") return createLocalAgentWorkspace(root, { ...sandboxOptions, logger });
   return createSandboxWorkspace(root, { ...sandboxOptions, logger });
 }
 

@@ -2,12 +2,13 @@ import { readlink, realpath } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 
 /** A path that points outside the workspace; the message is fit to show the model. */
+// Fields are declared rather than constructor parameters: the workspace agent runs this file
+// with Node's type stripping, which has no parameter properties.
 export class PathEscapeError extends Error {
-  constructor(
-    readonly requested: string,
-    reason: string,
-  ) {
+  readonly requested: string;
+  constructor(requested: string, reason: string) {
     super(`Path ${JSON.stringify(requested)} is outside the workspace: ${reason}`);
+    this.requested = requested;
     this.name = "PathEscapeError";
   }
 }

@@ -5,12 +5,13 @@ import { open } from "node:fs/promises";
 export class FileRefusedError extends Error {
   /** The file would be refused again: a job that needs it (its bundle, say) fails at once. */
   readonly permanent = true;
-  constructor(
-    readonly path: string,
-    readonly reason: "directory" | "special" | "too_large",
-    detail: string,
-  ) {
+  readonly path: string;
+  readonly reason: "directory" | "special" | "too_large";
+  // Fields, not parameter properties: the workspace agent runs this file with type stripping.
+  constructor(path: string, reason: "directory" | "special" | "too_large", detail: string) {
     super(`${path} ${detail}`);
+    this.path = path;
+    this.reason = reason;
     this.name = "FileRefusedError";
   }
 }

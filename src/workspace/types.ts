@@ -24,7 +24,8 @@ interface ExecOptions {
   signal?: AbortSignal;
 }
 
-export type ProviderName = "sandbox" | "host";
+/** "agent": the workspace agent in a local sandbox, standing in for a VM (agent-local.ts). */
+export type ProviderName = "sandbox" | "host" | "agent";
 
 /** A git checkout plus a way to run commands on it. Commands never see the worker's secrets. */
 export interface Workspace {

@@ -1,0 +1,92 @@
+// The `agent` provider: the workspace agent in a bubblewrap sandbox on this machine, standing in
+// for a VM. Commands reach the checkout only through the agent, exactly as they would on a Fly
+// Machine or a Kubernetes pod, so every workspace contract runs against the agent for real.
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { SANDBOX_HOME } from "./bwrap.ts";
+import { createRemoteWorkspace } from "./remote.ts";
+import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox.ts";
+import type { Workspace } from "./types.ts";
+
+const SRC = fileURLToPath(new URL("..", import.meta.url));
+const PROJECT = fileURLToPath(new URL("../..", import.meta.url));
+const MAIN = join(SRC, "workspace", "agent", "main.ts");
+/** What the agent needs of the project: its sources and zod; never the project's `.env`. */
+const AGENT_FILES = [SRC, join(PROJECT, "node_modules", "zod"), join(PROJECT, "package.json")];
+const READY_MS = 15_000;
+const DAY_MS = 24 * 3_600_000;
+
+function quote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+function healthy(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request({ socketPath, path: "/health", method: "GET" }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on("error", () => resolve(false));
+    req.end();
+  });
+}
+
+export async function createLocalAgentWorkspace(
+  dir: string,
+  options: SandboxWorkspaceOptions = {},
+): Promise<Workspace> {
+  const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), "vmpilot-agent-")));
+  await mkdir(join(stateDir, "tmp"), { recursive: true });
+  const sandbox = await createSandboxWorkspace(dir, {
+    ...options,
+    stateDir,
+    readOnlyPaths: [...(options.readOnlyPaths ?? []), ...AGENT_FILES],
+  });
+  const secret = randomBytes(32).toString("base64url");
+  // The sandbox's /tmp is this directory; the agent removes the key file once read.
+  await writeFile(join(stateDir, "tmp", "vmpilot-agent.key"), secret, { mode: 0o644 });
+  const socketPath = join(stateDir, "tmp", "vmpilot-agent.sock");
+  const stop = new AbortController();
+  const flags = process.features.typescript ? "" : "--experimental-strip-types ";
+  const agent = sandbox.exec(`exec ${quote(process.execPath)} ${flags}${quote(MAIN)}`, {
+    env: {
+      VMPILOT_AGENT_KEY_FILE: "/tmp/vmpilot-agent.key",
+      VMPILOT_AGENT_ROOT: sandbox.root,
+      VMPILOT_AGENT_HOME: SANDBOX_HOME,
+      VMPILOT_AGENT_LISTEN: "/tmp/vmpilot-agent.sock",
+    },
+    timeoutMs: DAY_MS,
+    signal: stop.signal,
+  });
+  let ended: string | undefined;
+  void agent.then((result) => {
+    ended = `${result.stderr.trim() || result.stdout.trim()} (exit ${result.exitCode})`;
+  });
+  const release = async () => {
+    stop.abort();
+    await agent.catch(() => undefined);
+    await sandbox.dispose();
+    if (!options.stateDir) await rm(stateDir, { recursive: true, force: true });
+  };
+  // Polled: the agent's "ready" line is only seen once its command ends.
+  const deadline = Date.now() + READY_MS;
+  while (!(await healthy(socketPath))) {
+    if (ended !== undefined || Date.now() > deadline) {
+      await release();
+      throw new Error(`the workspace agent did not start: ${ended ?? "no answer"}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return createRemoteWorkspace({
+    provider: "agent",
+    root: sandbox.root,
+    endpoint: { socketPath },
+    secret,
+    release,
+    blockedConnections: () => sandbox.blockedConnections(),
+  });
+}

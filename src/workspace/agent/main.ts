@@ -1,0 +1,48 @@
+// Entry of the workspace agent process (`node src/workspace/agent/main.ts`), configured by its
+// environment: the secret in VMPILOT_AGENT_SECRET or in the file VMPILOT_AGENT_KEY_FILE names
+// (read, then removed; at least 32 characters), VMPILOT_AGENT_ROOT (the checkout),
+// VMPILOT_AGENT_HOME, and VMPILOT_AGENT_LISTEN: `host:port` (a VM's private address) or an
+// absolute unix socket path. Prints "ready" once it listens.
+import { readFileSync, rmSync } from "node:fs";
+import { baseEnv } from "../env.ts";
+import { createAgentServer } from "./server.ts";
+
+const env = process.env;
+let secret = env.VMPILOT_AGENT_SECRET ?? "";
+if (!secret && env.VMPILOT_AGENT_KEY_FILE) {
+  secret = readFileSync(env.VMPILOT_AGENT_KEY_FILE, "utf8").trim();
+  rmSync(env.VMPILOT_AGENT_KEY_FILE, { force: true });
+}
+const root = env.VMPILOT_AGENT_ROOT ?? "";
+const listen = env.VMPILOT_AGENT_LISTEN ?? "";
+// Commands never see the agent's own environment; it is dropped here all the same.
+delete env.VMPILOT_AGENT_SECRET;
+if (secret.length < 32 || !root.startsWith("/") || !listen) {
+  console.error(
+    "vmpilot-agent: set VMPILOT_AGENT_SECRET (32+ characters), VMPILOT_AGENT_ROOT (absolute) and VMPILOT_AGENT_LISTEN",
+  );
+  process.exit(2);
+}
+// Commands start from the allow-listed environment, plus the egress proxy the agent was given.
+const proxy = Object.fromEntries(
+  Object.entries(env).filter(
+    (entry): entry is [string, string] =>
+      /^(https?|all|no)_proxy$/i.test(entry[0]) || entry[0] === "NODE_USE_ENV_PROXY",
+  ),
+);
+const server = createAgentServer({
+  root,
+  secret,
+  env: { ...baseEnv(env.VMPILOT_AGENT_HOME ?? "/tmp"), ...proxy },
+  log: (line) => console.error(JSON.stringify({ time: new Date().toISOString(), ...line })),
+});
+if (listen.startsWith("/")) {
+  server.listen(listen);
+} else {
+  const colon = listen.lastIndexOf(":");
+  server.listen(Number(listen.slice(colon + 1)), listen.slice(0, colon).replace(/^\[|\]$/g, ""));
+}
+server.once("listening", () => console.log("ready"));
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.once(signal, () => server.close(() => process.exit(0)));
+}

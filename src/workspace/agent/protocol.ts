@@ -1,0 +1,54 @@
+// The workspace agent's wire format, shared by the agent (inside the VM) and the worker's client.
+// Plain JSON over HTTP; file contents travel as raw bytes.
+import { z } from "zod";
+
+export const execRequest = z.strictObject({
+  /** Names the command for /v1/cancel. */
+  id: z.string().min(1).max(100),
+  command: z.string().min(1),
+  cwd: z.string().optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  timeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .max(24 * 3_600_000)
+    .optional(),
+});
+
+export const execResult = z.strictObject({
+  stdout: z.string(),
+  stderr: z.string(),
+  exitCode: z.number().int().nullable(),
+  timedOut: z.boolean(),
+  truncated: z.boolean(),
+  fullStdout: z.string(),
+  fullStderr: z.string(),
+  durationMs: z.number(),
+});
+
+/** Kills a running command's process group; its /v1/exec answers as after a timeout. */
+export const cancelRequest = z.strictObject({ id: z.string().min(1).max(100) });
+
+export const readRequest = z.strictObject({
+  path: z.string(),
+  maxBytes: z.number().int().nonnegative(),
+});
+
+export const listRequest = z.strictObject({ path: z.string() });
+export const listResult = z.strictObject({ entries: z.array(z.string()) });
+
+/** An error the agent answers with; `kind` says which error to raise on the worker's side. */
+export const agentError = z.object({
+  error: z.object({
+    kind: z.enum(["refused", "escape", "bad_request", "unauthorized", "failed"]),
+    message: z.string(),
+    /** For "refused": FileRefusedError's reason. */
+    reason: z.enum(["directory", "special", "too_large"]).optional(),
+  }),
+});
+
+/** JSON requests; a command line and its environment fit well within this. */
+export const MAX_JSON_BYTES = 1024 * 1024;
+/** One file written by the editor tool or a bundle; bigger ones are refused unread. */
+export const MAX_FILE_BYTES = 100 * 1024 * 1024;

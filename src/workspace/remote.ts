@@ -1,0 +1,180 @@
+// A Workspace whose commands and files live behind a workspace agent (agent/server.ts): in a VM,
+// a pod, or a local sandbox standing in for one. Same contract as the local providers; the
+// worker's secrets never travel, only the per-workspace secret that authenticates the worker.
+import { randomUUID } from "node:crypto";
+import { request } from "node:http";
+import type { z } from "zod";
+import { agentError, execResult, listResult, MAX_FILE_BYTES } from "./agent/protocol.ts";
+import { PathEscapeError } from "./paths.ts";
+import { FileRefusedError } from "./read-capped.ts";
+import type { BlockedConnection, ProviderName, Workspace } from "./types.ts";
+
+/** Where the agent listens: a unix socket (local) or an http://host:port base (a VM's address). */
+type AgentEndpoint = { socketPath: string } | { baseUrl: string };
+
+export interface RemoteWorkspaceOptions {
+  provider: ProviderName;
+  /** The checkout's path as the agent sees it; shown to the model. */
+  root: string;
+  endpoint: AgentEndpoint;
+  secret: string;
+  /** Tears down what runs the agent (the VM, the pod, the local sandbox). */
+  release(): Promise<void>;
+  blockedConnections?: () => readonly BlockedConnection[];
+}
+
+// Uncapped output is kept for the job log; the agent's own capture bounds it.
+const MAX_RESPONSE_BYTES = MAX_FILE_BYTES + 1024 * 1024;
+
+class AgentError extends Error {
+  override name = "AgentError";
+}
+
+interface Answer {
+  status: number;
+  body: Buffer;
+}
+
+function call(
+  options: RemoteWorkspaceOptions,
+  path: string,
+  body: Buffer,
+  type: string,
+  signal?: AbortSignal,
+): Promise<Answer> {
+  const { endpoint } = options;
+  const target =
+    "socketPath" in endpoint
+      ? { socketPath: endpoint.socketPath, path }
+      : { ...hostOf(endpoint.baseUrl), path };
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        ...target,
+        method: "POST",
+        signal,
+        headers: {
+          authorization: `Bearer ${options.secret}`,
+          "content-type": type,
+          "content-length": body.length,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_RESPONSE_BYTES) {
+            res.destroy(new AgentError("the workspace agent's answer is too large"));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on("error", reject);
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      },
+    );
+    req.on("error", (error) =>
+      reject(
+        signal?.aborted
+          ? error
+          : new AgentError(`the workspace agent is unreachable: ${error.message}`),
+      ),
+    );
+    req.end(body);
+  });
+}
+
+function hostOf(baseUrl: string) {
+  const url = new URL(baseUrl);
+  return { host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 80) };
+}
+
+function parse<T extends z.ZodType>(schema: T, answer: Answer, what: string): z.output<T> {
+  let value: unknown;
+  try {
+    value = JSON.parse(answer.body.toString("utf8"));
+  } catch {
+    throw new AgentError(`the workspace agent's answer to ${what} is not JSON`);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new AgentError(`the workspace agent's answer to ${what} is malformed`);
+  return parsed.data;
+}
+
+/** Throws the error the agent reported, as the local providers would have thrown it. */
+function check(answer: Answer, path: string, what: string): void {
+  if (answer.status >= 200 && answer.status < 300) return;
+  const { error } = parse(agentError, answer, what);
+  if (error.kind === "refused" && error.reason) {
+    throw new FileRefusedError(path, error.reason, error.message.slice(path.length + 1));
+  }
+  if (error.kind === "escape") {
+    throw new PathEscapeError(path, error.message.replace(/^.*outside the workspace: /, ""));
+  }
+  throw new AgentError(`the workspace agent refused ${what} (${answer.status}): ${error.message}`);
+}
+
+export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspace {
+  const lifetime = new AbortController();
+  const post = (path: string, value: unknown, signal?: AbortSignal) =>
+    call(
+      options,
+      path,
+      Buffer.from(JSON.stringify(value)),
+      "application/json",
+      signal ? AbortSignal.any([signal, lifetime.signal]) : lifetime.signal,
+    );
+  return {
+    provider: options.provider,
+    root: options.root,
+    async exec(command, opts = {}) {
+      if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
+      // An abort kills the command at the agent, which then answers as the local providers do.
+      const id = randomUUID();
+      const onAbort = () => void post("/v1/cancel", { id }).catch(() => undefined);
+      if (opts.signal?.aborted) onAbort();
+      else opts.signal?.addEventListener("abort", onAbort, { once: true });
+      try {
+        const answer = await post("/v1/exec", {
+          id,
+          command,
+          cwd: opts.cwd,
+          env: opts.env,
+          timeoutMs: opts.timeoutMs,
+        });
+        check(answer, opts.cwd ?? ".", "a command");
+        return parse(execResult, answer, "a command");
+      } finally {
+        opts.signal?.removeEventListener("abort", onAbort);
+      }
+    },
+    async readFile(path, maxBytes) {
+      const answer = await post("/v1/read", { path, maxBytes });
+      check(answer, path, `reading ${path}`);
+      return answer.body;
+    },
+    async writeFile(path, data) {
+      const bytes = typeof data === "string" ? Buffer.from(data) : data;
+      const answer = await call(
+        options,
+        `/v1/write?path=${encodeURIComponent(path)}`,
+        bytes,
+        "application/octet-stream",
+        lifetime.signal,
+      );
+      check(answer, path, `writing ${path}`);
+    },
+    async listDir(path) {
+      const answer = await post("/v1/list", { path });
+      check(answer, path, `listing ${path}`);
+      return parse(listResult, answer, `listing ${path}`).entries;
+    },
+    blockedConnections: () => options.blockedConnections?.() ?? [],
+    async dispose() {
+      if (lifetime.signal.aborted) return;
+      lifetime.abort();
+      await options.release();
+    },
+  };
+}
