@@ -189,7 +189,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     }
     if (role !== "web") {
       if (options.pipeline !== false) {
-        checkSandbox(options.pipeline?.provider ?? "sandbox", readiness, logger);
+        checkSandbox(options.pipeline?.provider ?? config.workspaceProvider, readiness, logger);
       }
       const auth = async (installationId: number) => {
         const octokit = await probot.auth(installationId);
@@ -214,6 +214,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
                 publicUrl: config.publicUrl,
                 dataDir: config.dataDir,
                 spareCheckouts: config.spareCheckouts,
+                provider: config.workspaceProvider,
                 allowPrivate: config.networkAllowPrivate,
                 sandboxLimits: config.sandboxLimits,
                 logger,

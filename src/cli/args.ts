@@ -32,8 +32,8 @@ export type CliCommand =
 export class UsageError extends Error {}
 
 const usage = `usage:
-  vmpilot run --repo <path-or-git-url> [--continue | --chat id] [--branch name] [--provider sandbox|host] [--model m] [--max-steps n] [--json] [-f FILE]... "task" (- reads it from stdin)
-  vmpilot chat --repo <path-or-git-url> [--continue | --chat id] [--provider sandbox|host] [--model m] [--max-steps n]
+  vmpilot run --repo <path-or-git-url> [--continue | --chat id] [--branch name] [--provider sandbox|agent|host] [--model m] [--max-steps n] [--json] [-f FILE]... "task" (- reads it from stdin)
+  vmpilot chat --repo <path-or-git-url> [--continue | --chat id] [--provider sandbox|agent|host] [--model m] [--max-steps n]
   vmpilot chats --repo <path-or-git-url>`;
 
 const sessionOptions = {
@@ -88,8 +88,8 @@ function sessionArgs(values: {
     throw new UsageError("--branch names a new conversation's branch: a continued one has its own");
   }
   const provider = values.provider ?? "sandbox";
-  if (provider !== "sandbox" && provider !== "host") {
-    throw new UsageError(`--provider must be sandbox or host, not "${provider}"`);
+  if (provider !== "sandbox" && provider !== "host" && provider !== "agent") {
+    throw new UsageError(`--provider must be sandbox, agent or host, not "${provider}"`);
   }
   return {
     repo: values.repo,

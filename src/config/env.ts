@@ -110,6 +110,12 @@ const schema = z.object({
   ),
   WORKER_CONCURRENCY: integer(1, 100, 2),
   SPARE_CHECKOUTS: integer(0, 10_000, 20),
+  WORKSPACE_PROVIDER: z.preprocess(
+    blankToUndefined,
+    z
+      .enum(["sandbox", "agent"], "must be sandbox or agent (the workspace agent in a sandbox)")
+      .default("sandbox"),
+  ),
   SHUTDOWN_DRAIN_SECONDS: integer(1, 3600, 30),
   METRICS_TOKEN: z.preprocess(
     blankToUndefined,
@@ -185,6 +191,8 @@ export interface Config {
   workerConcurrency: number;
   /** How many repositories keep a ready checkout for their next job (0: none). */
   spareCheckouts: number;
+  /** Where jobs' commands run: a bubblewrap sandbox, or the workspace agent inside one. */
+  workspaceProvider: "sandbox" | "agent";
   /** On SIGTERM, how long running jobs may finish before they are handed back to the queue. */
   shutdownDrainSeconds: number;
   /** Where job pages (/jobs/:id) are reachable by people reading the comments. */
@@ -275,6 +283,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       command: e.VMPILOT_COMMAND,
       workerConcurrency: e.WORKER_CONCURRENCY,
       spareCheckouts: e.SPARE_CHECKOUTS,
+      workspaceProvider: e.WORKSPACE_PROVIDER,
       shutdownDrainSeconds: e.SHUTDOWN_DRAIN_SECONDS,
       publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
       allowedUsers: e.ALLOWED_USERS,

@@ -57,7 +57,10 @@ describe("parseCommand", () => {
   it.each([
     [["run", "task"], /missing --repo/],
     [["run", "--repo", "."], /missing the task text/],
-    [["run", "--repo", ".", "--provider", "docker", "t"], /--provider must be sandbox or host/],
+    [
+      ["run", "--repo", ".", "--provider", "docker", "t"],
+      /--provider must be sandbox, agent or host/,
+    ],
     [["run", "--repo", ".", "--max-steps", "0", "t"], /--max-steps must be a positive integer/],
     [["run", "--repo", ".", "--colour", "t"], /Unknown option/],
     [["run", "--repo", ".", "--continue", "--chat", "3", "t"], /give one of them/],

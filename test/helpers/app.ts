@@ -35,6 +35,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     command: "vmpilot",
     workerConcurrency: 2,
     spareCheckouts: 20,
+    workspaceProvider: "sandbox",
     shutdownDrainSeconds: 5,
     publicUrl: "https://vmpilot.test",
     allowedUsers: [],

@@ -145,6 +145,25 @@ describe("runPipeline", () => {
     expect(await listMessages(h.db.pool, seeded.chatId)).toHaveLength(16);
   });
 
+  it("runs the same issue → pull request flow through the workspace agent (provider agent)", async () => {
+    const seeded = await h.seedRepo();
+    const job = await h.seedJob(seeded);
+    mockStart(seeded);
+    mockRequester();
+    const comment = captureComment(seeded.repo, job.commentId);
+    github()
+      .get(`/repos/${seeded.repo}/pulls`)
+      .query(true)
+      .reply(200, [])
+      .post(`/repos/${seeded.repo}/pulls`)
+      .reply(201, { number: 13, html_url: `https://github.com/${seeded.repo}/pull/13` });
+    h.fake.push(...fixScript("Changed value.txt to fixed.\n\nSummary: Make value.txt say fixed"));
+    expect(await runPipeline(run(job.job.id), h.deps({ provider: "agent" }))).toBe("succeeded");
+    expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
+    expect(comment.at(-1)).toContain("✅ **Opened draft pull request #13**");
+    expect(comment.at(-1)).toContain("- Tests: ✔ passed");
+  });
+
   it("a hostile agent finds no token, key or webhook secret anywhere it can look", async () => {
     const saved = { ...process.env };
     process.env.ANTHROPIC_API_KEY = API_KEY;
