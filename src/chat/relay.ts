@@ -73,6 +73,8 @@ export interface RelayOptions {
 export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
   let after = 0;
   let finished = false;
+  // Quick while events flow; slower (up to 5×) through a long model call or command.
+  let wait = options.pollMs;
   while (!options.signal.aborted) {
     const events = await listJobEvents(options.db, options.jobId, after, 200);
     for (const event of events) {
@@ -81,7 +83,10 @@ export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
       if (piece) options.onPiece(piece);
       if (event.type === REPLY_END) return usageOf(event.data.usage);
     }
-    if (events.length > 0) continue;
+    if (events.length > 0) {
+      wait = options.pollMs;
+      continue;
+    }
     if (finished) {
       // Cancelled or dead before it could write its ending.
       const job = await getJob(options.db, options.jobId);
@@ -92,7 +97,10 @@ export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
     // finished are then certain to be seen.
     const job = await getJob(options.db, options.jobId);
     finished = !job || job.finishedAt !== null;
-    if (!finished) await pause(options.pollMs, options.signal);
+    if (!finished) {
+      await pause(wait, options.signal);
+      wait = Math.min(wait * 1.5, options.pollMs * 5);
+    }
   }
   return null;
 }
