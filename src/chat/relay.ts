@@ -12,7 +12,7 @@ export interface Completion {
   created: number;
 }
 
-interface Usage {
+export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
@@ -48,15 +48,43 @@ export function writeData(res: ServerResponse, data: unknown): void {
   if (!res.writableEnded) res.write(`data: ${JSON.stringify(data)}\n\n`);
 }
 
-/** The role chunk and the "working…" line: what a streaming client gets at once. */
-export function startStream(res: ServerResponse, c: Completion): void {
+/** The role chunk and the first text (the "working…" line): what a streaming client gets at once. */
+export function startStream(res: ServerResponse, c: Completion, first = WORKING): void {
   res.writeHead(200, {
     "content-type": "text/event-stream; charset=utf-8",
     "cache-control": "no-store",
     "x-accel-buffering": "no",
   });
   writeData(res, chunk(c, { role: "assistant", content: "" }, null));
-  writeData(res, chunk(c, { content: WORKING }, null));
+  writeData(res, chunk(c, { content: first }, null));
+}
+
+/** A whole `chat.completion`, for a request that did not ask for a stream. */
+export function sendCompletion(
+  res: ServerResponse,
+  c: Completion,
+  content: string,
+  usage: Usage,
+): void {
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(
+    JSON.stringify({
+      id: c.id,
+      object: "chat.completion",
+      created: c.created,
+      model: c.model,
+      system_fingerprint: null,
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant", content, refusal: null },
+          logprobs: null,
+          finish_reason: "stop",
+        },
+      ],
+      usage,
+    }),
+  );
 }
 
 export interface RelayOptions {

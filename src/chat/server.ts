@@ -12,13 +12,21 @@ import { TtlCache } from "../web/cache.ts";
 import { readCapped } from "../web/capped-body.ts";
 import { type AgentAccess, listAgents, resolveAgent } from "./agents.ts";
 import { authenticate } from "./auth.ts";
-import { parseCompletionRequest } from "./body.ts";
+import { type CompletionRequest, parseCompletionRequest } from "./body.ts";
 import { checkBudget } from "./budget.ts";
+import { answerClientTask } from "./client-tasks.ts";
 import { planTurn } from "./conversation.ts";
 import { enqueueTurn } from "./enqueue.ts";
 import { ApiError, sendApiError } from "./errors.ts";
 import { RateLimiter } from "./rate-limit.ts";
-import { type Completion, chunk, relayTurn, startStream, writeData } from "./relay.ts";
+import {
+  type Completion,
+  chunk,
+  relayTurn,
+  sendCompletion,
+  startStream,
+  writeData,
+} from "./relay.ts";
 
 /** A conversation with its tool output fits well within this; more is refused unread. */
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
@@ -44,6 +52,37 @@ export interface ChatFace {
   handler(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
   /** Ends open streams, so the HTTP server can close. */
   close(): void;
+}
+
+const NO_USAGE = {
+  prompt_tokens: 0,
+  completion_tokens: 0,
+  total_tokens: 0,
+  prompt_tokens_details: { cached_tokens: 0 },
+};
+
+/** A reply that needs no agent, in the format the request asked for. */
+function answerAtOnce(
+  res: ServerResponse,
+  request: CompletionRequest,
+  model: string,
+  content: string,
+): void {
+  const completion: Completion = {
+    id: `chatcmpl-${randomUUID()}`,
+    model,
+    created: Math.floor(Date.now() / 1000),
+  };
+  if (request.stream === true) {
+    startStream(res, completion, content);
+    writeData(res, chunk(completion, {}, "stop"));
+    if (request.stream_options?.include_usage) {
+      writeData(res, { ...chunk(completion, {}, null), choices: [], usage: NO_USAGE });
+    }
+    res.end("data: [DONE]\n\n");
+    return;
+  }
+  sendCompletion(res, completion, content, NO_USAGE);
 }
 
 export function mountChatFace(deps: ChatFaceDeps): ChatFace {
@@ -85,6 +124,11 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     }
     const request = parseCompletionRequest(raw.toString("utf8"));
     const agent = await resolveAgent(access, who, request.model);
+    const chore = answerClientTask(request);
+    if (chore !== undefined) {
+      answerAtOnce(res, request, agent.id, chore);
+      return;
+    }
     await checkBudget(deps.db.pool, deps.defaults, who, agent);
     const header = req.headers["x-openwebui-chat-id"];
     const clientChatId =
@@ -134,25 +178,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
         res.end("data: [DONE]\n\n");
         return;
       }
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(
-        JSON.stringify({
-          id: completion.id,
-          object: "chat.completion",
-          created: completion.created,
-          model: completion.model,
-          system_fingerprint: null,
-          choices: [
-            {
-              index: 0,
-              message: { role: "assistant", content: text, refusal: null },
-              logprobs: null,
-              finish_reason: "stop",
-            },
-          ],
-          usage,
-        }),
-      );
+      sendCompletion(res, completion, text, usage);
     } finally {
       res.off("close", onClose);
       open.delete(res);

@@ -289,6 +289,35 @@ describe("the chat face", () => {
     expect(sent).not.toContain("The conversation so far");
   });
 
+  it("answers Open WebUI's title and follow-up chores at once, with no turn, workspace or cost", async () => {
+    const jobs = async () =>
+      Number((await db.pool.query("SELECT count(*) AS n FROM jobs")).rows[0]?.n);
+    const before = await jobs();
+    const chore = (output: string) =>
+      `### Task:\nGenerate a concise, 3-5 word title.\n### Output:\n${output}\n### Chat History:\n<chat_history>\nUSER: fix the flaky login test please\nASSISTANT: _working…_\n</chat_history>`;
+    const title = await operator.chat.completions.create({
+      model: "vmpilot",
+      messages: [
+        { role: "user", content: chore('JSON format: { "title": "your concise title here" }') },
+      ],
+    });
+    expect(JSON.parse(title.choices[0]?.message.content ?? "")).toEqual({
+      title: "fix the flaky login test please",
+    });
+    expect(title.usage?.total_tokens).toBe(0);
+    const followUps = await collect(
+      await operator.chat.completions.create({
+        model: "vmpilot",
+        messages: [
+          { role: "user", content: chore('JSON format: { "follow_ups": ["Question 1?"] }') },
+        ],
+        stream: true,
+      }),
+    );
+    expect(JSON.parse(followUps.content)).toEqual({ follow_ups: [] });
+    expect(await jobs()).toBe(before);
+  });
+
   it("a client that disconnects cancels the turn", async () => {
     fake.push({ content: [toolUse("bash", { command: "echo started && sleep 60" })] });
     const stream = await operator.chat.completions.create({
