@@ -123,6 +123,7 @@ ${
   <li><a href="/jobs">Jobs</a>: what vmpilot has been doing, with each job's session log.</li>
   <li><a href="/settings">Settings</a>: who may trigger it, model and budgets, per repository.</li>
   <li><a href="/usage">Usage</a>: tokens and cost per repository per day.</li>
+  <li><a href="/keys">API keys</a>: for chat clients such as Open WebUI (<code>/v1</code>).</li>
 </ul>`
     : html`<p><a class="button primary" href="/login">Sign in with GitHub</a> to see jobs, settings and usage.</p>`
 }`;
