@@ -2,7 +2,11 @@
 // `vmpilot/<owner>/<repo>` for each repository of the app's installations its owner can write to.
 import type { ProbotOctokit } from "probot";
 import { checkPermission } from "../github/permissions.ts";
-import { listActiveRepositories, type Repository } from "../store/installations.ts";
+import {
+  findActiveRepository,
+  listActiveRepositories,
+  type Repository,
+} from "../store/installations.ts";
 import type { Queryable } from "../store/sql.ts";
 import type { TtlCache } from "../web/cache.ts";
 import type { Principal } from "./auth.ts";
@@ -59,10 +63,7 @@ export async function resolveAgent(
 ): Promise<Agent> {
   if (model === SCRATCH) return { id: SCRATCH, repository: null };
   if (!model.startsWith(PREFIX)) throw unknownModel(model);
-  const wanted = model.slice(PREFIX.length).toLowerCase();
-  const repository = (await listActiveRepositories(access.db)).find(
-    (r) => r.fullName.toLowerCase() === wanted,
-  );
+  const repository = await findActiveRepository(access.db, model.slice(PREFIX.length));
   if (!repository || !(await canWrite(access, who, repository))) throw unknownModel(model);
   return { id: `${PREFIX}${repository.fullName}`, repository };
 }

@@ -2,6 +2,7 @@
 // a job that would stop at once. The worker still reserves the budget itself (chat-turn/settings).
 import { checkRepoConfig, type RepoSettings, resolveSettings } from "../config/repo-config.ts";
 import { startOfUtcDay } from "../jobs/pipeline/settings.ts";
+import { spentSince } from "../store/jobs.ts";
 import type { Queryable } from "../store/sql.ts";
 import type { Agent } from "./agents.ts";
 import type { Principal } from "./auth.ts";
@@ -16,14 +17,12 @@ export async function checkBudget(
   const repository = agent.repository;
   const page = repository ? checkRepoConfig(repository.settings) : undefined;
   const settings = resolveSettings({ defaults, page: page?.ok ? page.config : null }).values;
-  const { rows } = await db.query<{ spent: string }>(
-    repository
-      ? "SELECT coalesce(sum(cost_usd), 0) AS spent FROM jobs WHERE repository_id = $1 AND created_at >= $2"
-      : `SELECT coalesce(sum(cost_usd), 0) AS spent FROM jobs
-         WHERE trigger = 'chat' AND repository_id IS NULL AND requester = $1 AND created_at >= $2`,
-    [repository ? repository.id : who.owner, startOfUtcDay(new Date())],
+  const spent = await spentSince(
+    db,
+    repository ? { repositoryId: repository.id } : { scratchOwner: who.owner },
+    startOfUtcDay(new Date()),
   );
-  if (Number(rows[0]?.spent ?? 0) < settings.maxDailyCostUsd) return;
+  if (spent < settings.maxDailyCostUsd) return;
   throw new ApiError(
     429,
     "insufficient_quota",

@@ -9,7 +9,7 @@ import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
 import type { ProviderTable } from "../config/providers.ts";
 import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
-import { commitInWorkspace } from "../workspace/commit.ts";
+import { commitInWorkspace, VMPILOT_AUTHOR } from "../workspace/commit.ts";
 import { userGitClient } from "../workspace/git.ts";
 import {
   type Checkout,
@@ -34,8 +34,6 @@ import { EXIT, exitCodeOf } from "./exit-code.ts";
 import { createJsonPrinter } from "./json-events.ts";
 import { createProgressPrinter, formatUsd, type ProgressOutput } from "./progress.ts";
 import { withStore } from "./store.ts";
-
-const AUTHOR = { name: "vmpilot", email: "vmpilot@users.noreply.github.com" };
 
 /** The repository the user named: where the branch goes, and the key its conversations have. */
 export interface Target {
@@ -244,7 +242,7 @@ export class CliSession {
 
     const commit = await commitInWorkspace(workspace, {
       message: runTitle(result.finalText, instruction),
-      author: AUTHOR,
+      author: VMPILOT_AUTHOR,
     });
     const checkout = this.#checkout as Checkout;
     const target = this.#target as Target;

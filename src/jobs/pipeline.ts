@@ -75,9 +75,18 @@ export interface PipelineDeps {
   streamRetryDelayMs?: number;
 }
 
-/** What every agent run of a worker takes from its deps: plugins, model clients, logger. */
-export function modelDeps(deps: PipelineDeps) {
+/**
+ * What every agent run of a worker takes from its deps and its granted settings: plugins, model
+ * clients, logger, limits.
+ */
+export function agentRunDeps(
+  deps: PipelineDeps,
+  granted: { settings: RepoSettings; budgetUsd: number },
+) {
   return {
+    settings: granted.settings,
+    budgetUsd: granted.budgetUsd,
+    maxWallTimeMs: deps.maxWallTimeMs ?? granted.settings.timeoutMinutes * 60_000,
     available: deps.plugins,
     anthropic: deps.anthropic,
     providers: deps.providers ?? new Map(),
@@ -254,10 +263,7 @@ async function work(
           threads,
           retry: job.command === "retry",
         }),
-    settings: settings.settings,
-    budgetUsd: settings.budgetUsd,
-    maxWallTimeMs: deps.maxWallTimeMs ?? settings.settings.timeoutMinutes * 60_000,
-    ...modelDeps(deps),
+    ...agentRunDeps(deps, settings),
     progress,
     signal: run.signal,
   });

@@ -132,12 +132,25 @@ export async function forgetFileSettings(
   }
 }
 
+const ACTIVE = `SELECT r.* FROM repositories r JOIN installations i ON i.id = r.installation_id
+  WHERE r.removed_at IS NULL AND i.suspended_at IS NULL AND i.deleted_at IS NULL`;
+
 /** Repositories the app can act on now: not removed, on a live installation; by name. */
 export async function listActiveRepositories(db: Queryable): Promise<Repository[]> {
   const { rows } = await db.query<RepositoryRow>(
-    `SELECT r.* FROM repositories r JOIN installations i ON i.id = r.installation_id
-     WHERE r.removed_at IS NULL AND i.suspended_at IS NULL AND i.deleted_at IS NULL
-     ORDER BY lower(r.full_name) LIMIT 1000`,
+    `${ACTIVE} ORDER BY lower(r.full_name) LIMIT 1000`,
   );
   return rows.map(toRepository);
+}
+
+/** The active repository with this name (any case), if the app can act on it now. */
+export async function findActiveRepository(
+  db: Queryable,
+  fullName: string,
+): Promise<Repository | undefined> {
+  const { rows } = await db.query<RepositoryRow>(
+    `${ACTIVE} AND lower(r.full_name) = lower($1) ORDER BY r.id DESC LIMIT 1`,
+    [fullName],
+  );
+  return rows[0] && toRepository(rows[0]);
 }

@@ -315,6 +315,28 @@ export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<J
   return rows.map(toJob);
 }
 
+/**
+ * What jobs created since `since` cost: a repository's, or the chat-face turns an owner ran on
+ * scratch workspaces; `exceptJobId` leaves the asking job out.
+ */
+export async function spentSince(
+  db: Queryable,
+  whose: { repositoryId: number } | { scratchOwner: string },
+  since: Date,
+  exceptJobId = 0,
+): Promise<number> {
+  const { rows } = await db.query<{ spent: string }>(
+    "repositoryId" in whose
+      ? `SELECT coalesce(sum(cost_usd), 0) AS spent FROM jobs
+         WHERE repository_id = $1 AND created_at >= $2 AND id <> $3`
+      : `SELECT coalesce(sum(cost_usd), 0) AS spent FROM jobs
+         WHERE trigger = 'chat' AND repository_id IS NULL AND requester = $1
+           AND created_at >= $2 AND id <> $3`,
+    ["repositoryId" in whose ? whose.repositoryId : whose.scratchOwner, since, exceptJobId],
+  );
+  return Number(rows[0]?.spent ?? 0);
+}
+
 export interface BudgetGrant {
   /** What this attempt may spend; 0 when a limit is reached. */
   grantUsd: number;

@@ -5,6 +5,12 @@ export interface CommitIdentity {
   email: string;
 }
 
+/** Who commits where no GitHub App identity applies (the CLI, chat-face turns). */
+export const VMPILOT_AUTHOR: CommitIdentity = {
+  name: "vmpilot",
+  email: "vmpilot@users.noreply.github.com",
+};
+
 export interface CommitOptions {
   message: string;
   author: CommitIdentity;

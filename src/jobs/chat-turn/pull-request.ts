@@ -4,12 +4,11 @@ import type { AgentResult } from "../../agent/loop.ts";
 import { runTitle } from "../../agent/summary.ts";
 import { publishPullRequest, renderPullRequestBody } from "../../github/pull-request.ts";
 import { type Job, updateJob } from "../../store/jobs.ts";
+import { VMPILOT_AUTHOR } from "../../workspace/commit.ts";
 import type { Checkout, Workspace } from "../../workspace/index.ts";
 import { publishWorkspace } from "../../workspace/publish.ts";
 import { testsOf } from "../pipeline/agent.ts";
 import type { PipelineDeps } from "../pipeline.ts";
-
-const AUTHOR = { name: "vmpilot", email: "vmpilot@users.noreply.github.com" };
 
 export interface ChatPullRequestInput {
   job: Job & { installationId: number };
@@ -35,7 +34,7 @@ export async function openChatPullRequest(
     url: checkout.url,
     auth: { token: await deps.installationToken(job.installationId) },
     baseSha: checkout.baseSha,
-    commit: { message: title, author: deps.commitAuthor ?? AUTHOR },
+    commit: { message: title, author: deps.commitAuthor ?? VMPILOT_AUTHOR },
     branch,
     defaultBranch: checkout.baseBranch,
     // The chat's branch as this turn found it, or none yet: a regenerated turn may replace it.

@@ -2,6 +2,7 @@
 // piece per event. The web process streams the pieces as the events arrive; the worker renders the
 // same pieces at the end to remember the reply, so a client sending it back is recognised.
 import { type DiffLine, lineDiff } from "../../github/line-diff.ts";
+import { formatCost } from "../../github/progress-comment.ts";
 import { fenceLanguage } from "./language.ts";
 
 /** The first piece, sent before the turn has even been queued. */
@@ -62,11 +63,6 @@ function toolCall(name: string, input: Record<string, unknown>): string {
   return `_${name}_\n\n`;
 }
 
-function usd(value: unknown): string {
-  const n = Number(value ?? 0);
-  return `$${n < 1 && n > 0 ? n.toFixed(4) : n.toFixed(2)}`;
-}
-
 function ending(d: Record<string, unknown>): string {
   const lines: string[] = [];
   if (typeof d.error === "string") lines.push(`**Failed:** ${d.error}`);
@@ -75,8 +71,9 @@ function ending(d: Record<string, unknown>): string {
   if (typeof d.tests === "string") lines.push(`Tests: ${d.tests}`);
   const usage = (d.usage ?? {}) as Record<string, unknown>;
   const tokens = `${Number(usage.inputTokens ?? 0)} in, ${Number(usage.outputTokens ?? 0)} out`;
-  const estimate = d.priceKnown === false ? " (estimated: the model's price is unknown)" : "";
-  lines.push(`Tokens: ${tokens} · cost ${usd(d.costUsd)}${estimate}`);
+  lines.push(
+    `Tokens: ${tokens} · cost ${formatCost(Number(d.costUsd ?? 0), d.priceKnown !== false)}`,
+  );
   return `---\n${lines.join("  \n")}\n`;
 }
 

@@ -10,7 +10,7 @@ import { redact } from "../../github/redact.ts";
 import { type ApiChat, getApiChat, lastTurn, saveChatTurn } from "../../store/api-chats.ts";
 import { appendJobEvent, listJobEvents } from "../../store/job-events.ts";
 import { getJob, type Job, updateJob } from "../../store/jobs.ts";
-import { commitInWorkspace } from "../../workspace/commit.ts";
+import { commitInWorkspace, VMPILOT_AUTHOR } from "../../workspace/commit.ts";
 import { gitClient } from "../../workspace/git.ts";
 import {
   type Checkout,
@@ -23,7 +23,7 @@ import { runJobAgent, testsOf } from "../pipeline/agent.ts";
 import { loadChat } from "../pipeline/history.ts";
 import { JobProgress } from "../pipeline/progress.ts";
 import { RESUME_INSTRUCTION } from "../pipeline/request.ts";
-import { modelDeps, type PipelineDeps } from "../pipeline.ts";
+import { agentRunDeps, type PipelineDeps } from "../pipeline.ts";
 import type { RunningJob } from "../queue.ts";
 import { extendHash } from "./history-hash.ts";
 import { openChatPullRequest } from "./pull-request.ts";
@@ -33,8 +33,6 @@ import { chatTurnSettings } from "./settings.ts";
 
 type Run = Pick<RunningJob, "jobId" | "attempt" | "maxAttempts" | "signal">;
 export type TurnOutcome = "succeeded" | "failed" | "cancelled" | "skipped";
-
-const AUTHOR = { name: "vmpilot", email: "vmpilot@users.noreply.github.com" };
 
 interface TurnWorkspace {
   workspace: Workspace;
@@ -86,10 +84,7 @@ export async function runChatTurn(run: Run, deps: PipelineDeps): Promise<TurnOut
               ? RESUME_INSTRUCTION
               : instruction(job, request),
           clientSystem: request.system,
-          settings: settings.settings,
-          budgetUsd: settings.budgetUsd,
-          maxWallTimeMs: deps.maxWallTimeMs ?? settings.settings.timeoutMinutes * 60_000,
-          ...modelDeps(deps),
+          ...agentRunDeps(deps, settings),
           progress,
           signal: run.signal,
         });
@@ -97,7 +92,7 @@ export async function runChatTurn(run: Run, deps: PipelineDeps): Promise<TurnOut
     if (result) {
       await commitInWorkspace(ws.workspace, {
         message: runTitle(result.finalText, job.instruction),
-        author: AUTHOR,
+        author: VMPILOT_AUTHOR,
       });
     }
     const pullRequest =
@@ -243,10 +238,11 @@ async function end(
     costUsd,
     priceKnown: result?.priceKnown ?? true,
   });
-  const previous = await lastTurn(db, job.chatId);
-  const workspace = !("error" in ending)
-    ? { commitSha: ending.commitSha, bundle: ending.bundle }
-    : { commitSha: previous?.commitSha ?? null, bundle: previous?.bundle ?? null };
+  const previous = "error" in ending ? await lastTurn(db, job.chatId) : undefined;
+  const workspace =
+    "error" in ending
+      ? { commitSha: previous?.commitSha ?? null, bundle: previous?.bundle ?? null }
+      : { commitSha: ending.commitSha, bundle: ending.bundle };
   const reply = renderReply(await listJobEvents(db, job.id, 0, 100_000));
   const chat = await getApiChat(db, job.chatId);
   await saveChatTurn(db, {

@@ -9,7 +9,7 @@ import {
 } from "../../config/repo-config.ts";
 import { loadRepoConfig } from "../../github/repo-config-loader.ts";
 import { getRepository } from "../../store/installations.ts";
-import { type Job, reserveBudget } from "../../store/jobs.ts";
+import { type Job, reserveBudget, spentSince } from "../../store/jobs.ts";
 import { startOfUtcDay } from "../pipeline/settings.ts";
 import type { PipelineDeps } from "../pipeline.ts";
 
@@ -22,13 +22,8 @@ export async function chatTurnSettings(deps: PipelineDeps, job: Job): Promise<Tu
   const since = startOfUtcDay(new Date());
   if (job.repositoryId === null || job.installationId === null) {
     const settings = deps.defaults ?? defaults;
-    const { rows } = await db.query<{ spent: string }>(
-      `SELECT coalesce(sum(cost_usd), 0) AS spent FROM jobs
-       WHERE trigger = 'chat' AND repository_id IS NULL AND requester = $1 AND created_at >= $2
-         AND id <> $3`,
-      [job.requester, since, job.id],
-    );
-    const left = settings.maxDailyCostUsd - Number(rows[0]?.spent ?? 0);
+    const spent = await spentSince(db, { scratchOwner: job.requester }, since, job.id);
+    const left = settings.maxDailyCostUsd - spent;
     if (left <= 0) return { ok: false, error: dailyLimit(settings, "Your scratch chats") };
     return { ok: true, settings, budgetUsd: Math.min(left, settings.maxCostUsd - job.costUsd) };
   }
