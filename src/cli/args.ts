@@ -1,6 +1,10 @@
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import type { ProviderName } from "../workspace/types.ts";
 
+const PROVIDERS: readonly ProviderName[] = ["sandbox", "agent", "fly", "kubernetes", "host"];
+const isProvider = (name: string): name is ProviderName =>
+  (PROVIDERS as readonly string[]).includes(name);
+
 /** What `run` and `chat` share: where, how, and which conversation. */
 export interface SessionArgs {
   /** Optional only with --chat: the conversation knows its repository. */
@@ -32,8 +36,8 @@ export type CliCommand =
 export class UsageError extends Error {}
 
 const usage = `usage:
-  vmpilot run --repo <path-or-git-url> [--continue | --chat id] [--branch name] [--provider sandbox|agent|host] [--model m] [--max-steps n] [--json] [-f FILE]... "task" (- reads it from stdin)
-  vmpilot chat --repo <path-or-git-url> [--continue | --chat id] [--provider sandbox|agent|host] [--model m] [--max-steps n]
+  vmpilot run --repo <path-or-git-url> [--continue | --chat id] [--branch name] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n] [--json] [-f FILE]... "task" (- reads it from stdin)
+  vmpilot chat --repo <path-or-git-url> [--continue | --chat id] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n]
   vmpilot chats --repo <path-or-git-url>`;
 
 const sessionOptions = {
@@ -88,8 +92,8 @@ function sessionArgs(values: {
     throw new UsageError("--branch names a new conversation's branch: a continued one has its own");
   }
   const provider = values.provider ?? "sandbox";
-  if (provider !== "sandbox" && provider !== "host" && provider !== "agent") {
-    throw new UsageError(`--provider must be sandbox, agent or host, not "${provider}"`);
+  if (!isProvider(provider)) {
+    throw new UsageError(`--provider must be one of ${PROVIDERS.join(", ")}, not "${provider}"`);
   }
   return {
     repo: values.repo,

@@ -6,6 +6,7 @@ import { parseEnv } from "node:util";
 import { z } from "zod";
 import { parseAddressRange } from "../workspace/address-policy.ts";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../workspace/limits.ts";
+import type { ProviderName } from "../workspace/types.ts";
 import { routeModel } from "./model-route.ts";
 import { DEFAULT_MODEL } from "./models.ts";
 import { loadProviders, type ProviderTable } from "./providers.ts";
@@ -113,7 +114,10 @@ const schema = z.object({
   WORKSPACE_PROVIDER: z.preprocess(
     blankToUndefined,
     z
-      .enum(["sandbox", "agent"], "must be sandbox or agent (the workspace agent in a sandbox)")
+      .enum(
+        ["sandbox", "agent", "fly", "kubernetes"],
+        "must be sandbox, agent (the workspace agent in a sandbox), fly or kubernetes",
+      )
       .default("sandbox"),
   ),
   SHUTDOWN_DRAIN_SECONDS: integer(1, 3600, 30),
@@ -192,7 +196,7 @@ export interface Config {
   /** How many repositories keep a ready checkout for their next job (0: none). */
   spareCheckouts: number;
   /** Where jobs' commands run: a bubblewrap sandbox, or the workspace agent inside one. */
-  workspaceProvider: "sandbox" | "agent";
+  workspaceProvider: Exclude<ProviderName, "host">;
   /** On SIGTERM, how long running jobs may finish before they are handed back to the queue. */
   shutdownDrainSeconds: number;
   /** Where job pages (/jobs/:id) are reachable by people reading the comments. */

@@ -3,14 +3,13 @@
 // Machine or a Kubernetes pod, so every workspace contract runs against the agent for real.
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SANDBOX_HOME } from "./bwrap.ts";
-import { createRemoteWorkspace } from "./remote.ts";
+import { agentHealthy, createRemoteWorkspace } from "./remote.ts";
 import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox.ts";
-import type { Workspace } from "./types.ts";
+import type { BlockedConnection, Workspace } from "./types.ts";
 
 const SRC = fileURLToPath(new URL("..", import.meta.url));
 const PROJECT = fileURLToPath(new URL("../..", import.meta.url));
@@ -24,21 +23,23 @@ function quote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
-function healthy(socketPath: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const req = request({ socketPath, path: "/health", method: "GET" }, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    });
-    req.on("error", () => resolve(false));
-    req.end();
-  });
+export interface LocalAgent {
+  socketPath: string;
+  /** The checkout, as the agent (and the sandbox) sees it. */
+  root: string;
+  stop(): Promise<void>;
+  blockedConnections(): readonly BlockedConnection[];
 }
 
-export async function createLocalAgentWorkspace(
+/**
+ * Starts the workspace agent in a sandbox on `dir`, answering on a unix socket with `secret`.
+ * Also what the Fly and Kubernetes API fakes run as their "machines".
+ */
+export async function startLocalAgent(
   dir: string,
+  secret: string,
   options: SandboxWorkspaceOptions = {},
-): Promise<Workspace> {
+): Promise<LocalAgent> {
   const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), "vmpilot-agent-")));
   await mkdir(join(stateDir, "tmp"), { recursive: true });
   const sandbox = await createSandboxWorkspace(dir, {
@@ -46,7 +47,6 @@ export async function createLocalAgentWorkspace(
     stateDir,
     readOnlyPaths: [...(options.readOnlyPaths ?? []), ...AGENT_FILES],
   });
-  const secret = randomBytes(32).toString("base64url");
   // The sandbox's /tmp is this directory; the agent removes the key file once read.
   await writeFile(join(stateDir, "tmp", "vmpilot-agent.key"), secret, { mode: 0o644 });
   const socketPath = join(stateDir, "tmp", "vmpilot-agent.sock");
@@ -74,19 +74,33 @@ export async function createLocalAgentWorkspace(
   };
   // Polled: the agent's "ready" line is only seen once its command ends.
   const deadline = Date.now() + READY_MS;
-  while (!(await healthy(socketPath))) {
+  while (!(await agentHealthy({ socketPath }))) {
     if (ended !== undefined || Date.now() > deadline) {
       await release();
       throw new Error(`the workspace agent did not start: ${ended ?? "no answer"}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+  return {
+    socketPath,
+    root: sandbox.root,
+    stop: release,
+    blockedConnections: () => sandbox.blockedConnections(),
+  };
+}
+
+export async function createLocalAgentWorkspace(
+  dir: string,
+  options: SandboxWorkspaceOptions = {},
+): Promise<Workspace> {
+  const secret = randomBytes(32).toString("base64url");
+  const agent = await startLocalAgent(dir, secret, options);
   return createRemoteWorkspace({
     provider: "agent",
-    root: sandbox.root,
-    endpoint: { socketPath },
+    root: agent.root,
+    endpoint: { socketPath: agent.socketPath },
     secret,
-    release,
-    blockedConnections: () => sandbox.blockedConnections(),
+    release: agent.stop,
+    blockedConnections: agent.blockedConnections,
   });
 }

@@ -7,20 +7,39 @@ import { SandboxUnavailableError } from "./bwrap.ts";
 import { createHostWorkspace } from "./host.ts";
 import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox.ts";
 import type { ProviderName, Workspace } from "./types.ts";
+import type { VmEngine } from "./vm/engine.ts";
+import { createVmWorkspace } from "./vm/open.ts";
+import { engineFor } from "./vm/settings.ts";
 
 export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "logger"> {
   /** Default "sandbox". "host" must be asked for: it has no isolation. */
   provider?: ProviderName;
-  /** The checkout directory. */
+  /** The checkout directory; a VM provider sends it to the VM and works on the VM's copy. */
   root: string;
   logger?: Logger;
+  /** For a VM provider: who the VM is for (`job-<id>-<attempt>`), for the sweeper. */
+  owner?: string;
+  /** For a VM provider; default: the engine the environment configures. */
+  engine?: VmEngine;
+  signal?: AbortSignal;
 }
+
+/** A VM made outside a job (the CLI): the sweeper leaves it alone; its engine's deadline ends it. */
+const sessionOwner = () => `cli-${process.pid}`;
 
 /** Opens a workspace on a checkout with the chosen provider; never downgrades isolation on its own. */
 export async function createWorkspace(options: CreateWorkspaceOptions): Promise<Workspace> {
-  const { provider = "sandbox", root, logger, ...sandboxOptions } = options;
+  const { provider = "sandbox", root, logger, owner, engine, signal, ...sandboxOptions } = options;
   if (provider === "host") {
     return createHostWorkspace(root, { logger });
+  }
+  if (provider === "fly" || provider === "kubernetes") {
+    return createVmWorkspace({
+      engine: engine ?? engineFor(provider),
+      localRoot: root,
+      owner: owner ?? sessionOwner(),
+      signal,
+    });
   }
   if (process.platform !== "linux") {
     throw new SandboxUnavailableError(
@@ -39,6 +58,14 @@ export async function checkProvider(
   provider: ProviderName,
   options: Omit<CreateWorkspaceOptions, "provider" | "root"> = {},
 ): Promise<void> {
+  if (provider === "fly" || provider === "kubernetes") {
+    // Listing proves the settings, the token and the app or namespace without making a VM.
+    const engine = options.engine ?? engineFor(provider);
+    await engine.list().catch((error: Error) => {
+      throw new SandboxUnavailableError(`the ${provider} workspaces cannot be used: ${error.message}`);
+    });
+    return;
+  }
   const root = await mkdtemp(join(tmpdir(), "vmpilot-check-"));
   try {
     const workspace = await createWorkspace({ ...options, provider, root });

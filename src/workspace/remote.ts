@@ -2,15 +2,23 @@
 // a pod, or a local sandbox standing in for one. Same contract as the local providers; the
 // worker's secrets never travel, only the per-workspace secret that authenticates the worker.
 import { randomUUID } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
 import { request } from "node:http";
 import type { z } from "zod";
-import { agentError, execResult, listResult, MAX_FILE_BYTES } from "./agent/protocol.ts";
+import {
+  agentError,
+  checkoutResult,
+  execResult,
+  listResult,
+  MAX_FILE_BYTES,
+} from "./agent/protocol.ts";
 import { PathEscapeError } from "./paths.ts";
 import { FileRefusedError } from "./read-capped.ts";
 import type { BlockedConnection, ProviderName, Workspace } from "./types.ts";
 
 /** Where the agent listens: a unix socket (local) or an http://host:port base (a VM's address). */
-type AgentEndpoint = { socketPath: string } | { baseUrl: string };
+export type AgentEndpoint = { socketPath: string } | { baseUrl: string };
 
 export interface RemoteWorkspaceOptions {
   provider: ProviderName;
@@ -35,10 +43,13 @@ interface Answer {
   body: Buffer;
 }
 
+/** A request body: bytes, or a file streamed from disk (a checkout's bundle). */
+type Body = Buffer | { file: string; size: number };
+
 function call(
-  options: RemoteWorkspaceOptions,
+  options: Pick<RemoteWorkspaceOptions, "endpoint" | "secret">,
   path: string,
-  body: Buffer,
+  body: Body,
   type: string,
   signal?: AbortSignal,
 ): Promise<Answer> {
@@ -56,7 +67,7 @@ function call(
         headers: {
           authorization: `Bearer ${options.secret}`,
           "content-type": type,
-          "content-length": body.length,
+          "content-length": Buffer.isBuffer(body) ? body.length : body.size,
         },
       },
       (res) => {
@@ -81,8 +92,46 @@ function call(
           : new AgentError(`the workspace agent is unreachable: ${error.message}`),
       ),
     );
-    req.end(body);
+    if (Buffer.isBuffer(body)) req.end(body);
+    else createReadStream(body.file).on("error", reject).pipe(req);
   });
+}
+
+/** True once the agent answers its health check. */
+export function agentHealthy(endpoint: AgentEndpoint): Promise<boolean> {
+  const target =
+    "socketPath" in endpoint ? { socketPath: endpoint.socketPath } : hostOf(endpoint.baseUrl);
+  return new Promise((resolve) => {
+    const req = request({ ...target, path: "/health", method: "GET", timeout: 2000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on("timeout", () => req.destroy());
+    req.on("error", () => resolve(false));
+    req.end();
+  });
+}
+
+export interface SeedRequest {
+  branch: string;
+  origin: string;
+  /** The branch's git bundle; null for a repository without commits yet. */
+  bundle: string | null;
+}
+
+/** Sends the checkout to a fresh agent; resolves to the checkout's path as the agent sees it. */
+export async function seedRemoteCheckout(
+  agent: Pick<RemoteWorkspaceOptions, "endpoint" | "secret">,
+  seed: SeedRequest,
+  signal?: AbortSignal,
+): Promise<string> {
+  const query = new URLSearchParams({ branch: seed.branch, origin: seed.origin });
+  const body = seed.bundle
+    ? { file: seed.bundle, size: (await stat(seed.bundle)).size }
+    : Buffer.alloc(0);
+  const answer = await call(agent, `/v1/checkout?${query}`, body, "application/x-git-bundle", signal);
+  check(answer, ".", "the checkout");
+  return parse(checkoutResult, answer, "the checkout").root;
 }
 
 function hostOf(baseUrl: string) {

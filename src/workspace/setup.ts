@@ -1,5 +1,4 @@
-import { type CreateWorkspaceOptions, createWorkspace } from "./factory.ts";
-import type { BlockedConnection, ExecResult } from "./types.ts";
+import type { BlockedConnection, ExecResult, Workspace } from "./types.ts";
 
 /** Installs can take a while; a setup command gets longer than an agent's command. */
 const SETUP_TIMEOUT_MS = 10 * 60_000;
@@ -26,31 +25,24 @@ export interface SetupOptions {
 }
 
 /**
- * Runs a repository's setup commands (e.g. `npm ci`) before the agent starts, in a workspace of
- * their own on the same checkout, so their network allow-list (`workspace.allowHosts`) can
- * differ from the agent's.
+ * Runs a repository's setup commands (e.g. `npm ci`) before the agent starts, in the job's own
+ * workspace: on a VM, what setup installs must be where the agent's commands run.
  */
 export async function runSetup(
-  workspace: CreateWorkspaceOptions,
+  ws: Workspace,
   commands: readonly string[],
   options: SetupOptions = {},
 ): Promise<SetupReport> {
   const steps: SetupStep[] = [];
-  if (commands.length === 0) return { ok: true, steps, blocked: [] };
-  const ws = await createWorkspace(workspace);
-  try {
-    for (const command of commands) {
-      const result = await ws.exec(command, {
-        timeoutMs: options.timeoutMs ?? SETUP_TIMEOUT_MS,
-        signal: options.signal,
-      });
-      const step = { command, result };
-      steps.push(step);
-      options.onStep?.(step);
-      if (result.exitCode !== 0) return { ok: false, steps, blocked: [...ws.blockedConnections()] };
-    }
-    return { ok: true, steps, blocked: [...ws.blockedConnections()] };
-  } finally {
-    await ws.dispose();
+  for (const command of commands) {
+    const result = await ws.exec(command, {
+      timeoutMs: options.timeoutMs ?? SETUP_TIMEOUT_MS,
+      signal: options.signal,
+    });
+    const step = { command, result };
+    steps.push(step);
+    options.onStep?.(step);
+    if (result.exitCode !== 0) return { ok: false, steps, blocked: [...ws.blockedConnections()] };
   }
+  return { ok: true, steps, blocked: [...ws.blockedConnections()] };
 }

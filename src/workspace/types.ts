@@ -24,13 +24,16 @@ interface ExecOptions {
   signal?: AbortSignal;
 }
 
-/** "agent": the workspace agent in a local sandbox, standing in for a VM (agent-local.ts). */
-export type ProviderName = "sandbox" | "host" | "agent";
+/**
+ * "agent": the workspace agent in a local sandbox, standing in for a VM (agent-local.ts);
+ * "fly" and "kubernetes": the agent in a Fly Machine or a pod (vm/).
+ */
+export type ProviderName = "sandbox" | "host" | "agent" | "fly" | "kubernetes";
 
 /** A git checkout plus a way to run commands on it. Commands never see the worker's secrets. */
 export interface Workspace {
   readonly provider: ProviderName;
-  /** Absolute path of the checkout on the worker's filesystem. */
+  /** Absolute path of the checkout where commands run (on a VM, the VM's path). */
   readonly root: string;
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;
   /**

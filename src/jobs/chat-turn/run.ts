@@ -173,6 +173,7 @@ async function openTurnWorkspace(
       allowPrivate: deps.allowPrivate ?? [],
       limits: deps.sandboxLimits,
       logger: deps.logger,
+      owner: `job-${job.id}-${run.attempt}`,
     });
     const previous = await lastTurn(deps.db.pool, chat.id);
     if (previous?.bundle) await restoreTurnBundle(workspace, previous.bundle);

@@ -1,5 +1,5 @@
-// A job's workspace: the branch's checkout from the mirror cache, in a sandbox, after the
-// repository's setup commands.
+// A job's workspace: the branch's checkout from the mirror cache, in a sandbox or on a VM, after
+// the repository's setup commands.
 
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -82,8 +82,13 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       limits: options.limits,
       logger: options.logger,
     };
-    workspace = await createWorkspace({ ...spec, allowHosts: [...options.allowHosts] });
-    const setup = await runSetup({ ...spec, allowHosts: [...options.allowHosts] }, options.setup, {
+    workspace = await createWorkspace({
+      ...spec,
+      allowHosts: [...options.allowHosts],
+      owner: `job-${options.jobId}-${options.attempt}`,
+      signal: options.signal,
+    });
+    const setup = await runSetup(workspace, options.setup, {
       signal: options.signal,
       onStep: options.onSetupStep,
     });

@@ -48,7 +48,18 @@ export const agentError = z.object({
   }),
 });
 
+/** What /v1/checkout answers: where the checkout is, as the agent sees it. */
+export const checkoutResult = z.strictObject({ root: z.string() });
+
+/** A branch name as git and the push guard accept it (git.ts's validateBranchName decides the rest). */
+export const checkoutBranch = z
+  .string()
+  .regex(/^[A-Za-z0-9._/-]{1,200}$/)
+  .refine((name) => !name.startsWith("-") && !name.includes(".."));
+
 /** JSON requests; a command line and its environment fit well within this. */
 export const MAX_JSON_BYTES = 1024 * 1024;
 /** One file written by the editor tool or a bundle; bigger ones are refused unread. */
 export const MAX_FILE_BYTES = 100 * 1024 * 1024;
+/** The checkout's git bundle; streamed to the agent's disk, never held in memory. */
+export const MAX_SEED_BYTES = 4 * 1024 * 1024 * 1024;

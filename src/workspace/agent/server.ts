@@ -13,12 +13,14 @@ import { PathEscapeError, resolveInside } from "../paths.ts";
 import { FileRefusedError } from "../read-capped.ts";
 import {
   cancelRequest,
+  checkoutBranch,
   execRequest,
   listRequest,
   MAX_FILE_BYTES,
   MAX_JSON_BYTES,
   readRequest,
 } from "./protocol.ts";
+import { SeedRefused, seedCheckout } from "./seed.ts";
 
 export interface AgentOptions {
   /** The checkout: commands run and files are read and written only below it. */
@@ -121,6 +123,19 @@ export function createAgentServer(options: AgentOptions): Server {
     json(res, 200, { entries: await files.listDir(request.path) });
   }
 
+  async function checkout(req: IncomingMessage, res: ServerResponse, url: URL) {
+    const branch = checkoutBranch.safeParse(url.searchParams.get("branch"));
+    const origin = url.searchParams.get("origin") ?? "";
+    if (!branch.success || /[\0-\x1f\s]/.test(origin)) throw new BadRequest("malformed request");
+    try {
+      await seedCheckout(req, { root: options.root, env, branch: branch.data, origin });
+    } catch (error) {
+      if (error instanceof SeedRefused) throw new BadRequest(error.message);
+      throw error;
+    }
+    json(res, 200, { root: options.root });
+  }
+
   const routes: Record<
     string,
     (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>
@@ -130,6 +145,7 @@ export function createAgentServer(options: AgentOptions): Server {
     "/v1/write": write,
     "/v1/list": list,
     "/v1/cancel": cancel,
+    "/v1/checkout": checkout,
   };
 
   const server = createServer(async (req, res) => {

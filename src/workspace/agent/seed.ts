@@ -1,0 +1,67 @@
+// The checkout going into a VM: the worker streams a git bundle of the job's branch (made from its
+// own mirror), and the agent turns it into a working tree at its root. The bundle is written to the
+// agent's disk as it arrives, so a big repository never sits in memory; an empty body makes an
+// empty repository (a chat on a scratch workspace).
+import { createWriteStream } from "node:fs";
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import type { IncomingMessage } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { runProcess } from "../exec.ts";
+import { MAX_SEED_BYTES } from "./protocol.ts";
+
+export class SeedRefused extends Error {
+  override name = "SeedRefused";
+}
+
+function capped(limit: number): Transform {
+  let size = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      size += chunk.length;
+      done(size > limit ? new SeedRefused("body too large") : null, chunk);
+    },
+  });
+}
+
+async function git(root: string, env: Record<string, string>, args: string[]): Promise<void> {
+  const result = await runProcess(
+    { file: "git", args, cwd: root, env },
+    { timeoutMs: 30 * 60_000 },
+  );
+  if (result.exitCode !== 0) {
+    throw new Error(`git ${args[0]} failed: ${result.fullStderr.trim().slice(-500)}`);
+  }
+}
+
+export interface SeedOptions {
+  root: string;
+  env: Record<string, string>;
+  branch: string;
+  /** The repository's URL without credentials, as the checkout's `origin`. */
+  origin: string;
+}
+
+/** Reads the bundle from `req` and checks `branch` out of it at `root`, which must be empty. */
+export async function seedCheckout(req: IncomingMessage, options: SeedOptions): Promise<void> {
+  if (Number(req.headers["content-length"] ?? 0) > MAX_SEED_BYTES) {
+    throw new SeedRefused("body too large");
+  }
+  if ((await readdir(options.root)).length > 0) throw new SeedRefused("the checkout exists");
+  const dir = await mkdtemp(join(tmpdir(), "vmpilot-seed-"));
+  const bundle = join(dir, "seed.bundle");
+  try {
+    await pipeline(req, capped(MAX_SEED_BYTES), createWriteStream(bundle, { mode: 0o600 }));
+    const { root, env, branch } = options;
+    await git(root, env, ["init", "-q", "-b", branch]);
+    if (options.origin) await git(root, env, ["remote", "add", "origin", options.origin]);
+    if ((await stat(bundle)).size === 0) return;
+    const ref = `refs/heads/${branch}`;
+    await git(root, env, ["fetch", "-q", "--no-tags", "--update-head-ok", bundle, `+${ref}:${ref}`]);
+    await git(root, env, ["reset", "-q", "--hard", ref]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,115 @@
+// The `fly` engine: one Fly Machine (a Firecracker microVM) per workspace, through the Machines
+// REST API. The Machine runs the workspace image, whose entry is the agent; it is made with
+// auto_destroy and no restarts, so a Machine whose agent exits is gone on its own as well.
+import { z } from "zod";
+import { agentUrl, engineError, VmFailed, type VmEngine, type VmListing } from "./engine.ts";
+
+export interface FlyEngineOptions {
+  token: string;
+  /** The Fly app the workspace Machines belong to (not the app vmpilot itself runs in). */
+  app: string;
+  image: string;
+  cpus: number;
+  memoryMb: number;
+  region?: string;
+  /** The port the agent listens on inside the Machine. */
+  port: number;
+  /** Default https://api.machines.dev; inside Fly, http://_api.internal:4280 also works. */
+  apiUrl?: string;
+}
+
+const OWNER = "vmpilot-owner";
+
+const machine = z.object({
+  id: z.string().min(1),
+  private_ip: z.string().optional(),
+  instance_id: z.string().optional(),
+  config: z.object({ metadata: z.record(z.string(), z.string()).nullish() }).nullish(),
+});
+const errorBody = z.object({ error: z.string() });
+
+export function createFlyEngine(options: FlyEngineOptions): VmEngine {
+  const base = `${options.apiUrl ?? "https://api.machines.dev"}/v1/apps/${encodeURIComponent(options.app)}/machines`;
+
+  async function api(method: string, path: string, body?: unknown, signal?: AbortSignal) {
+    let res: Response;
+    try {
+      res = await fetch(`${base}${path}`, {
+        method,
+        signal,
+        headers: {
+          authorization: `Bearer ${options.token}`,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      throw new VmFailed(`the Fly Machines API is unreachable: ${(error as Error).message}`);
+    }
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    if (!res.ok) {
+      const parsed = errorBody.safeParse(json);
+      throw Object.assign(
+        engineError("the Fly Machines API", res.status, parsed.success ? parsed.data.error : ""),
+        { status: res.status },
+      );
+    }
+    return json;
+  }
+
+  async function destroy(id: string): Promise<void> {
+    try {
+      await api("DELETE", `/${encodeURIComponent(id)}?force=true`);
+    } catch (error) {
+      if ((error as { status?: number }).status !== 404) throw error;
+    }
+  }
+
+  return {
+    name: "fly",
+    async create(spec, signal) {
+      const created = machine.parse(
+        await api(
+          "POST",
+          "",
+          {
+            region: options.region,
+            config: {
+              image: options.image,
+              guest: { cpu_kind: "shared", cpus: options.cpus, memory_mb: options.memoryMb },
+              auto_destroy: true,
+              restart: { policy: "no" },
+              env: { VMPILOT_AGENT_SECRET: spec.secret },
+              metadata: { [OWNER]: spec.owner },
+            },
+          },
+          signal,
+        ),
+      );
+      try {
+        const wait = new URLSearchParams({ state: "started", timeout: "60" });
+        if (created.instance_id) wait.set("instance_id", created.instance_id);
+        await api("GET", `/${encodeURIComponent(created.id)}/wait?${wait}`, undefined, signal);
+        if (!created.private_ip) throw new VmFailed("the Fly Machine has no private address");
+        return { id: created.id, baseUrl: agentUrl(created.private_ip, options.port) };
+      } catch (error) {
+        await destroy(created.id).catch(() => undefined);
+        throw error;
+      }
+    },
+    destroy,
+    async list(): Promise<VmListing[]> {
+      const machines = z.array(machine).parse(await api("GET", ""));
+      return machines
+        .map((m) => ({ id: m.id, owner: m.config?.metadata?.[OWNER] }))
+        .filter((m) => m.owner !== undefined);
+    },
+  };
+}

@@ -1,0 +1,147 @@
+// The `kubernetes` engine: one Pod per workspace in a namespace of its own, made with the official
+// client. The pod never restarts, has a deadline, mounts no service account token and may be given
+// a sandboxed runtime (gVisor, Kata) through runtimeClassName; deploy/kubernetes/ holds the
+// NetworkPolicy that keeps it off everything but its egress proxy.
+import { randomBytes } from "node:crypto";
+import { ApiException, CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { agentUrl, engineError, VmFailed, type VmEngine, type VmListing } from "./engine.ts";
+
+export interface KubernetesEngineOptions {
+  namespace: string;
+  image: string;
+  /** Kubernetes quantities: "2", "500m"; "4Gi". */
+  cpu: string;
+  memory: string;
+  runtimeClassName?: string;
+  port: number;
+  /** The pod's activeDeadlineSeconds: the kubelet kills it after this, whatever the worker does. */
+  deadlineSeconds: number;
+  /** Default: in-cluster service account, else KUBECONFIG or ~/.kube/config. */
+  kubeConfig?: KubeConfig;
+  /** How long a pod may take to run its agent (image pull included). Default 5 min. */
+  startTimeoutMs?: number;
+}
+
+const OWNER = "vmpilot.dev/owner";
+const WAIT_START_MS = 250;
+const WAIT_MAX_MS = 2000;
+
+function failure(error: unknown): Error {
+  if (error instanceof ApiException) {
+    const body = typeof error.body === "string" ? error.body : JSON.stringify(error.body ?? "");
+    let message = body;
+    try {
+      message = (JSON.parse(body) as { message?: string }).message ?? body;
+    } catch {}
+    return Object.assign(engineError("the Kubernetes API", error.code, message), {
+      status: error.code,
+    });
+  }
+  return new VmFailed(`the Kubernetes API is unreachable: ${(error as Error).message}`);
+}
+
+function podSpec(options: KubernetesEngineOptions, name: string, owner: string, secret: string) {
+  const resources = { cpu: options.cpu, memory: options.memory };
+  return {
+    metadata: {
+      name,
+      labels: { "app.kubernetes.io/name": "vmpilot-workspace", [OWNER]: owner },
+    },
+    spec: {
+      restartPolicy: "Never",
+      activeDeadlineSeconds: options.deadlineSeconds,
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      runtimeClassName: options.runtimeClassName,
+      containers: [
+        {
+          name: "agent",
+          image: options.image,
+          env: [{ name: "VMPILOT_AGENT_SECRET", value: secret }],
+          ports: [{ containerPort: options.port, name: "agent" }],
+          resources: { requests: resources, limits: resources },
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            runAsNonRoot: true,
+            capabilities: { drop: ["ALL"] },
+          },
+        },
+      ],
+    },
+  } satisfies V1Pod;
+}
+
+function running(pod: V1Pod): string | undefined {
+  const phase = pod.status?.phase;
+  if (phase === "Failed" || phase === "Succeeded") {
+    throw new VmFailed(`the workspace pod ended (${phase}): ${pod.status?.message ?? ""}`.trim());
+  }
+  const ready = pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+  return phase === "Running" && ready ? pod.status?.podIP : undefined;
+}
+
+export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngine {
+  const config = options.kubeConfig ?? new KubeConfig();
+  if (!options.kubeConfig) config.loadFromDefault();
+  const api = config.makeApiClient(CoreV1Api);
+  const { namespace } = options;
+
+  async function destroy(name: string): Promise<void> {
+    try {
+      await api.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
+    } catch (error) {
+      const failed = failure(error);
+      if ((failed as { status?: number }).status !== 404) throw failed;
+    }
+  }
+
+  async function waitRunning(name: string, signal?: AbortSignal): Promise<string> {
+    const deadline = Date.now() + (options.startTimeoutMs ?? 5 * 60_000);
+    let wait = WAIT_START_MS;
+    for (;;) {
+      signal?.throwIfAborted();
+      const pod = await api.readNamespacedPod({ name, namespace }).catch((error) => {
+        throw failure(error);
+      });
+      const ip = running(pod);
+      if (ip) return ip;
+      if (Date.now() > deadline) throw new VmFailed(`the workspace pod ${name} did not start`);
+      // Polled with backoff: a pod takes seconds to schedule and pull, and each read is one call.
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      wait = Math.min(wait * 2, WAIT_MAX_MS);
+    }
+  }
+
+  return {
+    name: "kubernetes",
+    async create(spec, signal) {
+      const name = `vmpilot-${spec.owner.toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 40)}-${randomBytes(3).toString("hex")}`;
+      try {
+        await api.createNamespacedPod({
+          namespace,
+          body: podSpec(options, name, spec.owner, spec.secret),
+        });
+      } catch (error) {
+        throw failure(error);
+      }
+      try {
+        return { id: name, baseUrl: agentUrl(await waitRunning(name, signal), options.port) };
+      } catch (error) {
+        await destroy(name).catch(() => undefined);
+        throw error;
+      }
+    },
+    destroy,
+    async list(): Promise<VmListing[]> {
+      const pods = await api
+        .listNamespacedPod({ namespace, labelSelector: OWNER })
+        .catch((error) => {
+          throw failure(error);
+        });
+      return pods.items.map((pod) => ({
+        id: pod.metadata?.name ?? "",
+        owner: pod.metadata?.labels?.[OWNER],
+      }));
+    },
+  };
+}

@@ -1,0 +1,70 @@
+// A workspace on a VM: make the VM, wait for its agent, send it the checkout as a git bundle, and
+// hand back the same remote workspace the local agent provider uses. The VM is destroyed when
+// the workspace is disposed, and before anything here throws.
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gitClient } from "../git.ts";
+import { agentHealthy, createRemoteWorkspace, seedRemoteCheckout } from "../remote.ts";
+import type { Workspace } from "../types.ts";
+import { VmFailed, type VmEngine } from "./engine.ts";
+
+/** After the engine says the VM runs, its agent still has to listen. */
+const AGENT_READY_MS = 60_000;
+
+/**
+ * The checkout's branch as a bundle, or null when it has no commits yet. Runs git in `root`,
+ * which is safe only because the worker made it and no command has run in it.
+ */
+async function bundleOf(root: string, dir: string) {
+  const git = gitClient(root);
+  const branch = (await git.raw(["symbolic-ref", "--short", "HEAD"])).trim();
+  const origin = (await git.raw(["config", "--default", "", "remote.origin.url"])).trim();
+  const head = await git.raw(["rev-parse", "-q", "--verify", "HEAD"]).catch(() => "");
+  if (!head.trim()) return { branch, origin, bundle: null };
+  const bundle = join(dir, "seed.bundle");
+  await git.raw(["bundle", "create", "-q", bundle, `refs/heads/${branch}`]);
+  return { branch, origin, bundle };
+}
+
+async function untilHealthy(baseUrl: string, signal?: AbortSignal): Promise<void> {
+  const deadline = Date.now() + AGENT_READY_MS;
+  let wait = 20;
+  while (!(await agentHealthy({ baseUrl }))) {
+    signal?.throwIfAborted();
+    if (Date.now() > deadline) throw new VmFailed("the workspace agent on the VM did not answer");
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    wait = Math.min(wait * 2, 1000);
+  }
+}
+
+export interface VmWorkspaceOptions {
+  engine: VmEngine;
+  /** The worker's fresh checkout, sent to the VM; the VM's copy is the one commands change. */
+  localRoot: string;
+  owner: string;
+  signal?: AbortSignal;
+}
+
+export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Workspace> {
+  const { engine } = options;
+  const dir = await mkdtemp(join(tmpdir(), "vmpilot-seed-"));
+  try {
+    const seed = await bundleOf(options.localRoot, dir);
+    const secret = randomBytes(32).toString("base64url");
+    const vm = await engine.create({ owner: options.owner, secret }, options.signal);
+    const release = () => engine.destroy(vm.id);
+    try {
+      await untilHealthy(vm.baseUrl, options.signal);
+      const agent = { endpoint: { baseUrl: vm.baseUrl }, secret };
+      const root = await seedRemoteCheckout(agent, seed, options.signal);
+      return createRemoteWorkspace({ provider: engine.name, root, ...agent, release });
+    } catch (error) {
+      await release().catch(() => undefined);
+      throw error;
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,28 @@
+// Destroys VMs nobody will use again: those of a job attempt that ended or died with its worker.
+// Every worker sweeps at startup and then now and again, so a crash leaves a VM behind only until
+// some worker runs; the engines' own deadlines (Fly's auto_destroy, the pod's activeDeadlineSeconds)
+// are the backstop.
+import type { VmEngine } from "./engine.ts";
+
+const JOB_OWNER = /^job-(\d+)-(\d+)$/;
+
+/** Parses `job-<id>-<attempt>`; undefined for a CLI session's VM, which the sweeper leaves alone. */
+export function jobOwner(owner: string | undefined): { jobId: number; attempt: number } | undefined {
+  const match = owner ? JOB_OWNER.exec(owner) : null;
+  return match ? { jobId: Number(match[1]), attempt: Number(match[2]) } : undefined;
+}
+
+/** Resolves to the number of VMs destroyed. `live` says whether an attempt still runs. */
+export async function sweepVms(
+  engine: VmEngine,
+  live: (jobId: number, attempt: number) => Promise<boolean>,
+): Promise<number> {
+  let destroyed = 0;
+  for (const vm of await engine.list()) {
+    const owner = jobOwner(vm.owner);
+    if (!owner || (await live(owner.jobId, owner.attempt))) continue;
+    await engine.destroy(vm.id);
+    destroyed += 1;
+  }
+  return destroyed;
+}
