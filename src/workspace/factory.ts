@@ -62,7 +62,9 @@ export async function checkProvider(
     // Listing proves the settings, the token and the app or namespace without making a VM.
     const engine = options.engine ?? engineFor(provider);
     await engine.list().catch((error: Error) => {
-      throw new SandboxUnavailableError(`the ${provider} workspaces cannot be used: ${error.message}`);
+      throw new SandboxUnavailableError(
+        `the ${provider} workspaces cannot be used: ${error.message}`,
+      );
     });
     return;
   }

@@ -129,7 +129,13 @@ export async function seedRemoteCheckout(
   const body = seed.bundle
     ? { file: seed.bundle, size: (await stat(seed.bundle)).size }
     : Buffer.alloc(0);
-  const answer = await call(agent, `/v1/checkout?${query}`, body, "application/x-git-bundle", signal);
+  const answer = await call(
+    agent,
+    `/v1/checkout?${query}`,
+    body,
+    "application/x-git-bundle",
+    signal,
+  );
   check(answer, ".", "the checkout");
   return parse(checkoutResult, answer, "the checkout").root;
 }

@@ -59,7 +59,14 @@ export async function seedCheckout(req: IncomingMessage, options: SeedOptions): 
     if (options.origin) await git(root, env, ["remote", "add", "origin", options.origin]);
     if ((await stat(bundle)).size === 0) return;
     const ref = `refs/heads/${branch}`;
-    await git(root, env, ["fetch", "-q", "--no-tags", "--update-head-ok", bundle, `+${ref}:${ref}`]);
+    await git(root, env, [
+      "fetch",
+      "-q",
+      "--no-tags",
+      "--update-head-ok",
+      bundle,
+      `+${ref}:${ref}`,
+    ]);
     await git(root, env, ["reset", "-q", "--hard", ref]);
   } finally {
     await rm(dir, { recursive: true, force: true });

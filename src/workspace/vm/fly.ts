@@ -2,7 +2,7 @@
 // REST API. The Machine runs the workspace image, whose entry is the agent; it is made with
 // auto_destroy and no restarts, so a Machine whose agent exits is gone on its own as well.
 import { z } from "zod";
-import { agentUrl, engineError, VmFailed, type VmEngine, type VmListing } from "./engine.ts";
+import { agentUrl, engineError, type VmEngine, VmFailed, type VmListing } from "./engine.ts";
 
 export interface FlyEngineOptions {
   token: string;

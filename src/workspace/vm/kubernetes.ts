@@ -4,7 +4,14 @@
 // NetworkPolicy that keeps it off everything but its egress proxy.
 import { randomBytes } from "node:crypto";
 import { ApiException, CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
-import { agentUrl, engineError, VmFailed, type VmEngine, type VmListing } from "./engine.ts";
+import {
+  agentUrl,
+  engineError,
+  type VmEngine,
+  VmFailed,
+  type VmListing,
+  VmRefused,
+} from "./engine.ts";
 
 export interface KubernetesEngineOptions {
   namespace: string;
@@ -23,6 +30,13 @@ export interface KubernetesEngineOptions {
 }
 
 const OWNER = "vmpilot.dev/owner";
+/** Container states another attempt would meet again: the image or the pod spec is wrong. */
+const BROKEN = [
+  "ErrImagePull",
+  "ImagePullBackOff",
+  "InvalidImageName",
+  "CreateContainerConfigError",
+];
 const WAIT_START_MS = 250;
 const WAIT_MAX_MS = 2000;
 
@@ -76,6 +90,14 @@ function running(pod: V1Pod): string | undefined {
   if (phase === "Failed" || phase === "Succeeded") {
     throw new VmFailed(`the workspace pod ended (${phase}): ${pod.status?.message ?? ""}`.trim());
   }
+  for (const container of pod.status?.containerStatuses ?? []) {
+    const waiting = container.state?.waiting;
+    if (waiting?.reason && BROKEN.includes(waiting.reason)) {
+      throw new VmRefused(
+        `the workspace pod cannot start: ${waiting.reason}: ${waiting.message ?? ""}`,
+      );
+    }
+  }
   const ready = pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
   return phase === "Running" && ready ? pod.status?.podIP : undefined;
 }
@@ -115,7 +137,10 @@ export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngi
   return {
     name: "kubernetes",
     async create(spec, signal) {
-      const name = `vmpilot-${spec.owner.toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 40)}-${randomBytes(3).toString("hex")}`;
+      const name = `vmpilot-${spec.owner
+        .toLowerCase()
+        .replace(/[^a-z0-9-]/g, "-")
+        .slice(0, 40)}-${randomBytes(3).toString("hex")}`;
       try {
         await api.createNamespacedPod({
           namespace,

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { gitClient } from "../git.ts";
 import { agentHealthy, createRemoteWorkspace, seedRemoteCheckout } from "../remote.ts";
 import type { Workspace } from "../types.ts";
-import { VmFailed, type VmEngine } from "./engine.ts";
+import { type VmEngine, VmFailed } from "./engine.ts";
 
 /** After the engine says the VM runs, its agent still has to listen. */
 const AGENT_READY_MS = 60_000;

@@ -25,7 +25,13 @@ const fly = z.object({
 });
 
 const quantity = (fallback: string) =>
-  z.preprocess(blank, z.string().regex(/^[0-9.]+[a-zA-Z]{0,2}$/).default(fallback));
+  z.preprocess(
+    blank,
+    z
+      .string()
+      .regex(/^[0-9.]+[a-zA-Z]{0,2}$/)
+      .default(fallback),
+  );
 
 const kubernetes = z.object({
   KUBERNETES_NAMESPACE: z.preprocess(blank, z.string().default("vmpilot-workspaces")),
@@ -61,12 +67,12 @@ export function engineFor(name: "fly" | "kubernetes", env = process.env): VmEngi
   }
   const s = settings(kubernetes, env, name);
   return createKubernetesEngine({
-      namespace: s.KUBERNETES_NAMESPACE,
-      image: s.KUBERNETES_WORKSPACE_IMAGE,
-      cpu: s.KUBERNETES_WORKSPACE_CPU,
-      memory: s.KUBERNETES_WORKSPACE_MEMORY,
-      runtimeClassName: s.KUBERNETES_RUNTIME_CLASS,
-      deadlineSeconds: s.KUBERNETES_DEADLINE_SECONDS,
-      port: s.WORKSPACE_AGENT_PORT,
-    });
+    namespace: s.KUBERNETES_NAMESPACE,
+    image: s.KUBERNETES_WORKSPACE_IMAGE,
+    cpu: s.KUBERNETES_WORKSPACE_CPU,
+    memory: s.KUBERNETES_WORKSPACE_MEMORY,
+    runtimeClassName: s.KUBERNETES_RUNTIME_CLASS,
+    deadlineSeconds: s.KUBERNETES_DEADLINE_SECONDS,
+    port: s.WORKSPACE_AGENT_PORT,
+  });
 }

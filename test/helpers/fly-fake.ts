@@ -1,0 +1,85 @@
+// A loopback Fly Machines API (https://fly.io/docs/machines/api/): create, wait, get, list and
+// destroy Machines of one app, with Fly's shapes ({"error": "..."} bodies, private_ip on the
+// private network, metadata in config). Each Machine runs the real workspace agent.
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { type EngineFake, type FakeVm, IMAGE, startEngineFake } from "./engine-fake.ts";
+
+export const FLY_APP = "vmpilot-workspaces";
+
+const createBody = z.object({
+  region: z.string().optional(),
+  config: z.object({
+    image: z.string(),
+    guest: z.object({ cpu_kind: z.string(), cpus: z.number(), memory_mb: z.number() }),
+    auto_destroy: z.boolean(),
+    restart: z.object({ policy: z.string() }),
+    env: z.record(z.string(), z.string()),
+    metadata: z.record(z.string(), z.string()),
+  }),
+});
+
+interface Machine {
+  id: string;
+  instanceId: string;
+  vm: FakeVm;
+  config: z.output<typeof createBody>["config"];
+  createdAt: string;
+}
+
+export interface FlyFake extends EngineFake {
+  machines: Map<string, Machine>;
+}
+
+export async function startFlyFake(): Promise<FlyFake> {
+  const machines = new Map<string, Machine>();
+  const view = (m: Machine) => ({
+    id: m.id,
+    name: `fake-${m.id}`,
+    state: "started",
+    region: "ams",
+    instance_id: m.instanceId,
+    private_ip: m.vm.ip,
+    config: m.config,
+    created_at: m.createdAt,
+  });
+  const fake = await startEngineFake({
+    errorBody: (_status, message) => ({ error: message }),
+    handle: (vms) => async (req, url, body) => {
+      const match = /^\/v1\/apps\/([^/]+)\/machines(?:\/([^/]+)(\/wait)?)?$/.exec(url.pathname);
+      if (!match || match[1] !== FLY_APP) return [404, { error: "app not found" }];
+      const [, , id, wait] = match;
+      if (req.method === "POST" && !id) {
+        const parsed = createBody.parse(body);
+        if (parsed.config.image !== IMAGE) {
+          return [422, { error: `failed to resolve image ${parsed.config.image}` }];
+        }
+        const vm = await vms.start(parsed.config.env.VMPILOT_AGENT_SECRET ?? "");
+        const machine = {
+          id: randomBytes(7).toString("hex"),
+          instanceId: randomBytes(8).toString("hex").toUpperCase(),
+          vm,
+          config: parsed.config,
+          createdAt: new Date().toISOString(),
+        };
+        machines.set(machine.id, machine);
+        return [200, { ...view(machine), state: "created" }];
+      }
+      if (req.method === "GET" && !id) return [200, [...machines.values()].map(view)];
+      const machine = id ? machines.get(id) : undefined;
+      if (!machine) return [404, { error: "machine not found" }];
+      if (req.method === "GET" && wait) {
+        if (url.searchParams.get("state") !== "started") return [400, { error: "bad state" }];
+        return [200, { ok: true }];
+      }
+      if (req.method === "GET") return [200, view(machine)];
+      if (req.method === "DELETE") {
+        machines.delete(machine.id);
+        await machine.vm.stop();
+        return [200, { ok: true }];
+      }
+      return [405, { error: "method not allowed" }];
+    },
+  });
+  return Object.assign(fake, { machines });
+}

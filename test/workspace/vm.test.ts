@@ -1,0 +1,209 @@
+// VM workspaces against the Fly Machines and Kubernetes API fakes, whose machines run the real
+// workspace agent: the checkout goes in as a bundle, commands run there, nothing leaks, every
+// failure leaves no VM behind, and the sweeper removes what a dead attempt left.
+import { execFileSync } from "node:child_process";
+import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isPermanent } from "../../src/errors.ts";
+import { SandboxUnavailableError } from "../../src/workspace/bwrap.ts";
+import { checkProvider, createWorkspace } from "../../src/workspace/factory.ts";
+import { type VmEngine, VmFailed, VmRefused } from "../../src/workspace/vm/engine.ts";
+import { createFlyEngine } from "../../src/workspace/vm/fly.ts";
+import { createKubernetesEngine } from "../../src/workspace/vm/kubernetes.ts";
+import { sweepVms } from "../../src/workspace/vm/sweep.ts";
+import type { EngineFake } from "../helpers/engine-fake.ts";
+import { FLY_APP, startFlyFake } from "../helpers/fly-fake.ts";
+import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
+import { commitFile } from "./helpers.ts";
+
+interface Case {
+  name: "fly" | "kubernetes";
+  start(): Promise<EngineFake>;
+  engine(fake: EngineFake, overrides?: { token?: string; image?: string }): VmEngine;
+  /** The engine's API calls for one workspace: make, wait for it, destroy. */
+  calls: [RegExp, RegExp, RegExp];
+}
+
+const cases: Case[] = [
+  {
+    name: "fly",
+    start: startFlyFake,
+    engine: (fake, o = {}) =>
+      createFlyEngine({
+        token: o.token ?? fake.token,
+        app: FLY_APP,
+        image: o.image ?? fake.image,
+        cpus: 1,
+        memoryMb: 1024,
+        port: fake.vms.port,
+        apiUrl: fake.url,
+      }),
+    calls: [/^POST \/v1\/apps\/[^/]+\/machines$/, /^GET .*\/wait$/, /^DELETE /],
+  },
+  {
+    name: "kubernetes",
+    start: startKubernetesFake,
+    engine: (fake, o = {}) => {
+      const kubeConfig = new KubeConfig();
+      const config = JSON.parse((fake as { kubeconfig: string }).kubeconfig);
+      if (o.token) config.users[0].user.token = o.token;
+      kubeConfig.loadFromString(JSON.stringify(config));
+      return createKubernetesEngine({
+        namespace: NAMESPACE,
+        image: o.image ?? fake.image,
+        cpu: "1",
+        memory: "1Gi",
+        port: fake.vms.port,
+        deadlineSeconds: 3600,
+        kubeConfig,
+        startTimeoutMs: 30_000,
+      });
+    },
+    calls: [/^POST \/api\/v1\/namespaces\/[^/]+\/pods$/, /^GET .*\/pods\/[^/]+$/, /^DELETE /],
+  },
+];
+
+let base: string;
+let local: string;
+
+beforeAll(async () => {
+  base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-vm-test-")));
+  local = join(base, "checkout");
+  await mkdir(local);
+  execFileSync("git", ["init", "-q", "-b", "vmpilot/issue-7", local]);
+  execFileSync("git", ["-C", local, "remote", "add", "origin", "https://github.com/o/r.git"]);
+  commitFile(local, "README.md", "hello from the worker's checkout\n");
+  commitFile(local, "value.txt", "old\n");
+  process.env.GITHUB_TOKEN = "ghs_vm_leak_probe";
+});
+
+afterAll(async () => {
+  delete process.env.GITHUB_TOKEN;
+  await rm(base, { recursive: true, force: true });
+});
+
+function post(baseUrl: string, path: string, secret: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${baseUrl}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+    });
+    req.on("response", (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify({ id: "x", command: "touch pwned" }));
+  });
+}
+
+describe.each(cases)("the $name provider", (c) => {
+  let fake: EngineFake;
+  beforeAll(async () => {
+    fake = await c.start();
+  });
+  afterAll(async () => {
+    await fake.close();
+  });
+
+  it("runs commands on the VM's copy of the checkout, sent as a bundle, and destroys the VM after", async () => {
+    fake.calls.length = 0;
+    const engine = c.engine(fake);
+    const workspace = await createWorkspace({
+      provider: c.name,
+      root: local,
+      engine,
+      owner: "job-1-1",
+    });
+    expect(workspace.provider).toBe(c.name);
+    expect(workspace.root).not.toBe(local);
+    const git = await workspace.exec(
+      "git rev-parse --abbrev-ref HEAD; git log --oneline | wc -l; git remote get-url origin; cat README.md",
+    );
+    expect(git.stdout).toBe(
+      "vmpilot/issue-7\n2\nhttps://github.com/o/r.git\nhello from the worker's checkout\n",
+    );
+    await workspace.writeFile("value.txt", "new\n");
+    expect((await workspace.readFile("value.txt", 100)).toString()).toBe("new\n");
+    expect(await workspace.listDir(".")).toEqual([".git/", "README.md", "value.txt"]);
+    // The worker's checkout is not where commands run.
+    expect(execFileSync("cat", [join(local, "value.txt")], { encoding: "utf8" })).toBe("old\n");
+    const probe = await workspace.exec("env; cat /proc/1/environ 2>/dev/null | tr '\\0' '\\n'");
+    expect(probe.stdout).not.toContain("ghs_vm_leak_probe");
+    expect(probe.stdout).not.toContain("VMPILOT_AGENT_SECRET");
+    expect(probe.stdout).not.toContain(fake.token);
+    expect(fake.vms.running()).toBe(1);
+    await workspace.dispose();
+    expect(fake.vms.running()).toBe(0);
+    expect(await engine.list()).toEqual([]);
+    // Make, wait (Kubernetes: reads until Ready), destroy; the list above is the last call.
+    const [create, ...rest] = fake.calls.slice(0, -1);
+    expect(create).toMatch(c.calls[0] as RegExp);
+    expect(rest.at(-1)).toMatch(c.calls[2] as RegExp);
+    for (const call of rest.slice(0, -1)) expect(call).toMatch(c.calls[1] as RegExp);
+    expect(fake.calls.length - 1).toBeLessThanOrEqual(6);
+    expect(fake.problems).toEqual([]);
+  });
+
+  it("refuses requests to another VM's agent without that VM's own secret", async () => {
+    const engine = c.engine(fake);
+    const first = await engine.create({ owner: "job-2-1", secret: "a".repeat(40) });
+    const second = await engine.create({ owner: "job-3-1", secret: "b".repeat(40) });
+    try {
+      expect(await post(first.baseUrl, "/v1/exec", "b".repeat(40))).toBe(401);
+      expect(await post(first.baseUrl, "/v1/exec", "")).toBe(401);
+      expect(first.baseUrl).not.toBe(second.baseUrl);
+    } finally {
+      await engine.destroy(first.id);
+      await engine.destroy(second.id);
+    }
+    expect(fake.vms.running()).toBe(0);
+  });
+
+  it("says clearly what the engine refused, permanent or not, and leaves no VM behind", async () => {
+    const badToken = c.engine(fake, { token: "wrong-token-0123456789" });
+    const refused = createWorkspace({ provider: c.name, root: local, engine: badToken });
+    await expect(refused).rejects.toBeInstanceOf(VmRefused);
+    await expect(refused).rejects.toThrow(/refused \(401\)/);
+    await expect(checkProvider(c.name, { engine: badToken })).rejects.toBeInstanceOf(
+      SandboxUnavailableError,
+    );
+
+    const noImage = createWorkspace({
+      provider: c.name,
+      root: local,
+      engine: c.engine(fake, { image: "registry.example/missing:0" }),
+    });
+    await expect(noImage).rejects.toBeInstanceOf(VmRefused);
+
+    fake.failNext({ method: "POST", status: 429 });
+    const limited = createWorkspace({ provider: c.name, root: local, engine: c.engine(fake) });
+    await expect(limited).rejects.toBeInstanceOf(VmFailed);
+    await expect(limited.catch((e) => isPermanent(e))).resolves.toBe(false);
+
+    // The VM is made, then the engine fails while the worker waits for it to start.
+    fake.failNext({ method: "GET", status: 503 });
+    const died = createWorkspace({ provider: c.name, root: local, engine: c.engine(fake) });
+    await expect(died).rejects.toThrow(/503/);
+    expect(fake.vms.running()).toBe(0);
+    expect(await c.engine(fake).list()).toEqual([]);
+    await checkProvider(c.name, { engine: c.engine(fake) });
+  });
+
+  it("sweeps the VMs of attempts that ended, and leaves live and CLI ones", async () => {
+    const engine = c.engine(fake);
+    const owners = ["job-10-1", "job-10-2", "job-11-1", "cli-4242"];
+    const made = await Promise.all(
+      owners.map((owner) => engine.create({ owner, secret: "s".repeat(40) })),
+    );
+    const live = async (jobId: number, attempt: number) => jobId === 10 && attempt === 2;
+    expect(await sweepVms(engine, live)).toBe(2);
+    expect((await engine.list()).map((vm) => vm.owner).sort()).toEqual(["cli-4242", "job-10-2"]);
+    for (const vm of made) await engine.destroy(vm.id);
+    expect(fake.vms.running()).toBe(0);
+  });
+});
