@@ -57,6 +57,9 @@ export const checkoutBranch = z
   .regex(/^[A-Za-z0-9._/-]{1,200}$/)
   .refine((name) => !name.startsWith("-") && !name.includes(".."));
 
+/** The checkout's `origin`: a URL without credentials, printable ASCII only. */
+export const checkoutOrigin = z.string().regex(/^[!-~]{0,2000}$/);
+
 /** JSON requests; a command line and its environment fit well within this. */
 export const MAX_JSON_BYTES = 1024 * 1024;
 /** One file written by the editor tool or a bundle; bigger ones are refused unread. */

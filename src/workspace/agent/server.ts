@@ -14,6 +14,7 @@ import { FileRefusedError } from "../read-capped.ts";
 import {
   cancelRequest,
   checkoutBranch,
+  checkoutOrigin,
   execRequest,
   listRequest,
   MAX_FILE_BYTES,
@@ -125,10 +126,15 @@ export function createAgentServer(options: AgentOptions): Server {
 
   async function checkout(req: IncomingMessage, res: ServerResponse, url: URL) {
     const branch = checkoutBranch.safeParse(url.searchParams.get("branch"));
-    const origin = url.searchParams.get("origin") ?? "";
-    if (!branch.success || /[\0-\x1f\s]/.test(origin)) throw new BadRequest("malformed request");
+    const origin = checkoutOrigin.safeParse(url.searchParams.get("origin") ?? "");
+    if (!branch.success || !origin.success) throw new BadRequest("malformed request");
     try {
-      await seedCheckout(req, { root: options.root, env, branch: branch.data, origin });
+      await seedCheckout(req, {
+        root: options.root,
+        env,
+        branch: branch.data,
+        origin: origin.data,
+      });
     } catch (error) {
       if (error instanceof SeedRefused) throw new BadRequest(error.message);
       throw error;
