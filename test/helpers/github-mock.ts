@@ -6,7 +6,8 @@ import { afterAll, afterEach, beforeAll, expect } from "vitest";
 export const GITHUB_API = "https://api.github.com";
 
 let unexpected: string[] = [];
-const LOOPBACK = /^(127\.0\.0\.1|localhost|\[::1\])$/;
+// The fakes, and the VM fakes' agents at their own 127.x addresses.
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/;
 // nock reports every unmatched request here, including allowed loopback traffic.
 const onNoMatch = (req: { method: string; url: string }) => {
   if (!LOOPBACK.test(new URL(req.url).hostname)) unexpected.push(`${req.method} ${req.url}`);
@@ -16,7 +17,7 @@ const onNoMatch = (req: { method: string; url: string }) => {
 export function useGitHubMock(): void {
   beforeAll(() => {
     nock.disableNetConnect();
-    nock.enableNetConnect(/127\.0\.0\.1|localhost/);
+    nock.enableNetConnect((host) => LOOPBACK.test(host.replace(/:\d+$/, "")));
     nock.emitter.on("no match", onNoMatch);
   });
   afterEach(() => {

@@ -1,6 +1,9 @@
 // The pipeline end to end in-process: PGlite, the real sandbox and git, a loopback git server as
 // the remote, the Anthropic fake at the HTTP edge and GitHub's REST API mocked with nock.
 
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { runPipeline } from "../../src/jobs/pipeline.ts";
 import { modelTokens } from "../../src/metrics.ts";
@@ -10,7 +13,10 @@ import { getJob } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";
 import { DEFAULT_LIMITS } from "../../src/workspace/limits.ts";
 import { type FakeReply, overloaded, text, toolUse } from "../helpers/anthropic-fake.ts";
+import type { EngineFake } from "../helpers/engine-fake.ts";
+import { FLY_APP, startFlyFake } from "../helpers/fly-fake.ts";
 import { github } from "../helpers/github-mock.ts";
+import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
 import {
   API_KEY,
   captureComment,
@@ -163,6 +169,70 @@ describe("runPipeline", () => {
     expect(comment.at(-1)).toContain("✅ **Opened draft pull request #13**");
     expect(comment.at(-1)).toContain("- Tests: ✔ passed");
   });
+
+  it.each([
+    [
+      "fly",
+      startFlyFake,
+      (fake: EngineFake) => ({
+        FLY_API_TOKEN: fake.token,
+        FLY_WORKSPACE_APP: FLY_APP,
+        FLY_WORKSPACE_IMAGE: fake.image,
+        FLY_API_URL: fake.url,
+      }),
+    ],
+    [
+      "kubernetes",
+      startKubernetesFake,
+      (fake: EngineFake) => ({
+        KUBERNETES_NAMESPACE: NAMESPACE,
+        KUBERNETES_WORKSPACE_IMAGE: fake.image,
+      }),
+    ],
+  ] as const)(
+    "runs the issue → pull request flow on a VM: WORKSPACE_PROVIDER=%s",
+    async (provider, start, env) => {
+      const fake = await start();
+      const dir = await mkdtemp(join(tmpdir(), "vmpilot-kubeconfig-"));
+      const kubeconfig = join(dir, "config");
+      await writeFile(kubeconfig, "kubeconfig" in fake ? String(fake.kubeconfig) : "");
+      for (const [name, value] of Object.entries({
+        ...env(fake),
+        WORKSPACE_AGENT_PORT: String(fake.vms.port),
+        KUBECONFIG: kubeconfig,
+      })) {
+        vi.stubEnv(name, value);
+      }
+      try {
+        const seeded = await h.seedRepo();
+        const job = await h.seedJob(seeded);
+        mockStart(seeded);
+        mockRequester();
+        const comment = captureComment(seeded.repo, job.commentId);
+        github()
+          .get(`/repos/${seeded.repo}/pulls`)
+          .query(true)
+          .reply(200, [])
+          .post(`/repos/${seeded.repo}/pulls`)
+          .reply(201, { number: 14, html_url: `https://github.com/${seeded.repo}/pull/14` });
+        h.fake.push(
+          ...fixScript("Changed value.txt to fixed.\n\nSummary: Make value.txt say fixed"),
+        );
+        expect(await runPipeline(run(job.job.id), h.deps({ provider }))).toBe("succeeded");
+        expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
+        expect(comment.at(-1)).toContain("✅ **Opened draft pull request #14**");
+        expect(comment.at(-1)).toContain("- Tests: ✔ passed");
+        // The job's VM is gone, and it was the only one.
+        expect(fake.vms.running()).toBe(0);
+        expect(fake.calls.filter((call) => call.startsWith("POST"))).toHaveLength(1);
+        expect(fake.problems).toEqual([]);
+      } finally {
+        vi.unstubAllEnvs();
+        await fake.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it("a hostile agent finds no token, key or webhook secret anywhere it can look", async () => {
     const saved = { ...process.env };

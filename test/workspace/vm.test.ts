@@ -49,7 +49,7 @@ const cases: Case[] = [
     start: startKubernetesFake,
     engine: (fake, o = {}) => {
       const kubeConfig = new KubeConfig();
-      const config = JSON.parse((fake as { kubeconfig: string }).kubeconfig);
+      const config = JSON.parse((fake as unknown as { kubeconfig: string }).kubeconfig);
       if (o.token) config.users[0].user.token = o.token;
       kubeConfig.loadFromString(JSON.stringify(config));
       return createKubernetesEngine({
