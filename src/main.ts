@@ -24,6 +24,7 @@ import type { PipelineDeps } from "./jobs/pipeline.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue.ts";
 import { Readiness } from "./jobs/readiness.ts";
 import { type Backoff, untilReachable } from "./jobs/until-reachable.ts";
+import { startVmSweeper } from "./jobs/vm-sweeper.ts";
 import { startWorker } from "./jobs/worker.ts";
 import { claimWorkerIdentity } from "./jobs/worker-identity.ts";
 import { workspaceErrors } from "./metrics.ts";
@@ -189,7 +190,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     }
     if (role !== "web") {
       if (options.pipeline !== false) {
-        checkSandbox(options.pipeline?.provider ?? config.workspaceProvider, readiness, logger);
+        const provider = options.pipeline?.provider ?? config.workspaceProvider;
+        checkSandbox(provider, readiness, logger);
+        cleanup.push(startVmSweeper(provider, db.pool, logger));
       }
       const auth = async (installationId: number) => {
         const octokit = await probot.auth(installationId);

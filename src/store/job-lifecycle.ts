@@ -126,3 +126,13 @@ export async function cancelRequested(db: Queryable, jobIds: number[]): Promise<
   );
   return rows.map((r) => Number(r.id));
 }
+
+/** True while the attempt is the job's current one and the job has not ended. */
+export async function attemptRunning(db: Queryable, jobId: number, attempt: number) {
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM jobs
+     WHERE id = $1 AND attempts = $2 AND status = 'running' AND finished_at IS NULL`,
+    [jobId, attempt],
+  );
+  return rowCount === 1;
+}
