@@ -7,6 +7,29 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
+# The workspace image (`docker build --target workspace`): what a Fly Machine or a Kubernetes pod
+# runs for one job. Its entry is the workspace agent; it holds no token and no app configuration,
+# only the tools a repository's commands need. Not the last stage: a plain `docker build` makes
+# the app image. Add a language's toolchain by building on it.
+FROM node:24-slim AS workspace
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends git ca-certificates tini bash curl python3 make g++ \
+  && rm -rf /var/lib/apt/lists/*
+WORKDIR /opt/vmpilot
+COPY --from=deps /app/node_modules/zod ./node_modules/zod
+COPY package.json ./
+COPY src ./src
+RUN useradd --create-home --uid 10001 --user-group --shell /bin/bash agent \
+  && mkdir -p /workspace && chown agent:agent /workspace
+# Numeric, so Kubernetes can check runAsNonRoot.
+USER 10001
+ENV VMPILOT_AGENT_ROOT=/workspace \
+  VMPILOT_AGENT_HOME=/home/agent \
+  VMPILOT_AGENT_LISTEN=[::]:8080
+EXPOSE 8080
+ENTRYPOINT ["tini", "--"]
+CMD ["node", "src/workspace/agent/main.ts"]
+
 FROM node:24-slim AS runtime
 # git: clone and push in the worker; bubblewrap: the workspace sandbox; socat: the sandbox's
 # network bridge; tini: reaps the sandbox's processes and forwards signals.

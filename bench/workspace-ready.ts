@@ -18,38 +18,12 @@ import { pino } from "pino";
 import { prepareCheckout } from "../src/workspace/checkout.ts";
 import { sparesSettled } from "../src/workspace/spares.ts";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
+import { FILES, generateRepo } from "./lib/big-repo.ts";
 
-const FILES = 50_000;
-const PER_DIR = 100;
 const RUNS = 5;
 const GOAL_RATIO = 10;
 const GOAL_WARM_MS = 1500;
 const logger = pino({ level: "silent" });
-
-/** Builds the repository with fast-import: no working tree is written to make it. */
-function generateRepo(path: string): void {
-  execFileSync("git", ["init", "-q", "--bare", "-b", "main", path]);
-  const lines: string[] = [];
-  for (let i = 0; i < FILES; i++) {
-    const body = `export const value${i} = ${i};\n`;
-    lines.push("blob", `mark :${i + 1}`, `data ${Buffer.byteLength(body)}`, body);
-  }
-  const message = "generated\n";
-  lines.push(
-    "commit refs/heads/main",
-    "committer Bench <bench@example.com> 1700000000 +0000",
-    `data ${message.length}`,
-    message,
-  );
-  for (let i = 0; i < FILES; i++) {
-    const dir = String(Math.floor(i / PER_DIR)).padStart(3, "0");
-    lines.push(`M 100644 :${i + 1} src/d${dir}/file${i}.ts`);
-  }
-  const input = `${lines.join("\n")}\n`;
-  const result = spawnSync("git", ["fast-import", "--quiet"], { cwd: path, input });
-  if (result.status !== 0) throw new Error(`fast-import failed: ${result.stderr}`);
-  execFileSync("git", ["repack", "-adq"], { cwd: path });
-}
 
 async function timed(task: () => Promise<unknown> | unknown): Promise<number> {
   const start = performance.now();

@@ -20,6 +20,7 @@ import {
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
 import { databases, type TestDatabaseTarget } from "../helpers/db.ts";
 import { spawnServerProcess } from "../helpers/spawn-server.ts";
+import { waitUntil } from "../workspace/helpers.ts";
 
 const OPERATOR_KEY = `op-${"p".repeat(40)}`;
 const QUEUE = { pollingIntervalSeconds: 0.5, concurrency: 1 };
@@ -89,7 +90,9 @@ it(`a turn asked of the web process runs in the worker process and streams back 
   const { rows } = await db.pool.query<{ id: string; worker_id: string | null }>(
     "SELECT id, worker_id FROM jobs WHERE trigger = 'chat' ORDER BY id DESC LIMIT 1",
   );
-  expect((await getJob(db.pool, Number(rows[0]?.id)))?.status).toBe("succeeded");
+  // The reply's last event is written before the queue marks the job done.
+  const done = async () => (await getJob(db.pool, Number(rows[0]?.id)))?.status === "succeeded";
+  expect(await waitUntil(done, 10_000)).toBe(true);
   // The web role claims no worker identity: the worker process ran it.
   expect(rows[0]?.worker_id).toBeTruthy();
   expect(fake.problems).toEqual([]);

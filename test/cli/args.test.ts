@@ -59,7 +59,7 @@ describe("parseCommand", () => {
     [["run", "--repo", "."], /missing the task text/],
     [
       ["run", "--repo", ".", "--provider", "docker", "t"],
-      /--provider must be sandbox, agent or host/,
+      /--provider must be one of sandbox, agent, fly, kubernetes, host/,
     ],
     [["run", "--repo", ".", "--max-steps", "0", "t"], /--max-steps must be a positive integer/],
     [["run", "--repo", ".", "--colour", "t"], /Unknown option/],

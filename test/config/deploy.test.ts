@@ -57,6 +57,15 @@ describe("Dockerfile", () => {
     expect(args("COPY").some((a) => a.startsWith("--from=deps"))).toBe(true);
   });
 
+  it("builds the workspace image as its own stage: the agent as entry, no app files, a numeric user", () => {
+    const workspace = all.find((stage) => /\bAS workspace$/i.test(stage[0]?.args ?? "")) ?? [];
+    expect(args("CMD", workspace).at(-1)).toBe('["node", "src/workspace/agent/main.ts"]');
+    expect(args("USER", workspace).at(-1)).toMatch(/^[1-9]\d*$/);
+    const copied = args("COPY", workspace).join(" ");
+    expect(copied).not.toMatch(/app\.yml|\.env|bin\b|plugins/);
+    expect(all.indexOf(workspace)).toBeLessThan(all.length - 1);
+  });
+
   it("installs git, bubblewrap and socat in the runtime image", () => {
     const install = args("RUN").find((a) => a.includes("apt-get install")) ?? "";
     for (const pkg of ["git", "bubblewrap", "socat", "ca-certificates"]) {

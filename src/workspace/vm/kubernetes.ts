@@ -78,6 +78,8 @@ function podSpec(options: KubernetesEngineOptions, name: string, owner: string, 
             allowPrivilegeEscalation: false,
             runAsNonRoot: true,
             capabilities: { drop: ["ALL"] },
+            // What the namespace's "restricted" pod security level asks (deploy/kubernetes/).
+            seccompProfile: { type: "RuntimeDefault" },
           },
         },
       ],
