@@ -9,7 +9,7 @@
  * Runs are interleaved and preceded by `sync`, so disk writeback from one run does not land in
  * the next. Goal: at least 10x faster than the cold clone, and at most 1.5 s.
  */
-import { execFile, execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
