@@ -218,6 +218,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
                 dataDir: config.dataDir,
                 spareCheckouts: config.spareCheckouts,
                 provider: config.workspaceProvider,
+                vmProvider: config.vmProvider,
                 allowPrivate: config.networkAllowPrivate,
                 sandboxLimits: config.sandboxLimits,
                 logger,

@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { z } from "zod";
 import { parseAddressRange } from "../workspace/address-policy.ts";
+import type { VmProviderName } from "../workspace/isolation.ts";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../workspace/limits.ts";
 import type { ProviderName } from "../workspace/types.ts";
 import { routeModel } from "./model-route.ts";
@@ -120,6 +121,10 @@ const schema = z.object({
       )
       .default("sandbox"),
   ),
+  WORKSPACE_VM_PROVIDER: z.preprocess(
+    blankToUndefined,
+    z.enum(["fly", "kubernetes"], "must be fly or kubernetes").optional(),
+  ),
   SHUTDOWN_DRAIN_SECONDS: integer(1, 3600, 30),
   METRICS_TOKEN: z.preprocess(
     blankToUndefined,
@@ -197,6 +202,8 @@ export interface Config {
   spareCheckouts: number;
   /** Where jobs' commands run: a bubblewrap sandbox, or the workspace agent inside one. */
   workspaceProvider: Exclude<ProviderName, "host">;
+  /** For repositories that ask for `isolation: vm` while workspaceProvider is not a VM. */
+  vmProvider: VmProviderName | undefined;
   /** On SIGTERM, how long running jobs may finish before they are handed back to the queue. */
   shutdownDrainSeconds: number;
   /** Where job pages (/jobs/:id) are reachable by people reading the comments. */
@@ -288,6 +295,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       workerConcurrency: e.WORKER_CONCURRENCY,
       spareCheckouts: e.SPARE_CHECKOUTS,
       workspaceProvider: e.WORKSPACE_PROVIDER,
+      vmProvider: e.WORKSPACE_VM_PROVIDER,
       shutdownDrainSeconds: e.SHUTDOWN_DRAIN_SECONDS,
       publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
       allowedUsers: e.ALLOWED_USERS,

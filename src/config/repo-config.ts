@@ -113,6 +113,11 @@ const repoConfigSchema = z
       .max(20)
       .describe("Commands run in the workspace before the agent starts, e.g. npm ci."),
     network: z.strictObject(networkShape).partial(),
+    isolation: z
+      .enum(["sandbox", "vm"], "must be sandbox or vm")
+      .describe(
+        "The least isolation this repository's jobs get: vm runs each job in a Fly Machine or Kubernetes pod of its own. The operator's stronger choice always applies.",
+      ),
     plugins: z
       .array(
         z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "must be a plugin name like code_review"),
@@ -140,6 +145,7 @@ export interface RepoSettings {
   maxDailyCostUsd: number;
   setup: string[];
   network: { allow: string[] };
+  isolation: "sandbox" | "vm";
   plugins: string[];
   publicJobs: boolean;
 }
@@ -156,6 +162,7 @@ export const defaults: RepoSettings = {
   maxDailyCostUsd: 50,
   setup: [],
   network: { allow: [] },
+  isolation: "sandbox",
   plugins: [],
   publicJobs: false,
 };
@@ -173,6 +180,7 @@ export const settingKeys = [
   "maxDailyCostUsd",
   "setup",
   "network.allow",
+  "isolation",
   "plugins",
   "publicJobs",
 ] as const;

@@ -20,6 +20,7 @@ import type { Database } from "../store/database.ts";
 import { getIssueJob, updateJob } from "../store/jobs.ts";
 import type { CommitIdentity } from "../workspace/commit.ts";
 import type { ProviderName, SandboxLimits } from "../workspace/index.ts";
+import { providerFor, type VmProviderName } from "../workspace/isolation.ts";
 import { SPARE_REPOSITORIES } from "../workspace/spares.ts";
 import { runJobAgent } from "./pipeline/agent.ts";
 import { loadChat } from "./pipeline/history.ts";
@@ -58,6 +59,8 @@ export interface PipelineDeps {
   compatible?: OpenAiProviderOptions;
   /** Default "sandbox". */
   provider?: ProviderName;
+  /** WORKSPACE_VM_PROVIDER: for repositories that ask for `isolation: vm`. */
+  vmProvider?: VmProviderName;
   /** NETWORK_ALLOW_PRIVATE: loopback/private ranges the sandbox proxy may reach; default none. */
   allowPrivate?: readonly string[];
   /** SANDBOX_MAX_*: what each job's sandbox may use; default DEFAULT_LIMITS. */
@@ -218,7 +221,7 @@ async function work(
   const token = await deps.installationToken(job.installationId);
   const ws = await openJobWorkspace({
     dataDir: deps.dataDir,
-    provider: deps.provider ?? "sandbox",
+    provider: providerFor(deps.provider ?? "sandbox", settings.settings.isolation, deps.vmProvider),
     spareCheckouts: deps.spareCheckouts ?? SPARE_REPOSITORIES,
     jobId: job.id,
     attempt: run.attempt,

@@ -26,6 +26,7 @@ export const FIELD_KINDS: Record<SettingKey, Kind> = {
   maxDailyCostUsd: "number",
   setup: "lines",
   "network.allow": "lines",
+  isolation: "choice",
   plugins: "multi",
   publicJobs: "checkbox",
 };

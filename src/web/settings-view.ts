@@ -43,8 +43,21 @@ const LABELS: Record<SettingKey, string> = {
   maxDailyCostUsd: "Max cost per day (USD)",
   setup: "Setup commands",
   "network.allow": "Network allow-list",
+  isolation: "Isolation",
   plugins: "Plugins",
   publicJobs: "Public job pages",
+};
+
+/** The options of each choice setting, with what the page says of them. */
+const CHOICES: Partial<Record<SettingKey, Array<[string, string]>>> = {
+  triggerPolicy: [
+    ["write", "Anyone with write access, plus the allowed users"],
+    ["allow-list", "Only the allowed users"],
+  ],
+  isolation: [
+    ["sandbox", "The operator's choice (a sandbox on the worker, or a VM)"],
+    ["vm", "A VM of its own for each job (Fly Machine or Kubernetes pod)"],
+  ],
 };
 
 const SOURCE_TEXT: Record<SettingSource, string> = {
@@ -111,13 +124,16 @@ ${fileNote(view, key)}`;
     case "checkbox":
       return html`<div class="field"><div><label><input type="checkbox" ${common} ${value === true ? "checked" : ""}>
   ${LABELS[key]}</label> ${source}</div>${after}</div>`;
-    case "choice":
+    case "choice": {
+      const radios = (CHOICES[key] ?? []).map(
+        ([option, text], i) =>
+          html`<div><label><input type="radio" name="${key}" ${i === 0 ? html`id="${id}"` : ""} value="${option}" ${value === option ? "checked" : ""}>
+    ${text}</label></div>`,
+      );
       return html`<div class="field"><fieldset aria-describedby="${describedBy}"><legend>${LABELS[key]} ${source}</legend>
-  <div><label><input type="radio" name="${key}" id="${id}" value="write" ${value === "write" ? "checked" : ""}>
-    Anyone with write access, plus the allowed users</label></div>
-  <div><label><input type="radio" name="${key}" value="allow-list" ${value === "allow-list" ? "checked" : ""}>
-    Only the allowed users</label></div>
+  ${radios}
 </fieldset>${after}</div>`;
+    }
     case "multi": {
       const names = [...new Set([...view.plugins, ...(value as string[])])].sort();
       const boxes = names.length

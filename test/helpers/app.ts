@@ -36,6 +36,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     workerConcurrency: 2,
     spareCheckouts: 20,
     workspaceProvider: "sandbox",
+    vmProvider: undefined,
     shutdownDrainSeconds: 5,
     publicUrl: "https://vmpilot.test",
     allowedUsers: [],

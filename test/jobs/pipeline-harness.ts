@@ -201,13 +201,14 @@ export function usePipelineHarness(): Harness {
 }
 
 /** GitHub's answers every job needs: no config file, the item and its comments. */
-export function mockStart(seeded: Seeded, comments: unknown[] = []) {
+export function mockStart(seeded: Seeded, comments: unknown[] = [], vmpilotYml?: string) {
   const [owner] = seeded.repo.split("/");
-  github()
-    .get(`/repos/${seeded.repo}/contents/.github%2Fvmpilot.yml`)
-    .reply(404)
-    .get(`/repos/${owner}/.github/contents/.github%2Fvmpilot.yml`)
-    .reply(404)
+  const config = github().get(`/repos/${seeded.repo}/contents/.github%2Fvmpilot.yml`);
+  const scope =
+    vmpilotYml === undefined
+      ? config.reply(404).get(`/repos/${owner}/.github/contents/.github%2Fvmpilot.yml`).reply(404)
+      : config.reply(200, vmpilotYml, { "content-type": "application/vnd.github.raw" });
+  scope
     .get(`/repos/${seeded.repo}/issues/${seeded.number}`)
     .reply(200, {
       number: seeded.number,

@@ -170,28 +170,36 @@ describe("runPipeline", () => {
     expect(comment.at(-1)).toContain("- Tests: ✔ passed");
   });
 
+  const flyEnv = (fake: EngineFake) => ({
+    FLY_API_TOKEN: fake.token,
+    FLY_WORKSPACE_APP: FLY_APP,
+    FLY_WORKSPACE_IMAGE: fake.image,
+    FLY_API_URL: fake.url,
+  });
+  const kubernetesEnv = (fake: EngineFake) => ({
+    KUBERNETES_NAMESPACE: NAMESPACE,
+    KUBERNETES_WORKSPACE_IMAGE: fake.image,
+  });
+
   it.each([
+    ["WORKSPACE_PROVIDER=fly", startFlyFake, flyEnv, { provider: "fly" }, undefined],
     [
-      "fly",
-      startFlyFake,
-      (fake: EngineFake) => ({
-        FLY_API_TOKEN: fake.token,
-        FLY_WORKSPACE_APP: FLY_APP,
-        FLY_WORKSPACE_IMAGE: fake.image,
-        FLY_API_URL: fake.url,
-      }),
+      "WORKSPACE_PROVIDER=kubernetes",
+      startKubernetesFake,
+      kubernetesEnv,
+      { provider: "kubernetes" },
+      undefined,
     ],
     [
-      "kubernetes",
-      startKubernetesFake,
-      (fake: EngineFake) => ({
-        KUBERNETES_NAMESPACE: NAMESPACE,
-        KUBERNETES_WORKSPACE_IMAGE: fake.image,
-      }),
+      "isolation: vm in vmpilot.yml, WORKSPACE_VM_PROVIDER=fly",
+      startFlyFake,
+      flyEnv,
+      { provider: "sandbox", vmProvider: "fly" },
+      "isolation: vm\n",
     ],
   ] as const)(
-    "runs the issue → pull request flow on a VM: WORKSPACE_PROVIDER=%s",
-    async (provider, start, env) => {
+    "runs the issue → pull request flow on a VM: %s",
+    async (_name, start, env, deps, yml) => {
       const fake = await start();
       const dir = await mkdtemp(join(tmpdir(), "vmpilot-kubeconfig-"));
       const kubeconfig = join(dir, "config");
@@ -206,7 +214,7 @@ describe("runPipeline", () => {
       try {
         const seeded = await h.seedRepo();
         const job = await h.seedJob(seeded);
-        mockStart(seeded);
+        mockStart(seeded, [], yml);
         mockRequester();
         const comment = captureComment(seeded.repo, job.commentId);
         github()
@@ -218,13 +226,13 @@ describe("runPipeline", () => {
         h.fake.push(
           ...fixScript("Changed value.txt to fixed.\n\nSummary: Make value.txt say fixed"),
         );
-        expect(await runPipeline(run(job.job.id), h.deps({ provider }))).toBe("succeeded");
+        expect(await runPipeline(run(job.job.id), h.deps(deps))).toBe("succeeded");
         expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
         expect(comment.at(-1)).toContain("✅ **Opened draft pull request #14**");
         expect(comment.at(-1)).toContain("- Tests: ✔ passed");
-        // The job's VM is gone, and it was the only one.
-        expect(fake.vms.running()).toBe(0);
+        // The job ran on one VM, which is gone.
         expect(fake.calls.filter((call) => call.startsWith("POST"))).toHaveLength(1);
+        expect(fake.vms.running()).toBe(0);
         expect(fake.problems).toEqual([]);
       } finally {
         vi.unstubAllEnvs();
@@ -233,6 +241,17 @@ describe("runPipeline", () => {
       }
     },
   );
+
+  it("fails at once, saying why, when a repository asks for a VM and there is none", async () => {
+    const seeded = await h.seedRepo();
+    const { job, commentId } = await h.seedJob(seeded);
+    mockStart(seeded, [], "isolation: vm\n");
+    const comment = captureComment(seeded.repo, commentId);
+    expect(await runPipeline(run(job.id), h.deps({ provider: "sandbox" }))).toBe("failed");
+    expect(comment.at(-1)).toContain("asks for `isolation: vm`");
+    expect(comment.at(-1)).toContain("WORKSPACE_VM_PROVIDER");
+    expect(h.fake.requests).toHaveLength(0);
+  });
 
   it("a hostile agent finds no token, key or webhook secret anywhere it can look", async () => {
     const saved = { ...process.env };

@@ -1,10 +1,12 @@
 // A turn of the chat face, run by a worker like any job: the chat's workspace rebuilt from its
 // last turn, the agent on the chat's stored history, then a commit, and the workspace and the
 // client-visible reply remembered for the next request.
+
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentResult } from "../../agent/loop.ts";
 import { runTitle } from "../../agent/summary.ts";
+import type { RepoSettings } from "../../config/repo-config.ts";
 import { isPermanent } from "../../errors.ts";
 import { redact } from "../../github/redact.ts";
 import { type ApiChat, getApiChat, lastTurn, saveChatTurn } from "../../store/api-chats.ts";
@@ -18,6 +20,7 @@ import {
   prepareCheckout,
   type Workspace,
 } from "../../workspace/index.ts";
+import { providerFor } from "../../workspace/isolation.ts";
 import { restoreTurnBundle, saveTurnBundle } from "../../workspace/turn-bundle.ts";
 import { runJobAgent, testsOf } from "../pipeline/agent.ts";
 import { loadChat } from "../pipeline/history.ts";
@@ -63,7 +66,7 @@ export async function runChatTurn(run: Run, deps: PipelineDeps): Promise<TurnOut
   try {
     const settings = await chatTurnSettings(deps, job);
     if (!settings.ok) return await end(deps, job, request, progress, { error: settings.error });
-    ws = await openTurnWorkspace(deps, run, job, chat, request, settings.settings.network.allow);
+    ws = await openTurnWorkspace(deps, run, job, chat, request, settings.settings);
     const history = await loadChat(db, chat.id, job.id);
     // A message that only asks for the pull request runs no agent.
     const asked = job.instruction.trim() !== "" || request.transcript !== "";
@@ -140,7 +143,7 @@ async function openTurnWorkspace(
   job: Job,
   chat: ApiChat,
   request: ChatTurnRequest,
-  allowHosts: readonly string[],
+  settings: Pick<RepoSettings, "network" | "isolation">,
 ): Promise<TurnWorkspace> {
   const dir = join(deps.dataDir, "workspaces", `chat-${job.id}-${run.attempt}`);
   await rm(dir, { recursive: true, force: true });
@@ -165,11 +168,11 @@ async function openTurnWorkspace(
       });
     }
     workspace = await createWorkspace({
-      provider: deps.provider ?? "sandbox",
+      provider: providerFor(deps.provider ?? "sandbox", settings.isolation, deps.vmProvider),
       root,
       dataDir: deps.dataDir,
       mirror: checkout?.mirror,
-      allowHosts: [...allowHosts],
+      allowHosts: [...settings.network.allow],
       allowPrivate: deps.allowPrivate ?? [],
       limits: deps.sandboxLimits,
       logger: deps.logger,
