@@ -13,6 +13,7 @@ import {
   listResult,
   MAX_FILE_BYTES,
 } from "./agent/protocol.ts";
+import { DEFAULT_TIMEOUT_MS } from "./exec.ts";
 import { PathEscapeError } from "./paths.ts";
 import { FileRefusedError } from "./read-capped.ts";
 import type { BlockedConnection, ProviderName, Workspace } from "./types.ts";
@@ -30,6 +31,11 @@ export interface RemoteWorkspaceOptions {
   release(): Promise<void>;
   blockedConnections?: () => readonly BlockedConnection[];
 }
+
+/** How long after a command's own timeout the agent has to answer before it is given up on. */
+const ANSWER_GRACE_MS = 30_000;
+/** How long after an abort: killing a process group is quick. */
+const ABORT_GRACE_MS = 2_000;
 
 // Uncapped output is kept for the job log; the agent's own capture bounds it.
 const MAX_RESPONSE_BYTES = MAX_FILE_BYTES + 1024 * 1024;
@@ -186,21 +192,34 @@ export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspac
     async exec(command, opts = {}) {
       if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
       // An abort kills the command at the agent, which then answers as the local providers do.
+      // An agent that does not answer (a frozen VM) is given up on: after the command's own
+      // timeout plus a grace period, or shortly after an abort.
       const id = randomUUID();
-      const onAbort = () => void post("/v1/cancel", { id }).catch(() => undefined);
+      const gaveUp = new AbortController();
+      const giveUp = () =>
+        gaveUp.abort(new AgentError("the workspace agent stopped answering; its VM is given up"));
+      const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      const deadline = setTimeout(giveUp, timeoutMs + ANSWER_GRACE_MS);
+      let grace: NodeJS.Timeout | undefined;
+      const onAbort = () => {
+        void post("/v1/cancel", { id }, AbortSignal.timeout(ABORT_GRACE_MS)).catch(() => undefined);
+        grace = setTimeout(giveUp, ABORT_GRACE_MS);
+      };
       if (opts.signal?.aborted) onAbort();
       else opts.signal?.addEventListener("abort", onAbort, { once: true });
       try {
-        const answer = await post("/v1/exec", {
-          id,
-          command,
-          cwd: opts.cwd,
-          env: opts.env,
-          timeoutMs: opts.timeoutMs,
-        });
+        const answer = await post(
+          "/v1/exec",
+          { id, command, cwd: opts.cwd, env: opts.env, timeoutMs: opts.timeoutMs },
+          gaveUp.signal,
+        );
         check(answer, opts.cwd ?? ".", "a command");
         return parse(execResult, answer, "a command");
+      } catch (error) {
+        throw gaveUp.signal.aborted ? gaveUp.signal.reason : error;
       } finally {
+        clearTimeout(deadline);
+        clearTimeout(grace);
         opts.signal?.removeEventListener("abort", onAbort);
       }
     },

@@ -10,6 +10,8 @@ import { type LocalAgent, startLocalAgent } from "../../src/workspace/agent-loca
 export interface FakeVm {
   /** The VM's private address. */
   ip: string;
+  /** The VM stops answering, as a frozen or partitioned one does; connections stay open. */
+  freeze(): void;
   /** The agent's checkout directory on this machine, for tests to look into. */
   root: string;
   stop(): Promise<void>;
@@ -20,6 +22,7 @@ export interface FakeVms {
   port: number;
   /** VMs started and not yet stopped. */
   running(): number;
+  list(): FakeVm[];
   /** Resolves once the agent answers; rejects when it cannot start. */
   start(secret: string): Promise<FakeVm>;
   close(): Promise<void>;
@@ -27,16 +30,21 @@ export interface FakeVms {
 
 interface Forward {
   port: number;
+  freeze(): void;
   close(): Promise<void>;
 }
 
 /** A TCP listener piping each connection to the agent's socket; close() cuts them all. */
 function forward(ip: string, port: number, socketPath: string): Promise<Forward> {
   const open = new Set<Socket>();
+  let frozen = false;
   const server = createServer((client) => {
     open.add(client);
     client.on("close", () => open.delete(client));
+    if (frozen) return;
     const upstream = connect(socketPath);
+    open.add(upstream);
+    upstream.on("close", () => open.delete(upstream));
     client.pipe(upstream).pipe(client);
     const end = () => {
       client.destroy();
@@ -52,6 +60,13 @@ function forward(ip: string, port: number, socketPath: string): Promise<Forward>
     server.listen(port, ip, () =>
       resolve({
         port: (server.address() as AddressInfo).port,
+        freeze: () => {
+          frozen = true;
+          for (const socket of open) {
+            socket.unpipe();
+            socket.pause();
+          }
+        },
         close: () => {
           for (const socket of open) socket.destroy();
           return new Promise((done) => server.close(() => done()));
@@ -71,6 +86,7 @@ export async function startFakeVms(): Promise<FakeVms> {
   return {
     port,
     running: () => live.size,
+    list: () => [...live],
     async start(secret) {
       const dir = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-fake-vm-")));
       const root = join(dir, "workspace");
@@ -88,6 +104,7 @@ export async function startFakeVms(): Promise<FakeVms> {
       const vm: FakeVm = {
         ip,
         root,
+        freeze: () => server.freeze(),
         async stop() {
           if (!live.delete(vm)) return;
           await server.close();

@@ -194,6 +194,39 @@ describe.each(cases)("the $name provider", (c) => {
     await checkProvider(c.name, { engine: c.engine(fake) });
   });
 
+  it("gives up on an agent that stops answering, and still destroys its VM", async () => {
+    const workspace = await createWorkspace({
+      provider: c.name,
+      root: local,
+      engine: c.engine(fake),
+      owner: "job-20-1",
+    });
+    fake.vms.list()[0]?.freeze();
+    const stop = new AbortController();
+    const pending = workspace.exec("sleep 30", { signal: stop.signal });
+    stop.abort();
+    await expect(pending).rejects.toThrow(/stopped answering/);
+    await workspace.dispose();
+    expect(fake.vms.running()).toBe(0);
+  });
+
+  it("a job's later attempt destroys the VM its dead earlier attempt left", async () => {
+    const engine = c.engine(fake);
+    await engine.create({ owner: "job-30-1", secret: "d".repeat(40) });
+    await engine.create({ owner: "job-31-1", secret: "e".repeat(40) });
+    const workspace = await createWorkspace({
+      provider: c.name,
+      root: local,
+      engine,
+      owner: "job-30-2",
+    });
+    expect((await engine.list()).map((vm) => vm.owner).sort()).toEqual(["job-30-2", "job-31-1"]);
+    await workspace.dispose();
+    const [other] = await engine.list();
+    if (other) await engine.destroy(other.id);
+    expect(fake.vms.running()).toBe(0);
+  });
+
   it("sweeps the VMs of attempts that ended, and leaves live and CLI ones", async () => {
     const engine = c.engine(fake);
     const owners = ["job-10-1", "job-10-2", "job-11-1", "cli-4242"];

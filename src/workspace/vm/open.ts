@@ -9,6 +9,7 @@ import { gitClient } from "../git.ts";
 import { agentHealthy, createRemoteWorkspace, seedRemoteCheckout } from "../remote.ts";
 import type { Workspace } from "../types.ts";
 import { type VmEngine, VmFailed } from "./engine.ts";
+import { destroyEarlierAttempts } from "./sweep.ts";
 
 /** After the engine says the VM runs, its agent still has to listen. */
 const AGENT_READY_MS = 60_000;
@@ -51,6 +52,7 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
   const { engine } = options;
   const dir = await mkdtemp(join(tmpdir(), "vmpilot-seed-"));
   try {
+    await destroyEarlierAttempts(engine, options.owner);
     const seed = await bundleOf(options.localRoot, dir);
     const secret = randomBytes(32).toString("base64url");
     const vm = await engine.create({ owner: options.owner, secret }, options.signal);

@@ -7,7 +7,9 @@ import type { VmEngine } from "./engine.ts";
 const JOB_OWNER = /^job-(\d+)-(\d+)$/;
 
 /** Parses `job-<id>-<attempt>`; undefined for a CLI session's VM, which the sweeper leaves alone. */
-function jobOwner(owner: string | undefined): { jobId: number; attempt: number } | undefined {
+export function jobOwner(
+  owner: string | undefined,
+): { jobId: number; attempt: number } | undefined {
   const match = owner ? JOB_OWNER.exec(owner) : null;
   return match ? { jobId: Number(match[1]), attempt: Number(match[2]) } : undefined;
 }
@@ -21,6 +23,23 @@ export async function sweepVms(
   for (const vm of await engine.list()) {
     const owner = jobOwner(vm.owner);
     if (!owner || (await live(owner.jobId, owner.attempt))) continue;
+    await engine.destroy(vm.id);
+    destroyed += 1;
+  }
+  return destroyed;
+}
+
+/**
+ * Before a job's later attempt makes its VM: the earlier attempts' VMs are dead (their worker
+ * crashed or gave up), so they go at once rather than at the next sweep.
+ */
+export async function destroyEarlierAttempts(engine: VmEngine, owner: string): Promise<number> {
+  const current = jobOwner(owner);
+  if (!current || current.attempt === 1) return 0;
+  let destroyed = 0;
+  for (const vm of await engine.list()) {
+    const earlier = jobOwner(vm.owner);
+    if (earlier?.jobId !== current.jobId || earlier.attempt >= current.attempt) continue;
     await engine.destroy(vm.id);
     destroyed += 1;
   }
