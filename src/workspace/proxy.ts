@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from "node:crypto";
 import { lookup } from "node:dns/promises";
 import http from "node:http";
 import net from "node:net";
@@ -10,6 +11,8 @@ import type { BlockedConnection } from "./types.ts";
 const MAX_RECORDED = 1000;
 
 const FORBIDDEN = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+const AUTH_REQUIRED =
+  'HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="vmpilot"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 const BAD_GATEWAY = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 const HOST_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
@@ -60,13 +63,18 @@ export function compileAllowList(
 }
 
 export interface AllowListProxy {
+  /** With `tcp`: the port it listens on. */
+  port: number | undefined;
   blocked(): readonly BlockedConnection[];
   close(): Promise<void>;
 }
 
 export interface ProxyOptions {
-  /** Unix socket to listen on; the sandbox reaches it through a bind mount. */
-  socketPath: string;
+  /** Where it listens: a unix socket the sandbox reaches through a bind mount, or a TCP address
+   * a VM reaches over the private network (then with `password`). */
+  listen: { socketPath: string } | { host: string; port: number };
+  /** Every request must carry `Proxy-Authorization: Basic vmpilot:<password>`; 407 otherwise. */
+  password?: string;
   allowHosts: readonly string[];
   /** Loopback/private/link-local ranges the operator opened (NETWORK_ALLOW_PRIVATE). */
   allowPrivate?: readonly string[];
@@ -112,7 +120,28 @@ export async function startAllowListProxy(options: ProxyOptions): Promise<AllowL
     return first ? first : { error: `cannot resolve ${host}` };
   };
 
+  const expected = options.password
+    ? createHash("sha256")
+        .update(`Basic ${Buffer.from(`vmpilot:${options.password}`).toString("base64")}`)
+        .digest()
+    : undefined;
+  /** False when a password is set and the request does not carry it. */
+  const authorized = (req: http.IncomingMessage): boolean => {
+    if (!expected) return true;
+    const sent = createHash("sha256")
+      .update(req.headers["proxy-authorization"] ?? "")
+      .digest();
+    if (timingSafeEqual(sent, expected)) return true;
+    options.logger.warn({}, "refused a proxy request without the workspace's credentials");
+    return false;
+  };
+
   const server = http.createServer(async (req, res) => {
+    if (!authorized(req)) {
+      res.writeHead(407, { "proxy-authenticate": 'Basic realm="vmpilot"', connection: "close" });
+      res.end();
+      return;
+    }
     let target: URL;
     try {
       target = new URL(req.url ?? "");
@@ -165,6 +194,10 @@ export async function startAllowListProxy(options: ProxyOptions): Promise<AllowL
     sockets.add(client);
     client.on("close", () => sockets.delete(client));
     client.on("error", () => client.destroy());
+    if (!authorized(req)) {
+      client.end(AUTH_REQUIRED);
+      return;
+    }
     const { host: rawHost, port = 443 } = splitHostPort(req.url ?? "");
     const host = normalizeHost(rawHost);
     if (!Number.isInteger(port) || !allowed(host, port)) {
@@ -205,13 +238,17 @@ export async function startAllowListProxy(options: ProxyOptions): Promise<AllowL
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.socketPath, () => {
+    const done = () => {
       server.off("error", reject);
       resolve();
-    });
+    };
+    if ("socketPath" in options.listen) server.listen(options.listen.socketPath, done);
+    else server.listen(options.listen.port, options.listen.host, done);
   });
 
+  const address = server.address();
   return {
+    port: typeof address === "object" && address ? address.port : undefined,
     blocked: () => blocked,
     close: () =>
       new Promise<void>((resolve) => {

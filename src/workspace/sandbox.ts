@@ -178,7 +178,7 @@ export async function createSandboxWorkspace(
   await rm(proxySocket, { force: true });
   const proxy = networked
     ? await startAllowListProxy({
-        socketPath: proxySocket,
+        listen: { socketPath: proxySocket },
         allowHosts,
         allowPrivate: options.allowPrivate,
         logger,

@@ -69,7 +69,7 @@ describe("startAllowListProxy addresses", () => {
   async function proxyFor(allowHosts: string[], allowPrivate: string[] = []) {
     const socketPath = join(dir, `${randomUUID()}.sock`);
     const proxy = await startAllowListProxy({
-      socketPath,
+      listen: { socketPath },
       allowHosts,
       allowPrivate,
       logger: recordingLogger(),
@@ -155,6 +155,46 @@ describe("startAllowListProxy addresses", () => {
       "worker loopback",
     ]);
     expect(proxy.blocked()).toEqual([]);
+  });
+
+  it("over TCP, for a VM: answers only requests with the workspace's credentials", async () => {
+    const proxy = await startAllowListProxy({
+      listen: { host: "127.0.0.1", port: 0 },
+      password: "vm-secret-0123456789",
+      allowHosts: [`localhost:${port}`],
+      allowPrivate: ["127.0.0.0/8", "::1"],
+      logger: recordingLogger(),
+    });
+    onTestFinished(() => proxy.close());
+    const basic = (user: string, password: string) =>
+      `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+    const ask = async (authorization: string | undefined, target = `localhost:${port}`) => {
+      const socket = connect(proxy.port ?? 0, "127.0.0.1");
+      onTestFinished(() => {
+        socket.destroy();
+      });
+      const auth = authorization ? `Proxy-Authorization: ${authorization}\r\n` : "";
+      socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${auth}\r\n`);
+      const [data] = (await once(socket, "data")) as [Buffer];
+      return data.toString().split("\r\n")[0] ?? "";
+    };
+    const required = "HTTP/1.1 407 Proxy Authentication Required";
+    expect(await ask(undefined)).toBe(required);
+    expect(await ask(basic("vmpilot", "another-job-secret"))).toBe(required);
+    expect(await ask(basic("vmpilot", "vm-secret-0123456789"))).toBe(
+      "HTTP/1.1 200 Connection Established",
+    );
+    expect(await ask(basic("vmpilot", "vm-secret-0123456789"), "example.com:443")).toBe(
+      "HTTP/1.1 403 Forbidden",
+    );
+    const plain = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http
+        .get({ host: "127.0.0.1", port: proxy.port, path: `http://localhost:${port}/` }, resolve)
+        .on("error", reject),
+    );
+    plain.resume();
+    expect(plain.statusCode).toBe(407);
+    expect(proxy.blocked().map((b) => b.host)).toEqual(["example.com"]);
   });
 });
 
