@@ -43,3 +43,19 @@ export function withExtraEnv(
   }
   return { ...base, ...extra };
 }
+
+/** What points a command's HTTP clients at the allow-list proxy (in the sandbox, or the worker's). */
+export function proxyEnv(url: string): Record<string, string> {
+  return {
+    HTTP_PROXY: url,
+    HTTPS_PROXY: url,
+    ALL_PROXY: url,
+    http_proxy: url,
+    https_proxy: url,
+    all_proxy: url,
+    NO_PROXY: "localhost,127.0.0.1,::1",
+    no_proxy: "localhost,127.0.0.1,::1",
+    // Node's own fetch only honours the variables above when asked to.
+    NODE_USE_ENV_PROXY: "1",
+  };
+}

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Logger } from "../github/logger.ts";
+import { fallbackLogger, type Logger } from "../github/logger.ts";
 import { createLocalAgentWorkspace } from "./agent-local.ts";
 import { SandboxUnavailableError } from "./bwrap.ts";
 import { createHostWorkspace } from "./host.ts";
@@ -9,7 +9,7 @@ import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox.
 import type { ProviderName, Workspace } from "./types.ts";
 import type { VmEngine } from "./vm/engine.ts";
 import { createVmWorkspace } from "./vm/open.ts";
-import { engineFor } from "./vm/settings.ts";
+import { egressHostFor, engineFor } from "./vm/settings.ts";
 
 export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "logger"> {
   /** Default "sandbox". "host" must be asked for: it has no isolation. */
@@ -21,6 +21,8 @@ export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "l
   owner?: string;
   /** For a VM provider; default: the engine the environment configures. */
   engine?: VmEngine;
+  /** For a VM provider; default WORKSPACE_PROXY_HOST (vm/settings.ts). */
+  egressHost?: string;
   signal?: AbortSignal;
 }
 
@@ -29,16 +31,34 @@ const sessionOwner = () => `cli-${process.pid}`;
 
 /** Opens a workspace on a checkout with the chosen provider; never downgrades isolation on its own. */
 export async function createWorkspace(options: CreateWorkspaceOptions): Promise<Workspace> {
-  const { provider = "sandbox", root, logger, owner, engine, signal, ...sandboxOptions } = options;
+  const {
+    provider = "sandbox",
+    root,
+    logger,
+    owner,
+    engine,
+    signal,
+    egressHost,
+    ...sandboxOptions
+  } = options;
   if (provider === "host") {
     return createHostWorkspace(root, { logger });
   }
   if (provider === "fly" || provider === "kubernetes") {
+    const proxyHost = egressHost ?? egressHostFor(provider);
     return createVmWorkspace({
       engine: engine ?? engineFor(provider),
       localRoot: root,
       owner: owner ?? sessionOwner(),
       signal,
+      egress: proxyHost
+        ? {
+            host: proxyHost,
+            allowHosts: sandboxOptions.allowHosts ?? [],
+            allowPrivate: sandboxOptions.allowPrivate ?? [],
+            logger: logger ?? fallbackLogger(),
+          }
+        : undefined,
     });
   }
   if (process.platform !== "linux") {

@@ -12,7 +12,7 @@ import {
   SandboxUnavailableError,
   sandboxArgs,
 } from "./bwrap.ts";
-import { baseEnv, NODE_BIN_DIR, withExtraEnv } from "./env.ts";
+import { baseEnv, NODE_BIN_DIR, proxyEnv, withExtraEnv } from "./env.ts";
 import { runProcess } from "./exec.ts";
 import { fileOps } from "./files.ts";
 import { limitGuard } from "./limit-guard.ts";
@@ -62,22 +62,6 @@ function bridgeScript(socatPath: string): string {
     "exec 3>&-",
     'exec bash -c "$1"',
   ].join("\n");
-}
-
-function proxyEnv(): Record<string, string> {
-  const url = `http://127.0.0.1:${PROXY_PORT}`;
-  return {
-    HTTP_PROXY: url,
-    HTTPS_PROXY: url,
-    ALL_PROXY: url,
-    http_proxy: url,
-    https_proxy: url,
-    all_proxy: url,
-    NO_PROXY: "localhost,127.0.0.1,::1",
-    no_proxy: "localhost,127.0.0.1,::1",
-    // Node's own fetch only honours the variables above when asked to.
-    NODE_USE_ENV_PROXY: "1",
-  };
 }
 
 /**
@@ -198,7 +182,9 @@ export async function createSandboxWorkspace(
     throw error;
   }
 
-  const env = networked ? { ...baseEnv(SANDBOX_HOME), ...proxyEnv() } : baseEnv(SANDBOX_HOME);
+  const env = networked
+    ? { ...baseEnv(SANDBOX_HOME), ...proxyEnv(`http://127.0.0.1:${PROXY_PORT}`) }
+    : baseEnv(SANDBOX_HOME);
   const run = networked ? ["bash", "-c", bridgeScript(socatPath), "vmpilot"] : ["bash", "-c"];
   const lifetime = new AbortController();
   const limits = options.limits ?? DEFAULT_LIMITS;

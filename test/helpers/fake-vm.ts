@@ -23,8 +23,8 @@ export interface FakeVms {
   /** VMs started and not yet stopped. */
   running(): number;
   list(): FakeVm[];
-  /** Resolves once the agent answers; rejects when it cannot start. */
-  start(secret: string): Promise<FakeVm>;
+  /** Resolves once the agent answers; rejects when it cannot start. `env` is the VM's. */
+  start(secret: string, env?: Record<string, string>): Promise<FakeVm>;
   close(): Promise<void>;
 }
 
@@ -87,13 +87,13 @@ export async function startFakeVms(): Promise<FakeVms> {
     port,
     running: () => live.size,
     list: () => [...live],
-    async start(secret) {
+    async start(secret, env = {}) {
       const dir = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-fake-vm-")));
       const root = join(dir, "workspace");
       await mkdir(root);
       let agent: LocalAgent;
       try {
-        agent = await startLocalAgent(root, secret);
+        agent = await startLocalAgent(root, secret, {}, env);
       } catch (error) {
         await rm(dir, { recursive: true, force: true });
         throw error;

@@ -1,13 +1,14 @@
 // VM workspaces against the Fly Machines and Kubernetes API fakes, whose machines run the real
 // workspace agent: the checkout goes in as a bundle, commands run there, nothing leaks, every
 // failure leaves no VM behind, and the sweeper removes what a dead attempt left.
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
-import { request } from "node:http";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { isPermanent } from "../../src/errors.ts";
 import { SandboxUnavailableError } from "../../src/workspace/bwrap.ts";
 import { checkProvider, createWorkspace } from "../../src/workspace/factory.ts";
@@ -192,6 +193,40 @@ describe.each(cases)("the $name provider", (c) => {
     expect(fake.vms.running()).toBe(0);
     expect(await c.engine(fake).list()).toEqual([]);
     await checkProvider(c.name, { engine: c.engine(fake) });
+  });
+
+  it("sends the VM's commands through a proxy on the worker that follows the allow-list", async () => {
+    const site = createServer((_req, res) => res.end("allowed page"));
+    await new Promise<void>((resolve) => site.listen(0, "127.0.0.2", resolve));
+    const sitePort = (site.address() as AddressInfo).port;
+    onTestFinished(() => new Promise<void>((resolve) => site.close(() => resolve())));
+    const workspace = await createWorkspace({
+      provider: c.name,
+      root: local,
+      engine: c.engine(fake),
+      owner: "job-40-1",
+      egressHost: "127.0.0.1",
+      allowHosts: [`127.0.0.2:${sitePort}`],
+      allowPrivate: ["127.0.0.2"],
+    });
+    const proxy = (await workspace.exec("printenv HTTPS_PROXY")).stdout.trim();
+    expect(proxy).toMatch(/^http:\/\/vmpilot:[\w-]+@127\.0\.0\.1:\d+$/);
+    // The test stands in for the VM's network, which reaches the worker's address. (Not a
+    // synchronous spawn: the proxy answers on this process's event loop.)
+    const curl = (...args: string[]) =>
+      new Promise<{ out: string; code: number }>((resolve) => {
+        execFile("curl", ["-s", "-w", " %{http_code}", ...args], (e, out) =>
+          resolve({ out, code: typeof e?.code === "number" ? e.code : 0 }),
+        );
+      });
+    const page = `http://127.0.0.2:${sitePort}/`;
+    expect((await curl("-x", proxy, page)).out).toBe("allowed page 200");
+    expect((await curl("-x", proxy, "http://example.com/")).out).toMatch(/ 403$/);
+    const anonymous = proxy.replace(/vmpilot:[^@]+@/, "");
+    expect((await curl("-x", anonymous, page)).out).toMatch(/ 407$/);
+    expect(workspace.blockedConnections().map((b) => b.host)).toEqual(["example.com"]);
+    await workspace.dispose();
+    expect((await curl("-x", proxy, page)).code).toBe(7);
   });
 
   it("gives up on an agent that stops answering, and still destroys its VM", async () => {

@@ -11,6 +11,7 @@ import {
   VmFailed,
   type VmListing,
   VmRefused,
+  type VmSpec,
 } from "./engine.ts";
 
 export interface KubernetesEngineOptions {
@@ -54,7 +55,9 @@ function failure(error: unknown): Error {
   return new VmFailed(`the Kubernetes API is unreachable: ${(error as Error).message}`);
 }
 
-function podSpec(options: KubernetesEngineOptions, name: string, owner: string, secret: string) {
+function podSpec(options: KubernetesEngineOptions, name: string, spec: VmSpec) {
+  const { owner, secret } = spec;
+  const env = Object.entries(spec.env ?? {}).map(([key, value]) => ({ name: key, value }));
   const resources = { cpu: options.cpu, memory: options.memory };
   return {
     metadata: {
@@ -71,7 +74,7 @@ function podSpec(options: KubernetesEngineOptions, name: string, owner: string, 
         {
           name: "agent",
           image: options.image,
-          env: [{ name: "VMPILOT_AGENT_SECRET", value: secret }],
+          env: [...env, { name: "VMPILOT_AGENT_SECRET", value: secret }],
           ports: [{ containerPort: options.port, name: "agent" }],
           resources: { requests: resources, limits: resources },
           securityContext: {
@@ -146,7 +149,7 @@ export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngi
       try {
         await api.createNamespacedPod({
           namespace,
-          body: podSpec(options, name, spec.owner, spec.secret),
+          body: podSpec(options, name, spec),
         });
       } catch (error) {
         throw failure(error);

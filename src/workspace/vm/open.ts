@@ -5,10 +5,13 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Logger } from "../../github/logger.ts";
+import { proxyEnv } from "../env.ts";
 import { gitClient } from "../git.ts";
+import { startAllowListProxy } from "../proxy.ts";
 import { agentHealthy, createRemoteWorkspace, seedRemoteCheckout } from "../remote.ts";
 import type { Workspace } from "../types.ts";
-import { type VmEngine, VmFailed } from "./engine.ts";
+import { type Vm, type VmEngine, VmFailed } from "./engine.ts";
 import { destroyEarlierAttempts } from "./sweep.ts";
 
 /** After the engine says the VM runs, its agent still has to listen. */
@@ -40,8 +43,33 @@ async function untilHealthy(baseUrl: string, signal?: AbortSignal): Promise<void
   }
 }
 
+/** The worker-side allow-list proxy a VM's commands go through. */
+export interface VmEgress {
+  /** The worker's address as VMs reach it (WORKSPACE_PROXY_HOST). */
+  host: string;
+  allowHosts: readonly string[];
+  allowPrivate: readonly string[];
+  logger: Logger;
+}
+
+/** A proxy for this VM only, on an ephemeral port, answering only with this VM's password. */
+async function startEgress(egress: VmEgress) {
+  const password = randomBytes(24).toString("base64url");
+  const proxy = await startAllowListProxy({
+    listen: { host: egress.host, port: 0 },
+    password,
+    allowHosts: egress.allowHosts,
+    allowPrivate: egress.allowPrivate,
+    logger: egress.logger,
+  });
+  const host = egress.host.includes(":") ? `[${egress.host}]` : egress.host;
+  return { proxy, env: proxyEnv(`http://vmpilot:${password}@${host}:${proxy.port}`) };
+}
+
 export interface VmWorkspaceOptions {
   engine: VmEngine;
+  /** Unset: the VM's network is what the engine allows (deploy/kubernetes's NetworkPolicy). */
+  egress?: VmEgress;
   /** The worker's fresh checkout, sent to the VM; the VM's copy is the one commands change. */
   localRoot: string;
   owner: string;
@@ -55,13 +83,27 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
     await destroyEarlierAttempts(engine, options.owner);
     const seed = await bundleOf(options.localRoot, dir);
     const secret = randomBytes(32).toString("base64url");
-    const vm = await engine.create({ owner: options.owner, secret }, options.signal);
-    const release = () => engine.destroy(vm.id);
+    const egress = options.egress ? await startEgress(options.egress) : undefined;
+    let vm: Vm | undefined;
+    const release = async () => {
+      try {
+        if (vm) await engine.destroy(vm.id);
+      } finally {
+        await egress?.proxy.close();
+      }
+    };
     try {
+      vm = await engine.create({ owner: options.owner, secret, env: egress?.env }, options.signal);
       await untilHealthy(vm.baseUrl, options.signal);
       const agent = { endpoint: { baseUrl: vm.baseUrl }, secret };
       const root = await seedRemoteCheckout(agent, seed, options.signal);
-      return createRemoteWorkspace({ provider: engine.name, root, ...agent, release });
+      return createRemoteWorkspace({
+        provider: engine.name,
+        root,
+        ...agent,
+        release,
+        blockedConnections: () => egress?.proxy.blocked() ?? [],
+      });
     } catch (error) {
       await release().catch(() => undefined);
       throw error;

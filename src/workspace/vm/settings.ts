@@ -76,3 +76,16 @@ export function engineFor(name: "fly" | "kubernetes", env = process.env): VmEngi
     port: s.WORKSPACE_AGENT_PORT,
   });
 }
+
+const address = z.preprocess(blank, z.union([z.ipv4(), z.ipv6()]).optional());
+const egressHost = z.object({ WORKSPACE_PROXY_HOST: address, FLY_PRIVATE_IP: address });
+
+/**
+ * WORKSPACE_PROXY_HOST: the worker's own address as its VMs reach it (the pod IP). On Fly it
+ * defaults to the Machine's own 6PN address, which Fly puts in FLY_PRIVATE_IP. Set, each VM's
+ * commands go through an allow-list proxy the worker runs there.
+ */
+export function egressHostFor(name: "fly" | "kubernetes", env = process.env): string | undefined {
+  const s = settings(egressHost, env, name);
+  return s.WORKSPACE_PROXY_HOST ?? (name === "fly" ? s.FLY_PRIVATE_IP : undefined);
+}
