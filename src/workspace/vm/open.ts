@@ -44,7 +44,7 @@ async function untilHealthy(baseUrl: string, signal?: AbortSignal): Promise<void
 }
 
 /** The worker-side allow-list proxy a VM's commands go through. */
-export interface VmEgress {
+interface VmEgress {
   /** The worker's address as VMs reach it (WORKSPACE_PROXY_HOST). */
   host: string;
   allowHosts: readonly string[];

@@ -7,7 +7,7 @@ import type { VmEngine } from "./engine.ts";
 const JOB_OWNER = /^job-(\d+)-(\d+)$/;
 
 /** Parses `job-<id>-<attempt>`; undefined for a CLI session's VM, which the sweeper leaves alone. */
-export function jobOwner(
+function jobOwner(
   owner: string | undefined,
 ): { jobId: number; attempt: number } | undefined {
   const match = owner ? JOB_OWNER.exec(owner) : null;
