@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 // `npm start`: the webhook server and/or the job worker (--role web|worker|all), or Probot's
 // setup page when no GitHub App is configured yet.
 import "./node-version.ts";
@@ -34,6 +35,8 @@ import { healthHandler } from "./web/health.ts";
 import { mountWeb } from "./web/index.ts";
 import { metricsHandler } from "./web/metrics.ts";
 import { checkProvider, type ProviderName } from "./workspace/index.ts";
+import { createVmPool, poolOwner, type VmPool } from "./workspace/vm/pool.ts";
+import { engineFor } from "./workspace/vm/settings.ts";
 
 export const ROLES = ["web", "worker", "all"] as const;
 export type Role = (typeof ROLES)[number];
@@ -189,10 +192,17 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       handlers.push(web.handler);
     }
     if (role !== "web") {
+      let vmPool: VmPool | undefined;
       if (options.pipeline !== false) {
         const provider = options.pipeline?.provider ?? config.workspaceProvider;
         checkSandbox(provider, readiness, logger);
-        cleanup.push(startVmSweeper(provider, db.pool, logger));
+        const pool = identity && poolOwner(identity.id, randomBytes(4).toString("hex"));
+        if (pool && config.warmPool > 0 && (provider === "fly" || provider === "kubernetes")) {
+          vmPool = createVmPool(engineFor(provider), config.warmPool, pool.owner, logger);
+          const started = vmPool;
+          cleanup.push(() => started.close());
+        }
+        cleanup.push(startVmSweeper(provider, db.pool, logger, pool?.stale));
       }
       const auth = async (installationId: number) => {
         const octokit = await probot.auth(installationId);
@@ -219,6 +229,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
                 spareCheckouts: config.spareCheckouts,
                 provider: config.workspaceProvider,
                 vmProvider: config.vmProvider,
+                vmPool,
                 allowPrivate: config.networkAllowPrivate,
                 sandboxLimits: config.sandboxLimits,
                 logger,

@@ -125,6 +125,7 @@ const schema = z.object({
     blankToUndefined,
     z.enum(["fly", "kubernetes"], "must be fly or kubernetes").optional(),
   ),
+  WORKSPACE_WARM_POOL: integer(0, 50, 0),
   SHUTDOWN_DRAIN_SECONDS: integer(1, 3600, 30),
   METRICS_TOKEN: z.preprocess(
     blankToUndefined,
@@ -204,6 +205,8 @@ export interface Config {
   workspaceProvider: Exclude<ProviderName, "host">;
   /** For repositories that ask for `isolation: vm` while workspaceProvider is not a VM. */
   vmProvider: VmProviderName | undefined;
+  /** Started VMs each worker process keeps ready (VM providers only). */
+  warmPool: number;
   /** On SIGTERM, how long running jobs may finish before they are handed back to the queue. */
   shutdownDrainSeconds: number;
   /** Where job pages (/jobs/:id) are reachable by people reading the comments. */
@@ -296,6 +299,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       spareCheckouts: e.SPARE_CHECKOUTS,
       workspaceProvider: e.WORKSPACE_PROVIDER,
       vmProvider: e.WORKSPACE_VM_PROVIDER,
+      warmPool: e.WORKSPACE_WARM_POOL,
       shutdownDrainSeconds: e.SHUTDOWN_DRAIN_SECONDS,
       publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
       allowedUsers: e.ALLOWED_USERS,

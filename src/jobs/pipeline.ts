@@ -22,6 +22,7 @@ import type { CommitIdentity } from "../workspace/commit.ts";
 import type { ProviderName, SandboxLimits } from "../workspace/index.ts";
 import { providerFor, type VmProviderName } from "../workspace/isolation.ts";
 import { SPARE_REPOSITORIES } from "../workspace/spares.ts";
+import type { VmPool } from "../workspace/vm/pool.ts";
 import { runJobAgent } from "./pipeline/agent.ts";
 import { loadChat } from "./pipeline/history.ts";
 import { fixBody, planBody, reviewBody } from "./pipeline/outcome.ts";
@@ -61,6 +62,8 @@ export interface PipelineDeps {
   provider?: ProviderName;
   /** WORKSPACE_VM_PROVIDER: for repositories that ask for `isolation: vm`. */
   vmProvider?: VmProviderName;
+  /** WORKSPACE_WARM_POOL: started VMs this worker keeps ready. */
+  vmPool?: VmPool;
   /** NETWORK_ALLOW_PRIVATE: loopback/private ranges the sandbox proxy may reach; default none. */
   allowPrivate?: readonly string[];
   /** SANDBOX_MAX_*: what each job's sandbox may use; default DEFAULT_LIMITS. */
@@ -223,6 +226,7 @@ async function work(
     dataDir: deps.dataDir,
     provider: providerFor(deps.provider ?? "sandbox", settings.settings.isolation, deps.vmProvider),
     spareCheckouts: deps.spareCheckouts ?? SPARE_REPOSITORIES,
+    pool: deps.vmPool,
     jobId: job.id,
     attempt: run.attempt,
     cloneUrl: context.cloneUrl,

@@ -11,16 +11,25 @@ import { sweepVms } from "../workspace/vm/sweep.ts";
 const EVERY_MS = 60_000;
 
 /** One sweep; resolves to the number of VMs destroyed. */
-export function sweepOnce(engine: VmEngine, db: Queryable): Promise<number> {
-  return sweepVms(engine, (jobId, attempt) => attemptRunning(db, jobId, attempt));
+export function sweepOnce(
+  engine: VmEngine,
+  db: Queryable,
+  stalePool?: (owner: string) => boolean,
+): Promise<number> {
+  return sweepVms(engine, (jobId, attempt) => attemptRunning(db, jobId, attempt), stalePool);
 }
 
 /** Starts sweeping for a VM provider (nothing to do for the others); returns the stop. */
-export function startVmSweeper(provider: ProviderName, db: Queryable, logger: Logger): () => void {
+export function startVmSweeper(
+  provider: ProviderName,
+  db: Queryable,
+  logger: Logger,
+  stalePool?: (owner: string) => boolean,
+): () => void {
   if (provider !== "fly" && provider !== "kubernetes") return () => undefined;
   const sweep = async () => {
     try {
-      const destroyed = await sweepOnce(engineFor(provider), db);
+      const destroyed = await sweepOnce(engineFor(provider), db, stalePool);
       if (destroyed > 0) logger.info({ destroyed }, "destroyed VMs of ended attempts");
     } catch (error) {
       logger.warn({ err: error }, "could not sweep the workspace VMs");

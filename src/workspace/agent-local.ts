@@ -39,8 +39,6 @@ export async function startLocalAgent(
   dir: string,
   secret: string,
   options: SandboxWorkspaceOptions = {},
-  /** What a VM's engine would put in the agent's environment (its egress proxy). */
-  env: Record<string, string> = {},
 ): Promise<LocalAgent> {
   const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), "vmpilot-agent-")));
   await mkdir(join(stateDir, "tmp"), { recursive: true });
@@ -56,7 +54,6 @@ export async function startLocalAgent(
   const flags = process.features.typescript ? "" : "--experimental-strip-types ";
   const agent = sandbox.exec(`exec ${quote(process.execPath)} ${flags}${quote(MAIN)}`, {
     env: {
-      ...env,
       VMPILOT_AGENT_KEY_FILE: "/tmp/vmpilot-agent.key",
       VMPILOT_AGENT_ROOT: sandbox.root,
       VMPILOT_AGENT_HOME: SANDBOX_HOME,

@@ -9,6 +9,7 @@ import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox.
 import type { ProviderName, Workspace } from "./types.ts";
 import type { VmEngine } from "./vm/engine.ts";
 import { createVmWorkspace } from "./vm/open.ts";
+import type { VmPool } from "./vm/pool.ts";
 import { egressHostFor, engineFor } from "./vm/settings.ts";
 
 export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "logger"> {
@@ -23,6 +24,8 @@ export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "l
   engine?: VmEngine;
   /** For a VM provider; default WORKSPACE_PROXY_HOST (vm/settings.ts). */
   egressHost?: string;
+  /** Started VMs; used when it is this provider's. */
+  pool?: VmPool;
   signal?: AbortSignal;
 }
 
@@ -39,6 +42,7 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
     engine,
     signal,
     egressHost,
+    pool,
     ...sandboxOptions
   } = options;
   if (provider === "host") {
@@ -50,6 +54,7 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
       engine: engine ?? engineFor(provider),
       localRoot: root,
       owner: owner ?? sessionOwner(),
+      pool: pool?.provider === provider ? pool : undefined,
       signal,
       egress: proxyHost
         ? {

@@ -121,6 +121,8 @@ export function agentHealthy(endpoint: AgentEndpoint): Promise<boolean> {
 export interface SeedRequest {
   branch: string;
   origin: string;
+  /** The worker's egress proxy for the commands, when there is one. */
+  proxy?: string;
   /** The branch's git bundle; null for a repository without commits yet. */
   bundle: string | null;
 }
@@ -132,6 +134,7 @@ export async function seedRemoteCheckout(
   signal?: AbortSignal,
 ): Promise<string> {
   const query = new URLSearchParams({ branch: seed.branch, origin: seed.origin });
+  if (seed.proxy) query.set("proxy", seed.proxy);
   const body = seed.bundle
     ? { file: seed.bundle, size: (await stat(seed.bundle)).size }
     : Buffer.alloc(0);

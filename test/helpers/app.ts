@@ -37,6 +37,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     spareCheckouts: 20,
     workspaceProvider: "sandbox",
     vmProvider: undefined,
+    warmPool: 0,
     shutdownDrainSeconds: 5,
     publicUrl: "https://vmpilot.test",
     allowedUsers: [],

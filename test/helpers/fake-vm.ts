@@ -23,8 +23,8 @@ export interface FakeVms {
   /** VMs started and not yet stopped. */
   running(): number;
   list(): FakeVm[];
-  /** Resolves once the agent answers; rejects when it cannot start. `env` is the VM's. */
-  start(secret: string, env?: Record<string, string>): Promise<FakeVm>;
+  /** Resolves once the agent answers; rejects when it cannot start. */
+  start(secret: string): Promise<FakeVm>;
   close(): Promise<void>;
 }
 
@@ -87,13 +87,13 @@ export async function startFakeVms(): Promise<FakeVms> {
     port,
     running: () => live.size,
     list: () => [...live],
-    async start(secret, env = {}) {
+    async start(secret) {
       const dir = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-fake-vm-")));
       const root = join(dir, "workspace");
       await mkdir(root);
       let agent: LocalAgent;
       try {
-        agent = await startLocalAgent(root, secret, {}, env);
+        agent = await startLocalAgent(root, secret);
       } catch (error) {
         await rm(dir, { recursive: true, force: true });
         throw error;

@@ -54,8 +54,7 @@ export async function startFlyFake(): Promise<FlyFake> {
         if (parsed.config.image !== IMAGE) {
           return [422, { error: `failed to resolve image ${parsed.config.image}` }];
         }
-        const { VMPILOT_AGENT_SECRET: secret = "", ...env } = parsed.config.env;
-        const vm = await vms.start(secret, env);
+        const vm = await vms.start(parsed.config.env.VMPILOT_AGENT_SECRET ?? "");
         const machine = {
           id: randomBytes(7).toString("hex"),
           instanceId: randomBytes(8).toString("hex").toUpperCase(),

@@ -111,11 +111,9 @@ export async function startKubernetesFake(): Promise<KubernetesFake> {
         if (container?.image !== IMAGE) {
           pod.pullError = `failed to pull image "${container?.image}": not found`;
         } else {
-          const { VMPILOT_AGENT_SECRET: secret = "", ...env } = Object.fromEntries(
-            container.env.map((e) => [e.name, e.value]),
-          );
+          const secret = container.env.find((e) => e.name === "VMPILOT_AGENT_SECRET")?.value ?? "";
           // The kubelet starts the pod after the API answered.
-          vms.start(secret, env).then(
+          vms.start(secret).then(
             async (vm) => {
               if (pods.get(podName) === pod) pod.vm = vm;
               else await vm.stop();

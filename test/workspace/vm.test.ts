@@ -15,11 +15,12 @@ import { checkProvider, createWorkspace } from "../../src/workspace/factory.ts";
 import { type VmEngine, VmFailed, VmRefused } from "../../src/workspace/vm/engine.ts";
 import { createFlyEngine } from "../../src/workspace/vm/fly.ts";
 import { createKubernetesEngine } from "../../src/workspace/vm/kubernetes.ts";
+import { createVmPool, poolOwner } from "../../src/workspace/vm/pool.ts";
 import { sweepVms } from "../../src/workspace/vm/sweep.ts";
 import type { EngineFake } from "../helpers/engine-fake.ts";
 import { FLY_APP, startFlyFake } from "../helpers/fly-fake.ts";
 import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
-import { commitFile } from "./helpers.ts";
+import { commitFile, recordingLogger } from "./helpers.ts";
 
 interface Case {
   name: "fly" | "kubernetes";
@@ -259,6 +260,43 @@ describe.each(cases)("the $name provider", (c) => {
     await workspace.dispose();
     const [other] = await engine.list();
     if (other) await engine.destroy(other.id);
+    expect(fake.vms.running()).toBe(0);
+  });
+
+  it("keeps started VMs ready: a job takes one, which serves that job only and goes with it", async () => {
+    const engine = c.engine(fake);
+    const { owner, stale } = poolOwner("worker-1", "boot2");
+    const pool = createVmPool(engine, 2, owner, recordingLogger());
+    await pool.filled();
+    const ready = (await engine.list()).map((vm) => vm.id);
+    expect(ready).toHaveLength(2);
+    const workspace = await createWorkspace({
+      provider: c.name,
+      root: local,
+      engine,
+      owner: "job-60-1",
+      pool,
+    });
+    expect((await workspace.exec("cat README.md")).stdout).toBe(
+      "hello from the worker's checkout\n",
+    );
+    await pool.filled();
+    // One of the ready VMs serves the job; the pool made another to stay at two.
+    const during = (await engine.list()).map((vm) => vm.id);
+    expect(during).toHaveLength(3);
+    expect(during).toEqual(expect.arrayContaining(ready));
+    await workspace.dispose();
+    const after = (await engine.list()).map((vm) => vm.id);
+    expect(after).toHaveLength(2);
+    expect(ready.filter((id) => after.includes(id))).toHaveLength(1);
+    // A restarted worker's sweep destroys its earlier boot's pool, and leaves this boot's.
+    await engine.create({ owner: poolOwner("worker-1", "boot1").owner, secret: "f".repeat(40) });
+    await engine.create({ owner: poolOwner("worker-2", "boot1").owner, secret: "f".repeat(40) });
+    expect(await sweepVms(engine, async () => true, stale)).toBe(1);
+    await pool.close();
+    const left = await engine.list();
+    expect(left.map((vm) => vm.owner)).toEqual([poolOwner("worker-2", "boot1").owner]);
+    for (const vm of left) await engine.destroy(vm.id);
     expect(fake.vms.running()).toBe(0);
   });
 

@@ -177,6 +177,7 @@ async function openTurnWorkspace(
       limits: deps.sandboxLimits,
       logger: deps.logger,
       owner: `job-${job.id}-${run.attempt}`,
+      pool: deps.vmPool,
     });
     const previous = await lastTurn(deps.db.pool, chat.id);
     if (previous?.bundle) await restoreTurnBundle(workspace, previous.bundle);

@@ -18,6 +18,7 @@ import {
   type SetupStep,
   type Workspace,
 } from "../../workspace/index.ts";
+import type { VmPool } from "../../workspace/vm/pool.ts";
 
 export interface JobWorkspace {
   workspace: Workspace;
@@ -41,6 +42,8 @@ export interface JobWorkspaceOptions {
   allowPrivate: readonly string[];
   limits?: SandboxLimits;
   setup: readonly string[];
+  /** Started VMs to take one from, for a VM provider. */
+  pool?: VmPool;
   /** How many repositories keep a ready checkout for their next job; 0 keeps none. */
   spareCheckouts: number;
   signal: AbortSignal;
@@ -86,6 +89,7 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       ...spec,
       allowHosts: [...options.allowHosts],
       owner: `job-${options.jobId}-${options.attempt}`,
+      pool: options.pool,
       signal: options.signal,
     });
     const setup = await runSetup(workspace, options.setup, {

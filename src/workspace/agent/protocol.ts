@@ -60,6 +60,13 @@ export const checkoutBranch = z
 /** The checkout's `origin`: a URL without credentials, printable ASCII only. */
 export const checkoutOrigin = z.string().regex(/^[!-~]{0,2000}$/);
 
+/** The worker's egress proxy for this job's commands: http://user:password@host:port. */
+export const checkoutProxy = z
+  .url({ protocol: /^http$/ })
+  .max(500)
+  .regex(/^[!-~]+$/)
+  .optional();
+
 /** JSON requests; a command line and its environment fit well within this. */
 export const MAX_JSON_BYTES = 1024 * 1024;
 /** One file written by the editor tool or a bundle; bigger ones are refused unread. */

@@ -6,7 +6,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { readCapped as readBody } from "../../web/capped-body.ts";
-import { withExtraEnv } from "../env.ts";
+import { proxyEnv, withExtraEnv } from "../env.ts";
 import { runProcess } from "../exec.ts";
 import { fileOps } from "../files.ts";
 import { PathEscapeError, resolveInside } from "../paths.ts";
@@ -15,6 +15,7 @@ import {
   cancelRequest,
   checkoutBranch,
   checkoutOrigin,
+  checkoutProxy,
   execRequest,
   listRequest,
   MAX_FILE_BYTES,
@@ -70,7 +71,8 @@ async function jsonBody<T>(req: IncomingMessage, schema: { parse(v: unknown): T 
 
 export function createAgentServer(options: AgentOptions): Server {
   const files = fileOps(options.root);
-  const { env } = options;
+  // The checkout may add the worker's egress proxy for this job's commands (agent/protocol.ts).
+  let env = options.env;
   const running = new Map<string, AbortController>();
   /** Cancels that arrived before their command (both are sent at once on an early abort). */
   const early = new Set<string>();
@@ -127,7 +129,10 @@ export function createAgentServer(options: AgentOptions): Server {
   async function checkout(req: IncomingMessage, res: ServerResponse, url: URL) {
     const branch = checkoutBranch.safeParse(url.searchParams.get("branch"));
     const origin = checkoutOrigin.safeParse(url.searchParams.get("origin") ?? "");
-    if (!branch.success || !origin.success) throw new BadRequest("malformed request");
+    const proxy = checkoutProxy.safeParse(url.searchParams.get("proxy") ?? undefined);
+    if (!branch.success || !origin.success || !proxy.success) {
+      throw new BadRequest("malformed request");
+    }
     try {
       await seedCheckout(req, {
         root: options.root,
@@ -139,6 +144,7 @@ export function createAgentServer(options: AgentOptions): Server {
       if (error instanceof SeedRefused) throw new BadRequest(error.message);
       throw error;
     }
+    if (proxy.data) env = { ...env, ...proxyEnv(proxy.data) };
     json(res, 200, { root: options.root });
   }
 

@@ -86,7 +86,7 @@ export function createFlyEngine(options: FlyEngineOptions): VmEngine {
               guest: { cpu_kind: "shared", cpus: options.cpus, memory_mb: options.memoryMb },
               auto_destroy: true,
               restart: { policy: "no" },
-              env: { ...spec.env, VMPILOT_AGENT_SECRET: spec.secret },
+              env: { VMPILOT_AGENT_SECRET: spec.secret },
               metadata: { [OWNER]: spec.owner },
             },
           },

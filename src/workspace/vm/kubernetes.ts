@@ -57,7 +57,6 @@ function failure(error: unknown): Error {
 
 function podSpec(options: KubernetesEngineOptions, name: string, spec: VmSpec) {
   const { owner, secret } = spec;
-  const env = Object.entries(spec.env ?? {}).map(([key, value]) => ({ name: key, value }));
   const resources = { cpu: options.cpu, memory: options.memory };
   return {
     metadata: {
@@ -74,7 +73,7 @@ function podSpec(options: KubernetesEngineOptions, name: string, spec: VmSpec) {
         {
           name: "agent",
           image: options.image,
-          env: [...env, { name: "VMPILOT_AGENT_SECRET", value: secret }],
+          env: [{ name: "VMPILOT_AGENT_SECRET", value: secret }],
           ports: [{ containerPort: options.port, name: "agent" }],
           resources: { requests: resources, limits: resources },
           securityContext: {

@@ -6,12 +6,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "../../github/logger.ts";
-import { proxyEnv } from "../env.ts";
 import { gitClient } from "../git.ts";
 import { startAllowListProxy } from "../proxy.ts";
 import { agentHealthy, createRemoteWorkspace, seedRemoteCheckout } from "../remote.ts";
 import type { Workspace } from "../types.ts";
 import { type Vm, type VmEngine, VmFailed } from "./engine.ts";
+import type { VmPool } from "./pool.ts";
 import { destroyEarlierAttempts } from "./sweep.ts";
 
 /** After the engine says the VM runs, its agent still has to listen. */
@@ -63,7 +63,7 @@ async function startEgress(egress: VmEgress) {
     logger: egress.logger,
   });
   const host = egress.host.includes(":") ? `[${egress.host}]` : egress.host;
-  return { proxy, env: proxyEnv(`http://vmpilot:${password}@${host}:${proxy.port}`) };
+  return { proxy, url: `http://vmpilot:${password}@${host}:${proxy.port}` };
 }
 
 export interface VmWorkspaceOptions {
@@ -73,6 +73,8 @@ export interface VmWorkspaceOptions {
   /** The worker's fresh checkout, sent to the VM; the VM's copy is the one commands change. */
   localRoot: string;
   owner: string;
+  /** Started VMs to take one from instead of waiting for a boot. */
+  pool?: VmPool;
   signal?: AbortSignal;
 }
 
@@ -82,9 +84,10 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
   try {
     await destroyEarlierAttempts(engine, options.owner);
     const seed = await bundleOf(options.localRoot, dir);
-    const secret = randomBytes(32).toString("base64url");
+    const pooled = options.pool?.take();
+    const secret = pooled?.secret ?? randomBytes(32).toString("base64url");
     const egress = options.egress ? await startEgress(options.egress) : undefined;
-    let vm: Vm | undefined;
+    let vm: Vm | undefined = pooled?.vm;
     const release = async () => {
       try {
         if (vm) await engine.destroy(vm.id);
@@ -93,10 +96,10 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
       }
     };
     try {
-      vm = await engine.create({ owner: options.owner, secret, env: egress?.env }, options.signal);
+      vm ??= await engine.create({ owner: options.owner, secret }, options.signal);
       await untilHealthy(vm.baseUrl, options.signal);
       const agent = { endpoint: { baseUrl: vm.baseUrl }, secret };
-      const root = await seedRemoteCheckout(agent, seed, options.signal);
+      const root = await seedRemoteCheckout(agent, { ...seed, proxy: egress?.url }, options.signal);
       return createRemoteWorkspace({
         provider: engine.name,
         root,

@@ -7,22 +7,25 @@ import type { VmEngine } from "./engine.ts";
 const JOB_OWNER = /^job-(\d+)-(\d+)$/;
 
 /** Parses `job-<id>-<attempt>`; undefined for a CLI session's VM, which the sweeper leaves alone. */
-function jobOwner(
-  owner: string | undefined,
-): { jobId: number; attempt: number } | undefined {
+function jobOwner(owner: string | undefined): { jobId: number; attempt: number } | undefined {
   const match = owner ? JOB_OWNER.exec(owner) : null;
   return match ? { jobId: Number(match[1]), attempt: Number(match[2]) } : undefined;
 }
 
-/** Resolves to the number of VMs destroyed. `live` says whether an attempt still runs. */
+/**
+ * Resolves to the number of VMs destroyed. `live` says whether an attempt still runs; `stale`
+ * names this worker's pool VMs of an earlier boot (pool.ts), idle or taken by a job that died.
+ */
 export async function sweepVms(
   engine: VmEngine,
   live: (jobId: number, attempt: number) => Promise<boolean>,
+  stale: (owner: string) => boolean = () => false,
 ): Promise<number> {
   let destroyed = 0;
   for (const vm of await engine.list()) {
     const owner = jobOwner(vm.owner);
-    if (!owner || (await live(owner.jobId, owner.attempt))) continue;
+    const dead = owner ? !(await live(owner.jobId, owner.attempt)) : stale(vm.owner ?? "");
+    if (!dead) continue;
     await engine.destroy(vm.id);
     destroyed += 1;
   }
