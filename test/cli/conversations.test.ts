@@ -122,7 +122,7 @@ describe("stored CLI conversations", () => {
     expect(await readFile(join(root, "xdg", "vmpilot", "pglite", "PG_VERSION"), "utf8")).toMatch(
       /\d/,
     );
-  });
+  }, 90_000); // Three CLI processes, each with its own checkout: slow disks need more than the default.
 
   it("refuses, in one line with exit 2, a conversation that does not exist or is not there", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "missing-")));
