@@ -7,7 +7,7 @@ import type { Logger } from "../../github/logger.ts";
 import { agentHealthy } from "../remote.ts";
 import type { Vm, VmEngine } from "./engine.ts";
 
-export interface StartedVm {
+interface StartedVm {
   vm: Vm;
   secret: string;
 }
