@@ -2,13 +2,14 @@
 // comment in the end. The first worker runs in a child process killed with SIGKILL while the model
 // is mid-reply; GitHub is a loopback fake both processes reach through the app's baseUrl (as a
 // GitHub Enterprise server would be reached), since nock cannot follow into another process. The
-// database is PostgreSQL when TEST_DATABASE_URL is set, else PGlite served over its socket.
+// database is PostgreSQL when TEST_DATABASE_URL is set, else PGlite served over its socket. With
+// WORKSPACE_PROVIDER=fly, the dead worker's Machine (at the Fly API fake) is destroyed by the retry.
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { QueueOptions } from "../../src/jobs/queue.ts";
 import type { RunningServer } from "../../src/main.ts";
 import type { Database } from "../../src/store/database.ts";
@@ -22,6 +23,7 @@ import {
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer, testConfig, WEBHOOK_SECRET } from "../helpers/app.ts";
 import { databases, type TestDatabaseTarget } from "../helpers/db.ts";
+import { FLY_APP, type FlyFake, startFlyFake } from "../helpers/fly-fake.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { spawnServerProcess } from "../helpers/spawn-server.ts";
 import { deliver, examplePayload } from "../helpers/webhooks.ts";
@@ -46,156 +48,178 @@ const QUEUE: Omit<QueueOptions, "logger"> = {
 };
 const target = databases().at(-1) as TestDatabaseTarget;
 
-let base: string;
-let remote: string;
-let git: GitHttpServer;
-let gh: GitHubFake;
-let fake: AnthropicFake;
-let gate: ModelGate;
-let db: Database;
-const servers: RunningServer[] = [];
-let child: ChildProcess | undefined;
+describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
+  let base: string;
+  let remote: string;
+  let git: GitHttpServer;
+  let gh: GitHubFake;
+  let fake: AnthropicFake;
+  let gate: ModelGate;
+  let db: Database;
+  const servers: RunningServer[] = [];
+  let child: ChildProcess | undefined;
+  let fly: FlyFake | undefined;
 
-beforeAll(async () => {
-  base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-crash-")));
-  remote = seedServedRepo(base, REPO);
-  git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
-  gh = await startGitHubFake({
-    slug: APP_SLUG,
-    token: TOKEN,
-    issues: {
-      [`${REPO}#1`]: {
-        title: "Spelling error in the README file",
-        body: "Helo?",
-        user: "Codertocat",
+  beforeAll(async () => {
+    base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-crash-")));
+    remote = seedServedRepo(base, REPO);
+    git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
+    gh = await startGitHubFake({
+      slug: APP_SLUG,
+      token: TOKEN,
+      issues: {
+        [`${REPO}#1`]: {
+          title: "Spelling error in the README file",
+          body: "Helo?",
+          user: "Codertocat",
+        },
       },
-    },
-  });
-  fake = await startAnthropicFake();
-  // The first worker's second model request never gets its answer: the worker dies waiting.
-  gate = await startModelGate(fake.url, { hold: (index) => index === 1 });
-  db = await target.open();
-});
-
-afterAll(async () => {
-  child?.kill("SIGKILL");
-  for (const server of servers) await server.close();
-  await db?.close();
-  await gate?.close();
-  await fake?.close();
-  await gh?.close();
-  await git?.close();
-  if (base) await rm(base, { recursive: true, force: true });
-});
-
-const pipeline = (model: string, dataDir: string) => ({
-  anthropic: { apiKey: API_KEY, baseURL: model, maxRetries: 0 },
-  dataDir,
-  provider: "sandbox" as const,
-  progressIntervalMs: 60_000,
-  streamRetryDelayMs: 1,
-});
-
-/** The first worker, in its own process; resolves once it is taking jobs. */
-async function spawnWorker(): Promise<ChildProcess> {
-  const started = await spawnServerProcess({
-    config: { baseUrl: gh.url, databaseUrl: db.url, dataDir: join(base, "worker-home") },
-    queue: QUEUE,
-    pipeline: pipeline(gate.url, join(base, "worker-1")),
-  });
-  return started.process;
-}
-
-function finished(jobId: number): Promise<Job> {
-  return vi.waitFor(
-    async () => {
-      const job = await getJob(db.pool, jobId);
-      if (!job?.finishedAt) throw new Error(`job ${jobId} is still ${job?.status}`);
-      return job;
-    },
-    { timeout: 60_000, interval: 100 },
-  );
-}
-
-const calls = (method: string, path: RegExp) =>
-  gh.calls.filter((c) => c.method === method && path.test(c.path)).length;
-
-it(`a worker killed mid-job and restarted takes its job up again at once from the stored chat, one pull request and one progress comment (${target.name})`, {
-  timeout: 90_000,
-}, async () => {
-  const config = testConfig({ baseUrl: gh.url });
-  servers.push(await startTestServer(db, { config, role: "web", queue: QUEUE }));
-  child = await spawnWorker();
-  fake.push({
-    content: [
-      text("Fixing the typo."),
-      toolUse("bash", { command: "sed -i 's/Helo/Hello/' README.md" }),
-    ],
+    });
+    fake = await startAnthropicFake();
+    // The first worker's second model request never gets its answer: the worker dies waiting.
+    gate = await startModelGate(fake.url, { hold: (index) => index === 1 });
+    db = await target.open();
+    if (provider === "fly") {
+      fly = await startFlyFake();
+      // Both workers read the engine's settings from the environment; the child inherits it.
+      vi.stubEnv("FLY_API_TOKEN", fly.token);
+      vi.stubEnv("FLY_WORKSPACE_APP", FLY_APP);
+      vi.stubEnv("FLY_WORKSPACE_IMAGE", fly.image);
+      vi.stubEnv("FLY_API_URL", fly.url);
+      vi.stubEnv("WORKSPACE_AGENT_PORT", String(fly.vms.port));
+    }
   });
 
-  const payload = examplePayload("issues", "labeled");
-  payload.installation = { id: 31 };
-  payload.label.name = "vmpilot";
-  payload.repository.clone_url = git.url(`${REPO}.git`);
-  const response = await deliver(servers[0]?.url as string, {
-    event: "issues",
-    payload,
-    secret: WEBHOOK_SECRET,
+  afterAll(async () => {
+    child?.kill("SIGKILL");
+    for (const server of servers) await server.close();
+    await db?.close();
+    vi.unstubAllEnvs();
+    await fly?.close();
+    await gate?.close();
+    await fake?.close();
+    await gh?.close();
+    await git?.close();
+    if (base) await rm(base, { recursive: true, force: true });
   });
-  expect(response.status).toBe(200);
-  const { rows } = await db.pool.query<{ id: string; chat_id: string }>(
-    "SELECT id, chat_id FROM jobs WHERE delivery_id = $1",
-    [response.id],
-  );
-  const jobId = Number(rows[0]?.id);
 
-  // Mid-run: the tool call and its result are stored, the next model reply is on its way.
-  expect(await gate.held).toBe(1);
-  const beforeCrash = await listMessages(db.pool, Number(rows[0]?.chat_id));
-  expect(beforeCrash.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
-  child.kill("SIGKILL");
-  await once(child, "exit");
-  child = undefined;
-  expect(await getJob(db.pool, jobId)).toMatchObject({ status: "running", attempts: 1 });
+  const pipeline = (model: string, dataDir: string) => ({
+    anthropic: { apiKey: API_KEY, baseURL: model, maxRetries: 0 },
+    dataDir,
+    provider,
+    progressIntervalMs: 60_000,
+    streamRetryDelayMs: 1,
+  });
 
-  fake.push(
-    (request) => {
-      // The stored chat comes first; the resume note joins the last stored (tool result) turn.
-      const messages = request.body.messages.map(plain);
-      expect(messages).toHaveLength(3);
-      expect(messages.slice(0, 2)).toEqual(beforeCrash.slice(0, 2).map(plain));
-      const [stored] = beforeCrash.slice(2).map(plain);
-      expect(messages[2].content.slice(0, 1)).toEqual(stored?.content);
-      expect(JSON.stringify(messages[2])).toContain("previous attempt of this job was interrupted");
-      return { content: [toolUse("bash", { command: "sed -i 's/Helo/Hello/' README.md" })] };
-    },
-    { content: [toolUse("bash", { command: "sh test.sh && echo ok" })] },
-    { content: [toolUse("report_tests", { outcome: "passed", command: "sh test.sh" })] },
-    { content: [text("Fixed it.\n\nSummary: Fix Helo typo")] },
-  );
-  servers.push(
-    await startTestServer(db, {
-      config: { ...config, dataDir: join(base, "worker-home") },
-      role: "worker",
+  /** The first worker, in its own process; resolves once it is taking jobs. */
+  async function spawnWorker(): Promise<ChildProcess> {
+    const started = await spawnServerProcess({
+      config: { baseUrl: gh.url, databaseUrl: db.url, dataDir: join(base, "worker-home") },
       queue: QUEUE,
-      pipeline: pipeline(fake.url, join(base, "worker-2")),
-    }),
-  );
+      pipeline: pipeline(gate.url, join(base, "worker-1")),
+    });
+    return started.process;
+  }
 
-  const job = await finished(jobId);
-  expect(job).toMatchObject({ status: "succeeded", attempts: 2, prNumber: 100, branch: BRANCH });
-  expect(gh.problems).toEqual([]);
-  expect(fake.problems).toEqual([]);
-  expect(fake.pending()).toBe(0);
-  expect(gh.pulls).toHaveLength(1);
-  expect(gh.pulls[0]).toMatchObject({ head: BRANCH, base: "master", draft: true });
-  expect(calls("POST", /\/pulls$/)).toBe(1);
-  expect(gh.comments).toHaveLength(1);
-  expect(calls("POST", /\/comments$/)).toBe(1);
-  expect(calls("POST", /\/reactions$/)).toBe(1);
-  const final = gh.comments[0]?.bodies.at(-1) ?? "";
-  expect(final).toContain("Opened draft pull request #100");
-  expect(final).toContain(`<!-- vmpilot:job:${jobId} -->`);
-  expect(sh(remote, `git show ${BRANCH}:README.md`)).toBe("Hello World");
-  expect(sh(remote, `git rev-list --count master..${BRANCH}`)).toBe("1");
+  function finished(jobId: number): Promise<Job> {
+    return vi.waitFor(
+      async () => {
+        const job = await getJob(db.pool, jobId);
+        if (!job?.finishedAt) throw new Error(`job ${jobId} is still ${job?.status}`);
+        return job;
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+  }
+
+  const calls = (method: string, path: RegExp) =>
+    gh.calls.filter((c) => c.method === method && path.test(c.path)).length;
+
+  it(`a worker killed mid-job and restarted takes its job up again at once from the stored chat, one pull request and one progress comment (${target.name})`, {
+    timeout: 90_000,
+  }, async () => {
+    const config = testConfig({ baseUrl: gh.url });
+    servers.push(await startTestServer(db, { config, role: "web", queue: QUEUE }));
+    child = await spawnWorker();
+    fake.push({
+      content: [
+        text("Fixing the typo."),
+        toolUse("bash", { command: "sed -i 's/Helo/Hello/' README.md" }),
+      ],
+    });
+
+    const payload = examplePayload("issues", "labeled");
+    payload.installation = { id: 31 };
+    payload.label.name = "vmpilot";
+    payload.repository.clone_url = git.url(`${REPO}.git`);
+    const response = await deliver(servers[0]?.url as string, {
+      event: "issues",
+      payload,
+      secret: WEBHOOK_SECRET,
+    });
+    expect(response.status).toBe(200);
+    const { rows } = await db.pool.query<{ id: string; chat_id: string }>(
+      "SELECT id, chat_id FROM jobs WHERE delivery_id = $1",
+      [response.id],
+    );
+    const jobId = Number(rows[0]?.id);
+
+    // Mid-run: the tool call and its result are stored, the next model reply is on its way.
+    expect(await gate.held).toBe(1);
+    const beforeCrash = await listMessages(db.pool, Number(rows[0]?.chat_id));
+    expect(beforeCrash.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+    child.kill("SIGKILL");
+    await once(child, "exit");
+    child = undefined;
+    expect(await getJob(db.pool, jobId)).toMatchObject({ status: "running", attempts: 1 });
+
+    fake.push(
+      (request) => {
+        // The stored chat comes first; the resume note joins the last stored (tool result) turn.
+        const messages = request.body.messages.map(plain);
+        expect(messages).toHaveLength(3);
+        expect(messages.slice(0, 2)).toEqual(beforeCrash.slice(0, 2).map(plain));
+        const [stored] = beforeCrash.slice(2).map(plain);
+        expect(messages[2].content.slice(0, 1)).toEqual(stored?.content);
+        expect(JSON.stringify(messages[2])).toContain(
+          "previous attempt of this job was interrupted",
+        );
+        return { content: [toolUse("bash", { command: "sed -i 's/Helo/Hello/' README.md" })] };
+      },
+      { content: [toolUse("bash", { command: "sh test.sh && echo ok" })] },
+      { content: [toolUse("report_tests", { outcome: "passed", command: "sh test.sh" })] },
+      { content: [text("Fixed it.\n\nSummary: Fix Helo typo")] },
+    );
+    servers.push(
+      await startTestServer(db, {
+        config: { ...config, dataDir: join(base, "worker-home") },
+        role: "worker",
+        queue: QUEUE,
+        pipeline: pipeline(fake.url, join(base, "worker-2")),
+      }),
+    );
+
+    const job = await finished(jobId);
+    expect(job).toMatchObject({ status: "succeeded", attempts: 2, prNumber: 100, branch: BRANCH });
+    expect(gh.problems).toEqual([]);
+    expect(fake.problems).toEqual([]);
+    expect(fake.pending()).toBe(0);
+    expect(gh.pulls).toHaveLength(1);
+    expect(gh.pulls[0]).toMatchObject({ head: BRANCH, base: "master", draft: true });
+    expect(calls("POST", /\/pulls$/)).toBe(1);
+    expect(gh.comments).toHaveLength(1);
+    expect(calls("POST", /\/comments$/)).toBe(1);
+    expect(calls("POST", /\/reactions$/)).toBe(1);
+    const final = gh.comments[0]?.bodies.at(-1) ?? "";
+    expect(final).toContain("Opened draft pull request #100");
+    expect(final).toContain(`<!-- vmpilot:job:${jobId} -->`);
+    expect(sh(remote, `git show ${BRANCH}:README.md`)).toBe("Hello World");
+    expect(sh(remote, `git rev-list --count master..${BRANCH}`)).toBe("1");
+    if (fly) {
+      // One Machine per attempt; the retry destroyed the one its dead worker left.
+      expect(fly.calls.filter((call) => call.startsWith("POST"))).toHaveLength(2);
+      expect(fly.vms.running()).toBe(0);
+      expect(fly.problems).toEqual([]);
+    }
+  });
 });
