@@ -118,6 +118,22 @@ export function agentHealthy(endpoint: AgentEndpoint): Promise<boolean> {
   });
 }
 
+/** Polls the agent's health with backoff until it answers; throws after `timeoutMs`. */
+export async function waitForAgent(
+  endpoint: AgentEndpoint,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let wait = 20;
+  while (!(await agentHealthy(endpoint))) {
+    signal?.throwIfAborted();
+    if (Date.now() > deadline) throw new AgentError("the workspace agent did not answer");
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    wait = Math.min(wait * 2, 1000);
+  }
+}
+
 export interface SeedRequest {
   branch: string;
   origin: string;

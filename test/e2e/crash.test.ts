@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { QueueOptions } from "../../src/jobs/queue.ts";
 import type { RunningServer } from "../../src/main.ts";
 import type { Database } from "../../src/store/database.ts";
-import { getJob, type Job } from "../../src/store/jobs.ts";
+import { getJob } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";
 import {
   type AnthropicFake,
@@ -22,7 +22,7 @@ import {
   toolUse,
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer, testConfig, WEBHOOK_SECRET } from "../helpers/app.ts";
-import { databases, type TestDatabaseTarget } from "../helpers/db.ts";
+import { databases, jobFinished, type TestDatabaseTarget } from "../helpers/db.ts";
 import { FLY_APP, type FlyFake, startFlyFake } from "../helpers/fly-fake.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { spawnServerProcess } from "../helpers/spawn-server.ts";
@@ -121,17 +121,6 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
     return started.process;
   }
 
-  function finished(jobId: number): Promise<Job> {
-    return vi.waitFor(
-      async () => {
-        const job = await getJob(db.pool, jobId);
-        if (!job?.finishedAt) throw new Error(`job ${jobId} is still ${job?.status}`);
-        return job;
-      },
-      { timeout: 60_000, interval: 100 },
-    );
-  }
-
   const calls = (method: string, path: RegExp) =>
     gh.calls.filter((c) => c.method === method && path.test(c.path)).length;
 
@@ -199,7 +188,7 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
       }),
     );
 
-    const job = await finished(jobId);
+    const job = await jobFinished(db, jobId);
     expect(job).toMatchObject({ status: "succeeded", attempts: 2, prNumber: 100, branch: BRANCH });
     expect(gh.problems).toEqual([]);
     expect(fake.problems).toEqual([]);

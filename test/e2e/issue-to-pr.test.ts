@@ -6,7 +6,7 @@
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
 import { getChat } from "../../src/store/chats.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
@@ -20,6 +20,7 @@ import {
   toolUse,
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { jobFinished } from "../helpers/db.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import {
   expectGitHubDone,
@@ -119,18 +120,6 @@ async function send(event: string, payload: Payload): Promise<Job> {
   );
   expect(rows).toHaveLength(1);
   return (await getJob(db.pool, Number(rows[0]?.id))) as Job;
-}
-
-/** Resolves once the queue is done with the job: its row says so (no sleeps). */
-function finished(jobId: number): Promise<Job> {
-  return vi.waitFor(
-    async () => {
-      const job = await getJob(db.pool, jobId);
-      if (!job?.finishedAt) throw new Error(`job ${jobId} is still ${job?.status}`);
-      return job;
-    },
-    { timeout: 60_000, interval: 50 },
-  );
 }
 
 function mockToken(installation: number) {
@@ -248,7 +237,7 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
     labeled.issue.number = n;
     // Another issue for each backend: a label event with the same ids would be a replay.
     labeled.issue.id += n;
-    const first = await finished((await send("issues", labeled)).id);
+    const first = await jobFinished(db, (await send("issues", labeled)).id);
 
     expect(first).toMatchObject({ status: "succeeded", prNumber, branch, attempts: 1 });
     expect(timeline).toEqual(["reaction:eyes", "comment", "pull_request:Hello World"]);
@@ -339,7 +328,7 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
       ...rest,
     );
 
-    const second = await finished((await send("issue_comment", followUp)).id);
+    const second = await jobFinished(db, (await send("issue_comment", followUp)).id);
 
     expect(second).toMatchObject({ status: "succeeded", prNumber, branch });
     expect(second.chatId).toBe(first.chatId);
@@ -386,7 +375,7 @@ describe("issue to pull request", () => {
     labeled.issue.number = 7;
     // Another issue: a label event with the first one's ids would be a replay.
     labeled.issue.id += 7;
-    const job = await finished((await send("issues", labeled)).id);
+    const job = await jobFinished(db, (await send("issues", labeled)).id);
 
     expect(job).toMatchObject({ status: "succeeded", prNumber: 8, attempts: 1 });
     expect(creations).toBe(2);

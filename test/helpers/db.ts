@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { vi } from "vitest";
 import { chatKey, findOrCreateChat } from "../../src/store/chats.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
-import { insertJob, type Job, type NewJob } from "../../src/store/jobs.ts";
+import { getJob, insertJob, type Job, type NewJob } from "../../src/store/jobs.ts";
 
 export interface TestDatabaseTarget {
   name: "pglite" | "postgres";
@@ -103,4 +104,16 @@ export function newJob(chat: { id: number; repositoryId: number; number: number 
 
 export async function seedJob(db: Database, chat: Parameters<typeof newJob>[0]): Promise<Job> {
   return insertJob(db.pool, newJob(chat));
+}
+
+/** Resolves once the queue is done with the job: its row says so (no sleeps). */
+export function jobFinished(db: Database, jobId: number): Promise<Job> {
+  return vi.waitFor(
+    async () => {
+      const job = await getJob(db.pool, jobId);
+      if (!job?.finishedAt) throw new Error(`job ${jobId} is still ${job?.status}`);
+      return job;
+    },
+    { timeout: 60_000, interval: 50 },
+  );
 }

@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { runPipeline } from "../../src/jobs/pipeline.ts";
+import { type PipelineDeps, runPipeline } from "../../src/jobs/pipeline.ts";
 import { modelTokens } from "../../src/metrics.ts";
 import { getChat } from "../../src/store/chats.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
@@ -151,10 +151,11 @@ describe("runPipeline", () => {
     expect(await listMessages(h.db.pool, seeded.chatId)).toHaveLength(16);
   });
 
-  it("runs the same issue → pull request flow through the workspace agent (provider agent)", async () => {
+  /** One issue → pull request job with these deps (and this vmpilot.yml), expected to succeed. */
+  async function expectPullRequest(deps: Partial<PipelineDeps>, yml?: string) {
     const seeded = await h.seedRepo();
     const job = await h.seedJob(seeded);
-    mockStart(seeded);
+    mockStart(seeded, [], yml);
     mockRequester();
     const comment = captureComment(seeded.repo, job.commentId);
     github()
@@ -162,12 +163,16 @@ describe("runPipeline", () => {
       .query(true)
       .reply(200, [])
       .post(`/repos/${seeded.repo}/pulls`)
-      .reply(201, { number: 13, html_url: `https://github.com/${seeded.repo}/pull/13` });
+      .reply(201, { number: 14, html_url: `https://github.com/${seeded.repo}/pull/14` });
     h.fake.push(...fixScript("Changed value.txt to fixed.\n\nSummary: Make value.txt say fixed"));
-    expect(await runPipeline(run(job.job.id), h.deps({ provider: "agent" }))).toBe("succeeded");
+    expect(await runPipeline(run(job.job.id), h.deps(deps))).toBe("succeeded");
     expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
-    expect(comment.at(-1)).toContain("✅ **Opened draft pull request #13**");
+    expect(comment.at(-1)).toContain("✅ **Opened draft pull request #14**");
     expect(comment.at(-1)).toContain("- Tests: ✔ passed");
+  }
+
+  it("runs the same issue → pull request flow through the workspace agent (provider agent)", async () => {
+    await expectPullRequest({ provider: "agent" });
   });
 
   const flyEnv = (fake: EngineFake) => ({
@@ -212,24 +217,7 @@ describe("runPipeline", () => {
         vi.stubEnv(name, value);
       }
       try {
-        const seeded = await h.seedRepo();
-        const job = await h.seedJob(seeded);
-        mockStart(seeded, [], yml);
-        mockRequester();
-        const comment = captureComment(seeded.repo, job.commentId);
-        github()
-          .get(`/repos/${seeded.repo}/pulls`)
-          .query(true)
-          .reply(200, [])
-          .post(`/repos/${seeded.repo}/pulls`)
-          .reply(201, { number: 14, html_url: `https://github.com/${seeded.repo}/pull/14` });
-        h.fake.push(
-          ...fixScript("Changed value.txt to fixed.\n\nSummary: Make value.txt say fixed"),
-        );
-        expect(await runPipeline(run(job.job.id), h.deps(deps))).toBe("succeeded");
-        expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
-        expect(comment.at(-1)).toContain("✅ **Opened draft pull request #14**");
-        expect(comment.at(-1)).toContain("- Tests: ✔ passed");
+        await expectPullRequest(deps, yml);
         // The job ran on one VM, which is gone.
         expect(fake.calls.filter((call) => call.startsWith("POST"))).toHaveLength(1);
         expect(fake.vms.running()).toBe(0);

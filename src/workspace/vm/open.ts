@@ -8,9 +8,9 @@ import { join } from "node:path";
 import type { Logger } from "../../github/logger.ts";
 import { gitClient } from "../git.ts";
 import { startAllowListProxy } from "../proxy.ts";
-import { agentHealthy, createRemoteWorkspace, seedRemoteCheckout } from "../remote.ts";
+import { createRemoteWorkspace, seedRemoteCheckout, waitForAgent } from "../remote.ts";
 import type { Workspace } from "../types.ts";
-import { type Vm, type VmEngine, VmFailed } from "./engine.ts";
+import type { Vm, VmEngine } from "./engine.ts";
 import type { VmPool } from "./pool.ts";
 import { destroyEarlierAttempts } from "./sweep.ts";
 
@@ -30,17 +30,6 @@ async function bundleOf(root: string, dir: string) {
   const bundle = join(dir, "seed.bundle");
   await git.raw(["bundle", "create", "-q", bundle, `refs/heads/${branch}`]);
   return { branch, origin, bundle };
-}
-
-async function untilHealthy(baseUrl: string, signal?: AbortSignal): Promise<void> {
-  const deadline = Date.now() + AGENT_READY_MS;
-  let wait = 20;
-  while (!(await agentHealthy({ baseUrl }))) {
-    signal?.throwIfAborted();
-    if (Date.now() > deadline) throw new VmFailed("the workspace agent on the VM did not answer");
-    await new Promise((resolve) => setTimeout(resolve, wait));
-    wait = Math.min(wait * 2, 1000);
-  }
 }
 
 /** The worker-side allow-list proxy a VM's commands go through. */
@@ -97,7 +86,7 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
     };
     try {
       vm ??= await engine.create({ owner: options.owner, secret }, options.signal);
-      await untilHealthy(vm.baseUrl, options.signal);
+      await waitForAgent({ baseUrl: vm.baseUrl }, AGENT_READY_MS, options.signal);
       const agent = { endpoint: { baseUrl: vm.baseUrl }, secret };
       const root = await seedRemoteCheckout(agent, { ...seed, proxy: egress?.url }, options.signal);
       return createRemoteWorkspace({

@@ -4,7 +4,7 @@
 // `pool-<worker>-<boot>`: a restarted worker destroys its previous boot's (sweep.ts).
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../../github/logger.ts";
-import { agentHealthy } from "../remote.ts";
+import { waitForAgent } from "../remote.ts";
 import type { Vm, VmEngine } from "./engine.ts";
 
 interface StartedVm {
@@ -24,16 +24,6 @@ export interface VmPool {
 }
 
 const READY_MS = 60_000;
-
-async function untilAnswers(vm: Vm): Promise<void> {
-  const deadline = Date.now() + READY_MS;
-  let wait = 20;
-  while (!(await agentHealthy({ baseUrl: vm.baseUrl }))) {
-    if (Date.now() > deadline) throw new Error("the pooled VM's agent did not answer");
-    await new Promise((resolve) => setTimeout(resolve, wait));
-    wait = Math.min(wait * 2, 1000);
-  }
-}
 
 /** The label of this boot's pool VMs, and a test for the same worker's earlier boots'. */
 export function poolOwner(workerId: string, boot: string) {
@@ -57,7 +47,7 @@ export function createVmPool(
     const secret = randomBytes(32).toString("base64url");
     const vm = await engine.create({ owner, secret });
     try {
-      await untilAnswers(vm);
+      await waitForAgent({ baseUrl: vm.baseUrl }, READY_MS);
     } catch (error) {
       await engine.destroy(vm.id).catch(() => undefined);
       throw error;
