@@ -1,18 +1,22 @@
 /**
  * Sandboxed exec overhead: 200 runs of `true` through the sandbox workspace against a raw spawn of
  * `true`, plus the host workspace and a sandbox with the network proxy bridge for context, and the
- * workspace agent (in a local sandbox, over its unix socket), which keeps one warm process.
+ * workspace agent (in a local sandbox, over its unix socket), which keeps one warm process, and the
+ * same agent as a Fly Machine's, reached over TCP on loopback through the Fly API fake.
  * Goals: the sandbox's median at most 10 ms above the raw spawn's; the agent's at most 3 ms.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { createLocalAgentWorkspace } from "../src/workspace/agent-local.ts";
+import { createWorkspace } from "../src/workspace/factory.ts";
 import { createHostWorkspace } from "../src/workspace/host.ts";
 import { createSandboxWorkspace } from "../src/workspace/sandbox.ts";
 import type { Workspace } from "../src/workspace/types.ts";
+import { createFlyEngine } from "../src/workspace/vm/fly.ts";
+import { FLY_APP, startFlyFake } from "../test/helpers/fly-fake.ts";
 
 const RUNS = 200;
 const GOAL_EXTRA_MS = 10;
@@ -59,18 +63,37 @@ const networked = await createSandboxWorkspace(root, {
   allowHosts: ["registry.npmjs.org"],
 });
 const agent = await createLocalAgentWorkspace(root, { logger: quiet });
+const fly = await startFlyFake();
+const checkout = await mkdtemp(join(tmpdir(), "vmpilot-bench-exec-vm-"));
+execFileSync("git", ["init", "-q", "-b", "main", checkout]);
+const machine = await createWorkspace({
+  provider: "fly",
+  root: checkout,
+  engine: createFlyEngine({
+    token: fly.token,
+    app: FLY_APP,
+    image: fly.image,
+    cpus: 1,
+    memoryMb: 1024,
+    port: fly.vms.port,
+    apiUrl: fly.url,
+  }),
+  owner: "job-1-1",
+});
 try {
   const raw = await measure(RUNS, rawSpawn);
   const hostTimes = await measure(RUNS, () => execTrue(host));
   const sandboxTimes = await measure(RUNS, () => execTrue(sandbox));
   const networkedTimes = await measure(RUNS / 4, () => execTrue(networked));
   const agentTimes = await measure(RUNS, () => execTrue(agent));
+  const machineTimes = await measure(RUNS, () => execTrue(machine));
   console.log(`${RUNS} runs of \`true\``);
   report("raw spawn", raw);
   report("host workspace (bash -c)", hostTimes);
   report("sandbox workspace", sandboxTimes);
   report(`sandbox + proxy bridge (${RUNS / 4})`, networkedTimes);
   report("workspace agent (in a sandbox)", agentTimes);
+  report("agent on a (fake) Fly Machine", machineTimes);
   const extra = pct(sandboxTimes, 50) - pct(raw, 50);
   const extraP90 = pct(sandboxTimes, 90) - pct(raw, 90);
   console.log(
@@ -80,7 +103,14 @@ try {
   console.log(
     `workspace agent: median ${fmt(agentMedian)} (goal ≤ ${GOAL_AGENT_MS} ms: ${agentMedian <= GOAL_AGENT_MS ? "met" : "missed"}); ${(pct(sandboxTimes, 50) / agentMedian).toFixed(1)}× faster than the sandbox`,
   );
+  const machineMedian = pct(machineTimes, 50);
+  console.log(
+    `agent over TCP loopback: median ${fmt(machineMedian)} (goal ≤ ${GOAL_AGENT_MS} ms: ${machineMedian <= GOAL_AGENT_MS ? "met" : "missed"})`,
+  );
 } finally {
   await Promise.all([host.dispose(), sandbox.dispose(), networked.dispose(), agent.dispose()]);
+  await machine.dispose();
+  await fly.close();
+  await rm(checkout, { recursive: true, force: true });
   await rm(root, { recursive: true, force: true });
 }

@@ -3,7 +3,7 @@
 // a sandboxed runtime (gVisor, Kata) through runtimeClassName; deploy/kubernetes/ holds the
 // NetworkPolicy that keeps it off everything but its egress proxy.
 import { randomBytes } from "node:crypto";
-import { ApiException, CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
 import {
   agentUrl,
   engineError,
@@ -41,8 +41,10 @@ const BROKEN = [
 const WAIT_START_MS = 250;
 const WAIT_MAX_MS = 2000;
 
-function failure(error: unknown): Error {
-  if (error instanceof ApiException) {
+type Client = typeof import("@kubernetes/client-node");
+
+function failure(error: unknown, k8s: Client): Error {
+  if (error instanceof k8s.ApiException) {
     const body = typeof error.body === "string" ? error.body : JSON.stringify(error.body ?? "");
     let message = body;
     try {
@@ -107,27 +109,36 @@ function running(pod: V1Pod): string | undefined {
 }
 
 export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngine {
-  const config = options.kubeConfig ?? new KubeConfig();
-  if (!options.kubeConfig) config.loadFromDefault();
-  const api = config.makeApiClient(CoreV1Api);
   const { namespace } = options;
+  // The client adds about 130 MB to a process, so it is loaded when the engine is first used.
+  let loaded: Promise<{ k8s: Client; api: CoreV1Api }> | undefined;
+  const client = () => {
+    loaded ??= import("@kubernetes/client-node").then((k8s) => {
+      const config = options.kubeConfig ?? new k8s.KubeConfig();
+      if (!options.kubeConfig) config.loadFromDefault();
+      return { k8s, api: config.makeApiClient(k8s.CoreV1Api) };
+    });
+    return loaded;
+  };
 
   async function destroy(name: string): Promise<void> {
+    const { k8s, api } = await client();
     try {
       await api.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
     } catch (error) {
-      const failed = failure(error);
+      const failed = failure(error, k8s);
       if ((failed as { status?: number }).status !== 404) throw failed;
     }
   }
 
   async function waitRunning(name: string, signal?: AbortSignal): Promise<string> {
+    const { k8s, api } = await client();
     const deadline = Date.now() + (options.startTimeoutMs ?? 5 * 60_000);
     let wait = WAIT_START_MS;
     for (;;) {
       signal?.throwIfAborted();
       const pod = await api.readNamespacedPod({ name, namespace }).catch((error) => {
-        throw failure(error);
+        throw failure(error, k8s);
       });
       const ip = running(pod);
       if (ip) return ip;
@@ -145,13 +156,14 @@ export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngi
         .toLowerCase()
         .replace(/[^a-z0-9-]/g, "-")
         .slice(0, 40)}-${randomBytes(3).toString("hex")}`;
+      const { k8s, api } = await client();
       try {
         await api.createNamespacedPod({
           namespace,
           body: podSpec(options, name, spec),
         });
       } catch (error) {
-        throw failure(error);
+        throw failure(error, k8s);
       }
       try {
         return { id: name, baseUrl: agentUrl(await waitRunning(name, signal), options.port) };
@@ -162,10 +174,11 @@ export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngi
     },
     destroy,
     async list(): Promise<VmListing[]> {
+      const { k8s, api } = await client();
       const pods = await api
         .listNamespacedPod({ namespace, labelSelector: OWNER })
         .catch((error) => {
-          throw failure(error);
+          throw failure(error, k8s);
         });
       return pods.items.map((pod) => ({
         id: pod.metadata?.name ?? "",
