@@ -1,6 +1,15 @@
 // The workspace agent, for real: in a bubblewrap sandbox standing in for a VM (the `agent`
 // provider), held to the local providers' contract; and in-process, attacked without the secret.
-import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import {
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -130,7 +139,7 @@ describe("the workspace agent under attack", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  function send(path: string, body: string | Buffer, secret?: string) {
+  function send(path: string, body: string | Buffer, secret?: string, length?: number) {
     return new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = request(
         {
@@ -139,7 +148,7 @@ describe("the workspace agent under attack", () => {
           method: "POST",
           headers: {
             "content-type": "application/json",
-            "content-length": Buffer.byteLength(body),
+            "content-length": length ?? Buffer.byteLength(body),
             ...(secret ? { authorization: `Bearer ${secret}` } : {}),
           },
         },
@@ -152,7 +161,8 @@ describe("the workspace agent under attack", () => {
         },
       );
       req.on("error", reject);
-      req.end(body);
+      if (length === undefined) req.end(body);
+      else req.flushHeaders();
     });
   }
 
@@ -186,5 +196,27 @@ describe("the workspace agent under attack", () => {
     const malformed = await send("/v1/exec", JSON.stringify({ command: "true", extra: 1 }), SECRET);
     expect(malformed.status).toBe(400);
     expect(logged.some((l) => l.reason === "body too large")).toBe(true);
+  });
+
+  it("refuses a checkout with a hostile branch, origin or proxy, one over the cap, and a second one", async () => {
+    const checkout = (query: string, length?: number) =>
+      send(`/v1/checkout?${query}`, "", SECRET, length);
+    for (const query of [
+      "branch=--upload-pack%3Dtouch%20x",
+      "branch=..%2F..%2Fetc",
+      "branch=main&origin=https%3A%2F%2Fx%0Aevil",
+      "branch=main&proxy=file%3A%2F%2F%2Fetc%2Fpasswd",
+    ]) {
+      expect((await checkout(query)).status, query).toBe(400);
+    }
+    expect((await checkout("branch=main", 5 * 1024 ** 3)).status).toBe(413);
+    expect(await readdir(join(dir, "repo"))).toEqual([]);
+    const first = await checkout("branch=main&origin=https%3A%2F%2Fgithub.com%2Fo%2Fr.git");
+    expect(first.status).toBe(200);
+    expect(JSON.parse(first.text)).toEqual({ root: join(dir, "repo") });
+    expect(await readdir(join(dir, "repo"))).toEqual([".git"]);
+    const again = await checkout("branch=main");
+    expect(again.status).toBe(400);
+    expect(again.text).toContain("the checkout exists");
   });
 });
