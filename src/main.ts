@@ -198,9 +198,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         checkSandbox(provider, readiness, logger);
         const pool = identity && poolOwner(identity.id, randomBytes(4).toString("hex"));
         if (pool && config.warmPool > 0 && (provider === "fly" || provider === "kubernetes")) {
-          vmPool = createVmPool(engineFor(provider), config.warmPool, pool.owner, logger);
-          const started = vmPool;
-          cleanup.push(() => started.close());
+          try {
+            const started = createVmPool(engineFor(provider), config.warmPool, pool.owner, logger);
+            cleanup.push(() => started.close());
+            vmPool = started;
+          } catch {
+            // Bad engine settings: checkSandbox logs them and keeps the worker unready.
+          }
         }
         cleanup.push(startVmSweeper(provider, db.pool, logger, pool?.stale));
       }

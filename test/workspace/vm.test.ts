@@ -300,6 +300,27 @@ describe.each(cases)("the $name provider", (c) => {
     expect(fake.vms.running()).toBe(0);
   });
 
+  it("does not give a job a pooled VM that died while it waited", async () => {
+    const engine = c.engine(fake);
+    const pool = createVmPool(engine, 1, poolOwner("worker-3", "boot1").owner, recordingLogger());
+    await pool.filled();
+    const [dead] = await engine.list();
+    fake.vms.list()[0]?.freeze();
+    const workspace = await createWorkspace({
+      provider: c.name,
+      root: local,
+      engine,
+      owner: "job-70-1",
+      pool,
+    });
+    expect((await workspace.exec("cat README.md")).exitCode).toBe(0);
+    expect((await engine.list()).map((vm) => vm.id)).not.toContain(dead?.id);
+    await workspace.dispose();
+    await pool.filled();
+    await pool.close();
+    expect(fake.vms.running()).toBe(0);
+  });
+
   it("sweeps the VMs of attempts that ended, and leaves live and CLI ones", async () => {
     const engine = c.engine(fake);
     const owners = ["job-10-1", "job-10-2", "job-11-1", "cli-4242"];

@@ -8,7 +8,12 @@ import { join } from "node:path";
 import type { Logger } from "../../github/logger.ts";
 import { gitClient } from "../git.ts";
 import { startAllowListProxy } from "../proxy.ts";
-import { createRemoteWorkspace, seedRemoteCheckout, waitForAgent } from "../remote.ts";
+import {
+  agentHealthy,
+  createRemoteWorkspace,
+  seedRemoteCheckout,
+  waitForAgent,
+} from "../remote.ts";
 import type { Workspace } from "../types.ts";
 import type { Vm, VmEngine } from "./engine.ts";
 import type { VmPool } from "./pool.ts";
@@ -73,7 +78,12 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
   try {
     await destroyEarlierAttempts(engine, options.owner);
     const seed = await bundleOf(options.localRoot, dir);
-    const pooled = options.pool?.take();
+    let pooled = options.pool?.take();
+    // A pooled VM may have died while it waited (a crash, the pod's deadline): make another.
+    if (pooled && !(await agentHealthy({ baseUrl: pooled.vm.baseUrl }))) {
+      await engine.destroy(pooled.vm.id).catch(() => undefined);
+      pooled = undefined;
+    }
     const secret = pooled?.secret ?? randomBytes(32).toString("base64url");
     const egress = options.egress ? await startEgress(options.egress) : undefined;
     let vm: Vm | undefined = pooled?.vm;
