@@ -1,7 +1,7 @@
-import { randomBytes } from "node:crypto";
 // `npm start`: the webhook server and/or the job worker (--role web|worker|all), or Probot's
 // setup page when no GitHub App is configured yet.
 import "./node-version.ts";
+import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";

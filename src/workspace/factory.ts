@@ -29,7 +29,7 @@ export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "l
   signal?: AbortSignal;
 }
 
-/** A VM made outside a job (the CLI): the sweeper leaves it alone; its engine's deadline ends it. */
+/** A VM made outside a job (the CLI): the sweeper leaves it alone; the session destroys it. */
 const sessionOwner = () => `cli-${process.pid}`;
 
 /** Opens a workspace on a checkout with the chosen provider; never downgrades isolation on its own. */

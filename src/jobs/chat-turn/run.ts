@@ -1,7 +1,6 @@
 // A turn of the chat face, run by a worker like any job: the chat's workspace rebuilt from its
 // last turn, the agent on the chat's stored history, then a commit, and the workspace and the
 // client-visible reply remembered for the next request.
-
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentResult } from "../../agent/loop.ts";

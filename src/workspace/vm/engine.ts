@@ -34,6 +34,12 @@ export interface VmEngine {
 /** The engine refused in a way another attempt would repeat (bad token, missing image or app). */
 export class VmRefused extends PermanentError {
   override name = "VmRefused";
+  /** The API's HTTP status, when the refusal was one. */
+  readonly status: number | undefined;
+  constructor(message: string, status?: number) {
+    super(message);
+    this.status = status;
+  }
 }
 
 /** The engine or the VM failed in a way that may pass (rate limit, 5xx, a VM that died). */
@@ -44,8 +50,13 @@ export class VmFailed extends Error {
 /** 401, 403, 404 and 422 say the configuration is wrong; anything else may pass. */
 export function engineError(engine: string, status: number, message: string): Error {
   const line = `${engine} refused (${status}): ${message.slice(0, 300)}`;
-  return [400, 401, 403, 404, 422].includes(status) ? new VmRefused(line) : new VmFailed(line);
+  return [400, 401, 403, 404, 422].includes(status)
+    ? new VmRefused(line, status)
+    : new VmFailed(line);
 }
+
+/** A 404 from the engine: for a destroy, the VM is gone already. */
+export const isGone = (error: unknown) => error instanceof VmRefused && error.status === 404;
 
 /** `http://host:port`, with brackets for an IPv6 address (Fly's private network is IPv6). */
 export function agentUrl(address: string, port: number): string {

@@ -2,7 +2,14 @@
 // REST API. The Machine runs the workspace image, whose entry is the agent; it is made with
 // auto_destroy and no restarts, so a Machine whose agent exits is gone on its own as well.
 import { z } from "zod";
-import { agentUrl, engineError, type VmEngine, VmFailed, type VmListing } from "./engine.ts";
+import {
+  agentUrl,
+  engineError,
+  isGone,
+  type VmEngine,
+  VmFailed,
+  type VmListing,
+} from "./engine.ts";
 
 export interface FlyEngineOptions {
   token: string;
@@ -27,6 +34,22 @@ const machine = z.object({
   config: z.object({ metadata: z.record(z.string(), z.string()).nullish() }).nullish(),
 });
 const errorBody = z.object({ error: z.string() });
+/** A list of many Machines fits well within this; more is not read. */
+const MAX_ANSWER_BYTES = 10 * 1024 * 1024;
+
+async function cappedText(res: Response): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body ?? []) {
+    size += chunk.length;
+    if (size > MAX_ANSWER_BYTES) {
+      await res.body?.cancel();
+      throw new VmFailed("the Fly Machines API's answer is too large");
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 export function createFlyEngine(options: FlyEngineOptions): VmEngine {
   const base = `${options.apiUrl ?? "https://api.machines.dev"}/v1/apps/${encodeURIComponent(options.app)}/machines`;
@@ -47,7 +70,7 @@ export function createFlyEngine(options: FlyEngineOptions): VmEngine {
       if (signal?.aborted) throw error;
       throw new VmFailed(`the Fly Machines API is unreachable: ${(error as Error).message}`);
     }
-    const text = await res.text();
+    const text = await cappedText(res);
     let json: unknown;
     try {
       json = text ? JSON.parse(text) : undefined;
@@ -56,9 +79,10 @@ export function createFlyEngine(options: FlyEngineOptions): VmEngine {
     }
     if (!res.ok) {
       const parsed = errorBody.safeParse(json);
-      throw Object.assign(
-        engineError("the Fly Machines API", res.status, parsed.success ? parsed.data.error : ""),
-        { status: res.status },
+      throw engineError(
+        "the Fly Machines API",
+        res.status,
+        parsed.success ? parsed.data.error : "",
       );
     }
     return json;
@@ -68,7 +92,7 @@ export function createFlyEngine(options: FlyEngineOptions): VmEngine {
     try {
       await api("DELETE", `/${encodeURIComponent(id)}?force=true`);
     } catch (error) {
-      if ((error as { status?: number }).status !== 404) throw error;
+      if (!isGone(error)) throw error;
     }
   }
 

@@ -7,6 +7,7 @@ import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
 import {
   agentUrl,
   engineError,
+  isGone,
   type VmEngine,
   VmFailed,
   type VmListing,
@@ -50,9 +51,7 @@ function failure(error: unknown, k8s: Client): Error {
     try {
       message = (JSON.parse(body) as { message?: string }).message ?? body;
     } catch {}
-    return Object.assign(engineError("the Kubernetes API", error.code, message), {
-      status: error.code,
-    });
+    return engineError("the Kubernetes API", error.code, message);
   }
   return new VmFailed(`the Kubernetes API is unreachable: ${(error as Error).message}`);
 }
@@ -127,7 +126,7 @@ export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngi
       await api.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0 });
     } catch (error) {
       const failed = failure(error, k8s);
-      if ((failed as { status?: number }).status !== 404) throw failed;
+      if (!isGone(failed)) throw failed;
     }
   }
 

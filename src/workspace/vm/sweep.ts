@@ -1,7 +1,6 @@
 // Destroys VMs nobody will use again: those of a job attempt that ended or died with its worker.
 // Every worker sweeps at startup and then now and again, so a crash leaves a VM behind only until
-// some worker runs; the engines' own deadlines (Fly's auto_destroy, the pod's activeDeadlineSeconds)
-// are the backstop.
+// some worker runs; on Kubernetes the pod's activeDeadlineSeconds is a backstop as well.
 import type { VmEngine } from "./engine.ts";
 
 const JOB_OWNER = /^job-(\d+)-(\d+)$/;
@@ -36,15 +35,11 @@ export async function sweepVms(
  * Before a job's later attempt makes its VM: the earlier attempts' VMs are dead (their worker
  * crashed or gave up), so they go at once rather than at the next sweep.
  */
-export async function destroyEarlierAttempts(engine: VmEngine, owner: string): Promise<number> {
+export async function destroyEarlierAttempts(engine: VmEngine, owner: string): Promise<void> {
   const current = jobOwner(owner);
-  if (!current || current.attempt === 1) return 0;
-  let destroyed = 0;
-  for (const vm of await engine.list()) {
-    const earlier = jobOwner(vm.owner);
-    if (earlier?.jobId !== current.jobId || earlier.attempt >= current.attempt) continue;
-    await engine.destroy(vm.id);
-    destroyed += 1;
-  }
-  return destroyed;
+  if (!current || current.attempt === 1) return;
+  await sweepVms(
+    engine,
+    async (jobId, attempt) => jobId !== current.jobId || attempt >= current.attempt,
+  );
 }
