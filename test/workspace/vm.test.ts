@@ -10,12 +10,14 @@ import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { isPermanent } from "../../src/errors.ts";
+import { redact } from "../../src/github/redact.ts";
 import { SandboxUnavailableError } from "../../src/workspace/bwrap.ts";
 import { checkProvider, createWorkspace } from "../../src/workspace/factory.ts";
 import { type VmEngine, VmFailed, VmRefused } from "../../src/workspace/vm/engine.ts";
 import { createFlyEngine } from "../../src/workspace/vm/fly.ts";
 import { createKubernetesEngine } from "../../src/workspace/vm/kubernetes.ts";
 import { createVmPool, poolOwner } from "../../src/workspace/vm/pool.ts";
+import { engineFor } from "../../src/workspace/vm/settings.ts";
 import { sweepVms } from "../../src/workspace/vm/sweep.ts";
 import type { EngineFake } from "../helpers/engine-fake.ts";
 import { FLY_APP, startFlyFake } from "../helpers/fly-fake.ts";
@@ -68,6 +70,19 @@ const cases: Case[] = [
     calls: [/^POST \/api\/v1\/namespaces\/[^/]+\/pods$/, /^GET .*\/pods\/[^/]+$/, /^DELETE /],
   },
 ];
+
+describe("engineFor", () => {
+  it("registers the Fly API token, which matches no pattern, so logs and comments hide it", () => {
+    const token = "FlyV1 fm2_lJPECAAAAAAAAMqexBD0vmpilotTestToken7A==";
+    expect(redact(`token ${token}`)).toContain(token);
+    engineFor("fly", {
+      FLY_API_TOKEN: token,
+      FLY_WORKSPACE_APP: "a",
+      FLY_WORKSPACE_IMAGE: "i",
+    });
+    expect(redact(`token ${token}`)).not.toContain(token);
+  });
+});
 
 let base: string;
 let local: string;

@@ -1,6 +1,7 @@
 // The VM engines' settings, read from the environment, so the worker, the chat turns and the CLI
 // configure an engine the same way. Missing or malformed settings name the variables.
 import { z } from "zod";
+import { registerSecret } from "../../github/redact.ts";
 import { SandboxUnavailableError } from "../bwrap.ts";
 import type { VmEngine } from "./engine.ts";
 import { createFlyEngine } from "./fly.ts";
@@ -54,6 +55,8 @@ function settings<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv, name: 
 export function engineFor(name: "fly" | "kubernetes", env = process.env): VmEngine {
   if (name === "fly") {
     const s = settings(fly, env, name);
+    // Fly's tokens match no redaction pattern: logs and comments hide this one by its value.
+    registerSecret(s.FLY_API_TOKEN);
     return createFlyEngine({
       token: s.FLY_API_TOKEN,
       app: s.FLY_WORKSPACE_APP,
