@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import { type Exit, launch } from "./launcher.ts";
+import { type Exit, type Launched, launch, type OutputHandler } from "./launcher.ts";
 import { capStreams, MODEL_OUTPUT_CAP, OutputCapture } from "./output.ts";
 import type { ExecResult } from "./types.ts";
 
@@ -24,13 +24,19 @@ export interface RunOptions {
  * Runs a process in its own process group and kills the whole group on timeout, on abort, and
  * when the leader exits — so background children never outlive the command that started them.
  */
-export async function runProcess(spec: ProcessSpec, options: RunOptions = {}): Promise<ExecResult> {
+export function runProcess(spec: ProcessSpec, options: RunOptions = {}): Promise<ExecResult> {
+  return runStarted((onOutput) => launch({ ...spec, group: true }, onOutput), options);
+}
+
+/** Like runProcess, for a process `start` launches (or sets going) in its own process group. */
+export async function runStarted(
+  start: (onOutput: OutputHandler) => Launched,
+  options: RunOptions = {},
+): Promise<ExecResult> {
   const started = performance.now();
   const stdout = new OutputCapture();
   const stderr = new OutputCapture();
-  const child = launch({ ...spec, group: true }, (stream, chunk) =>
-    (stream === "stdout" ? stdout : stderr).write(chunk),
-  );
+  const child = start((stream, chunk) => (stream === "stdout" ? stdout : stderr).write(chunk));
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;

@@ -43,7 +43,7 @@ function spawnSpec(spec: LaunchSpec): ChildProcess {
     cwd: spec.cwd,
     env: spec.env,
     detached: spec.group,
-    stdio: [spec.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    stdio: [spec.input === undefined && !spec.inputLater ? "ignore" : "pipe", "pipe", "pipe"],
   });
 }
 
@@ -53,7 +53,7 @@ function watch(id: number, spec: LaunchSpec, child: ChildProcess): void {
   child.stdin?.on("error", () => {
     // A process that exits without reading its input closes the pipe; its exit code tells.
   });
-  child.stdin?.end(spec.input);
+  if (!spec.inputLater) child.stdin?.end(spec.input);
   child.stdout?.on("data", (chunk: Buffer) => reply({ type: "output", id, stream: 1, chunk }));
   child.stderr?.on("data", (chunk: Buffer) => reply({ type: "output", id, stream: 2, chunk }));
   child.on("error", (error: NodeJS.ErrnoException) => {
@@ -76,12 +76,18 @@ function watch(id: number, spec: LaunchSpec, child: ChildProcess): void {
 
 process.on("message", (message: unknown) => {
   if (typeof message !== "object" || message === null) return;
-  const { type, id, spec, signal } = message as Record<string, unknown>;
+  const { type, id, spec, signal, input } = message as Record<string, unknown>;
   // Without a numeric id there is nobody to answer; the worker never sends such a message.
   if (typeof id !== "number") return;
   if (type === "launch") return start(id, spec);
-  const entry = type === "kill" ? children.get(id) : undefined;
+  const entry = children.get(id);
   if (!entry) return;
+  if (type === "input") {
+    // Only once, and only to a process started to wait for it (its stdin is still open).
+    if (typeof input === "string" && entry.child.stdin?.writable) entry.child.stdin.end(input);
+    return;
+  }
+  if (type !== "kill") return;
   try {
     if (entry.group) killGroup(entry.child.pid, signal as NodeJS.Signals);
     else entry.child.kill(signal as NodeJS.Signals);

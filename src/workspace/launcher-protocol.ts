@@ -11,11 +11,14 @@ export interface LaunchSpec {
   group: boolean;
   /** Written to stdin, which is then closed; without it stdin is /dev/null. */
   input?: string;
+  /** Stdin stays open until the input arrives later (`Launched.write`): a process started ahead. */
+  inputLater?: boolean;
 }
 
 export type LauncherRequest =
   | { type: "launch"; id: number; spec: LaunchSpec }
-  | { type: "kill"; id: number; signal: NodeJS.Signals };
+  | { type: "kill"; id: number; signal: NodeJS.Signals }
+  | { type: "input"; id: number; input: string };
 
 export type LauncherReply =
   | { type: "output"; id: number; stream: 1 | 2; chunk: Uint8Array }
@@ -31,7 +34,7 @@ const hasNul = (value: unknown): boolean => typeof value !== "string" || value.i
  */
 export function specProblem(spec: unknown): string | undefined {
   if (typeof spec !== "object" || spec === null) return "the launch spec is not an object";
-  const { file, args, cwd, env, group, input } = spec as Record<string, unknown>;
+  const { file, args, cwd, env, group, input, inputLater } = spec as Record<string, unknown>;
   if (hasNul(file) || file === "") return "the program is not a string without NUL bytes";
   if (!Array.isArray(args) || args.some(hasNul)) {
     return "an argument is not a string without NUL bytes";
@@ -47,5 +50,8 @@ export function specProblem(spec: unknown): string | undefined {
   }
   if (typeof group !== "boolean") return "group is not a boolean";
   if (input !== undefined && typeof input !== "string") return "the input is not a string";
+  if (inputLater !== undefined && (typeof inputLater !== "boolean" || input !== undefined)) {
+    return "inputLater is not a boolean, or comes with an input";
+  }
   return undefined;
 }

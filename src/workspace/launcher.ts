@@ -27,6 +27,8 @@ export interface Launched {
   done: Promise<Exit>;
   /** Signals the process (its whole group when launched with `group`). */
   kill(signal?: NodeJS.Signals): void;
+  /** Writes the input of a process launched with `inputLater`, and closes its stdin. */
+  write(input: string): void;
 }
 
 export type OutputHandler = (stream: "stdout" | "stderr", chunk: Buffer) => void;
@@ -133,6 +135,9 @@ export function launch(spec: LaunchSpec, onOutput?: OutputHandler): Launched {
     done,
     kill(signal = "SIGKILL") {
       if (launcher.pending.has(id)) send(launcher, { type: "kill", id, signal });
+    },
+    write(input) {
+      if (launcher.pending.has(id)) send(launcher, { type: "input", id, input });
     },
   };
 }

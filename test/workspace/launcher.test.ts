@@ -56,6 +56,17 @@ describe("process launcher", () => {
     expect((await child.done).signal).toBe("SIGKILL");
   });
 
+  it("starts a process ahead and gives it its input later, once", async () => {
+    const out: string[] = [];
+    const child = launch({ ...sh("cat; echo done"), inputLater: true }, (_stream, chunk) =>
+      out.push(chunk.toString()),
+    );
+    child.write("later ");
+    child.write("twice ");
+    expect(await child.done).toEqual({ code: 0, signal: null });
+    expect(out.join("")).toBe("later done\n");
+  });
+
   it("reports a program that cannot start", async () => {
     const error = await launchAndCollect({ ...sh(""), file: "/no/such/program" }).catch(
       (e: unknown) => e,
@@ -136,10 +147,12 @@ describe("process launcher", () => {
       launcher.send({ type: "launch", id: 2, spec: { ...good, env: { A: "x\0y" } } });
       launcher.send({ type: "launch", id: 3, spec: { ...good, cwd: 42 } });
       launcher.send({ type: "kill", id: 4, signal: "SIGNOPE" });
+      launcher.send({ type: "launch", id: 6, spec: { ...good, input: "x", inputLater: true } });
+      launcher.send({ type: "input", id: 4, input: "to nobody" });
       launcher.send("not a request");
       launcher.send({ type: "launch", id: 5, spec: good });
       expect(await replyTo(5, "exited")).toBe(true);
-      for (const id of [1, 2, 3]) {
+      for (const id of [1, 2, 3, 6]) {
         expect(replies.find((r) => r.id === id)).toMatchObject({ type: "failed", code: "EINVAL" });
       }
       expect(replies.filter((r) => r.id === 5).map((r) => r.type)).toEqual(["output", "exited"]);

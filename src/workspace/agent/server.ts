@@ -7,7 +7,6 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { readCapped as readBody } from "../../web/capped-body.ts";
 import { proxyEnv, withExtraEnv } from "../env.ts";
-import { runProcess } from "../exec.ts";
 import { fileOps } from "../files.ts";
 import { PathEscapeError, resolveInside } from "../paths.ts";
 import { FileRefusedError } from "../read-capped.ts";
@@ -23,6 +22,7 @@ import {
   readRequest,
 } from "./protocol.ts";
 import { SeedRefused, seedCheckout } from "./seed.ts";
+import { createWarmShell } from "./warm-shell.ts";
 
 export interface AgentOptions {
   /** The checkout: commands run and files are read and written only below it. */
@@ -73,6 +73,8 @@ export function createAgentServer(options: AgentOptions): Server {
   const files = fileOps(options.root);
   // The checkout may add the worker's egress proxy for this job's commands (agent/protocol.ts).
   let env = options.env;
+  const shell = createWarmShell(options.root);
+  shell.warm(env);
   const running = new Map<string, AbortController>();
   /** Cancels that arrived before their command (both are sent at once on an early abort). */
   const early = new Set<string>();
@@ -89,10 +91,10 @@ export function createAgentServer(options: AgentOptions): Server {
     res.once("close", () => gone.abort());
     if (early.delete(request.id)) gone.abort();
     try {
-      const result = await runProcess(
-        { file: "bash", args: ["-c", request.command], cwd, env: commandEnv },
-        { timeoutMs: request.timeoutMs, signal: gone.signal },
-      );
+      const result = await shell.run(request.command, cwd, commandEnv, {
+        timeoutMs: request.timeoutMs,
+        signal: gone.signal,
+      });
       json(res, 200, result);
     } finally {
       running.delete(request.id);
@@ -145,6 +147,7 @@ export function createAgentServer(options: AgentOptions): Server {
       throw error;
     }
     if (proxy.data) env = { ...env, ...proxyEnv(proxy.data) };
+    shell.warm(env);
     json(res, 200, { root: options.root });
   }
 
@@ -202,6 +205,7 @@ export function createAgentServer(options: AgentOptions): Server {
     }
   });
   server.on("close", () => {
+    shell.close();
     for (const command of running.values()) command.abort();
   });
   return server;

@@ -1,0 +1,107 @@
+// A bash started ahead of its command, waiting on stdin for the directory and the command.
+// Starting a process is most of what a short command costs (measured here: a `bash -c true`
+// takes ~10 ms, the same `true` in a shell already started ~1.5 ms), and the model's turn between
+// two commands hides the next shell's start. Each shell runs one command, in its own process
+// group, with the environment it started with, so a command sees what `bash -c` would give it:
+// the same variables, cwd, stdin, open files and exit status (test/workspace/warm-shell.test.ts).
+// A shell killed while it waits is noticed when the launcher reports its exit; one that dies in
+// the moment before its command arrives fails that one command as killed.
+import { type RunOptions, runProcess, runStarted } from "../exec.ts";
+import { type Launched, launch, type OutputHandler } from "../launcher.ts";
+import type { ExecResult } from "../types.ts";
+
+// The command's own variables are unset before it runs; `exec </dev/null` gives it what a cold
+// start gives, and the shell's stdin (the agent's pipe) is closed.
+const PRELUDE =
+  'IFS= read -r -d "" d && IFS= read -r -d "" c && cd -- "$d" && exec </dev/null || exit 126; unset d OLDPWD; eval "unset c; $c"';
+
+interface Spare {
+  env: Record<string, string>;
+  started: Launched;
+  exited: boolean;
+  /** Where its output goes once taken; nothing is expected before. */
+  setSink(handler: OutputHandler): void;
+}
+
+export interface WarmShell {
+  /** Starts a shell with `env` to wait for the next command, unless one already waits. */
+  warm(env: Record<string, string>): void;
+  /** Runs `command` like `bash -c` would, in the shell started ahead when it has this `env`. */
+  run(
+    command: string,
+    cwd: string,
+    env: Record<string, string>,
+    options: RunOptions,
+  ): Promise<ExecResult>;
+  /** Ends the shell waiting for a command. */
+  close(): void;
+}
+
+export function createWarmShell(root: string): WarmShell {
+  let spare: Spare | undefined;
+  let closed = false;
+
+  function prepare(env: Record<string, string>): void {
+    let sink: OutputHandler = () => {};
+    const started = launch(
+      { file: "bash", args: ["-c", PRELUDE], cwd: root, env, group: true, inputLater: true },
+      (stream, chunk) => sink(stream, chunk),
+    );
+    const next: Spare = {
+      env,
+      started,
+      exited: false,
+      setSink(handler) {
+        sink = handler;
+      },
+    };
+    const gone = () => {
+      next.exited = true;
+      if (spare === next) spare = undefined;
+    };
+    started.done.then(gone, gone);
+    spare = next;
+  }
+
+  function warm(env: Record<string, string>): void {
+    if (closed || (spare && spare.env === env && !spare.exited)) return;
+    spare?.started.kill();
+    prepare(env);
+  }
+
+  function take(env: Record<string, string>): Spare | undefined {
+    const taken = spare;
+    spare = undefined;
+    if (taken && (taken.env !== env || taken.exited)) {
+      taken.started.kill();
+      return undefined;
+    }
+    return taken;
+  }
+
+  return {
+    warm,
+    async run(command, cwd, env, options) {
+      // A NUL byte takes the cold path, where the launcher refuses it as it always did.
+      const taken = command.includes("\0") || cwd.includes("\0") ? undefined : take(env);
+      try {
+        if (!taken)
+          return await runProcess({ file: "bash", args: ["-c", command], cwd, env }, options);
+        return await runStarted((onOutput) => {
+          taken.setSink(onOutput);
+          taken.started.write(`${cwd}\0${command}\0`);
+          return taken.started;
+        }, options);
+      } finally {
+        // Only now: the launcher is busy while it starts a process, and would hold back the exit
+        // of a command that ends meanwhile.
+        warm(env);
+      }
+    },
+    close() {
+      closed = true;
+      spare?.started.kill();
+      spare = undefined;
+    },
+  };
+}
