@@ -81,6 +81,7 @@ const machine = await createWorkspace({
     image: fly.image,
     cpus: 1,
     memoryMb: 1024,
+    deadlineSeconds: 3600,
     port: fly.vms.port,
     apiUrl: fly.url,
   }),

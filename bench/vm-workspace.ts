@@ -47,6 +47,7 @@ const engines: Array<[string, () => Promise<EngineFake>, (fake: EngineFake) => V
         image: fake.image,
         cpus: 2,
         memoryMb: 4096,
+        deadlineSeconds: 3600,
         port: fake.vms.port,
         apiUrl: fake.url,
       }),

@@ -28,6 +28,8 @@ export interface LocalAgent {
   /** The checkout, as the agent (and the sandbox) sees it. */
   root: string;
   stop(): Promise<void>;
+  /** Settles when the agent process has ended, by itself or stopped. */
+  exited: Promise<void>;
   blockedConnections(): readonly BlockedConnection[];
 }
 
@@ -39,6 +41,8 @@ export async function startLocalAgent(
   dir: string,
   secret: string,
   options: SandboxWorkspaceOptions = {},
+  /** More of the agent's own settings (agent/main.ts), as a VM's engine would pass them. */
+  agentEnv: Record<string, string> = {},
 ): Promise<LocalAgent> {
   const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), "vmpilot-agent-")));
   await mkdir(join(stateDir, "tmp"), { recursive: true });
@@ -54,6 +58,7 @@ export async function startLocalAgent(
   const flags = process.features.typescript ? "" : "--experimental-strip-types ";
   const agent = sandbox.exec(`exec ${quote(process.execPath)} ${flags}${quote(MAIN)}`, {
     env: {
+      ...agentEnv,
       VMPILOT_AGENT_KEY_FILE: "/tmp/vmpilot-agent.key",
       VMPILOT_AGENT_ROOT: sandbox.root,
       VMPILOT_AGENT_HOME: SANDBOX_HOME,
@@ -85,6 +90,10 @@ export async function startLocalAgent(
     socketPath,
     root: sandbox.root,
     stop: release,
+    exited: agent.then(
+      () => undefined,
+      () => undefined,
+    ),
     blockedConnections: () => sandbox.blockedConnections(),
   };
 }

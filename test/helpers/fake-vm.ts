@@ -14,6 +14,8 @@ export interface FakeVm {
   freeze(): void;
   /** The agent's checkout directory on this machine, for tests to look into. */
   root: string;
+  /** Settles when the agent has ended, by itself or stopped. */
+  exited: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -23,8 +25,8 @@ export interface FakeVms {
   /** VMs started and not yet stopped. */
   running(): number;
   list(): FakeVm[];
-  /** Resolves once the agent answers; rejects when it cannot start. */
-  start(secret: string): Promise<FakeVm>;
+  /** Resolves once the agent answers; rejects when it cannot start. `env`: the agent's settings. */
+  start(secret: string, env?: Record<string, string>): Promise<FakeVm>;
   close(): Promise<void>;
 }
 
@@ -87,13 +89,13 @@ export async function startFakeVms(): Promise<FakeVms> {
     port,
     running: () => live.size,
     list: () => [...live],
-    async start(secret) {
+    async start(secret, env = {}) {
       const dir = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-fake-vm-")));
       const root = join(dir, "workspace");
       await mkdir(root);
       let agent: LocalAgent;
       try {
-        agent = await startLocalAgent(root, secret);
+        agent = await startLocalAgent(root, secret, {}, env);
       } catch (error) {
         await rm(dir, { recursive: true, force: true });
         throw error;
@@ -105,6 +107,7 @@ export async function startFakeVms(): Promise<FakeVms> {
         ip,
         root,
         freeze: () => server.freeze(),
+        exited: agent.exited,
         async stop() {
           if (!live.delete(vm)) return;
           await server.close();

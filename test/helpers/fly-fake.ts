@@ -54,7 +54,8 @@ export async function startFlyFake(): Promise<FlyFake> {
         if (parsed.config.image !== IMAGE) {
           return [422, { error: `failed to resolve image ${parsed.config.image}` }];
         }
-        const vm = await vms.start(parsed.config.env.VMPILOT_AGENT_SECRET ?? "");
+        const { VMPILOT_AGENT_SECRET: secret = "", ...agentEnv } = parsed.config.env;
+        const vm = await vms.start(secret, agentEnv);
         const machine = {
           id: randomBytes(7).toString("hex"),
           instanceId: randomBytes(8).toString("hex").toUpperCase(),
@@ -63,6 +64,13 @@ export async function startFlyFake(): Promise<FlyFake> {
           createdAt: new Date().toISOString(),
         };
         machines.set(machine.id, machine);
+        // As Fly does: a Machine made with auto_destroy is destroyed once its process exits.
+        if (parsed.config.auto_destroy) {
+          void vm.exited.then(async () => {
+            machines.delete(machine.id);
+            await vm.stop();
+          });
+        }
         return [200, { ...view(machine), state: "created" }];
       }
       if (req.method === "GET" && !id) return [200, [...machines.values()].map(view)];

@@ -26,6 +26,7 @@ describe.each(databases())("the VM sweeper on $name", (target) => {
       image: fake.image,
       cpus: 1,
       memoryMb: 1024,
+      deadlineSeconds: 3600,
       port: fake.vms.port,
       apiUrl: fake.url,
     });

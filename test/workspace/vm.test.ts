@@ -22,7 +22,7 @@ import { sweepVms } from "../../src/workspace/vm/sweep.ts";
 import type { EngineFake } from "../helpers/engine-fake.ts";
 import { FLY_APP, startFlyFake } from "../helpers/fly-fake.ts";
 import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
-import { commitFile, recordingLogger } from "./helpers.ts";
+import { commitFile, recordingLogger, waitUntil } from "./helpers.ts";
 
 interface Case {
   name: "fly" | "kubernetes";
@@ -43,6 +43,7 @@ const cases: Case[] = [
         image: o.image ?? fake.image,
         cpus: 1,
         memoryMb: 1024,
+        deadlineSeconds: 3600,
         port: fake.vms.port,
         apiUrl: fake.url,
       }),
@@ -347,5 +348,30 @@ describe.each(cases)("the $name provider", (c) => {
     expect((await engine.list()).map((vm) => vm.owner).sort()).toEqual(["cli-4242", "job-10-2"]);
     for (const vm of made) await engine.destroy(vm.id);
     expect(fake.vms.running()).toBe(0);
+  });
+});
+
+describe("the fly engine's deadline", () => {
+  it("destroys a Machine nobody comes back for: its agent exits at the deadline", async () => {
+    const fake = await startFlyFake();
+    try {
+      const engine = createFlyEngine({
+        token: fake.token,
+        app: FLY_APP,
+        image: fake.image,
+        cpus: 1,
+        memoryMb: 1024,
+        deadlineSeconds: 1,
+        port: fake.vms.port,
+        apiUrl: fake.url,
+      });
+      // A CLI session or a worker that crashed and never returns: nothing destroys it.
+      const vm = await engine.create({ owner: "cli-4243", secret: "s".repeat(40) });
+      expect(await engine.list()).toEqual([{ id: vm.id, owner: "cli-4243" }]);
+      expect(await waitUntil(async () => fake.vms.running() === 0, 20_000)).toBe(true);
+      expect(await engine.list()).toEqual([]);
+    } finally {
+      await fake.close();
+    }
   });
 });

@@ -2,7 +2,8 @@
 // environment: the secret in VMPILOT_AGENT_SECRET or in the file VMPILOT_AGENT_KEY_FILE names
 // (read, then removed; at least 32 characters), VMPILOT_AGENT_ROOT (the checkout),
 // VMPILOT_AGENT_HOME, and VMPILOT_AGENT_LISTEN: `host:port` (a VM's private address) or an
-// absolute unix socket path. Prints "ready" once it listens.
+// absolute unix socket path; optionally VMPILOT_AGENT_DEADLINE_SECONDS. Prints "ready" once it
+// listens.
 import { readFileSync, rmSync } from "node:fs";
 import { baseEnv } from "../env.ts";
 import { createAgentServer } from "./server.ts";
@@ -15,11 +16,18 @@ if (!secret && env.VMPILOT_AGENT_KEY_FILE) {
 }
 const root = env.VMPILOT_AGENT_ROOT ?? "";
 const listen = env.VMPILOT_AGENT_LISTEN ?? "";
+const deadline = Number(env.VMPILOT_AGENT_DEADLINE_SECONDS ?? 0);
 // Commands never see the agent's own environment; it is dropped here all the same.
 delete env.VMPILOT_AGENT_SECRET;
-if (secret.length < 32 || !root.startsWith("/") || !listen) {
+if (
+  secret.length < 32 ||
+  !root.startsWith("/") ||
+  !listen ||
+  !Number.isInteger(deadline) ||
+  deadline < 0
+) {
   console.error(
-    "vmpilot-agent: set VMPILOT_AGENT_SECRET (32+ characters), VMPILOT_AGENT_ROOT (absolute) and VMPILOT_AGENT_LISTEN",
+    "vmpilot-agent: set VMPILOT_AGENT_SECRET (32+ characters), VMPILOT_AGENT_ROOT (absolute) and VMPILOT_AGENT_LISTEN; VMPILOT_AGENT_DEADLINE_SECONDS is a whole number",
   );
   process.exit(2);
 }
@@ -30,12 +38,29 @@ const proxy = Object.fromEntries(
       /^(https?|all|no)_proxy$/i.test(entry[0]) || entry[0] === "NODE_USE_ENV_PROXY",
   ),
 );
+const log = (line: Record<string, unknown>) =>
+  console.error(JSON.stringify({ time: new Date().toISOString(), ...line }));
 const server = createAgentServer({
   root,
   secret,
   env: { ...baseEnv(env.VMPILOT_AGENT_HOME ?? "/tmp"), ...proxy },
-  log: (line) => console.error(JSON.stringify({ time: new Date().toISOString(), ...line })),
+  log,
+  // The backstop for a worker or CLI that never comes back to destroy the VM: the agent exits,
+  // and a Fly Machine (auto_destroy, no restart) is destroyed with it. It counts from the
+  // checkout, so a VM that waited in a warm pool still gives its job the whole time.
+  onCheckout: () => setDeadline(),
 });
+let timer: NodeJS.Timeout | undefined;
+function setDeadline(): void {
+  if (deadline === 0) return;
+  clearTimeout(timer);
+  timer = setTimeout(() => {
+    log({ msg: "the workspace's deadline passed; the agent stops", seconds: deadline });
+    server.close(() => process.exit(0));
+    server.closeAllConnections();
+  }, deadline * 1000);
+}
+setDeadline();
 if (listen.startsWith("/")) {
   server.listen(listen);
 } else {

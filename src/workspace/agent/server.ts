@@ -32,6 +32,8 @@ export interface AgentOptions {
   env: Record<string, string>;
   /** One line per refused request (never its body). */
   log(line: Record<string, unknown>): void;
+  /** Called once the checkout is in place: a job has started. */
+  onCheckout?(): void;
 }
 
 class BadRequest extends Error {}
@@ -148,6 +150,7 @@ export function createAgentServer(options: AgentOptions): Server {
     }
     if (proxy.data) env = { ...env, ...proxyEnv(proxy.data) };
     shell.warm(env);
+    options.onCheckout?.();
     json(res, 200, { root: options.root });
   }
 

@@ -21,6 +21,11 @@ export interface FlyEngineOptions {
   region?: string;
   /** The port the agent listens on inside the Machine. */
   port: number;
+  /**
+   * The agent exits this long after its checkout (or its boot, for a VM never given a job), and
+   * the Machine is destroyed with it: Fly has no deadline of its own, as a pod does.
+   */
+  deadlineSeconds: number;
   /** Default https://api.machines.dev; inside Fly, http://_api.internal:4280 also works. */
   apiUrl?: string;
 }
@@ -110,7 +115,10 @@ export function createFlyEngine(options: FlyEngineOptions): VmEngine {
               guest: { cpu_kind: "shared", cpus: options.cpus, memory_mb: options.memoryMb },
               auto_destroy: true,
               restart: { policy: "no" },
-              env: { VMPILOT_AGENT_SECRET: spec.secret },
+              env: {
+                VMPILOT_AGENT_SECRET: spec.secret,
+                VMPILOT_AGENT_DEADLINE_SECONDS: String(options.deadlineSeconds),
+              },
               metadata: { [OWNER]: spec.owner },
             },
           },

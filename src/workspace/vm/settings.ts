@@ -22,6 +22,7 @@ const fly = z.object({
   FLY_WORKSPACE_MEMORY_MB: int(256, 131_072, 4096),
   FLY_WORKSPACE_REGION: z.preprocess(blank, z.string().optional()),
   FLY_API_URL: z.preprocess(blank, z.url().optional()),
+  FLY_DEADLINE_SECONDS: int(60, 7 * 86_400, 4 * 3600),
   WORKSPACE_AGENT_PORT: port,
 });
 
@@ -66,6 +67,7 @@ export function engineFor(name: "fly" | "kubernetes", env = process.env): VmEngi
       region: s.FLY_WORKSPACE_REGION,
       apiUrl: s.FLY_API_URL,
       port: s.WORKSPACE_AGENT_PORT,
+      deadlineSeconds: s.FLY_DEADLINE_SECONDS,
     });
   }
   const s = settings(kubernetes, env, name);
