@@ -19,8 +19,7 @@ import { createWorkspace } from "../src/workspace/factory.ts";
 import { createHostWorkspace } from "../src/workspace/host.ts";
 import { createSandboxWorkspace } from "../src/workspace/sandbox.ts";
 import type { Workspace } from "../src/workspace/types.ts";
-import { createFlyEngine } from "../src/workspace/vm/fly.ts";
-import { FLY_APP, startFlyFake } from "../test/helpers/fly-fake.ts";
+import { flyEngine, startFlyFake } from "../test/helpers/fly-fake.ts";
 
 const RUNS = 200;
 const GOAL_EXTRA_MS = 10;
@@ -75,16 +74,7 @@ execFileSync("git", ["init", "-q", "-b", "main", checkout]);
 const machine = await createWorkspace({
   provider: "fly",
   root: checkout,
-  engine: createFlyEngine({
-    token: fly.token,
-    app: FLY_APP,
-    image: fly.image,
-    cpus: 1,
-    memoryMb: 1024,
-    deadlineSeconds: 3600,
-    port: fly.vms.port,
-    apiUrl: fly.url,
-  }),
+  engine: flyEngine(fly),
   owner: "job-1-1",
 });
 try {

@@ -21,11 +21,10 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { createWorkspace } from "../src/workspace/factory.ts";
 import { waitForAgent } from "../src/workspace/remote.ts";
 import type { VmEngine } from "../src/workspace/vm/engine.ts";
-import { createFlyEngine } from "../src/workspace/vm/fly.ts";
 import { createKubernetesEngine } from "../src/workspace/vm/kubernetes.ts";
 import type { VmPool } from "../src/workspace/vm/pool.ts";
 import type { EngineFake } from "../test/helpers/engine-fake.ts";
-import { FLY_APP, startFlyFake } from "../test/helpers/fly-fake.ts";
+import { flyEngine, startFlyFake } from "../test/helpers/fly-fake.ts";
 import { NAMESPACE, startKubernetesFake } from "../test/helpers/kubernetes-fake.ts";
 import { FILES, generateRepo } from "./lib/big-repo.ts";
 
@@ -37,21 +36,7 @@ const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
 
 const engines: Array<[string, () => Promise<EngineFake>, (fake: EngineFake) => VmEngine]> = [
-  [
-    "fly",
-    startFlyFake,
-    (fake) =>
-      createFlyEngine({
-        token: fake.token,
-        app: FLY_APP,
-        image: fake.image,
-        cpus: 2,
-        memoryMb: 4096,
-        deadlineSeconds: 3600,
-        port: fake.vms.port,
-        apiUrl: fake.url,
-      }),
-  ],
+  ["fly", startFlyFake, (fake) => flyEngine(fake, { cpus: 2, memoryMb: 4096 })],
   [
     "kubernetes",
     startKubernetesFake,

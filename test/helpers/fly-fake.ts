@@ -3,6 +3,8 @@
 // private network, metadata in config). Each Machine runs the real workspace agent.
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import type { VmEngine } from "../../src/workspace/vm/engine.ts";
+import { createFlyEngine, type FlyEngineOptions } from "../../src/workspace/vm/fly.ts";
 import { type EngineFake, type FakeVm, IMAGE, startEngineFake } from "./engine-fake.ts";
 
 export const FLY_APP = "vmpilot-workspaces";
@@ -90,4 +92,19 @@ export async function startFlyFake(): Promise<FlyFake> {
     },
   });
   return Object.assign(fake, { machines });
+}
+
+/** The `fly` engine pointed at this fake: a small Machine, a deadline of an hour. */
+export function flyEngine(fake: EngineFake, options: Partial<FlyEngineOptions> = {}): VmEngine {
+  return createFlyEngine({
+    token: fake.token,
+    app: FLY_APP,
+    image: fake.image,
+    cpus: 1,
+    memoryMb: 1024,
+    deadlineSeconds: 3600,
+    port: fake.vms.port,
+    apiUrl: fake.url,
+    ...options,
+  });
 }

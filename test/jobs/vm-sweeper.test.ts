@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sweepOnce } from "../../src/jobs/vm-sweeper.ts";
 import type { Database } from "../../src/store/database.ts";
 import { finishJob, startJobAttempt } from "../../src/store/job-lifecycle.ts";
-import { createFlyEngine } from "../../src/workspace/vm/fly.ts";
 import { databases, seedChat, seedJob } from "../helpers/db.ts";
-import { FLY_APP, type FlyFake, startFlyFake } from "../helpers/fly-fake.ts";
+import { type FlyFake, flyEngine, startFlyFake } from "../helpers/fly-fake.ts";
 
 describe.each(databases())("the VM sweeper on $name", (target) => {
   let db: Database;
@@ -20,16 +19,7 @@ describe.each(databases())("the VM sweeper on $name", (target) => {
   });
 
   it("destroys the VMs of dead attempts, ended and unknown jobs; keeps the running attempt's", async () => {
-    const engine = createFlyEngine({
-      token: fake.token,
-      app: FLY_APP,
-      image: fake.image,
-      cpus: 1,
-      memoryMb: 1024,
-      deadlineSeconds: 3600,
-      port: fake.vms.port,
-      apiUrl: fake.url,
-    });
+    const engine = flyEngine(fake);
     const { chat } = await seedChat(db);
     const retried = await seedJob(db, chat);
     const ended = await seedJob(db, chat);

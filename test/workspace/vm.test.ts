@@ -14,13 +14,12 @@ import { redact } from "../../src/github/redact.ts";
 import { SandboxUnavailableError } from "../../src/workspace/bwrap.ts";
 import { checkProvider, createWorkspace } from "../../src/workspace/factory.ts";
 import { type VmEngine, VmFailed, VmRefused } from "../../src/workspace/vm/engine.ts";
-import { createFlyEngine } from "../../src/workspace/vm/fly.ts";
 import { createKubernetesEngine } from "../../src/workspace/vm/kubernetes.ts";
 import { createVmPool, poolOwner } from "../../src/workspace/vm/pool.ts";
 import { engineFor } from "../../src/workspace/vm/settings.ts";
 import { sweepVms } from "../../src/workspace/vm/sweep.ts";
 import type { EngineFake } from "../helpers/engine-fake.ts";
-import { FLY_APP, startFlyFake } from "../helpers/fly-fake.ts";
+import { flyEngine, startFlyFake } from "../helpers/fly-fake.ts";
 import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
 import { commitFile, recordingLogger, waitUntil } from "./helpers.ts";
 
@@ -37,16 +36,7 @@ const cases: Case[] = [
     name: "fly",
     start: startFlyFake,
     engine: (fake, o = {}) =>
-      createFlyEngine({
-        token: o.token ?? fake.token,
-        app: FLY_APP,
-        image: o.image ?? fake.image,
-        cpus: 1,
-        memoryMb: 1024,
-        deadlineSeconds: 3600,
-        port: fake.vms.port,
-        apiUrl: fake.url,
-      }),
+      flyEngine(fake, { token: o.token ?? fake.token, image: o.image ?? fake.image }),
     calls: [/^POST \/v1\/apps\/[^/]+\/machines$/, /^GET .*\/wait$/, /^DELETE /],
   },
   {
@@ -355,16 +345,7 @@ describe("the fly engine's deadline", () => {
   it("destroys a Machine nobody comes back for: its agent exits at the deadline", async () => {
     const fake = await startFlyFake();
     try {
-      const engine = createFlyEngine({
-        token: fake.token,
-        app: FLY_APP,
-        image: fake.image,
-        cpus: 1,
-        memoryMb: 1024,
-        deadlineSeconds: 1,
-        port: fake.vms.port,
-        apiUrl: fake.url,
-      });
+      const engine = flyEngine(fake, { deadlineSeconds: 1 });
       // A CLI session or a worker that crashed and never returns: nothing destroys it.
       const vm = await engine.create({ owner: "cli-4243", secret: "s".repeat(40) });
       expect(await engine.list()).toEqual([{ id: vm.id, owner: "cli-4243" }]);
