@@ -70,6 +70,7 @@ async function bootOne(engine: VmEngine, owner: string): Promise<VmPool> {
       return taken;
     },
     filled: async () => undefined,
+    refresh: async () => undefined,
     close: async () => undefined,
   };
 }

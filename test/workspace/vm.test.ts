@@ -327,6 +327,39 @@ describe.each(cases)("the $name provider", (c) => {
     expect(fake.vms.running()).toBe(0);
   });
 
+  it("replaces pooled VMs that stopped answering or waited too long, before a job asks", async () => {
+    const engine = c.engine(fake);
+    let clock = 0;
+    const pool = createVmPool(engine, 2, poolOwner("worker-4", "boot1").owner, recordingLogger(), {
+      maxIdleMs: 60_000,
+      now: () => clock,
+    });
+    await pool.filled();
+    const first = (await engine.list()).map((vm) => vm.id);
+    await pool.refresh();
+    await pool.filled();
+    expect((await engine.list()).map((vm) => vm.id)).toEqual(first);
+    // One stops answering: it alone is destroyed and replaced.
+    const [answering, stopped] = fake.vms.list();
+    await stopped?.stop();
+    await pool.refresh();
+    await pool.filled();
+    const second = (await engine.list()).map((vm) => vm.id);
+    expect(second).toHaveLength(2);
+    expect(second.filter((id) => first.includes(id))).toHaveLength(1);
+    expect(fake.vms.list()).toContain(answering);
+    // Both waited longer than the pool keeps a VM idle.
+    clock += 60_000;
+    await pool.refresh();
+    await pool.filled();
+    const third = (await engine.list()).map((vm) => vm.id);
+    expect(third).toHaveLength(2);
+    expect(third.filter((id) => second.includes(id))).toEqual([]);
+    await pool.close();
+    expect(await engine.list()).toEqual([]);
+    expect(fake.vms.running()).toBe(0);
+  });
+
   it("sweeps the VMs of attempts that ended, and leaves live and CLI ones", async () => {
     const engine = c.engine(fake);
     const owners = ["job-10-1", "job-10-2", "job-11-1", "cli-4242"];

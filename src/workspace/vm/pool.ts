@@ -4,12 +4,16 @@
 // `pool-<worker>-<boot>`: a restarted worker destroys its previous boot's (sweep.ts).
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../../github/logger.ts";
-import { waitForAgent } from "../remote.ts";
+import { agentHealthy, waitForAgent } from "../remote.ts";
 import type { Vm, VmEngine } from "./engine.ts";
 
 interface StartedVm {
   vm: Vm;
   secret: string;
+}
+
+interface IdleVm extends StartedVm {
+  startedAt: number;
 }
 
 export interface VmPool {
@@ -19,11 +23,25 @@ export interface VmPool {
   take(): StartedVm | undefined;
   /** Resolves once the pool is full (or a fill failed). */
   filled(): Promise<void>;
+  /**
+   * Replaces the idle VMs that stopped answering or waited too long (run every minute): a pod's
+   * deadline counts from its start, and a Fly Machine's agent exits at its own.
+   */
+  refresh(): Promise<void>;
   /** Destroys the idle VMs. */
   close(): Promise<void>;
 }
 
 const READY_MS = 60_000;
+const REFRESH_EVERY_MS = 60_000;
+/** Short against the engines' deadlines (4 h by default), so a job taking a VM keeps most of it. */
+const MAX_IDLE_MS = 30 * 60_000;
+
+export interface VmPoolOptions {
+  maxIdleMs?: number;
+  /** The clock idle time is read from. */
+  now?: () => number;
+}
 
 /** The label of this boot's pool VMs, and a test for the same worker's earlier boots'. */
 export function poolOwner(workerId: string, boot: string) {
@@ -37,8 +55,11 @@ export function createVmPool(
   size: number,
   owner: string,
   logger: Logger,
+  options: VmPoolOptions = {},
 ): VmPool {
-  const idle: StartedVm[] = [];
+  const now = options.now ?? Date.now;
+  const maxIdleMs = options.maxIdleMs ?? MAX_IDLE_MS;
+  const idle: IdleVm[] = [];
   let starting = 0;
   let closed = false;
   let pending: Promise<void> = Promise.resolve();
@@ -53,7 +74,7 @@ export function createVmPool(
       throw error;
     }
     if (closed) await engine.destroy(vm.id);
-    else idle.push({ vm, secret });
+    else idle.push({ vm, secret, startedAt: now() });
   }
 
   function fill(): void {
@@ -72,16 +93,39 @@ export function createVmPool(
     if (starts.length > 0) pending = Promise.all(starts).then(() => undefined);
   }
 
+  async function refresh(): Promise<void> {
+    const checked = await Promise.all(
+      idle.map(async (entry) => ({
+        entry,
+        keep:
+          now() - entry.startedAt < maxIdleMs &&
+          (await agentHealthy({ baseUrl: entry.vm.baseUrl })),
+      })),
+    );
+    const dropped = checked.filter(({ entry, keep }) => !keep && idle.includes(entry));
+    for (const { entry } of dropped) idle.splice(idle.indexOf(entry), 1);
+    await Promise.all(
+      dropped.map(({ entry }) => engine.destroy(entry.vm.id).catch(() => undefined)),
+    );
+    if (!closed) fill();
+  }
+
   fill();
+  const timer = setInterval(() => {
+    refresh().catch((error: Error) => logger.warn({ err: error }, "could not check pooled VMs"));
+  }, REFRESH_EVERY_MS);
+  timer.unref();
   return {
     provider: engine.name,
     take() {
-      const started = idle.shift();
+      const entry = idle.shift();
       if (!closed) fill();
-      return started;
+      return entry && { vm: entry.vm, secret: entry.secret };
     },
     filled: () => pending,
+    refresh,
     async close() {
+      clearInterval(timer);
       closed = true;
       await pending;
       const all = idle.splice(0);
