@@ -141,6 +141,8 @@ export interface SeedRequest {
   proxy?: string;
   /** The branch's git bundle; null for a repository without commits yet. */
   bundle: string | null;
+  /** Where the bundle's history stops (a shallow one's boundary); empty for the whole history. */
+  shallow: readonly string[];
 }
 
 /** Sends the checkout to a fresh agent; resolves to the checkout's path as the agent sees it. */
@@ -151,6 +153,7 @@ export async function seedRemoteCheckout(
 ): Promise<string> {
   const query = new URLSearchParams({ branch: seed.branch, origin: seed.origin });
   if (seed.proxy) query.set("proxy", seed.proxy);
+  if (seed.shallow.length > 0) query.set("shallow", seed.shallow.join(","));
   const body = seed.bundle
     ? { file: seed.bundle, size: (await stat(seed.bundle)).size }
     : Buffer.alloc(0);

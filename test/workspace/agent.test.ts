@@ -198,7 +198,7 @@ describe("the workspace agent under attack", () => {
     expect(logged.some((l) => l.reason === "body too large")).toBe(true);
   });
 
-  it("refuses a checkout with a hostile branch, origin or proxy, one over the cap, and a second one", async () => {
+  it("refuses a checkout with a hostile branch, origin, proxy or shallow cut, one over the cap, and a second one", async () => {
     const checkout = (query: string, length?: number) =>
       send(`/v1/checkout?${query}`, "", SECRET, length);
     for (const query of [
@@ -206,6 +206,8 @@ describe("the workspace agent under attack", () => {
       "branch=..%2F..%2Fetc",
       "branch=main&origin=https%3A%2F%2Fx%0Aevil",
       "branch=main&proxy=file%3A%2F%2F%2Fetc%2Fpasswd",
+      `branch=main&shallow=${"a".repeat(40)}%0A${"b".repeat(40)}`,
+      "branch=main&shallow=..%2F..%2Fx",
     ]) {
       expect((await checkout(query)).status, query).toBe(400);
     }

@@ -13,8 +13,10 @@ import { isPermanent } from "../../src/errors.ts";
 import { redact } from "../../src/github/redact.ts";
 import { SandboxUnavailableError } from "../../src/workspace/bwrap.ts";
 import { checkProvider, createWorkspace } from "../../src/workspace/factory.ts";
+import { bundleWorkspaceCommits } from "../../src/workspace/publish.ts";
 import { type VmEngine, VmFailed, VmRefused } from "../../src/workspace/vm/engine.ts";
 import { createKubernetesEngine } from "../../src/workspace/vm/kubernetes.ts";
+import { SEED_DEPTH } from "../../src/workspace/vm/open.ts";
 import { createVmPool, poolOwner } from "../../src/workspace/vm/pool.ts";
 import { engineFor } from "../../src/workspace/vm/settings.ts";
 import { sweepVms } from "../../src/workspace/vm/sweep.ts";
@@ -155,6 +157,43 @@ describe.each(cases)("the $name provider", (c) => {
     for (const call of rest.slice(0, -1)) expect(call).toMatch(c.calls[1] as RegExp);
     expect(fake.calls.length - 1).toBeLessThanOrEqual(6);
     expect(fake.problems).toEqual([]);
+  });
+
+  it("sends only the branch's recent history, and the VM's commit still comes back onto it", async () => {
+    const long = join(base, `long-${c.name}`);
+    execFileSync("git", ["clone", "-q", local, long]);
+    execFileSync("git", ["-C", long, "checkout", "-q", "-b", "vmpilot/issue-8"]);
+    execFileSync(
+      "bash",
+      [
+        "-c",
+        `for i in $(seq ${SEED_DEPTH + 5}); do git -c user.name=t -c user.email=t@example.com commit -q --allow-empty -m "c$i"; done`,
+      ],
+      { cwd: long },
+    );
+    const baseSha = execFileSync("git", ["-C", long, "rev-parse", "HEAD"], { encoding: "utf8" });
+    const workspace = await createWorkspace({
+      provider: c.name,
+      root: long,
+      engine: c.engine(fake),
+      owner: "job-9-1",
+    });
+    try {
+      const seen = await workspace.exec(
+        "git rev-parse --is-shallow-repository HEAD; git log --oneline | wc -l; cat README.md; " +
+          "echo more >> README.md && git -c user.name=t -c user.email=t@example.com commit -qam more",
+      );
+      expect(seen.stdout).toBe(`true\n${baseSha}${SEED_DEPTH}\nhello from the worker's checkout\n`);
+      const bundle = await bundleWorkspaceCommits(workspace, baseSha.trim());
+      if (!bundle) throw new Error("no commits came back");
+      onTestFinished(() => rm(bundle.dir, { recursive: true, force: true }));
+      execFileSync("git", ["-C", long, "fetch", "-q", bundle.file, "HEAD:refs/heads/back"]);
+      expect(
+        execFileSync("git", ["-C", long, "log", "--format=%s", "-2", "back"], { encoding: "utf8" }),
+      ).toBe(`more\nc${SEED_DEPTH + 5}\n`);
+    } finally {
+      await workspace.dispose();
+    }
   });
 
   it("refuses requests to another VM's agent without that VM's own secret", async () => {

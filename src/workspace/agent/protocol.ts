@@ -67,6 +67,16 @@ export const checkoutProxy = z
   .regex(/^[!-~]+$/)
   .optional();
 
+/**
+ * The commits where a shallow checkout's history stops (git's `.git/shallow`), comma-separated:
+ * the bundle carries only the branch's recent history.
+ */
+export const checkoutShallow = z
+  .string()
+  .regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?(?:,[0-9a-f]{40}(?:[0-9a-f]{24})?){0,999}$/)
+  .transform((ids) => ids.split(","))
+  .optional();
+
 /** JSON requests; a command line and its environment fit well within this. */
 export const MAX_JSON_BYTES = 1024 * 1024;
 /** One file written by the editor tool or a bundle; bigger ones are refused unread. */

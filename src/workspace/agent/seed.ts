@@ -3,7 +3,7 @@
 // agent's disk as it arrives, so a big repository never sits in memory; an empty body makes an
 // empty repository (a chat on a scratch workspace).
 import { createWriteStream } from "node:fs";
-import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,6 +42,8 @@ export interface SeedOptions {
   branch: string;
   /** The repository's URL without credentials, as the checkout's `origin`. */
   origin: string;
+  /** Where the bundle's history stops, for a shallow checkout; empty for the whole history. */
+  shallow: readonly string[];
 }
 
 /** Reads the bundle from `req` and checks `branch` out of it at `root`, which must be empty. */
@@ -57,6 +59,10 @@ export async function seedCheckout(req: IncomingMessage, options: SeedOptions): 
     const { root, env, branch } = options;
     await git(root, env, ["init", "-q", "-b", branch]);
     if (options.origin) await git(root, env, ["remote", "add", "origin", options.origin]);
+    // Before the fetch: git checks that the history is complete up to these commits.
+    if (options.shallow.length > 0) {
+      await writeFile(join(root, ".git", "shallow"), `${options.shallow.join("\n")}\n`);
+    }
     if ((await stat(bundle)).size === 0) return;
     const ref = `refs/heads/${branch}`;
     await git(root, env, [

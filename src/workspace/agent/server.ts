@@ -15,6 +15,7 @@ import {
   checkoutBranch,
   checkoutOrigin,
   checkoutProxy,
+  checkoutShallow,
   execRequest,
   listRequest,
   MAX_FILE_BYTES,
@@ -134,7 +135,8 @@ export function createAgentServer(options: AgentOptions): Server {
     const branch = checkoutBranch.safeParse(url.searchParams.get("branch"));
     const origin = checkoutOrigin.safeParse(url.searchParams.get("origin") ?? "");
     const proxy = checkoutProxy.safeParse(url.searchParams.get("proxy") ?? undefined);
-    if (!branch.success || !origin.success || !proxy.success) {
+    const shallow = checkoutShallow.safeParse(url.searchParams.get("shallow") ?? undefined);
+    if (!branch.success || !origin.success || !proxy.success || !shallow.success) {
       throw new BadRequest("malformed request");
     }
     try {
@@ -143,6 +145,7 @@ export function createAgentServer(options: AgentOptions): Server {
         env,
         branch: branch.data,
         origin: origin.data,
+        shallow: shallow.data ?? [],
       });
     } catch (error) {
       if (error instanceof SeedRefused) throw new BadRequest(error.message);

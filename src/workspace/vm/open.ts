@@ -2,7 +2,7 @@
 // hand back the same remote workspace the local agent provider uses. The VM is destroyed when
 // the workspace is disposed, and before anything here throws.
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "../../github/logger.ts";
@@ -21,20 +21,46 @@ import { destroyEarlierAttempts } from "./sweep.ts";
 
 /** After the engine says the VM runs, its agent still has to listen. */
 const AGENT_READY_MS = 60_000;
+/**
+ * The commits of history a VM gets: enough for `git log` and `blame` on recent work, while a
+ * repository with years of history does not travel whole into every job's VM.
+ */
+export const SEED_DEPTH = 100;
 
 /**
- * The checkout's branch as a bundle, or null when it has no commits yet. Runs git in `root`,
- * which is safe only because the worker made it and no command has run in it.
+ * The checkout's branch as a bundle (its last SEED_DEPTH commits), or null when it has no
+ * commits yet. Runs git in `root`, which is safe only because the worker made it and no command
+ * has run in it.
  */
 async function bundleOf(root: string, dir: string) {
   const git = gitClient(root);
   const branch = (await git.raw(["symbolic-ref", "--short", "HEAD"])).trim();
   const origin = (await git.raw(["config", "--default", "", "remote.origin.url"])).trim();
   const head = await git.raw(["rev-parse", "-q", "--verify", "HEAD"]).catch(() => "");
-  if (!head.trim()) return { branch, origin, bundle: null };
+  if (!head.trim()) return { branch, origin, bundle: null, shallow: [] };
   const bundle = join(dir, "seed.bundle");
-  await git.raw(["bundle", "create", "-q", bundle, `refs/heads/${branch}`]);
-  return { branch, origin, bundle };
+  const ref = `refs/heads/${branch}`;
+  const commits = Number((await git.raw(["rev-list", "--count", ref])).trim());
+  if (commits <= SEED_DEPTH) {
+    await git.raw(["bundle", "create", "-q", bundle, ref]);
+    return { branch, origin, bundle, shallow: [] };
+  }
+  // A bundle cannot be cut at a depth; a bundle of a shallow clone can, and it names its cut.
+  const shallowClone = join(dir, "shallow.git");
+  await git.raw([
+    "clone",
+    "-q",
+    "--bare",
+    "--no-tags",
+    "--single-branch",
+    `--branch=${branch}`,
+    `--depth=${SEED_DEPTH}`,
+    `file://${root}`,
+    shallowClone,
+  ]);
+  await gitClient(shallowClone).raw(["bundle", "create", "-q", bundle, ref]);
+  const cut = await readFile(join(shallowClone, "shallow"), "utf8");
+  return { branch, origin, bundle, shallow: cut.split("\n").filter(Boolean) };
 }
 
 /** The worker-side allow-list proxy a VM's commands go through. */
