@@ -6,3 +6,4 @@ export { cleanRepoUrl, type GitAuth } from "./git.ts";
 export type { SandboxLimits } from "./limits.ts";
 export { runSetup, type SetupStep } from "./setup.ts";
 export type * from "./types.ts";
+export { VmFailed, VmRefused } from "./vm/engine.ts";

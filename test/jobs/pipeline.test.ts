@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { type PipelineDeps, runPipeline } from "../../src/jobs/pipeline.ts";
-import { modelTokens } from "../../src/metrics.ts";
+import { modelTokens, workspaceErrors } from "../../src/metrics.ts";
 import { getChat } from "../../src/store/chats.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
 import { getJob } from "../../src/store/jobs.ts";
@@ -206,29 +206,63 @@ describe("runPipeline", () => {
     "runs the issue → pull request flow on a VM: %s",
     async (_name, start, env, deps, yml) => {
       const fake = await start();
-      const dir = await mkdtemp(join(tmpdir(), "vmpilot-kubeconfig-"));
-      const kubeconfig = join(dir, "config");
-      await writeFile(kubeconfig, "kubeconfig" in fake ? String(fake.kubeconfig) : "");
-      for (const [name, value] of Object.entries({
-        ...env(fake),
-        WORKSPACE_AGENT_PORT: String(fake.vms.port),
-        KUBECONFIG: kubeconfig,
-      })) {
-        vi.stubEnv(name, value);
-      }
-      try {
+      await usingEngine(fake, env(fake), async () => {
         await expectPullRequest(deps, yml);
         // The job ran on one VM, which is gone.
         expect(fake.calls.filter((call) => call.startsWith("POST"))).toHaveLength(1);
         expect(fake.vms.running()).toBe(0);
         expect(fake.problems).toEqual([]);
-      } finally {
-        vi.unstubAllEnvs();
-        await fake.close();
-        await rm(dir, { recursive: true, force: true });
-      }
+      });
     },
   );
+
+  /** Runs `body` with the engine settings of `fake` in the environment, then closes the fake. */
+  async function usingEngine(
+    fake: EngineFake,
+    env: Record<string, string>,
+    body: () => Promise<void>,
+  ) {
+    const dir = await mkdtemp(join(tmpdir(), "vmpilot-kubeconfig-"));
+    const kubeconfig = join(dir, "config");
+    await writeFile(kubeconfig, "kubeconfig" in fake ? String(fake.kubeconfig) : "");
+    for (const [name, value] of Object.entries({
+      ...env,
+      WORKSPACE_AGENT_PORT: String(fake.vms.port),
+      KUBECONFIG: kubeconfig,
+    })) {
+      vi.stubEnv(name, value);
+    }
+    try {
+      await body();
+    } finally {
+      vi.unstubAllEnvs();
+      await fake.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  const workspaceErrorCount = async (kind: string) =>
+    (await workspaceErrors.get()).values.find((v) => v.labels.kind === kind)?.value ?? 0;
+
+  it("fails at once, in one clear line, when the engine refuses the VM; /metrics counts it by kind", async () => {
+    const fake = await startFlyFake();
+    await usingEngine(
+      fake,
+      { ...flyEnv(fake), FLY_WORKSPACE_IMAGE: "no/such-image:1" },
+      async () => {
+        const refused = await workspaceErrorCount("vm_refused");
+        const seeded = await h.seedRepo();
+        const { job, commentId } = await h.seedJob(seeded);
+        mockStart(seeded);
+        const comment = captureComment(seeded.repo, commentId);
+        expect(await runPipeline(run(job.id), h.deps({ provider: "fly" }))).toBe("failed");
+        expect(comment.at(-1)).toContain("failed to resolve image no/such-image:1");
+        expect(await workspaceErrorCount("vm_refused")).toBe(refused + 1);
+        expect(fake.vms.running()).toBe(0);
+        expect(h.fake.requests).toHaveLength(0);
+      },
+    );
+  });
 
   it("fails at once, saying why, when a repository asks for a VM and there is none", async () => {
     const seeded = await h.seedRepo();

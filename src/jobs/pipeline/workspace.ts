@@ -16,6 +16,8 @@ import {
   type SandboxLimits,
   SandboxUnavailableError,
   type SetupStep,
+  VmFailed,
+  VmRefused,
   type Workspace,
 } from "../../workspace/index.ts";
 import type { VmPool } from "../../workspace/vm/pool.ts";
@@ -122,7 +124,10 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
   }
 }
 
+/** The metric's label: an operator alerts on an engine refusing (a quota, a bad token) apart. */
 function errorKind(error: unknown): string {
   if (error instanceof SandboxUnavailableError) return "sandbox_unavailable";
+  if (error instanceof VmRefused) return "vm_refused";
+  if (error instanceof VmFailed) return "vm_failed";
   return error instanceof SetupFailed ? "setup_failed" : "open_failed";
 }
