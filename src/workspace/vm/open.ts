@@ -40,7 +40,10 @@ async function bundleOf(root: string, dir: string) {
   if (!head.trim()) return { branch, origin, bundle: null, shallow: [] };
   const bundle = join(dir, "seed.bundle");
   const ref = `refs/heads/${branch}`;
-  const commits = Number((await git.raw(["rev-list", "--count", ref])).trim());
+  // Counting stops past the depth: a history of a million commits is not walked for this.
+  const commits = Number(
+    (await git.raw(["rev-list", "--count", `--max-count=${SEED_DEPTH + 1}`, ref])).trim(),
+  );
   if (commits <= SEED_DEPTH) {
     await git.raw(["bundle", "create", "-q", bundle, ref]);
     return { branch, origin, bundle, shallow: [] };
