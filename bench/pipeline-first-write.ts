@@ -37,11 +37,19 @@ const server = await startServer({
   pipeline: false,
 });
 
+/** A job that makes no GitHub call for this long has stopped: the bench says so instead of waiting. */
+const STUCK_MS = 60_000;
+
 /** Resolves with the first call for which `match` holds, from now on. */
 function nextCall(match: (call: FakeCall) => boolean): Promise<FakeCall> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      gh.off("call", listener);
+      reject(new Error(`no matching GitHub call within ${STUCK_MS / 1000} s`));
+    }, STUCK_MS);
     const listener = (call: FakeCall) => {
       if (!match(call)) return;
+      clearTimeout(timer);
       gh.off("call", listener);
       resolve(call);
     };
@@ -63,6 +71,9 @@ async function one(installation: number): Promise<Sample> {
   payload.installation = { id: installation };
   payload.label.name = "vmpilot";
   payload.issue.number = number;
+  // Its own issue: the same issue id and updated_at would make it a replay of the first label.
+  payload.issue.id = 1_000_000 + number;
+  payload.issue.updated_at = new Date(Date.UTC(2026, 0, 1, 0, 0, number)).toISOString();
   const issuePath = `/repos/Codertocat/Hello-World/issues/${number}`;
   // The worker's first call for a job on a known installation: the requester's permission.
   const permission = nextCall((c) => c.path.endsWith("/permission"));
