@@ -93,14 +93,17 @@ describe("the agent's warm shell", () => {
     expect(second.stdout).toBe(`${root}\nno x\nno Y\n`);
   });
 
-  it("runs a command with another environment in a shell with that environment", async () => {
+  it("runs a command with another environment cold, and keeps the shell waiting for the usual one", async () => {
     shell = createWarmShell(root);
     shell.warm(ENV);
     const withProxy = { ...ENV, HTTPS_PROXY: "http://127.0.0.1:9" };
     const result = await shell.run(PROXY, root, withProxy, {});
     expect(result.stdout).toBe("http://127.0.0.1:9\n");
     expect((await shell.run(PROXY, root, withProxy, {})).stdout).toBe("http://127.0.0.1:9\n");
-    expect((await shell.run(PROXY, root, ENV, {})).stdout).toBe("none\n");
+    // The shell started with the agent's own environment waited through those for this one.
+    expect(await waitUntil(async () => (await shellsWaiting()).length === 1)).toBe(true);
+    const [waiting] = await shellsWaiting();
+    expect((await shell.run(`${PROXY}; echo $$`, root, ENV, {})).stdout).toBe(`none\n${waiting}\n`);
   });
 
   it("kills the command's whole process group on timeout", async () => {

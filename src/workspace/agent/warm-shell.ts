@@ -24,9 +24,12 @@ interface Spare {
 }
 
 export interface WarmShell {
-  /** Starts a shell with `env` to wait for the next command, unless one already waits. */
+  /**
+   * Starts a shell with `env` to wait for the next command, unless one already waits; after each
+   * command, the next one is started with the `env` last given here.
+   */
   warm(env: Record<string, string>): void;
-  /** Runs `command` like `bash -c` would, in the shell started ahead when it has this `env`. */
+  /** Runs `command` like `bash -c` would: in the waiting shell when it has this `env`, else cold. */
   run(
     command: string,
     cwd: string,
@@ -39,6 +42,8 @@ export interface WarmShell {
 
 export function createWarmShell(root: string): WarmShell {
   let spare: Spare | undefined;
+  /** The environment most commands run with (the agent's), which the waiting shell is started with. */
+  let base: Record<string, string> | undefined;
   let closed = false;
 
   function prepare(env: Record<string, string>): void {
@@ -64,18 +69,17 @@ export function createWarmShell(root: string): WarmShell {
   }
 
   function warm(env: Record<string, string>): void {
+    base = env;
     if (closed || (spare && spare.env === env && !spare.exited)) return;
     spare?.started.kill();
     prepare(env);
   }
 
+  /** The waiting shell when it has `env`; one with another environment waits on for its own. */
   function take(env: Record<string, string>): Spare | undefined {
+    if (!spare || spare.env !== env || spare.exited) return undefined;
     const taken = spare;
     spare = undefined;
-    if (taken && (taken.env !== env || taken.exited)) {
-      taken.started.kill();
-      return undefined;
-    }
     return taken;
   }
 
@@ -95,7 +99,7 @@ export function createWarmShell(root: string): WarmShell {
       } finally {
         // Only now: the launcher is busy while it starts a process, and would hold back the exit
         // of a command that ends meanwhile.
-        warm(env);
+        if (base) warm(base);
       }
     },
     close() {
