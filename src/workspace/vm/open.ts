@@ -124,8 +124,11 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
       }
     };
     try {
-      vm ??= await engine.create({ owner: options.owner, secret }, options.signal);
-      await waitForAgent({ baseUrl: vm.baseUrl }, AGENT_READY_MS, options.signal);
+      // A pooled VM's agent answered just above; a new VM's has yet to start listening.
+      if (!vm) {
+        vm = await engine.create({ owner: options.owner, secret }, options.signal);
+        await waitForAgent({ baseUrl: vm.baseUrl }, AGENT_READY_MS, options.signal);
+      }
       const agent = { endpoint: { baseUrl: vm.baseUrl }, secret };
       const root = await seedRemoteCheckout(agent, { ...seed, proxy: egress?.url }, options.signal);
       return createRemoteWorkspace({
