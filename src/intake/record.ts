@@ -1,6 +1,7 @@
 // Turns trigger deliveries into durable jobs: one transaction records the delivery ids (dedupe),
 // the job rows and the queue entries, so a crash anywhere leaves either all of them or none.
 // Deliveries arriving together share that transaction (group commit, see batcher.ts).
+import type { PoolClient } from "pg";
 import type { JobContext } from "../github/job-context.ts";
 import { CONTROL_VERBS } from "../jobs/acknowledge.ts";
 import type { Queue } from "../jobs/queue.ts";
@@ -9,7 +10,7 @@ import type { Database } from "../store/database.ts";
 import { type Repository, upsertRepository } from "../store/installations.ts";
 import { chatLookupKey, recordAndLookUp } from "../store/intake-batch.ts";
 import { insertJobs, type JobTrigger, type NewJob } from "../store/jobs.ts";
-import { type Queryable, withTransaction } from "../store/sql.ts";
+import { type Commit, holdWrites, type Queryable, withTransaction } from "../store/sql.ts";
 import { createBatcher } from "./batcher.ts";
 import type { TriggerDelivery } from "./deliveries.ts";
 import { type ParseResult, parseTrigger, type Trigger, type TriggerOptions } from "./trigger.ts";
@@ -68,8 +69,8 @@ async function writeBatch(
   options: TriggerOptions,
   batch: Pending[],
 ): Promise<IntakeResult[]> {
-  const results = await withTransaction(deps.db.pool, (client) =>
-    recordBatch(client, deps, options, batch),
+  const results = await withTransaction(deps.db.pool, (client, commit) =>
+    recordBatch(client, commit, deps, options, batch),
   );
   // Committed: a worker in this process may take the jobs now instead of at its next poll.
   if (results.some((result) => "jobId" in result)) deps.queue.wake();
@@ -77,7 +78,8 @@ async function writeBatch(
 }
 
 async function recordBatch(
-  client: Queryable,
+  client: PoolClient,
+  commit: Commit,
   deps: IntakeDeps,
   options: TriggerOptions,
   batch: Pending[],
@@ -129,10 +131,7 @@ async function recordBatch(
     accepted.push({ index, trigger: result.trigger, job });
   }
   if (accepted.length === 0) return results;
-  const ids = await insertJobs(
-    client,
-    accepted.map(({ job }) => job),
-  );
+  const ids = lookup.jobIds.slice(0, accepted.length);
   const queued = accepted.map(({ index, trigger, job }, n) => {
     const jobId = ids[n] as number;
     results[index] = { jobId, trigger };
@@ -142,7 +141,30 @@ async function recordBatch(
       : chatKey(job.chatId);
     return { jobId, chatKey: key };
   });
-  await deps.queue.enqueueJobs(client, queued);
+  // The jobs, their queue entries and COMMIT go out together: one write, one round trip.
+  let markSent = () => {};
+  const sent = new Promise<void>((resolve) => {
+    markSent = resolve;
+  });
+  const flush = holdWrites(client);
+  try {
+    const written = Promise.all([
+      insertJobs(
+        client,
+        ids,
+        accepted.map(({ job }) => job),
+      ),
+      deps.queue.enqueueJobs(client, queued, markSent),
+    ]);
+    await Promise.race([sent, written]);
+    const committed = commit();
+    flush();
+    // A failed statement's own error, rather than the ROLLBACK its COMMIT turned into.
+    await written;
+    await committed;
+  } finally {
+    flush();
+  }
   return results;
 }
 

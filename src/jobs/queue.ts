@@ -91,8 +91,11 @@ export interface Queue {
    * commit or roll back together.
    */
   enqueueJob(db: Queryable, job: QueuedJob): Promise<void>;
-  /** enqueueJob for many jobs in one statement; jobs sharing a key run in the order given. */
-  enqueueJobs(db: Queryable, jobs: QueuedJob[]): Promise<void>;
+  /**
+   * enqueueJob for many jobs in one statement; jobs sharing a key run in the order given. sent is
+   * called once the statement is on its way, so the caller can send COMMIT behind it.
+   */
+  enqueueJobs(db: Queryable, jobs: QueuedJob[], sent?: () => void): Promise<void>;
   /** Starts this process's workers. */
   work(handler: JobHandler, hooks?: WorkHooks): Promise<void>;
   /** Cancels a queued job, or aborts a running one wherever it runs. */
@@ -210,15 +213,21 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     logger.info({ count: orphans.length }, "handed the previous instance's jobs back to the queue");
   }
 
-  async function enqueueJobs(client: Queryable, jobs: QueuedJob[]): Promise<void> {
+  async function enqueueJobs(
+    client: Queryable,
+    jobs: QueuedJob[],
+    sent?: () => void,
+  ): Promise<void> {
     if (jobs.length === 0) return;
+    const executeSql = (text: string, values?: unknown[]) => {
+      const result = client.query(prepared(client, text, values ?? []));
+      sent?.();
+      return result;
+    };
     const ids = await boss.insert(
       JOB_QUEUE,
       jobs.map((job) => ({ id: orderedId(), data: job, singletonKey: job.chatKey })),
-      {
-        db: { executeSql: (text, values) => client.query(prepared(client, text, values ?? [])) },
-        returnId: true,
-      },
+      { db: { executeSql }, returnId: true },
     );
     // The insert skips conflicting rows silently; a job the queue does not hold would never run.
     if (ids?.length !== jobs.length) {

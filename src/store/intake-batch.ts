@@ -1,7 +1,7 @@
-// The intake's first statement for a batch of deliveries: it records them (insert-or-ignore) and
-// reads the repositories and chats they point at, in one round trip. On a busy machine each round
-// trip waits to be scheduled twice (the server, then the app), so they, not the rows, set the
-// intake's latency.
+// The intake's first statement for a batch of deliveries: it records them (insert-or-ignore),
+// reads the repositories and chats they point at, and draws the new jobs' ids, in one round trip.
+// On a busy machine each round trip waits to be scheduled twice (the server, then the app), so
+// they, not the rows, set the intake's latency.
 import { z } from "zod";
 import { type DeliveryInput, deliveryParams, INSERT_DELIVERIES } from "./deliveries.ts";
 import type { Repository } from "./installations.ts";
@@ -21,6 +21,7 @@ const Row = z.object({
     }),
   ),
   chats: z.array(z.object({ repository_id: bigint, wanted: z.number().int(), id: bigint })),
+  job_ids: z.array(bigint),
 });
 
 export interface BatchLookup {
@@ -29,6 +30,8 @@ export interface BatchLookup {
   repositories: Map<number, Repository>;
   /** Chat ids by `${repositoryId}#${number}`, found as findChat finds them. */
   chats: Map<string, number>;
+  /** Job ids drawn ahead, one per fresh delivery, ascending; those not used are skipped. */
+  jobIds: number[];
 }
 
 export const chatLookupKey = (repositoryId: number, number: number) => `${repositoryId}#${number}`;
@@ -45,7 +48,9 @@ SELECT
      CROSS JOIN LATERAL (
        SELECT id FROM chats
         WHERE repository_id = k.repository_id AND (pr_number = k.number OR number = k.number)
-        ORDER BY pr_number = k.number DESC NULLS LAST LIMIT 1) c) AS chats`;
+        ORDER BY pr_number = k.number DESC NULLS LAST LIMIT 1) c) AS chats,
+  (SELECT coalesce(json_agg(nextval(pg_get_serial_sequence('jobs', 'id'))), '[]')
+     FROM generate_series(1, (SELECT count(*) FROM fresh))) AS job_ids`;
 
 export async function recordAndLookUp(
   db: Queryable,
@@ -74,5 +79,6 @@ export async function recordAndLookUp(
   }
   const chats = new Map<string, number>();
   for (const c of row.chats) chats.set(chatLookupKey(c.repository_id, c.wanted), c.id);
-  return { fresh: new Set(row.fresh), repositories, chats };
+  const jobIds = row.job_ids.sort((a, b) => a - b);
+  return { fresh: new Set(row.fresh), repositories, chats, jobIds };
 }

@@ -186,24 +186,15 @@ const NEW_JOB_COLUMNS: ReadonlyArray<[string, string, (job: NewJob) => unknown]>
   ["pr_number", "int", (j) => j.prNumber ?? null],
 ];
 const NEW_JOB_NAMES = NEW_JOB_COLUMNS.map(([name]) => name).join(", ");
-const placeholders = (cast: (type: string) => string) =>
-  NEW_JOB_COLUMNS.map(([, type], i) => `$${i + 1}${cast(type)}`).join(", ");
+const placeholders = (cast: (type: string) => string, after = 0) =>
+  NEW_JOB_COLUMNS.map(([, type], i) => `$${i + after + 1}${cast(type)}`).join(", ");
 
 const INSERT_JOB = `INSERT INTO jobs (${NEW_JOB_NAMES}) VALUES (${placeholders(() => "")})
   RETURNING *`;
 
-// The ids are drawn first so they can be handed back in input order (RETURNING has no order), and
-// only the ids come back: the caller has the rest.
 const INSERT_JOBS = `
-  WITH input AS (
-    SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id, t.*
-    FROM unnest(${placeholders((type) => `::${type}[]`)})
-      WITH ORDINALITY AS t(${NEW_JOB_NAMES}, ord)
-  ), inserted AS (
-    INSERT INTO jobs (id, ${NEW_JOB_NAMES}) OVERRIDING SYSTEM VALUE
-    SELECT id, ${NEW_JOB_NAMES} FROM input
-  )
-  SELECT id FROM input ORDER BY ord`;
+  INSERT INTO jobs (id, ${NEW_JOB_NAMES}) OVERRIDING SYSTEM VALUE
+  SELECT * FROM unnest($1::bigint[], ${placeholders((type) => `::${type}[]`, 1)})`;
 
 export async function insertJob(db: Queryable, job: NewJob): Promise<Job> {
   const { rows } = await db.query<JobRow>(
@@ -213,17 +204,15 @@ export async function insertJob(db: Queryable, job: NewJob): Promise<Job> {
   return toJob(rows[0] as JobRow);
 }
 
-/** Inserts the jobs in one statement; returns their ids in input order. */
-export async function insertJobs(db: Queryable, jobs: NewJob[]): Promise<number[]> {
-  if (jobs.length === 0) return [];
-  const { rows } = await db.query<{ id: string }>(
-    prepared(
-      db,
-      INSERT_JOBS,
-      NEW_JOB_COLUMNS.map(([, , value]) => jobs.map(value)),
-    ),
+/**
+ * Inserts the jobs in one statement, under ids drawn beforehand (drawn with the intake's lookup),
+ * so that their queue entries can go out in the same round trip.
+ */
+export async function insertJobs(db: Queryable, ids: number[], jobs: NewJob[]): Promise<void> {
+  if (jobs.length === 0) return;
+  await db.query(
+    prepared(db, INSERT_JOBS, [ids, ...NEW_JOB_COLUMNS.map(([, , value]) => jobs.map(value))]),
   );
-  return rows.map((row) => Number(row.id));
 }
 
 export async function getJob(db: Queryable, id: number): Promise<Job | undefined> {

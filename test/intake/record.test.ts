@@ -157,6 +157,29 @@ describe.each(databases())("intake on $name", (target) => {
     expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(await listJobs(db.pool, { repositoryId: repo })).toHaveLength(3);
   });
+  it("keeps nothing of a batch whose queue entries fail, so the redelivery is new", async () => {
+    const repo = nextRepository++;
+    const failing = createIntake({
+      db,
+      queue: {
+        // Fails on the server, after the jobs' insert and with COMMIT right behind it.
+        async enqueueJobs(client, _jobs, sent) {
+          const failed = client.query("SELECT 1 / 0");
+          sent?.();
+          await failed;
+        },
+        wake() {},
+      },
+      appSlug: "vmpilot-bot",
+      label: "vmpilot",
+      command: "vmpilot",
+    });
+    const delivery = comment(repo, "/vmpilot fix");
+    await expect(failing(`lost-${repo}`, delivery)).rejects.toThrow("division by zero");
+    expect(await listJobs(db.pool, { repositoryId: repo })).toEqual([]);
+    expect(await record(`lost-${repo}`, delivery)).toMatchObject({ jobId: expect.any(Number) });
+    expect(await listJobs(db.pool, { repositoryId: repo })).toHaveLength(1);
+  });
 });
 
 describe.each(databases())("intake wakes the local worker on $name", (target) => {

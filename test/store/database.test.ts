@@ -258,6 +258,28 @@ describe.each(databases())("database on $name", (target) => {
     const { rows } = await db.pool.query("SELECT n FROM tx_probe ORDER BY n");
     expect(rows.map((r) => r.n)).toEqual([1, 2]);
   });
+  it("commits statements sent together, and rolls them all back when one fails", async () => {
+    await db.pool.query("CREATE TABLE tx_pipelined (n int)");
+    // Sent without waiting for each other: the pool pipelines them behind BEGIN.
+    await withTransaction(db.pool, async (client, commit) => {
+      await Promise.all([
+        client.query("INSERT INTO tx_pipelined VALUES (1)"),
+        client.query("INSERT INTO tx_pipelined VALUES (2)"),
+        commit(),
+      ]);
+    });
+    // COMMIT after a failed statement comes back as ROLLBACK, without an error of its own.
+    const failed = withTransaction(db.pool, async (client, commit) => {
+      const first = client.query("INSERT INTO tx_pipelined VALUES (3)");
+      const bad = client.query("INSERT INTO tx_pipelined VALUES ('three')").catch(() => "failed");
+      await first;
+      expect(await bad).toBe("failed");
+      await commit();
+    });
+    await expect(failed).rejects.toThrow("the transaction was rolled back");
+    const { rows } = await db.pool.query("SELECT n FROM tx_pipelined ORDER BY n");
+    expect(rows.map((r) => r.n)).toEqual([1, 2]);
+  });
 });
 
 // Just enough of the wire protocol to send an extended query in two parts.

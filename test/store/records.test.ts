@@ -71,7 +71,7 @@ describe.each(databases())("store records on $name", (target) => {
     expect(await recordDeliveries(db.pool, [{ id: "many-2", event: "issues" }])).toEqual(new Set());
   });
 
-  it("inserts many jobs in one statement and returns their ids in input order", async () => {
+  it("inserts many jobs in one statement, each under the id drawn for it", async () => {
     const a = await seedChat(db);
     const b = await seedChat(db);
     await recordDeliveries(db.pool, [
@@ -91,8 +91,12 @@ describe.each(databases())("store records on $name", (target) => {
       },
       { ...newJob(a.chat), branch: "vmpilot/7-fix", prNumber: 8 },
     ];
-    const ids = await insertJobs(db.pool, inputs);
-    expect(ids).toHaveLength(3);
+    // The intake draws the ids with its lookup; a job made later by insertJob gets the next one.
+    const { rows } = await db.pool.query<{ id: string }>(
+      "SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id FROM generate_series(1, 3)",
+    );
+    const ids = rows.map((row) => Number(row.id));
+    await insertJobs(db.pool, ids, inputs);
     const jobs = await Promise.all(ids.map((id) => getJob(db.pool, id)));
     // Each id is the row made from the input at the same position, with the defaults insertJob sets.
     for (const [i, input] of inputs.entries()) {
@@ -115,7 +119,8 @@ describe.each(databases())("store records on $name", (target) => {
       createdAt: single.createdAt,
       updatedAt: single.updatedAt,
     });
-    expect(await insertJobs(db.pool, [])).toEqual([]);
+    expect(single.id).toBeGreaterThan(Math.max(...ids));
+    await insertJobs(db.pool, [], []);
   });
 
   it("upserts installations and repositories, keeping settings", async () => {
