@@ -2,6 +2,7 @@
 // (`chat.completion.chunk`, then `[DONE]`), or one `chat.completion` at the end.
 import type { ServerResponse } from "node:http";
 import { REPLY_END, replyPiece, WORKING } from "../jobs/chat-turn/reply.ts";
+import { jobEventMark, waitForJobEvent } from "../store/job-event-signal.ts";
 import { listJobEvents } from "../store/job-events.ts";
 import { getJob } from "../store/jobs.ts";
 import type { Queryable } from "../store/sql.ts";
@@ -101,9 +102,11 @@ export interface RelayOptions {
 export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
   let after = 0;
   let finished = false;
-  // Quick while events flow; slower (up to 5×) through a long model call or command.
+  // Woken at once by events this process stores; otherwise polled, quick while events flow and
+  // slower (up to 5×) through a long model call or command.
   let wait = options.pollMs;
   while (!options.signal.aborted) {
+    const mark = jobEventMark();
     const events = await listJobEvents(options.db, options.jobId, after, 200);
     for (const event of events) {
       after = event.id;
@@ -126,21 +129,9 @@ export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
     const job = await getJob(options.db, options.jobId);
     finished = !job || job.finishedAt !== null;
     if (!finished) {
-      await pause(wait, options.signal);
+      await waitForJobEvent(options.jobId, mark, wait, options.signal);
       wait = Math.min(wait * 1.5, options.pollMs * 5);
     }
   }
   return null;
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

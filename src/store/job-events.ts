@@ -1,3 +1,4 @@
+import { jobEventStored } from "./job-event-signal.ts";
 import type { Queryable } from "./sql.ts";
 
 export interface JobEvent {
@@ -37,6 +38,7 @@ export async function appendJobEvent(
     "INSERT INTO job_events (job_id, type, data) VALUES ($1, $2, $3) RETURNING *",
     [jobId, type, JSON.stringify(data)],
   );
+  jobEventStored(jobId);
   return toJobEvent(rows[0] as JobEventRow);
 }
 

@@ -1,0 +1,52 @@
+// The chat relay streams a turn's events as the worker stores them. In one process (role all,
+// the default) it is woken by each stored event rather than waiting for its next poll: here the
+// poll is ten minutes apart, so only the wake-up can deliver the pieces within the test.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { relayTurn } from "../../src/chat/relay.ts";
+import { REPLY_END } from "../../src/jobs/chat-turn/reply.ts";
+import type { Database } from "../../src/store/database.ts";
+import { appendJobEvent } from "../../src/store/job-events.ts";
+import { databases, seedChat, seedJob } from "../helpers/db.ts";
+
+const NEVER_MS = 600_000;
+
+describe.each(databases())("chat relay on $name", (target) => {
+  let db: Database;
+  beforeAll(async () => {
+    db = await target.open();
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it("relays each event this process stores at once, without waiting for a poll", async () => {
+    const { chat } = await seedChat(db);
+    const job = await seedJob(db, chat);
+    const pieces: string[] = [];
+    let pieceArrived = () => {};
+    const relayed = relayTurn({
+      db: db.pool,
+      jobId: job.id,
+      pollMs: NEVER_MS,
+      signal: new AbortController().signal,
+      onPiece(text) {
+        pieces.push(text);
+        pieceArrived();
+      },
+    });
+    const nextPiece = () =>
+      new Promise<void>((resolve) => {
+        pieceArrived = resolve;
+      });
+    for (const words of ["first", "second"]) {
+      const arrived = nextPiece();
+      await appendJobEvent(db.pool, job.id, "text", { text: words });
+      await arrived;
+    }
+    await appendJobEvent(db.pool, job.id, REPLY_END, {
+      usage: { inputTokens: 3, outputTokens: 2 },
+    });
+    expect(await relayed).toMatchObject({ prompt_tokens: 3, completion_tokens: 2 });
+    expect(pieces.slice(0, 2)).toEqual(["first\n\n", "second\n\n"]);
+  });
+});
