@@ -35,7 +35,11 @@ beforeAll(async () => {
   await mkdir(join(root, "sub"));
 });
 
-afterEach(() => shell?.close());
+// A closed shell's waiting bash takes a moment to die; the next test must not take it for its own.
+afterEach(async () => {
+  shell?.close();
+  expect(await waitUntil(async () => (await shellsWaiting()).length === 0)).toBe(true);
+});
 
 afterAll(async () => {
   await rm(root, { recursive: true, force: true });
