@@ -5,7 +5,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ProbotOctokit } from "probot";
 import type { RepoSettings } from "../config/repo-config.ts";
 import type { Logger } from "../github/logger.ts";
-import { WORKING } from "../jobs/chat-turn/reply.ts";
 import type { Queue } from "../jobs/queue.ts";
 import type { Database } from "../store/database.ts";
 import { TtlCache } from "../web/cache.ts";
@@ -153,7 +152,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     };
     res.once("close", onClose);
     open.add(res);
-    let text = WORKING;
+    let text = "";
     try {
       const usage = await relayTurn({
         db: deps.db.pool,

@@ -166,6 +166,8 @@ describe("the chat face", () => {
     });
     expect(second.object).toBe("chat.completion");
     const reply = second.choices[0]?.message.content ?? "";
+    // Not streamed: the reply is the answer alone, without the placeholder a stream starts with.
+    expect(reply).toMatch(/^```bash\n\$ cat hello\.txt\n```/);
     expect(reply).toMatch(/```text\nhi\n```/);
     expect(reply).toContain("It says hi.");
     expect(second.usage?.total_tokens).toBeGreaterThan(0);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { RateLimiter } from "../../src/chat/rate-limit.ts";
+import { extendHash } from "../../src/jobs/chat-turn/history-hash.ts";
 import { fenceLanguage } from "../../src/jobs/chat-turn/language.ts";
-import { REPLY_END, renderReply, replyPiece } from "../../src/jobs/chat-turn/reply.ts";
+import { REPLY_END, renderReply, replyPiece, WORKING } from "../../src/jobs/chat-turn/reply.ts";
 
 const result = (output: string, isError = false, name = "bash") => ({
   type: "tool_result",
@@ -68,9 +69,19 @@ describe("the chat reply", () => {
       },
       { type: "text", data: { text: "after the end" } },
     ]);
-    expect(reply).toBe(
-      "_working…_\n\nDone.\n\n---\nTests: passed  \nTokens: 10 in, 5 out · cost $0.0123\n",
-    );
+    expect(reply).toBe("Done.\n\n---\nTests: passed  \nTokens: 10 in, 5 out · cost $0.0123\n");
+  });
+
+  it("finds a reply sent back streamed (with the placeholder) or not, and one stored with it", () => {
+    const reply = "Done.\n\n---\nTests: passed\n";
+    const hash = (role: "user" | "assistant", text: string) => extendHash("h", { role, text });
+    const stored = hash("assistant", reply);
+    expect(hash("assistant", `${WORKING}${reply}`)).toBe(stored);
+    expect(hash("assistant", `  ${WORKING}${reply.trim()}`)).toBe(stored);
+    expect(hash("assistant", "")).toBe(hash("assistant", WORKING));
+    expect(hash("assistant", "Done.")).not.toBe(stored);
+    // A person's words are theirs: the placeholder in them is not skipped.
+    expect(hash("user", `${WORKING}hi`)).not.toBe(hash("user", "hi"));
   });
 });
 

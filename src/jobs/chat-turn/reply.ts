@@ -1,11 +1,13 @@
 // What a chat client is shown of a turn: markdown rendered from the turn's session-log events, one
 // piece per event. The web process streams the pieces as the events arrive; the worker renders the
-// same pieces at the end to remember the reply, so a client sending it back is recognised.
+// same pieces at the end to remember the reply, so a client sending it back is recognised. Only a
+// stream starts with the WORKING placeholder; the remembered reply, like a non-streamed one, is
+// the answer alone (history-hash.ts treats the two as the same reply).
 import { type DiffLine, lineDiff } from "../../github/line-diff.ts";
 import { formatCost } from "../../github/progress-comment.ts";
 import { fenceLanguage } from "./language.ts";
 
-/** The first piece, sent before the turn has even been queued. */
+/** A stream's first piece, sent before the turn has even been queued. */
 export const WORKING = "_working…_\n\n";
 /** The event that ends a turn's reply; nothing after it is part of the reply. */
 export const REPLY_END = "chat_reply_end";
@@ -101,7 +103,7 @@ export function replyPiece(event: EventLike): string {
 
 /** The whole reply of a turn from its events, up to the end marker. */
 export function renderReply(events: readonly EventLike[]): string {
-  let reply = WORKING;
+  let reply = "";
   for (const event of events) {
     reply += replyPiece(event);
     if (event.type === REPLY_END) break;
