@@ -78,10 +78,14 @@ export const tools: WorkspaceTool[] = [
   },
 ];
 
-/** The run is done only when the tests passed, or the model explained why they fail or cannot run. */
-export const finishCheck: FinishCheck = (reports) => {
+/**
+ * A run that changed files is done only when the tests passed, or the model explained why they fail
+ * or cannot run. One that changed nothing (a question answered) owes no report.
+ */
+export const finishCheck: FinishCheck = (reports, run) => {
   const tests = reports.get("tests") as TestsReport | undefined;
   if (!tests) {
+    if (!run.changed) return undefined;
     return 'Before you finish: run the project\'s tests and call report_tests with the result. If there are no tests or they cannot run here, call report_tests with outcome "not_run" and explain why.';
   }
   if (tests.outcome === "failed" && !tests.explanation) {

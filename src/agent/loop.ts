@@ -47,6 +47,11 @@ export interface RunAgentOptions {
   limits?: AgentLimits;
   /** Enabled plugins: their tools are offered and their finish checks apply. */
   plugins?: readonly Plugin[];
+  /**
+   * Whether the workspace changed since the run began, asked when the model ends its turn and a
+   * plugin has a finish check. Without it the checks take the workspace as changed.
+   */
+  changed?: () => Promise<boolean>;
   /** Tool names the run may use; default all of the native and enabled plugins' tools. */
   tools?: readonly string[];
   bash?: BashToolOptions;
@@ -81,6 +86,7 @@ export interface AgentResult {
   usage: UsageTotals;
   /** False when the model was not in the price table and cost is a fallback estimate. */
   priceKnown: boolean;
+  /** The model's last text; when a finish check sent it back, its answer before that comes first. */
   finalText: string;
   /** What plugin tools reported, e.g. `tests`. */
   reports: Record<string, unknown>;
@@ -140,7 +146,10 @@ class AgentRun {
   readonly #added: MessageParam[] = [];
   #steps = 0;
   #usage = emptyUsage();
+  /** The latest text of the model; after a nudge, only what came since. */
   #finalText = "";
+  /** The text that ended the turn before the first nudge: the answer, kept whatever follows. */
+  #answer: string | undefined;
   #cutoffs = 0;
   #nudges = 0;
   #forceCompaction = false;
@@ -257,9 +266,13 @@ class AgentRun {
       default: {
         this.#cutoffs = 0;
         await this.#appendAssistant(content);
-        const unmet = this.#unmetFinishCheck();
+        const unmet = await this.#unmetFinishCheck();
         if (unmet && this.#nudges < MAX_NUDGES) {
           this.#nudges++;
+          if (this.#answer === undefined) {
+            this.#answer = this.#finalText;
+            this.#finalText = "";
+          }
           await this.#append({ role: "user", content: unmet });
           return undefined;
         }
@@ -313,12 +326,23 @@ class AgentRun {
     });
   }
 
-  #unmetFinishCheck(): string | undefined {
-    for (const plugin of this.#o.plugins ?? []) {
-      const unmet = plugin.finishCheck?.(this.#reports);
+  async #unmetFinishCheck(): Promise<string | undefined> {
+    const checks = (this.#o.plugins ?? []).flatMap((p) => (p.finishCheck ? [p.finishCheck] : []));
+    if (checks.length === 0) return undefined;
+    const run = { changed: (await this.#o.changed?.()) ?? true };
+    for (const check of checks) {
+      const unmet = check(this.#reports, run);
       if (unmet) return unmet;
     }
     return undefined;
+  }
+
+  /** The answer, then what the model said after being sent back, if anything new. */
+  get #text(): string {
+    const answer = this.#answer;
+    const after = this.#finalText;
+    if (!answer || !after || after === answer) return answer || after;
+    return `${answer}\n\n${after}`;
   }
 
   async #request(messages: MessageParam[], noTools = false): Promise<ModelReply> {
@@ -439,7 +463,7 @@ class AgentRun {
       steps: this.#steps,
       usage: this.#usage,
       priceKnown: this.#model?.known ?? true,
-      finalText: this.#finalText,
+      finalText: this.#text,
       reports: Object.fromEntries(this.#reports),
       ...extra,
     };
@@ -451,7 +475,7 @@ class AgentRun {
       reason,
       steps: this.#steps,
       usage: this.#usage,
-      finalText: this.#finalText,
+      finalText: this.#text,
       ...(detail && { detail }),
     });
     return this.#result(reason, detail ? { detail } : {});

@@ -45,11 +45,20 @@ interface WorkerTool extends ToolShape {
 
 export type PluginTool = WorkspaceTool | WorkerTool;
 
+/** What a finish check knows of the run besides its reports. */
+interface RunFacts {
+  /** False when the workspace is as the run found it, e.g. the model only answered a question. */
+  changed: boolean;
+}
+
 /**
  * Called when the model ends its turn. Returns a message to send back when the plugin's
  * condition for "done" is not met yet, or undefined to let the run finish.
  */
-export type FinishCheck = (reports: ReadonlyMap<string, unknown>) => string | undefined;
+export type FinishCheck = (
+  reports: ReadonlyMap<string, unknown>,
+  run: RunFacts,
+) => string | undefined;
 
 /** Reads a workspace file as text; undefined when it does not exist. */
 export type ReadTextFile = (path: string) => Promise<string | undefined>;

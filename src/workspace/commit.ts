@@ -77,3 +77,20 @@ export async function commitInWorkspace(
   }
   return { sha: commit.stdout.trim().split("\n").at(-1) ?? "", files };
 }
+
+/** HEAD's commit in the workspace, or "" in a repository with no commit yet. */
+export async function headOf(workspace: Workspace): Promise<string> {
+  const head = await workspace.exec("git rev-parse --verify -q HEAD");
+  return head.exitCode === 0 ? head.stdout.trim() : "";
+}
+
+/**
+ * Whether the workspace holds work since `start`, the commit it began at: files differ from HEAD
+ * (untracked ones too), or HEAD moved because the agent committed itself. Runs inside the workspace
+ * for the reason commitInWorkspace does; a git that cannot tell counts as a change.
+ */
+export async function changedSince(workspace: Workspace, start: string): Promise<boolean> {
+  if ((await headOf(workspace)) !== start) return true;
+  const status = await workspace.exec("git status --porcelain");
+  return status.exitCode !== 0 || status.fullStdout.trim() !== "";
+}

@@ -6,7 +6,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CLEARED_PLACEHOLDER } from "../../src/agent/compaction.ts";
 import type { AgentEvent } from "../../src/agent/events.ts";
 import { type RunAgentOptions, runAgent } from "../../src/agent/loop.ts";
+import { discoverPlugins, selectPlugins } from "../../src/agent/plugins.ts";
 import { ContextTooLongError } from "../../src/agent/providers/types.ts";
+import { changedSince, headOf } from "../../src/workspace/commit.ts";
 import {
   call,
   type ScriptedProvider,
@@ -226,5 +228,69 @@ describe("compaction", () => {
     expect(events.find((e) => e.type === "compacted")).toMatchObject({ summarizedMessages: 5 });
     // The summary request is paid for like any other.
     expect(events.filter((e) => e.type === "usage")).toHaveLength(5);
+  });
+});
+
+describe("finish checks", () => {
+  /** The testing plugin, and the workspace's changes since the run began as the loop asks them. */
+  async function checked() {
+    const start = await headOf(repo.workspace);
+    const asked: boolean[] = [];
+    const changed = async () => {
+      const answer = await changedSince(repo.workspace, start);
+      asked.push(answer);
+      return answer;
+    };
+    const plugins = selectPlugins(await discoverPlugins(), ["testing"]);
+    return { asked, options: options({ plugins, changed }) };
+  }
+
+  const notRunReport = call("report_tests", { outcome: "not_run", explanation: "No tests." });
+
+  it("does not ask a run that changed nothing for tests: one call, its answer the final text", async () => {
+    script({ content: [say("The README is a title and nothing else.")] });
+    const { asked, options } = await checked();
+    const result = await runAgent(options);
+    expect(result).toMatchObject({ reason: "end_turn", reports: {} });
+    expect(result.detail).toBeUndefined();
+    expect(model.calls).toHaveLength(1);
+    expect(result.finalText).toBe("The README is a title and nothing else.");
+    expect(asked).toEqual([false]);
+  });
+
+  it("asks a run that committed a change itself for tests, as before", async () => {
+    const commit =
+      "echo x > new.txt && git add -A && git -c user.name=a -c user.email=a@example.com commit -qm x";
+    script(
+      { content: [call("bash", { command: commit })] },
+      { content: [say("Committed new.txt.")] },
+      (request) => {
+        expect(JSON.stringify(request.messages.at(-1))).toContain("call report_tests");
+        return { content: [notRunReport] };
+      },
+      { content: [say("Committed new.txt.")] },
+    );
+    const { asked, options } = await checked();
+    const result = await runAgent(options);
+    expect(result.detail).toBeUndefined();
+    expect(result.reports.tests).toMatchObject({ outcome: "not_run" });
+    expect(asked).toEqual([true, true]);
+    expect(result.finalText).toBe("Committed new.txt.");
+  });
+
+  it("keeps the answer the model gave before it was sent back for tests", async () => {
+    script(
+      { content: [call("bash", { command: "echo draft > notes.txt" })] },
+      { content: [say("The project has one README; notes.txt holds a draft.")] },
+      { content: [say("Reporting."), notRunReport] },
+      { content: [say("Reported: there are no tests.")] },
+    );
+    const { asked, options } = await checked();
+    const result = await runAgent(options);
+    const answer =
+      "The project has one README; notes.txt holds a draft.\n\nReported: there are no tests.";
+    expect(result.finalText).toBe(answer);
+    expect(events.at(-1)).toMatchObject({ type: "finished", finalText: answer });
+    expect(asked).toEqual([true, true]);
   });
 });
