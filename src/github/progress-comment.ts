@@ -62,6 +62,8 @@ export interface FinalView {
   /** Why the job stopped early (a limit), or what to do next. */
   notes?: string[];
   tests?: TestsSummary;
+  /** False when the job left the code as it was: no test report was needed then. */
+  changed?: boolean;
   usage: UsageSummary;
   startedAt: number;
   finishedAt: number;
@@ -131,8 +133,8 @@ export function renderProgress(view: ProgressView, now: number): string {
   return lines.join("\n");
 }
 
-function testsLine(tests: TestsSummary | undefined): string {
-  if (!tests) return "- Tests: not reported";
+function testsLine(tests: TestsSummary | undefined, changed: boolean | undefined): string {
+  if (!tests) return changed === false ? "- Tests: not run (no changes)" : "- Tests: not reported";
   const command = tests.command ? ` (${codeSpan(tests.command)})` : "";
   const why = tests.explanation ? `: ${oneLine(tests.explanation, 300)}` : "";
   if (tests.outcome === "passed") return `- Tests: ✔ passed${command}`;
@@ -156,7 +158,7 @@ export function renderFinal(view: FinalView): string {
     lines.push(quietMentions(cap(view.summary.trim(), SUMMARY_CAP)), "");
   }
   lines.push(
-    testsLine(view.tests),
+    testsLine(view.tests, view.changed),
     tokensLine(view.usage),
     `- Cost: ${formatCost(view.usage.costUsd, view.usage.priceKnown)} · time: ${formatDuration(view.finishedAt - view.startedAt)}`,
     "",

@@ -256,6 +256,7 @@ async function work(
     jobId: job.id,
     mode: request.mode,
     workspace: ws.workspace,
+    startSha: ws.checkout.baseSha,
     history: history.messages,
     storedCount: history.storedCount,
     instruction: resuming

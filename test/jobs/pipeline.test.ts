@@ -314,10 +314,51 @@ describe("runPipeline", () => {
         const body = JSON.stringify(request.body);
         for (const secret of secretForms) expect(body).not.toContain(secret);
       }
-      expect(comment.at(-1)).toContain("no changes to the code, so no pull request");
+      expect(comment.at(-1)).toContain("**Answered, without changing the code**");
     } finally {
       process.env = saved;
     }
+  });
+
+  it("answers a question on a repository whose tests fail: the answer in the comment, no test report asked for, no pull request", async () => {
+    const seeded = await h.seedRepo();
+    const { job, commentId } = await h.seedJob(seeded, {
+      trigger: "command",
+      instruction: "look around the repository and tell me what you find",
+    });
+    mockStart(seeded);
+    mockRequester();
+    const comment = captureComment(seeded.repo, commentId);
+    h.fake.push(
+      { content: [toolUse("bash", { command: "ls && cat value.txt && sh test.sh" })] },
+      {
+        content: [
+          text("Two files: value.txt says `broken`, and test.sh fails until it says `fixed`."),
+        ],
+      },
+    );
+
+    expect(await runPipeline(run(job.id), h.deps())).toBe("succeeded");
+
+    expect(h.fake.requests).toHaveLength(2);
+    expect(toolResults(h.fake.requests[1]?.body).join()).toContain("broken");
+    expect(sh(seeded.remote, "git for-each-ref --format='%(refname)' refs/heads")).toBe(
+      "refs/heads/main",
+    );
+    const final = (comment.at(-1) ?? "")
+      .replace(/^- Tokens: .*\n- Cost: .*$/m, "- Tokens, cost and time: (vary)")
+      .replace(new RegExp(`(job #|/jobs/|vmpilot:job:)${job.id}\\b`, "g"), "$1N");
+    expect(final).not.toContain("failed");
+    expect(final).toMatchInlineSnapshot(`
+      "✅ **Answered, without changing the code** — [job #N](https://vmpilot.test/jobs/N)
+
+      Two files: value.txt says \`broken\`, and test.sh fails until it says \`fixed\`.
+
+      - Tests: not run (no changes)
+      - Tokens, cost and time: (vary)
+
+      <!-- vmpilot:job:N -->"
+    `);
   });
 
   it("tells the user when Anthropic stays overloaded after the retries", async () => {

@@ -13,6 +13,7 @@ import type { TestsSummary } from "../../github/progress-comment.ts";
 import { saveCompaction } from "../../store/compactions.ts";
 import { appendMessage } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
+import { changedSince } from "../../workspace/commit.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type { JobProgress } from "./progress.ts";
 import type { Mode } from "./request.ts";
@@ -28,6 +29,8 @@ export interface JobAgentInput {
    */
   conversational?: boolean;
   workspace: Workspace;
+  /** The commit the workspace started at: a run that leaves it as it was owes no test report. */
+  startSha?: string;
   history: Anthropic.MessageParam[];
   /** How many stored messages `history` stands for (see loadChat). */
   storedCount: number;
@@ -71,7 +74,7 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
       ? input.anthropic
       : createClient(input.anthropic);
   const readOnly = input.mode === "plan" || input.mode === "review";
-  const { progress } = input;
+  const { progress, startSha } = input;
   let stored = input.storedCount;
   let compacted = Promise.resolve();
   const result = await runAgent({
@@ -90,6 +93,9 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
       maxWallTimeMs: input.maxWallTimeMs,
     },
     plugins,
+    ...(startSha !== undefined && {
+      changed: () => changedSince(input.workspace, startSha),
+    }),
     ...(readOnly && { tools: ["bash"] }),
     onEvent: (event) => {
       if (event.type === "tool_call" && event.name === "report_tests") progress.step("tests");

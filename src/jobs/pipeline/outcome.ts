@@ -152,9 +152,14 @@ function headline(
   delivered: Delivered,
   ok: boolean,
   served: { number: number; url: string } | undefined,
-): Pick<FinalView, "ok" | "headline" | "pullRequest"> {
-  if (!delivered.pushed)
-    return { ok, headline: "Done: no changes to the code, so no pull request" };
+): Pick<FinalView, "ok" | "headline" | "pullRequest" | "changed"> {
+  if (!delivered.pushed) {
+    // A run that ended on its own with nothing to push answered what it was asked.
+    const headline = ok
+      ? "Answered, without changing the code"
+      : "Done: no changes to the code, so no pull request";
+    return { ok, headline, changed: false };
+  }
   const pr = delivered.pullRequest;
   if (pr) {
     const verb = pr.created ? "Opened draft pull request" : "Updated pull request";
