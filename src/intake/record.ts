@@ -102,7 +102,7 @@ async function recordBatch(
   );
   const { fresh, chats } = lookup;
   const upToDate = new Set<number>();
-  const accepted: Array<{ index: number; trigger: Trigger; job: NewJob }> = [];
+  const accepted: Array<{ index: number; trigger: Trigger; job: NewJob; notice: boolean }> = [];
   for (const [index, { deliveryId, delivery, parsed }] of batch.entries()) {
     // A delivery id or trigger event repeated within the batch is new only the first time.
     if (!fresh.delete(deliveryId)) continue;
@@ -126,20 +126,24 @@ async function recordBatch(
       results[index] = result;
       continue;
     }
+    // A chat known before this trigger may have a job running: if so, this one's acknowledgement
+    // must not wait for it (the notice finds out).
+    const known = chats.has(chatLookupKey(delivery.repository.id, delivery.number));
     const chatId = await chatFor(client, chats, delivery);
     const job = newJob(deps, delivery, deliveryId, result.trigger, chatId, label);
-    accepted.push({ index, trigger: result.trigger, job });
+    const control = CONTROL_VERBS.has(result.trigger.verb);
+    accepted.push({ index, trigger: result.trigger, job, notice: known && !control });
   }
   if (accepted.length === 0) return results;
   const ids = lookup.jobIds.slice(0, accepted.length);
-  const queued = accepted.map(({ index, trigger, job }, n) => {
+  const queued = accepted.map(({ index, trigger, job, notice }, n) => {
     const jobId = ids[n] as number;
     results[index] = { jobId, trigger };
     // stop, status and help must not wait for the chat's running job to finish.
     const key = CONTROL_VERBS.has(trigger.verb)
       ? `${chatKey(job.chatId)}:job:${jobId}`
       : chatKey(job.chatId);
-    return { jobId, chatKey: key };
+    return { jobId, chatKey: key, notice };
   });
   // The jobs, their queue entries and COMMIT go out together: one write, one round trip.
   let markSent = () => {};

@@ -69,16 +69,34 @@ const STATUS_TEXT: Record<JobStatus, string> = {
   dead: "failed after retries",
 };
 
-export function statusBody(job: Job, latest: Job | undefined, waiting: number, publicUrl: string) {
+/** A job as one line: its link, what was asked and by whom. */
+function jobLine(job: Job, publicUrl: string): string {
+  return `[#${job.id}](${jobUrl(publicUrl, job.id)}) (${codeSpan(job.command ?? "fix")}, asked by @${job.requester})`;
+}
+
+/** `queued`: the jobs waiting behind `latest`, oldest first. */
+export function statusBody(job: Job, latest: Job | undefined, queued: Job[], publicUrl: string) {
   if (!latest) {
     return withMarker(job.id, ["There is no vmpilot job in this conversation yet."]);
   }
-  const lines = [
-    `Job [#${latest.id}](${jobUrl(publicUrl, latest.id)}) (\`${latest.command ?? "fix"}\`, ` +
-      `asked by @${latest.requester}) is ${STATUS_TEXT[latest.status]}.`,
-  ];
-  if (waiting > 0) lines.push("", `${waiting} more waiting behind it.`);
+  const lines = [`Job ${jobLine(latest, publicUrl)} is ${STATUS_TEXT[latest.status]}.`];
+  if (queued.length > 0) {
+    lines.push("", "Queued behind it, in the order they will run:");
+    for (const waiting of queued) lines.push(`- ${jobLine(waiting, publicUrl)}`);
+  }
   return withMarker(job.id, lines);
+}
+
+/** The notice of a job that waits behind `ahead` (and `more` others) in the same conversation. */
+export function queuedBody(job: Job, ahead: number, more: number, publicUrl: string): string {
+  const others = more === 0 ? "" : more === 1 ? " and 1 more" : ` and ${more} more`;
+  return withMarker(job.id, [
+    `👀 **vmpilot got it** — [job #${job.id}](${jobUrl(publicUrl, job.id)})`,
+    "",
+    `Queued ${codeSpan(job.command ?? "fix")} for @${job.requester} behind ` +
+      `[job #${ahead}](${jobUrl(publicUrl, ahead)})${others}. It continues the same conversation ` +
+      "when those are done; this comment is updated then.",
+  ]);
 }
 
 export function stopBody(job: Job, stopped: number[], publicUrl: string): string {

@@ -1,5 +1,6 @@
 // A job's first step: is the requester allowed, and the bot's first visible answer. Safe to rerun
 // after a crash: the answer is one comment per job, found again by id or marker, never duplicated.
+import { setTimeout as delay } from "node:timers/promises";
 import type { ProbotOctokit } from "probot";
 import type { RepoSettings } from "../config/repo-config.ts";
 import {
@@ -15,11 +16,13 @@ import { checkPermission } from "../github/permissions.ts";
 import { addEyes } from "../github/reactions.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import type { Database } from "../store/database.ts";
+import { claimNotice } from "../store/job-lifecycle.ts";
 import { getIssueJob, type IssueJob, listJobs, updateJob } from "../store/jobs.ts";
 import { claimRefusalNotice } from "../store/refusal-notices.ts";
 import {
   helpBody,
   progressBody,
+  queuedBody,
   refusalBody,
   statusBody,
   stopBody,
@@ -48,19 +51,71 @@ export type Acknowledgement =
 /** Verbs answered at once; they never wait behind the chat's running job. */
 export const CONTROL_VERBS: ReadonlySet<string> = new Set(["stop", "status", "help"]);
 
+/** How long a starting job waits for the notice that claimed its first comment to post it. */
+const NOTICE_WAIT_MS = 20_000;
+const NOTICE_POLL_MS = 100;
+
+interface Notice {
+  /** The first unfinished job ahead in the chat, and how many more are ahead. */
+  ahead: number;
+  waiting: number;
+}
+
 export async function acknowledge(
   deps: AcknowledgeDeps,
   run: Pick<RunningJob, "jobId" | "attempt" | "signal">,
 ): Promise<Acknowledgement> {
-  const job = await getIssueJob(deps.db.pool, run.jobId);
+  let job = await getIssueJob(deps.db.pool, run.jobId);
   if (!job) throw new Error(`job ${run.jobId} does not exist`);
   if (job.finishedAt) return { outcome: "skipped" };
+  if (job.noticedAt && job.progressCommentId === null) {
+    job = await noticeComment(deps, job, run.signal);
+  }
   const context = readJobContext(job);
   const octokit = await deps.auth(job.installationId);
   const trigger = await loadTriggerSettings(deps.db, octokit, job, context, deps.defaults);
   const outcome = await respond(deps, run, job, context, octokit, trigger.settings);
   const repoConfig = await trigger.repoConfig;
   return outcome === "acknowledged" ? { outcome, repoConfig } : { outcome };
+}
+
+/**
+ * The notice of a job that arrived while its chat's job ran: 👀 and a comment saying what it waits
+ * behind, at once, instead of when the job starts. Nothing when the job needs no notice (see
+ * claimNotice). The job's own acknowledgement later edits the same comment.
+ */
+export async function acknowledgeWaiting(
+  deps: AcknowledgeDeps,
+  jobId: number,
+  signal: AbortSignal,
+): Promise<void> {
+  const notice = await claimNotice(deps.db.pool, jobId, [...CONTROL_VERBS]);
+  if (!notice) return;
+  const job = await getIssueJob(deps.db.pool, jobId);
+  if (!job) return;
+  const context = readJobContext(job);
+  const octokit = await deps.auth(job.installationId);
+  const trigger = await loadTriggerSettings(deps.db, octokit, job, context, deps.defaults);
+  await respond(deps, { attempt: 1, signal }, job, context, octokit, trigger.settings, notice);
+  await trigger.repoConfig;
+}
+
+/**
+ * The job started in the instant after a notice claimed its first comment: the notice is posting
+ * it now. Waits for the comment's id; a notice that died meanwhile leaves the comment to be found
+ * by its marker (answerOnce).
+ */
+async function noticeComment(
+  deps: AcknowledgeDeps,
+  job: IssueJob,
+  signal: AbortSignal,
+): Promise<IssueJob> {
+  for (let waited = 0; waited < NOTICE_WAIT_MS; waited += NOTICE_POLL_MS) {
+    const now = await getIssueJob(deps.db.pool, job.id);
+    if (!now || now.progressCommentId !== null || now.finishedAt) return now ?? job;
+    await delay(NOTICE_POLL_MS, undefined, { signal });
+  }
+  return job;
 }
 
 async function respond(
@@ -70,6 +125,7 @@ async function respond(
   context: JobContext,
   octokit: ProbotOctokit,
   settings: RepoSettings,
+  notice?: Notice,
 ): Promise<Acknowledgement["outcome"]> {
   const item: Item = { owner: context.owner, repo: context.name, number: job.number };
   const why = unwanted(job, context, settings);
@@ -87,7 +143,9 @@ async function respond(
     policy,
   });
   run.signal.throwIfAborted();
-  const answer = (body: string) => answerOnce(deps, octokit, item, job, run.attempt, body);
+  // An earlier attempt, or a notice that claimed the comment, may have posted it unrecorded.
+  const posted = run.attempt > 1 || (job.noticedAt !== null && !notice);
+  const answer = (body: string) => answerOnce(deps, octokit, item, job, posted, body);
   if (!permission.allowed) {
     deps.logger.info({ jobId: job.id, requester: job.requester, via: permission.via }, "refused");
     // Someone without access could otherwise make the bot post once per comment they write.
@@ -107,8 +165,16 @@ async function respond(
       await answer(stopBody(job, await stop(deps, job), deps.publicUrl));
       return "answered";
     default:
-      // A stored comment id means an earlier attempt got past the reaction.
-      if (job.progressCommentId === null) await addEyes(octokit, item, context.target);
+      if (notice) {
+        await addEyes(octokit, item, context.target);
+        await answer(queuedBody(job, notice.ahead, notice.waiting, deps.publicUrl));
+        deps.logger.info({ jobId: job.id, ahead: notice.ahead }, "acknowledged while waiting");
+        return "acknowledged";
+      }
+      // A stored comment id means an earlier attempt got past the reaction; a notice reacted too.
+      if (job.progressCommentId === null && job.noticedAt === null) {
+        await addEyes(octokit, item, context.target);
+      }
       await answer(progressBody(job, deps.publicUrl));
       await updateJob(deps.db.pool, job.id, { status: "acknowledged" });
       deps.logger.info({ jobId: job.id }, "acknowledged");
@@ -125,11 +191,12 @@ async function answerOnce(
   octokit: ProbotOctokit,
   item: Item,
   job: IssueJob,
-  attempt: number,
+  /** The comment may have been posted before without its id being stored. */
+  posted: boolean,
   body: string,
 ): Promise<number> {
   let commentId = job.progressCommentId ?? undefined;
-  if (commentId === undefined && attempt > 1) {
+  if (commentId === undefined && posted) {
     commentId = await findMarkedComment(octokit, item, jobMarker(job.id), job.createdAt);
   }
   if (commentId === undefined) {
@@ -143,15 +210,17 @@ async function answerOnce(
   return commentId;
 }
 
+const RUNNING: ReadonlySet<string> = new Set(["running", "acknowledged"]);
+
 async function status(deps: AcknowledgeDeps, job: IssueJob): Promise<string> {
   const jobs = await listJobs(deps.db.pool, { chatId: job.chatId, limit: 50 });
   const work = jobs.filter(
     (other) => other.id !== job.id && !CONTROL_VERBS.has(other.command ?? ""),
   );
   // Newest first: show the running job if there is one, else the newest.
-  const latest = work.find((other) => other.status === "running") ?? work[0];
-  const waiting = work.filter((other) => other.status === "queued" && other !== latest).length;
-  return statusBody(job, latest, waiting, deps.publicUrl);
+  const latest = work.find((other) => RUNNING.has(other.status)) ?? work[0];
+  const queued = work.filter((other) => other.status === "queued" && other !== latest).reverse();
+  return statusBody(job, latest, queued, deps.publicUrl);
 }
 
 async function stop(deps: AcknowledgeDeps, job: IssueJob): Promise<number[]> {

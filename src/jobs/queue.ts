@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Job as BossJob, type JobWithMetadata, PgBoss } from "pg-boss";
+import { z } from "zod";
 import { MAX_TIMEOUT_MINUTES } from "../config/repo-config.ts";
 import { type Logger, silentLogger } from "../github/logger.ts";
 import type { Database } from "../store/database.ts";
@@ -19,6 +20,8 @@ import { watchCancellations } from "./cancel-watch.ts";
 
 const JOB_QUEUE = "vmpilot-jobs";
 const DEAD_QUEUE = "vmpilot-jobs-dead";
+// Acknowledgements of jobs that wait behind their chat's running job: short, never held by a key.
+const NOTICE_QUEUE = "vmpilot-notices";
 const ERROR_LIMIT = 2000;
 
 interface QueuedJob {
@@ -26,6 +29,16 @@ interface QueuedJob {
   /** Jobs sharing a key run one at a time, in order (see chatKey in store/chats.ts). */
   chatKey: string;
 }
+
+export interface NewQueueEntry extends QueuedJob {
+  /**
+   * Also queue a notice, which acknowledges the job at once should it find the job waiting behind
+   * another of its chat (acknowledge.ts).
+   */
+  notice?: boolean;
+}
+
+const NoticeData = z.object({ jobId: z.number().int() });
 
 export interface RunningJob extends QueuedJob {
   /** 1 on the first run, then one more per retry. */
@@ -45,6 +58,8 @@ export interface DeadJob extends QueuedJob {
 interface WorkHooks {
   /** Called (at least once) when a job ran out of retries, so the user can be told. */
   onDead?: (job: DeadJob) => Promise<void>;
+  /** Runs the notices of this process's share; a throw retries the notice, not the job. */
+  onNotice?: (jobId: number, signal: AbortSignal) => Promise<void>;
 }
 
 export interface QueueOptions {
@@ -92,16 +107,29 @@ export interface Queue {
    */
   enqueueJob(db: Queryable, job: QueuedJob): Promise<void>;
   /**
-   * enqueueJob for many jobs in one statement; jobs sharing a key run in the order given. sent is
-   * called once the statement is on its way, so the caller can send COMMIT behind it.
+   * enqueueJob for many jobs in one statement (and their notices in another); jobs sharing a key
+   * run in the order given. sent is called once the statements are on their way, so the caller can
+   * send COMMIT behind them.
    */
-  enqueueJobs(db: Queryable, jobs: QueuedJob[], sent?: () => void): Promise<void>;
+  enqueueJobs(db: Queryable, jobs: NewQueueEntry[], sent?: () => void): Promise<void>;
   /** Starts this process's workers. */
   work(handler: JobHandler, hooks?: WorkHooks): Promise<void>;
   /** Cancels a queued job, or aborts a running one wherever it runs. */
   cancel(jobId: number): Promise<CancelOutcome>;
   /** Makes this process's workers look for jobs now rather than at their next poll (call after commit). */
   wake(): void;
+  /**
+   * Runs task now and then every `seconds`, in one process at a time across all that share the
+   * database: each run is a job on the queue `name`, which holds one waiting or running job at
+   * most (pg-boss's exclusive policy), and the later runs take one throttle slot of `seconds`
+   * each, so however many processes ask, one runs per period. The signal aborts on stop.
+   * Resolves, once the first run is queued, to the stop of the asking.
+   */
+  every(
+    name: string,
+    seconds: number,
+    task: (signal: AbortSignal) => Promise<void>,
+  ): Promise<() => void>;
   healthy(): Promise<boolean>;
 }
 
@@ -134,8 +162,9 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
   const boss = new PgBoss({
     connectionString: db.url,
     application_name: "vmpilot-queue",
-    // One connection per handler's settle, plus fetches, the dead-letter worker and maintenance.
-    max: concurrency + 4,
+    // One connection per handler's settle, plus fetches, the notice and dead-letter workers and
+    // maintenance.
+    max: concurrency + 5,
     superviseIntervalSeconds,
     monitorIntervalSeconds: superviseIntervalSeconds,
   });
@@ -215,20 +244,32 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
 
   async function enqueueJobs(
     client: Queryable,
-    jobs: QueuedJob[],
+    jobs: NewQueueEntry[],
     sent?: () => void,
   ): Promise<void> {
     if (jobs.length === 0) return;
+    const notices = jobs.flatMap((job) =>
+      job.notice ? [{ id: orderedId(), data: { jobId: job.jobId } }] : [],
+    );
+    let unsent = notices.length > 0 ? 2 : 1;
     const executeSql = (text: string, values?: unknown[]) => {
       const result = client.query(prepared(client, text, values ?? []));
-      sent?.();
+      if (--unsent === 0) sent?.();
       return result;
     };
-    const ids = await boss.insert(
-      JOB_QUEUE,
-      jobs.map((job) => ({ id: orderedId(), data: job, singletonKey: job.chatKey })),
-      { db: { executeSql }, returnId: true },
-    );
+    const db = { executeSql };
+    const [ids] = await Promise.all([
+      boss.insert(
+        JOB_QUEUE,
+        jobs.map(({ jobId, chatKey }) => ({
+          id: orderedId(),
+          data: { jobId, chatKey },
+          singletonKey: chatKey,
+        })),
+        { db, returnId: true },
+      ),
+      notices.length > 0 ? boss.insert(NOTICE_QUEUE, notices, { db }) : undefined,
+    ]);
     // The insert skips conflicting rows silently; a job the queue does not hold would never run.
     if (ids?.length !== jobs.length) {
       throw new Error(`queue took ${ids?.length ?? 0} of ${jobs.length} jobs`);
@@ -239,6 +280,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     async start() {
       await boss.start();
       await boss.createQueue(DEAD_QUEUE, { retryLimit: 5, retryDelay: 5, retryBackoff: true });
+      await boss.createQueue(NOTICE_QUEUE, { retryLimit: 2, retryDelay: 2, notify: false });
       const retryBackoff = options.retryBackoff ?? true;
       const settings = {
         retryLimit,
@@ -264,6 +306,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
       // Inside a caller's transaction on the embedded database that lookup would wait for the
       // transaction it is part of, so fill the cache now (this call goes through it).
       await boss.getBlockedKeys(JOB_QUEUE);
+      await boss.insert(NOTICE_QUEUE, []);
       started = true;
     },
 
@@ -304,6 +347,14 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
           }),
         );
       }
+      const { onNotice } = hooks;
+      if (onNotice) {
+        workerIds.push(
+          await boss.work(NOTICE_QUEUE, { pollingIntervalSeconds }, async ([notice]) => {
+            if (notice) await onNotice(NoticeData.parse(notice.data).jobId, notice.signal);
+          }),
+        );
+      }
       await boss.work(
         DEAD_QUEUE,
         { includeMetadata: true, pollingIntervalSeconds },
@@ -319,6 +370,30 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
 
     wake() {
       for (const id of workerIds) boss.notifyWorker(id);
+    },
+
+    async every(name, seconds, task) {
+      await boss.createQueue(name, {
+        policy: "exclusive",
+        retryLimit: 0,
+        heartbeatSeconds: 30,
+        expireInSeconds: Math.max(seconds, 3600),
+      });
+      // The asking process wakes its own worker; polling only backs that up.
+      const worker = await boss.work(name, { pollingIntervalSeconds: 60 }, async ([job]) => {
+        if (job) await task(job.signal);
+      });
+      const ask = async (throttle: { singletonSeconds?: number }) => {
+        try {
+          if (await boss.send(name, {}, throttle)) boss.notifyWorker(worker);
+        } catch (error) {
+          logger.warn({ err: error, queue: name }, "could not queue a periodic task");
+        }
+      };
+      await ask({});
+      const timer = setInterval(() => void ask({ singletonSeconds: seconds }), seconds * 1000);
+      timer.unref();
+      return () => clearInterval(timer);
     },
 
     async healthy() {

@@ -4,7 +4,7 @@ import { editComment, postComment } from "../github/comments.ts";
 import { readJobContext } from "../github/job-context.ts";
 import { jobDuration } from "../metrics.ts";
 import { getJob, isIssueJob, updateJob } from "../store/jobs.ts";
-import { type AcknowledgeDeps, acknowledge } from "./acknowledge.ts";
+import { type AcknowledgeDeps, acknowledge, acknowledgeWaiting } from "./acknowledge.ts";
 import { deadBody } from "./acknowledge-messages.ts";
 import { runChatTurn } from "./chat-turn/run.ts";
 import { type PipelineDeps, runPipeline } from "./pipeline.ts";
@@ -35,7 +35,10 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
         end({ outcome });
       }
     },
-    { onDead: (dead) => reportDead(deps, dead) },
+    {
+      onDead: (dead) => reportDead(deps, dead),
+      onNotice: (jobId, signal) => acknowledgeWaiting(deps, jobId, signal),
+    },
   );
 }
 

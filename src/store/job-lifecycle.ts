@@ -136,3 +136,30 @@ export async function attemptRunning(db: Queryable, jobId: number, attempt: numb
   );
   return rowCount === 1;
 }
+
+const noticeRow = z.object({ ahead: z.coerce.number().int(), waiting: z.coerce.number().int() });
+
+/**
+ * Claims the first answer to a job that waits behind unfinished jobs of its chat (`ahead`: the
+ * first of them; `waiting`: how many more). Undefined when nothing is ahead (the job starts, and
+ * answers, at once), or the job started, ended or was claimed already. The job's own start takes
+ * the same row, so exactly one of the two answers first.
+ */
+export async function claimNotice(
+  db: Queryable,
+  jobId: number,
+  controlVerbs: readonly string[],
+): Promise<z.infer<typeof noticeRow> | undefined> {
+  const { rows } = await db.query(
+    `WITH ahead AS (
+       SELECT a.id FROM jobs a JOIN jobs j ON a.chat_id = j.chat_id
+        WHERE j.id = $1 AND a.id < j.id AND a.finished_at IS NULL
+          AND coalesce(a.command, '') <> ALL ($2::text[]))
+     UPDATE jobs SET noticed_at = now(), updated_at = now()
+      WHERE id = $1 AND status = 'queued' AND started_at IS NULL AND noticed_at IS NULL
+        AND finished_at IS NULL AND EXISTS (SELECT 1 FROM ahead)
+     RETURNING (SELECT min(id) FROM ahead) AS ahead, (SELECT count(*) - 1 FROM ahead) AS waiting`,
+    [jobId, controlVerbs],
+  );
+  return rows[0] === undefined ? undefined : noticeRow.parse(rows[0]);
+}

@@ -60,6 +60,8 @@ export interface Job {
   error: string | null;
   attempts: number;
   cancelRequestedAt: Date | null;
+  /** Set when a notice claimed the job's first comment while it waited (acknowledgeWaiting). */
+  noticedAt: Date | null;
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
@@ -126,6 +128,7 @@ interface JobRow {
   error: string | null;
   attempts: number;
   cancel_requested_at: Date | null;
+  noticed_at: Date | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -158,6 +161,7 @@ function toJob(row: JobRow): Job {
     error: row.error,
     attempts: row.attempts,
     cancelRequestedAt: row.cancel_requested_at,
+    noticedAt: row.noticed_at,
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,

@@ -382,3 +382,117 @@ describe("issue to pull request", () => {
     expect(comment.at(-1)).toContain(`Pull request: [#8](https://github.com/${REPO}/pull/8)`);
   });
 });
+
+describe("a mention while the issue's job runs", () => {
+  it("gets 👀 and a queued notice before that job ends, then runs in the same conversation: one pull request", {
+    timeout: 90_000,
+  }, async () => {
+    const n = 21;
+    const prNumber = 22;
+    const installation = nextInstallation++;
+    const mentionId = 9100;
+    mockToken(installation);
+    mockPermission(REPO, "Codertocat", "write");
+    github().post(`/repos/${REPO}/issues/${n}/reactions`).reply(201, { id: 4, content: "eyes" });
+    const comment = mockComment(n, 720, []);
+    mockReads(n);
+    let created = 0;
+    github()
+      .get(`/repos/${REPO}/pulls`)
+      .query(true)
+      .reply(200, [])
+      .post(`/repos/${REPO}/pulls`)
+      .reply(() => {
+        created++;
+        return [201, { number: prNumber, html_url: `https://github.com/${REPO}/pull/${prNumber}` }];
+      });
+    // The first job's model holds its first reply until the mention has been acknowledged.
+    let modelAsked: () => void = () => {};
+    const asked = new Promise<void>((resolve) => {
+      modelAsked = resolve;
+    });
+    let mentionSeen: (status: string | undefined) => void = () => {};
+    const seen = new Promise<string | undefined>((resolve) => {
+      mentionSeen = resolve;
+    });
+    const [firstStep, ...firstRest] = fixScript(
+      "sed -i 's/Helo/Hello/' README.md",
+      "Summary: Fix Helo typo",
+    );
+    fake.push(
+      async () => {
+        modelAsked();
+        await seen;
+        return firstStep as FakeReply;
+      },
+      ...firstRest,
+    );
+
+    const labeled = payloadFor("issues", "labeled", installation);
+    labeled.label.name = "vmpilot";
+    labeled.issue.number = n;
+    labeled.issue.id += n;
+    const first = await send("issues", labeled);
+    await asked;
+
+    // The mention arrives while the first job waits on its model.
+    const mention = payloadFor("issue_comment", "created", installation);
+    mention.issue.number = n;
+    mention.issue.id += n;
+    mention.comment.id = mentionId;
+    mention.comment.body = `@${APP_SLUG} please also end the greeting with an exclamation mark`;
+    mockPermission(REPO, "Codertocat", "write");
+    github().get(`/repos/${REPO}/contents/.github%2Fvmpilot.yml`).reply(404);
+    github().get("/repos/Codertocat/.github/contents/.github%2Fvmpilot.yml").reply(404);
+    github()
+      .post(`/repos/${REPO}/issues/comments/${mentionId}/reactions`)
+      .reply(async () => {
+        mentionSeen((await getJob(db.pool, first.id))?.status);
+        return [201, { id: 5, content: "eyes" }];
+      });
+    const notice = mockComment(n, 730, []);
+    const second = await send("issue_comment", mention);
+
+    expect(await seen, "the first job's state when the mention got its 👀").toBe("running");
+    expect(await jobFinished(db, first.id)).toMatchObject({ status: "succeeded", prNumber });
+    expect(notice[0]).toBe(
+      [
+        `👀 **vmpilot got it** — [job #${second.id}](https://vmpilot.test/jobs/${second.id})`,
+        "",
+        `Queued \`fix\` for @Codertocat behind [job #${first.id}](https://vmpilot.test/jobs/${first.id}). It continues the same conversation when those are done; this comment is updated then.`,
+        "",
+        `<!-- vmpilot:job:${second.id} -->`,
+      ].join("\n"),
+    );
+
+    // Its own turn: the same chat, the same branch and pull request, the notice's comment edited.
+    mockPermission(REPO, "Codertocat", "write");
+    mockReads(n, [
+      {
+        id: mentionId,
+        user: { login: "Codertocat" },
+        body: mention.comment.body,
+        created_at: new Date().toISOString(),
+      },
+    ]);
+    github()
+      .get(`/repos/${REPO}/pulls/${prNumber}`)
+      .reply(200, {
+        number: prNumber,
+        state: "open",
+        html_url: `https://github.com/${REPO}/pull/${prNumber}`,
+      })
+      .patch(`/repos/${REPO}/pulls/${prNumber}`)
+      .reply(200, { number: prNumber });
+    fake.push(...fixScript("sed -i 's/Hello World/Hello World!/' README.md", "Summary: Exclaim"));
+    const done = await jobFinished(db, second.id);
+
+    expect(done).toMatchObject({ status: "succeeded", prNumber, chatId: first.chatId });
+    expect(created).toBe(1);
+    expect(comment.at(-1)).toContain(`Opened draft pull request #${prNumber}`);
+    expect(notice.at(-1)).toContain(`Updated pull request #${prNumber}`);
+    expect(
+      sh(remote, "git show vmpilot/issue-21-spelling-error-in-the-readme-file:README.md"),
+    ).toBe("Hello World!");
+  });
+});

@@ -42,7 +42,9 @@ export interface RecordedRequest {
   headers: IncomingMessage["headers"];
 }
 
-export type FakeStep = FakeReply | ((request: RecordedRequest, index: number) => FakeReply);
+export type FakeStep =
+  | FakeReply
+  | ((request: RecordedRequest, index: number) => FakeReply | Promise<FakeReply>);
 
 export interface AnthropicFakeOptions {
   /** Prompt prefixes shorter than this are not cached (the API's minimum is 1,024+ tokens). */

@@ -16,7 +16,7 @@ export type Refusal = { kind: "route" | "invalid" | "script"; message: string };
 export async function takeTurn<Reply>(
   req: IncomingMessage,
   path: string,
-  script: FakeScript<Reply | ((request: RecordedRequest, index: number) => Reply)>,
+  script: FakeScript<Reply | ((request: RecordedRequest, index: number) => Reply | Promise<Reply>)>,
   // biome-ignore lint/suspicious/noExplicitAny: raw request JSON.
   validate: (body: any) => string | undefined,
 ): Promise<{ request: RecordedRequest; reply: Reply } | Refusal> {
@@ -43,10 +43,13 @@ export async function takeTurn<Reply>(
     return { kind: "script", message };
   }
   try {
-    const reply =
-      typeof step === "function"
-        ? (step as (request: RecordedRequest, index: number) => Reply)(request, n - 1)
-        : step;
+    // A step may take its time: a model mid-reply while the test does something else.
+    const reply = await (typeof step === "function"
+      ? (step as (request: RecordedRequest, index: number) => Reply | Promise<Reply>)(
+          request,
+          n - 1,
+        )
+      : step);
     return { request, reply };
   } catch (error) {
     // A failed expectation inside a scripted step must fail the run, not hang the request.

@@ -4,7 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { JobContext } from "../../src/github/job-context.ts";
 import { createLogger } from "../../src/github/logger.ts";
 import { REDACTED } from "../../src/github/redact.ts";
-import { type AcknowledgeDeps, acknowledge } from "../../src/jobs/acknowledge.ts";
+import {
+  type AcknowledgeDeps,
+  acknowledge,
+  acknowledgeWaiting,
+} from "../../src/jobs/acknowledge.ts";
 import { reportDead } from "../../src/jobs/worker.ts";
 import { findOrCreateChat } from "../../src/store/chats.ts";
 import type { Database } from "../../src/store/database.ts";
@@ -264,6 +268,96 @@ describe.each(databases())("acknowledge on $name", (target) => {
     expect((await run(statusJob)).outcome).toBe("answered");
     expect(reply).toContain(`Job [#${work.id}](https://pilot.example/jobs/${work.id})`);
     expect(reply).toContain("is running");
+  });
+
+  it("lists what is queued behind the running job in status", async () => {
+    const { job: work, repo } = await seed();
+    await updateJob(db.pool, work.id, { status: "running" });
+    const behind = await insertJob(db.pool, { ...work, requester: "alice", context: work.context });
+    const plan = await insertJob(db.pool, { ...work, command: "plan", context: work.context });
+    const statusJob = await insertJob(db.pool, {
+      ...work,
+      command: "status",
+      context: work.context,
+    });
+    mockPermission(repo, "maintainer", "write");
+    let reply = "";
+    github()
+      .post(`/repos/${repo}/issues/7/comments`, (body) => {
+        reply = body.body;
+        return true;
+      })
+      .reply(201, { id: 508 });
+    expect((await run(statusJob)).outcome).toBe("answered");
+    // Ids differ between databases: name them.
+    const ids = { w: work.id, b: behind.id, p: plan.id, s: statusJob.id };
+    const named = Object.entries(ids).reduce(
+      (text, [name, id]) => text.replace(new RegExp(`(#|jobs/|job:)${id}\\b`, "g"), `$1<${name}>`),
+      reply,
+    );
+    expect(named).toMatchInlineSnapshot(`
+      "Job [#<w>](https://pilot.example/jobs/<w>) (\`fix\`, asked by @maintainer) is running.
+
+      Queued behind it, in the order they will run:
+      - [#<b>](https://pilot.example/jobs/<b>) (\`fix\`, asked by @alice)
+      - [#<p>](https://pilot.example/jobs/<p>) (\`plan\`, asked by @maintainer)
+
+      <!-- vmpilot:job:<s> -->"
+    `);
+  });
+
+  it("acknowledges a job waiting behind its chat's running job at once, and its start edits that comment", async () => {
+    const { job: work, repo } = await seed();
+    await updateJob(db.pool, work.id, { status: "running" });
+    const behind = await insertJob(db.pool, { ...work, context: work.context });
+    const signal = new AbortController().signal;
+    mockPermission(repo, "maintainer", "write");
+    github()
+      .post(`/repos/${repo}/issues/comments/99/reactions`, { content: "eyes" })
+      .reply(201, {});
+    let notice = "";
+    github()
+      .post(`/repos/${repo}/issues/7/comments`, (body) => {
+        notice = body.body;
+        return true;
+      })
+      .reply(201, { id: 509 });
+    await acknowledgeWaiting(deps, behind.id, signal);
+    expect(notice).toContain(`behind [job #${work.id}](https://pilot.example/jobs/${work.id})`);
+    expect(await getJob(db.pool, behind.id)).toMatchObject({
+      status: "queued",
+      progressCommentId: 509,
+    });
+    // A second delivery of the notice does nothing, and so does a notice for a job with nothing
+    // ahead of it (it starts, and answers, at once).
+    await acknowledgeWaiting(deps, behind.id, signal);
+    await acknowledgeWaiting(deps, work.id, signal);
+
+    // Its turn: no second 👀, the same comment edited.
+    await updateJob(db.pool, work.id, { status: "succeeded" });
+    mockRepoConfig(repo, undefined);
+    mockPermission(repo, "maintainer", "write");
+    github().patch(`/repos/${repo}/issues/comments/509`).reply(200, { id: 509 });
+    expect((await run(behind)).outcome).toBe("acknowledged");
+  });
+
+  it("waits for the notice that claimed the comment just before the job started", async () => {
+    const { job: work, repo } = await seed();
+    const behind = await insertJob(db.pool, { ...work, context: work.context });
+    await db.pool.query("UPDATE jobs SET noticed_at = now() WHERE id = $1", [behind.id]);
+    mockPermission(repo, "maintainer", "write");
+    let edited = false;
+    github()
+      .patch(`/repos/${repo}/issues/comments/510`)
+      .reply(() => {
+        edited = true;
+        return [200, { id: 510 }];
+      });
+    const started = run(behind);
+    // The notice stores its comment while the job waits for it.
+    await updateJob(db.pool, behind.id, { progressCommentId: 510 });
+    expect((await started).outcome).toBe("acknowledged");
+    expect(edited).toBe(true);
   });
 
   it("tells the user a dead job failed, in its own comment, with secrets redacted", async () => {
