@@ -9,7 +9,7 @@ import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
 import type { ProviderTable } from "../config/providers.ts";
 import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
-import { commitInWorkspace, VMPILOT_AUTHOR } from "../workspace/commit.ts";
+import { changedSince, commitInWorkspace, headOf, VMPILOT_AUTHOR } from "../workspace/commit.ts";
 import { userGitClient } from "../workspace/git.ts";
 import {
   type Checkout,
@@ -175,6 +175,8 @@ export class CliSession {
   async turn(instruction: string, signal?: AbortSignal, last = false): Promise<number> {
     const started = Date.now();
     const workspace = await this.#ensureWorkspace();
+    // Earlier turns were committed: a turn that adds nothing to that owes no test report.
+    const start = await headOf(workspace);
     const conversation = this.#conversation as Conversation;
     const plugins = selectPlugins(await discoverPlugins(), DEFAULT_ENABLED_PLUGINS);
     const system = await buildSystemPrompt({ workspace, plugins });
@@ -193,6 +195,7 @@ export class CliSession {
         providers: this.options.providers,
         limits: { maxSteps: this.options.maxSteps },
         plugins,
+        changed: () => changedSince(workspace, start),
         onEvent: (event) => {
           if (event.type === "compacted") {
             record.compaction = { afterMessages: added.length, messages: event.messages };
@@ -263,7 +266,7 @@ export class CliSession {
         : "✔ no changes to commit",
     );
     if (commit) this.#print(`  files changed (${commit.files.length}): ${commit.files.join(", ")}`);
-    this.#print(`  tests: ${tests?.outcome ?? "not reported"}`);
+    this.#print(`  tests: ${tests?.outcome ?? (commit ? "not reported" : "not run (no changes)")}`);
     this.#print(
       `  tokens: ${usage.inputTokens} in, ${usage.outputTokens} out, ${usage.cacheReadInputTokens} cache read, ${usage.cacheCreationInputTokens} cache write`,
     );

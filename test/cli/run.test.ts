@@ -161,6 +161,27 @@ describe("vmpilot run", () => {
     expect(failed.stdout).toContain("tests: failed");
   });
 
+  it("answers a question on a project whose test fails without asking for tests, and exits 0", async () => {
+    const repo = await scratchRepo(await mkdtemp(join(root, "question-")));
+    const answer = "add() subtracts, so test.sh fails: add 2 3 gives -1.";
+    fake.push(
+      { content: [toolUse("bash", { command: "cat math.sh && bash test.sh" })] },
+      { content: [text(answer)] },
+    );
+    const asked = fake.requests.length;
+    const result = await vmpilot(["run", "--repo", repo, "look around and tell me what you find"], {
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      ANTHROPIC_BASE_URL: fake.url,
+      DATA_DIR: join(root, "data"),
+    });
+    expect(result.code).toBe(0);
+    expect(fake.requests.length - asked).toBe(2);
+    expect(result.stdout).toContain(answer);
+    expect(result.stdout).toContain("✔ no changes to commit");
+    expect(result.stdout).toContain("tests: not run (no changes)");
+    expect(result.stdout).not.toContain("failed");
+  });
+
   it("attaches piped input and -f files as capped, sanitized, untrusted context", async () => {
     const dir = await mkdtemp(join(root, "attach-"));
     const repo = await scratchRepo(dir);
