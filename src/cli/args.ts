@@ -19,12 +19,16 @@ export interface SessionArgs {
   chatId?: number;
 }
 
+/** Whether `run` reads standard input: when it is a pipe, a socket or a file (--stdin, --no-stdin). */
+export type StdinChoice = "detect" | "read" | "skip";
+
 export interface RunArgs extends SessionArgs {
   task: string;
   /** One JSON object per event on stdout; human-readable progress on stderr. */
   json: boolean;
   /** `-f FILE`, repeatable: attached as untrusted context. */
   files: string[];
+  stdin: StdinChoice;
 }
 
 export type CliCommand =
@@ -36,7 +40,7 @@ export type CliCommand =
 export class UsageError extends Error {}
 
 const usage = `usage:
-  vmpilot run --repo <path-or-git-url> [--continue | --chat id] [--branch name] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n] [--json] [-f FILE]... "task" (- reads it from stdin)
+  vmpilot run --repo <path-or-git-url> [--continue | --chat id] [--branch name] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n] [--json] [-f FILE]... [--stdin | --no-stdin] "task" (- reads it from stdin)
   vmpilot chat --repo <path-or-git-url> [--continue | --chat id] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n]
   vmpilot chats --repo <path-or-git-url>`;
 
@@ -54,6 +58,8 @@ const runOptions = {
   ...sessionOptions,
   json: { type: "boolean" },
   file: { type: "string", short: "f", multiple: true },
+  stdin: { type: "boolean" },
+  "no-stdin": { type: "boolean" },
 } as const;
 
 function parse<T extends ParseArgsOptionsConfig>(args: string[], options: T) {
@@ -113,9 +119,16 @@ export function parseCommand(argv: string[]): CliCommand {
     const session = sessionArgs(values);
     const task = positionals.join(" ").trim();
     if (!task) throw new UsageError(`missing the task text\n${usage}`);
+    if (values.stdin && values["no-stdin"]) {
+      throw new UsageError("--stdin and --no-stdin contradict each other: give one of them");
+    }
+    const stdin = values.stdin ? "read" : values["no-stdin"] ? "skip" : "detect";
+    if (task === "-" && stdin === "skip") {
+      throw new UsageError("the task - is read from standard input, which --no-stdin turns off");
+    }
     return {
       command,
-      args: { ...session, task, json: values.json === true, files: values.file ?? [] },
+      args: { ...session, task, json: values.json === true, files: values.file ?? [], stdin },
     };
   }
   if (command === "chat") {

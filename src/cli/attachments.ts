@@ -1,9 +1,11 @@
-// Text given to `vmpilot run` beside the task: standard input from a pipe or a file, and `-f FILE`.
+// Text given to `vmpilot run` beside the task: standard input (a pipe, a socket or a file), and
+// `-f FILE`.
 // It is untrusted context, never an instruction: capped, sanitized, fenced and labelled.
 import { fstatSync } from "node:fs";
 import { open } from "node:fs/promises";
+import { isatty } from "node:tty";
 import { sanitizePlain } from "../github/sanitize.ts";
-import { UsageError } from "./args.ts";
+import { type StdinChoice, UsageError } from "./args.ts";
 
 /** Bytes of one attachment the model sees; a log's end matters most, so the start is cut. */
 const ATTACHMENT_BYTES = 100_000;
@@ -75,17 +77,30 @@ export function withAttachments(task: string, attachments: readonly Attachment[]
 }
 
 /**
- * Standard input when it is a pipe or a redirected file. A terminal, /dev/null or a socket left
- * open by a parent process is not read: waiting on it would hang.
+ * Whether `vmpilot run` reads standard input. Detected, it reads a pipe, a redirected file or a
+ * socket (what Node's child_process, systemd and most supervisors give), never a terminal or another
+ * device such as /dev/null. Like any filter it reads to the end: a parent that leaves a socket open
+ * must close it, or pass --no-stdin. Node opens /dev/null on a closed descriptor 0.
  */
-export function pipedStdin(): NodeJS.ReadStream | undefined {
-  const stat = fstatSync(0, { throwIfNoEntry: false });
-  return stat && (stat.isFIFO() || stat.isFile()) ? process.stdin : undefined;
+export function readsStdin(choice: StdinChoice): boolean {
+  if (choice === "skip") return false;
+  if (choice === "read") {
+    if (isatty(0)) {
+      throw new UsageError(
+        "--stdin: standard input is a terminal; pipe or redirect the text into vmpilot",
+      );
+    }
+    return true;
+  }
+  const stat = fstatSync(0);
+  return stat.isFIFO() || stat.isFile() || stat.isSocket();
 }
 
 /** `vmpilot run -`: the task itself from standard input, whole or refused. */
 export async function taskFromStdin(stdin: AsyncIterable<Buffer | string> | undefined) {
-  if (!stdin) throw new UsageError("the task is - but standard input is not a pipe or a file");
+  if (!stdin) {
+    throw new UsageError("the task is - but standard input is not a pipe, a socket or a file");
+  }
   const { data, cut } = await streamTail(stdin, ATTACHMENT_BYTES);
   if (cut > 0) throw new UsageError(`the task on standard input is over ${ATTACHMENT_BYTES} bytes`);
   const task = data.toString("utf8").trim();

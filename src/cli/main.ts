@@ -1,7 +1,7 @@
 import "../node-version.ts";
 import { SandboxUnavailableError } from "../workspace/index.ts";
 import { parseCommand, UsageError } from "./args.ts";
-import { pipedStdin } from "./attachments.ts";
+import { readsStdin } from "./attachments.ts";
 import { listChats } from "./chats.ts";
 import { EXIT } from "./exit-code.ts";
 import { runRepl } from "./repl.ts";
@@ -21,7 +21,8 @@ function dispatch(): Promise<number> {
   }
   const abort = new AbortController();
   process.once("SIGINT", () => abort.abort());
-  return runTask(command.args, { stdin: pipedStdin(), stdout, stderr, env, signal: abort.signal });
+  const input = readsStdin(command.args.stdin) ? stdin : undefined;
+  return runTask(command.args, { stdin: input, stdout, stderr, env, signal: abort.signal });
 }
 
 // Problems the user can fix are reported in one line with exit code 2; anything else is a bug

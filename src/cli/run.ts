@@ -10,7 +10,7 @@ import { CliSession, type ConversationStart, type SessionOptions } from "./sessi
 import { cliDataDir } from "./store.ts";
 
 export interface CliIo {
-  /** Piped or redirected standard input: the task (`-`) or an attachment. */
+  /** Standard input when it is read (see readsStdin): the task (`-`) or an attachment. */
   stdin?: AsyncIterable<Buffer | string>;
   stdout: ProgressOutput;
   /** With --json, where the human-readable progress goes. */

@@ -21,6 +21,7 @@ describe("parseCommand", () => {
         "build.log",
         "--file",
         "notes.txt",
+        "--stdin",
         "fix",
         "it",
       ]),
@@ -36,6 +37,7 @@ describe("parseCommand", () => {
         chatId: undefined,
         json: true,
         files: ["build.log", "notes.txt"],
+        stdin: "read",
         task: "fix it",
       },
     });
@@ -44,6 +46,16 @@ describe("parseCommand", () => {
   it("defaults to the sandbox provider", () => {
     const parsed = parseCommand(["run", "--repo", ".", "task"]);
     expect(parsed.command === "run" && parsed.args.provider).toBe("sandbox");
+  });
+
+  it("detects whether to read standard input unless --stdin or --no-stdin says", () => {
+    const stdin = (...flags: string[]) => {
+      const parsed = parseCommand(["run", "--repo", ".", ...flags, "task"]);
+      return parsed.command === "run" && parsed.args.stdin;
+    };
+    expect(stdin()).toBe("detect");
+    expect(stdin("--stdin")).toBe("read");
+    expect(stdin("--no-stdin")).toBe("skip");
   });
 
   it("picks a conversation with --continue or --chat, which needs no --repo", () => {
@@ -63,6 +75,8 @@ describe("parseCommand", () => {
     ],
     [["run", "--repo", ".", "--max-steps", "0", "t"], /--max-steps must be a positive integer/],
     [["run", "--repo", ".", "--colour", "t"], /Unknown option/],
+    [["run", "--repo", ".", "--stdin", "--no-stdin", "t"], /contradict each other/],
+    [["run", "--repo", ".", "--no-stdin", "-"], /which --no-stdin turns off/],
     [["run", "--repo", ".", "--continue", "--chat", "3", "t"], /give one of them/],
     [["run", "--repo", ".", "--chat", "x", "t"], /--chat must be a positive integer/],
     [["run", "--continue", "--branch", "b", "--repo", ".", "t"], /a continued one has its own/],

@@ -250,6 +250,48 @@ describe("vmpilot run", () => {
     expect(first).not.toContain("<attachment");
   });
 
+  it("reads input from a parent's socket (Node's stdio 'pipe'), and none with --no-stdin", async () => {
+    const repo = await scratchRepo(await mkdtemp(join(root, "socket-")));
+    const env = {
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      ANTHROPIC_BASE_URL: fake.url,
+      DATA_DIR: join(root, "data"),
+    };
+    const readOnly = () =>
+      fake.push(
+        { content: [toolUse("report_tests", { outcome: "not_run", explanation: "reading" })] },
+        { content: [text("Summary: Read the log")] },
+      );
+    const firstMessage = () => JSON.stringify(fake.requests.at(-2)?.body.messages[0].content);
+
+    readOnly();
+    const piped = await vmpilot(["run", "--repo", repo, "explain the log"], env, "SOCKET-MARK\n");
+    expect(piped.code).toBe(0);
+    expect(firstMessage()).toContain('<attachment name=\\"standard input\\">\\nSOCKET-MARK');
+
+    // Input written to a socket the parent never closes is not waited for.
+    readOnly();
+    const running = run(process.execPath, [cli, "run", "--no-stdin", "--repo", repo, "explain"], {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", ...env },
+    });
+    running.child.stdin?.write("UNREAD-MARK\n");
+    expect((await running).stdout).toContain("✔ no changes to commit");
+    expect(firstMessage()).toContain("explain");
+    expect(firstMessage()).not.toContain("<attachment");
+  });
+
+  it("refuses --stdin on a terminal in one line with exit code 2", async () => {
+    // `script` gives the CLI a terminal for standard input.
+    const command = `"${process.execPath}" "${cli}" run --stdin --repo . task`;
+    const result = await run("script", ["-qec", command, "/dev/null"]).catch(
+      (error: { code: number; stdout: string }) => error,
+    );
+    expect("code" in result && result.code).toBe(2);
+    expect(result.stdout.trim()).toBe(
+      "vmpilot: --stdin: standard input is a terminal; pipe or redirect the text into vmpilot",
+    );
+  });
+
   it("runs on an OpenAI-compatible server with --model ollama/…, without an Anthropic key", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "ollama-")));
     const ollama = await startOpenAiFake();

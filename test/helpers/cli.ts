@@ -13,13 +13,22 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the binary with only PATH, HOME and `env` in its environment. */
-export async function vmpilot(args: string[], env: Record<string, string>): Promise<CliResult> {
+/**
+ * Runs the binary with only PATH, HOME and `env` in its environment. Its standard input is a socket,
+ * as from any Node parent: `input` is written to it, then it is closed, as a parent must.
+ */
+export async function vmpilot(
+  args: string[],
+  env: Record<string, string>,
+  input = "",
+): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], {
+    const running = run(process.execPath, [CLI, ...args], {
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", ...env },
       timeout: 120_000,
     });
+    running.child.stdin?.end(input);
+    const { stdout, stderr } = await running;
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
