@@ -1,10 +1,13 @@
 // Oversize and malformed webhook bodies, POSTed to the real t.server.
 import { execFile } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createLogger } from "../../src/github/logger.ts";
+import { capWebhookBody } from "../../src/intake/body-limit.ts";
 import { WEBHOOK_PATH } from "../../src/main.ts";
 import { testConfig, WEBHOOK_SECRET } from "../helpers/app.ts";
 import { useGitHubMock } from "../helpers/github-mock.ts";
@@ -104,5 +107,48 @@ describe("webhook body cap", () => {
     const logged = lines.join("");
     expect(logged).toContain("bad-signature-1");
     expect(logged).not.toContain(MARKER);
+  });
+});
+
+describe("webhook bytes in flight", () => {
+  it("answers 503 with Retry-After while other deliveries hold the cap, and takes the next once they are done", async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let arrived: () => void = () => {};
+    const first = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const seen: string[] = [];
+    const handler = capWebhookBody(
+      "/hook",
+      async (req, res) => {
+        seen.push(String((req as { body?: unknown }).body).slice(0, 1));
+        arrived();
+        await gate;
+        res.end("ok");
+      },
+      { body: 1000, inFlight: 1500 },
+    );
+    const server = createServer((req, res) => void handler(req, res));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const send = (fill: string) => fetch(url, { method: "POST", body: fill.repeat(900) });
+    try {
+      const held = send("a");
+      await first;
+      // 900 bytes held; 900 more would pass 1500.
+      const refused = await send("b");
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toBe("5");
+      release();
+      expect((await held).status).toBe(200);
+      expect((await send("c")).status).toBe(200);
+      expect(seen).toEqual(["a", "c"]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
