@@ -30,7 +30,7 @@ interface QueuedJob {
   chatKey: string;
 }
 
-export interface NewQueueEntry extends QueuedJob {
+interface NewQueueEntry extends QueuedJob {
   /**
    * Also queue a notice, which acknowledges the job at once should it find the job waiting behind
    * another of its chat (acknowledge.ts).
