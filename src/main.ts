@@ -21,6 +21,7 @@ import { redact, registerSecret } from "./github/redact.ts";
 import { intakeApp } from "./intake/app.ts";
 import { capWebhookBody } from "./intake/body-limit.ts";
 import { health } from "./jobs/health.ts";
+import { startInstallationSync } from "./jobs/installation-sync.ts";
 import type { PipelineDeps } from "./jobs/pipeline.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue.ts";
 import { Readiness } from "./jobs/readiness.ts";
@@ -244,6 +245,13 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
                 ...options.pipeline,
               },
       });
+      const sync = await startInstallationSync(queue, config.installationSyncMinutes, {
+        pool: db.pool,
+        app: () => probot.auth(),
+        auth,
+        logger,
+      });
+      cleanup.push(sync);
     }
     if (config.webhookProxyUrl && role !== "worker") {
       const smee = new SmeeClient({

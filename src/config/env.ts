@@ -136,6 +136,7 @@ const schema = z.object({
     z.string().min(32, "must be at least 32 characters (the chat face's operator key)").optional(),
   ),
   CHAT_RATE_PER_MINUTE: integer(1, 100_000, 60),
+  INSTALLATION_SYNC_MINUTES: integer(0, 10_080, 15),
   ...SANDBOX_LIMIT_VARS,
   PUBLIC_URL: url(/^https?:$/, "must be an http(s) URL such as https://vmpilot.example.com"),
   NETWORK_ALLOW_PRIVATE: z.preprocess(
@@ -221,6 +222,8 @@ export interface Config {
   apiKey?: string;
   /** Chat-face requests per key per minute. */
   chatRatePerMinute: number;
+  /** How often workers reconcile the installations with GitHub, besides at start; 0: never. */
+  installationSyncMinutes: number;
   production: boolean;
   /** The app's OAuth client, for signing in to the web pages; null when not configured. */
   oauth: { clientId: string; clientSecret: string } | null;
@@ -307,6 +310,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       metricsToken: e.METRICS_TOKEN,
       apiKey: e.VMPILOT_API_KEY,
       chatRatePerMinute: e.CHAT_RATE_PER_MINUTE,
+      installationSyncMinutes: e.INSTALLATION_SYNC_MINUTES,
       sandboxLimits: toLimits(e),
       production,
       oauth:

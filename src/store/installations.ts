@@ -1,4 +1,6 @@
-import type { Queryable } from "./sql.ts";
+import type pg from "pg";
+import { z } from "zod";
+import { type Queryable, withTransaction } from "./sql.ts";
 
 export interface InstallationInput {
   id: number;
@@ -153,4 +155,141 @@ export async function findActiveRepository(
     [fullName],
   );
   return rows[0] && toRepository(rows[0]);
+}
+
+/**
+ * The database's clock, to the microsecond: a reconciliation takes it before it reads GitHub, and
+ * rows written after it (a webhook that came in meanwhile) are newer than what GitHub listed.
+ */
+export async function databaseTime(db: Queryable): Promise<string> {
+  const { rows } = await db.query("SELECT now()::text AS now");
+  return z.object({ now: z.string() }).parse(rows[0]).now;
+}
+
+/** An installation as GitHub lists it. */
+export interface ListedInstallation {
+  id: number;
+  accountLogin: string | null;
+  accountType: string | null;
+  suspended: boolean;
+}
+
+/** A repository as GitHub lists it. */
+export interface ListedRepository {
+  id: number;
+  fullName: string;
+}
+
+const StoredInstallation = z.object({
+  account_login: z.string().nullable(),
+  account_type: z.string().nullable(),
+  suspended: z.boolean(),
+  deleted: z.boolean(),
+  newer: z.boolean(),
+});
+
+const StoredRepository = z.object({
+  id: z.coerce.number(),
+  installation_id: z.coerce.number(),
+  full_name: z.string(),
+  removed: z.boolean(),
+  newer: z.boolean(),
+});
+
+/**
+ * Brings an installation's row, and its repositories' when they are given, in line with what
+ * GitHub listed since `listedSince` (databaseTime): listed repositories are added, renamed, moved
+ * or restored, unlisted ones marked removed, and settings kept. Rows written since then stay as
+ * they are. Resolves to the number of rows changed.
+ */
+export async function reconcileInstallation(
+  pool: pg.Pool,
+  listedSince: string,
+  listed: ListedInstallation,
+  repositories?: readonly ListedRepository[],
+): Promise<number> {
+  return withTransaction(pool, async (client) => {
+    let changed = 0;
+    const found = await client.query(
+      `SELECT account_login, account_type, suspended_at IS NOT NULL AS suspended,
+         deleted_at IS NOT NULL AS deleted, updated_at >= $2::timestamptz AS newer
+       FROM installations WHERE id = $1 FOR UPDATE`,
+      [listed.id, listedSince],
+    );
+    const stored = found.rows[0] && StoredInstallation.parse(found.rows[0]);
+    const differs =
+      !stored ||
+      stored.deleted ||
+      stored.suspended !== listed.suspended ||
+      // GitHub's null leaves what is stored (upsertInstallation keeps it).
+      (listed.accountLogin !== null && stored.account_login !== listed.accountLogin) ||
+      (listed.accountType !== null && stored.account_type !== listed.accountType);
+    if (differs && !stored?.newer) {
+      await upsertInstallation(client, { ...listed, deleted: false });
+      changed++;
+    }
+    if (!repositories) return changed;
+    const ids = repositories.map((repository) => repository.id);
+    const { rows } = await client.query(
+      `SELECT id, installation_id, full_name, removed_at IS NOT NULL AS removed,
+         updated_at >= $3::timestamptz AS newer
+       FROM repositories WHERE installation_id = $1 OR id = ANY($2::bigint[]) FOR UPDATE`,
+      [listed.id, ids, listedSince],
+    );
+    const known = new Map(rows.map((row) => StoredRepository.parse(row)).map((r) => [r.id, r]));
+    for (const repository of repositories) {
+      const row = known.get(repository.id);
+      if (row?.newer) continue;
+      if (
+        !row ||
+        row.removed ||
+        row.installation_id !== listed.id ||
+        row.full_name !== repository.fullName
+      ) {
+        await upsertRepository(client, {
+          ...repository,
+          installationId: listed.id,
+          removed: false,
+        });
+        changed++;
+      }
+    }
+    const unlisted = [...known.values()].filter(
+      (row) =>
+        row.installation_id === listed.id && !row.removed && !row.newer && !ids.includes(row.id),
+    );
+    for (const row of unlisted) {
+      await upsertRepository(client, {
+        id: row.id,
+        installationId: listed.id,
+        fullName: row.full_name,
+        removed: true,
+      });
+      changed++;
+    }
+    return changed;
+  });
+}
+
+/**
+ * Marks deleted the installations GitHub no longer lists, but not those written since
+ * `listedSince`. Resolves to how many.
+ */
+export async function markUnlistedInstallationsDeleted(
+  pool: pg.Pool,
+  listedSince: string,
+  listedIds: readonly number[],
+): Promise<number> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query(
+      `SELECT id FROM installations
+       WHERE deleted_at IS NULL AND updated_at < $1::timestamptz AND NOT (id = ANY($2::bigint[]))
+       FOR UPDATE`,
+      [listedSince, listedIds],
+    );
+    for (const row of rows) {
+      await upsertInstallation(client, { id: z.coerce.number().parse(row.id), deleted: true });
+    }
+    return rows.length;
+  });
 }

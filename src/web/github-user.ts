@@ -3,6 +3,7 @@
 // pagination; every answer is parsed before use.
 import { ProbotOctokit } from "probot";
 import { z } from "zod";
+import { parseAnswer } from "../github/answer.ts";
 import { loadRepoConfig, type RepoConfigLoad } from "../github/repo-config-loader.ts";
 import { githubStatus } from "../github/request-status.ts";
 
@@ -45,19 +46,6 @@ const Repo = z.object({
     .optional(),
 });
 
-/** A GitHub answer that is not what its documentation says: a clear error, not a crash later. */
-export class GitHubAnswerError extends Error {
-  override name = "GitHubAnswerError";
-}
-
-function parse<T>(schema: z.ZodType<T>, data: unknown, what: string): T {
-  const parsed = schema.safeParse(data);
-  if (!parsed.success) {
-    throw new GitHubAnswerError(`GitHub's answer to ${what} is not as documented`);
-  }
-  return parsed.data;
-}
-
 export class GitHubUserApi {
   readonly #octokit: InstanceType<typeof ProbotOctokit>;
 
@@ -75,7 +63,7 @@ export class GitHubUserApi {
 
   async user(): Promise<GitHubUser> {
     const { data } = await this.#call(() => this.#octokit.request("GET /user"));
-    const user = parse(User, data, "GET /user");
+    const user = parseAnswer(User, data, "GET /user");
     return { login: user.login, id: user.id };
   }
 
@@ -111,7 +99,7 @@ export class GitHubUserApi {
       throw error;
     });
     if (!response) return null;
-    const repo = parse(Repo, response.data, "GET /repositories/{id}");
+    const repo = parseAnswer(Repo, response.data, "GET /repositories/{id}");
     return { ...access(repo), fullName: repo.full_name };
   }
 
@@ -131,7 +119,7 @@ export class GitHubUserApi {
     let count = 0;
     await this.#call(async () => {
       for await (const { data } of pages) {
-        out.push(...parse(z.array(schema), data, route));
+        out.push(...parseAnswer(z.array(schema), data, route));
         if (++count >= MAX_PAGES) break;
       }
     });

@@ -1,8 +1,8 @@
 // A loopback stand-in for the part of GitHub's REST API the app uses, for tests and benchmarks that
 // cross process boundaries (where nock cannot follow): the app's baseUrl points here, as it would
 // at a GitHub Enterprise server. It keeps comments and pull requests as GitHub would, checks the
-// app's credentials (a JWT for /app routes, an issued installation token elsewhere), and records
-// every call.
+// app's credentials (a JWT for the app's routes, an issued installation token elsewhere), pages
+// through the app's installations and their repositories, and records every call.
 import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -14,6 +14,8 @@ export interface FakeCall {
   query: URLSearchParams;
   // biome-ignore lint/suspicious/noExplicitAny: request bodies are arbitrary JSON.
   body: any;
+  /** The Authorization header. */
+  authorization: string;
   /** performance.now() when the request arrived. */
   at: number;
 }
@@ -44,14 +46,30 @@ export interface FakeIssue {
   user: string;
 }
 
+/** An installation of the app, and the repositories it covers. */
+export interface FakeInstallation {
+  id: number;
+  account: string;
+  suspended?: boolean;
+  repositories: Array<{ id: number; fullName: string }>;
+  /** The installation's own token; default the fake's `token`. */
+  token?: string;
+}
+
 export interface GitHubFakeOptions {
   slug?: string;
-  /** The token the fake hands out for every installation. */
+  /** The token the fake hands out for every installation without one of its own. */
   token: string;
+  /** The app's installations; a test may change them between calls. */
+  installations?: FakeInstallation[];
+  /** The most items one page of a list holds (GitHub's is 100). */
+  pageSize?: number;
   /** Issues by "owner/repo#number"; others are answered with a plain default. */
   issues?: Record<string, FakeIssue>;
   /** A status to answer a call with instead of handling it, e.g. a 502 for the first try. */
   fail?: (call: FakeCall) => number | undefined;
+  /** Awaited before a call is answered: a test holds calls back with it. */
+  before?: (call: FakeCall) => Promise<void>;
 }
 
 export interface GitHubFake extends EventEmitter<{ call: [FakeCall] }> {
@@ -64,12 +82,12 @@ export interface GitHubFake extends EventEmitter<{ call: [FakeCall] }> {
   close(): Promise<void>;
 }
 
-type Route = (
-  call: FakeCall,
-  match: RegExpExecArray,
-) => [number, unknown] | Promise<[number, unknown]>;
+type Answer = [status: number, json: unknown, headers?: Record<string, string>];
+type Route = (call: FakeCall, match: RegExpExecArray) => Answer | Promise<Answer>;
 
 const REPO = "/repos/([^/]+)/([^/]+)";
+// Routes GitHub answers to the app's JWT; every other one wants an installation token.
+const APP_ROUTE = /^\/app(\/|$)|^\/repos\/[^/]+\/[^/]+\/installation$/;
 
 export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHubFake> {
   const calls: FakeCall[] = [];
@@ -79,6 +97,37 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
   let nextId = 9_000_000;
   const now = () => new Date().toISOString();
   const repoOf = (m: RegExpExecArray) => `${m[1]}/${m[2]}`;
+  // Where the fake listens, once it does.
+  let base = "";
+  const installations = () => options.installations ?? [];
+  const tokenOf = (installation: FakeInstallation) => installation.token ?? options.token;
+  const installationOf = (repo: string) =>
+    installations().find((i) =>
+      i.repositories.some((r) => r.fullName.toLowerCase() === repo.toLowerCase()),
+    );
+  const installationJson = (i: FakeInstallation) => ({
+    id: i.id,
+    account: { login: i.account, type: "Organization" },
+    suspended_at: i.suspended ? now() : null,
+  });
+  const repositoryJson = (r: { id: number; fullName: string }) => ({
+    id: r.id,
+    full_name: r.fullName,
+    private: false,
+  });
+  /** One page of a list, with a Link header to the next as GitHub sends it. */
+  const page = (
+    call: FakeCall,
+    items: unknown[],
+    wrap: (list: unknown[]) => unknown = (list) => list,
+  ): Answer => {
+    const size = Math.min(Number(call.query.get("per_page") ?? 30), options.pageSize ?? 100);
+    const number = Number(call.query.get("page") ?? 1);
+    const next = new URLSearchParams({ per_page: String(size), page: String(number + 1) });
+    const headers: Record<string, string> =
+      number * size < items.length ? { link: `<${base}${call.path}?${next}>; rel="next"` } : {};
+    return [200, wrap(items.slice((number - 1) * size, number * size)), headers];
+  };
   const commentJson = (c: FakeComment) => ({
     id: c.id,
     body: c.bodies.at(-1),
@@ -99,13 +148,48 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
 
   const routes: Array<[string, RegExp, Route]> = [
     ["GET", /^\/app$/, () => [200, { id: 1, slug: options.slug ?? "vmpilot", name: "vmpilot" }]],
+    ["GET", /^\/app\/installations$/, (call) => page(call, installations().map(installationJson))],
+    [
+      "GET",
+      /^\/installation\/repositories$/,
+      (call) => {
+        const token = call.authorization.replace(/^token /, "");
+        const holders = installations().filter((i) => tokenOf(i) === token);
+        if (holders.length !== 1) return [403, { message: "not one installation's token" }];
+        const repositories = holders[0]?.repositories.map(repositoryJson) ?? [];
+        return page(call, repositories, (list) => ({
+          total_count: repositories.length,
+          repositories: list,
+        }));
+      },
+    ],
+    [
+      "GET",
+      new RegExp(`^${REPO}/installation$`),
+      (_c, m) => {
+        const installation = installationOf(repoOf(m));
+        return installation
+          ? [200, installationJson(installation)]
+          : [404, { message: "Not Found" }];
+      },
+    ],
+    [
+      "GET",
+      new RegExp(`^${REPO}$`),
+      (_c, m) => {
+        const repo = installationOf(repoOf(m))?.repositories.find(
+          (r) => r.fullName.toLowerCase() === repoOf(m).toLowerCase(),
+        );
+        return repo ? [200, repositoryJson(repo)] : [404, { message: "Not Found" }];
+      },
+    ],
     [
       "POST",
       /^\/app\/installations\/(\d+)\/access_tokens$/,
-      () => [
+      (_c, m) => [
         201,
         {
-          token: options.token,
+          token: installations().find((i) => i.id === Number(m[1]))?.token ?? options.token,
           expires_at: new Date(Date.now() + 3_600_000).toISOString(),
           permissions: { issues: "write", contents: "write", pull_requests: "write" },
           repository_selection: "all",
@@ -244,27 +328,32 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
       path: url.pathname,
       query: url.searchParams,
       body: text ? JSON.parse(text) : undefined,
+      authorization: req.headers.authorization ?? "",
       at,
     };
     calls.push(call);
     emitter.emit("call", call);
-    const send = (status: number, json: unknown) => {
-      res.writeHead(status, { "content-type": "application/json; charset=utf-8" });
+    const send = (status: number, json: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
       res.end(status === 204 ? undefined : JSON.stringify(json));
     };
-    const auth = req.headers.authorization ?? "";
-    const wanted = call.path.startsWith("/app") ? /^bearer [\w-]+\.[\w-]+\.[\w-]+$/i : null;
-    if (wanted ? !wanted.test(auth) : auth !== `token ${options.token}`) {
+    const tokens = [options.token, ...installations().map(tokenOf)];
+    const jwt = /^bearer [\w-]+\.[\w-]+\.[\w-]+$/i;
+    if (
+      APP_ROUTE.test(call.path)
+        ? !jwt.test(call.authorization)
+        : !tokens.some((token) => call.authorization === `token ${token}`)
+    ) {
       problems.push(`${call.method} ${call.path}: bad credentials`);
       return send(401, { message: "Bad credentials" });
     }
     const failure = options.fail?.(call);
     if (failure) return send(failure, { message: "fake failure" });
+    await options.before?.(call);
     for (const [method, pattern, route] of routes) {
       const match = method === call.method ? pattern.exec(call.path) : null;
       if (!match) continue;
-      const [status, json] = await route(call, match);
-      return send(status, json);
+      return send(...(await route(call, match)));
     }
     problems.push(`${call.method} ${call.path}: no route`);
     send(404, { message: "Not Found" });
@@ -277,8 +366,9 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
+  base = `http://127.0.0.1:${port}`;
   return Object.assign(emitter, {
-    url: `http://127.0.0.1:${port}`,
+    url: base,
     calls,
     comments,
     pulls,

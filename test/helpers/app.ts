@@ -50,6 +50,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     sessionSecret: "test-session-secret-0123456789abcdef",
     githubWebUrl: "https://github.com",
     chatRatePerMinute: 60,
+    // Tests that want the reconciliation with GitHub turn it on.
+    installationSyncMinutes: 0,
     ...overrides,
   };
 }

@@ -39,6 +39,7 @@ it("talks to the Enterprise API base for the slug, the token and the acknowledge
     HOST: "127.0.0.1",
     PORT: "0",
     LOG_LEVEL: "silent",
+    INSTALLATION_SYNC_MINUTES: "0",
   });
   if (!("config" in loaded)) throw new Error(loaded.problems.join("\n"));
   expect(loaded.config.baseUrl).toBe(GHE);

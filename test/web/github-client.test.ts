@@ -3,7 +3,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { GitHubAnswerError, GitHubAuthError, GitHubUserApi } from "../../src/web/github-user.ts";
+import { GitHubAnswerError } from "../../src/github/answer.ts";
+import { GitHubAuthError, GitHubUserApi } from "../../src/web/github-user.ts";
 import { exchangeCode, SignInRefused } from "../../src/web/oauth.ts";
 import { startGitHubFake } from "./helpers/github-fake.ts";
 
