@@ -1,11 +1,14 @@
 // The agents a key may use, as OpenAI models: `vmpilot` (a scratch workspace) and
 // `vmpilot/<owner>/<repo>` for each repository of the app's installations its owner can write to.
 import type { ProbotOctokit } from "probot";
+import { findRepositoryInstallation, getRepositoryByName } from "../github/installations.ts";
 import { checkPermission } from "../github/permissions.ts";
 import {
   findActiveRepository,
   listActiveRepositories,
   type Repository,
+  upsertInstallation,
+  upsertRepository,
 } from "../store/installations.ts";
 import type { Queryable } from "../store/sql.ts";
 import type { TtlCache } from "../web/cache.ts";
@@ -14,14 +17,18 @@ import { unknownModel } from "./errors.ts";
 
 const SCRATCH = "vmpilot";
 const PREFIX = `${SCRATCH}/`;
+const FULL_NAME = /^([\w.-]+)\/([\w.-]+)$/;
 
 export interface AgentAccess {
   db: Queryable;
-  auth(installationId: number): Promise<ProbotOctokit>;
+  /** An installation's client; without an id, the app's own (a JWT). */
+  auth(installationId?: number): Promise<ProbotOctokit>;
   /** ALLOWED_USERS: may act on every repository. */
   allowedUsers: readonly string[];
   /** Write access, as GitHub last said, per owner and repository; briefly cached. */
   writers: TtlCache<boolean>;
+  /** Whether GitHub said the app is installed on a repository the store lacked, by name; briefly cached. */
+  installed: TtlCache<boolean>;
 }
 
 export interface Agent {
@@ -63,7 +70,37 @@ export async function resolveAgent(
 ): Promise<Agent> {
   if (model === SCRATCH) return { id: SCRATCH, repository: null };
   if (!model.startsWith(PREFIX)) throw unknownModel(model);
-  const repository = await findActiveRepository(access.db, model.slice(PREFIX.length));
+  const fullName = model.slice(PREFIX.length);
+  const repository =
+    (await findActiveRepository(access.db, fullName)) ?? (await learnRepository(access, fullName));
   if (!repository || !(await canWrite(access, who, repository))) throw unknownModel(model);
   return { id: `${PREFIX}${repository.fullName}`, repository };
+}
+
+/**
+ * A repository the store lacks may be installed all the same (no webhook reached this database):
+ * GitHub is asked, once per name while the answer is cached, and a yes is recorded.
+ */
+async function learnRepository(
+  access: AgentAccess,
+  fullName: string,
+): Promise<Repository | undefined> {
+  const [, owner = "", repo = ""] = FULL_NAME.exec(fullName) ?? [];
+  if (!owner) return undefined;
+  const installed = await access.installed.get(fullName.toLowerCase(), async () => {
+    const installation = await findRepositoryInstallation(await access.auth(), owner, repo);
+    if (!installation) return false;
+    await upsertInstallation(access.db, { ...installation, deleted: false });
+    // A suspended installation gets no token, and acts on nothing.
+    if (installation.suspended) return false;
+    const found = await getRepositoryByName(await access.auth(installation.id), owner, repo);
+    if (!found) return false;
+    await upsertRepository(access.db, {
+      ...found,
+      installationId: installation.id,
+      removed: false,
+    });
+    return true;
+  });
+  return installed ? findActiveRepository(access.db, fullName) : undefined;
 }

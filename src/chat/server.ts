@@ -35,7 +35,8 @@ export interface ChatFaceDeps {
   queue: Pick<Queue, "enqueueJob" | "wake" | "cancel">;
   /** VMPILOT_API_KEY: valid for scratch and every repository; unset, only personal keys work. */
   operatorKey?: string;
-  auth(installationId: number): Promise<ProbotOctokit>;
+  /** An installation's client; without an id, the app's own (a JWT). */
+  auth(installationId?: number): Promise<ProbotOctokit>;
   allowedUsers: readonly string[];
   /** Where a worker clones a repository from, by its full name. */
   cloneUrl(fullName: string): string;
@@ -92,6 +93,8 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     auth: deps.auth,
     allowedUsers: deps.allowedUsers,
     writers: new TtlCache<boolean>(60_000),
+    // A flood of unknown names costs one GitHub call per name a minute, not one per request.
+    installed: new TtlCache<boolean>(60_000),
   };
 
   async function models(req: IncomingMessage, res: ServerResponse) {
