@@ -276,12 +276,14 @@ describe("intake rules", () => {
         1,
       );
       const response = await send("issue_comment", payload);
-      jobs.push(...(await jobsForDelivery(response.id)));
+      const [job] = await jobsForDelivery(response.id);
+      // One after the other: the second, arriving while the first runs, would be acknowledged by
+      // a notice (acknowledge.ts), which this test does not mock.
+      if (job) jobs.push(await finished(job.id));
     }
     expect(jobs.map((job) => job.triggerCommentId)).toEqual(
       comments.map(({ payload }) => payload.comment.id),
     );
-    await Promise.all(jobs.map((job) => finished(job.id)));
   });
 
   it("refuses a read-only user politely and does nothing else", async () => {
