@@ -4,12 +4,14 @@
 // and megabyte inputs stay fast.
 
 // Zero-width and invisible formatting characters, bidi controls, Unicode tag characters
-// ("ASCII smuggling"), variation selectors, and C0/C1 controls other than tab and newline.
+// ("ASCII smuggling"), variation selectors, C0/C1 controls other than tab and newline, and lone
+// surrogate halves (JSON's \u escapes carry them): left in, two halves around a removed character
+// would join into a tag character once it is gone.
 // Built from a string: a literal would trip linters on its control characters and joiners.
 const INVISIBLE = new RegExp(
   "[\\u0000-\\u0008\\u000B-\\u001F\\u007F-\\u009F\\u00AD\\u034F\\u061C\\u115F\\u1160\\u17B4\\u17B5" +
     "\\u180B-\\u180F\\u200B-\\u200F\\u202A-\\u202E\\u2060-\\u206F\\u3164\\uFE00-\\uFE0F\\uFEFF\\uFFA0" +
-    "\\uFFF9-\\uFFFB]|\\uDB40[\\uDC00-\\uDDEF]",
+    "\\uFFF9-\\uFFFB]|\\uDB40[\\uDC00-\\uDDEF]|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD800-\\uDBFF])[\\uDC00-\\uDFFF]",
   "g",
 );
 

@@ -1,5 +1,8 @@
-// Webhook payloads → one shape the intake works with. Pure field mapping.
-import type { Context } from "probot";
+// Webhook payloads → one shape the intake works with. Probot checks the signature but not the
+// shape, so each payload is parsed here first: a field missing or of the wrong type is a
+// MalformedDelivery naming it, not a TypeError from somewhere inside the intake.
+import { z } from "zod";
+import { PermanentError } from "../errors.ts";
 import type { TriggerTarget } from "../github/job-context.ts";
 import type { TriggerInput } from "./trigger.ts";
 
@@ -28,23 +31,73 @@ export interface TriggerDelivery {
   triggerKey: string;
 }
 
-export type IssuesPayload = Context<
-  "issues.opened" | "issues.labeled" | "issues.assigned"
->["payload"];
-export type IssueCommentPayload = Context<"issue_comment.created">["payload"];
-export type ReviewCommentPayload = Context<"pull_request_review_comment.created">["payload"];
-export type ReviewPayload = Context<"pull_request_review.submitted">["payload"];
-
-interface Common {
-  repository: IssuesPayload["repository"];
-  installation?: { id: number };
-  sender: { login: string; id: number; type: string };
+/** A payload without a field the intake reads, or with one of another type. */
+export class MalformedDelivery extends PermanentError {
+  override name = "MalformedDelivery";
 }
 
-function common(payload: Common) {
+// Only the fields the mapping reads; GitHub sends many more.
+const id = z.number().int();
+const user = z.object({ login: z.string() });
+const common = {
+  repository: z.object({
+    id,
+    full_name: z.string(),
+    owner: user,
+    name: z.string(),
+    clone_url: z.string(),
+    default_branch: z.string(),
+  }),
+  installation: z.object({ id }, "missing: not a GitHub App delivery"),
+  sender: z.object({ login: z.string(), id, type: z.string() }),
+  action: z.string(),
+};
+const issue = z.object({
+  id,
+  number: id,
+  title: z.string(),
+  body: z.string().nullish(),
+  html_url: z.string(),
+  locked: z.boolean().optional(),
+  state: z.string().optional(),
+  user: user.nullish(),
+  pull_request: z.unknown().optional(),
+  updated_at: z.string(),
+});
+const pullRequest = z.object({
+  number: id,
+  title: z.string(),
+  locked: z.boolean(),
+  state: z.string(),
+  user: user.nullish(),
+});
+const comment = z.object({ id, body: z.string(), html_url: z.string() });
+const issuesPayload = z.object({
+  ...common,
+  issue,
+  label: z.object({ id: id.optional(), name: z.string() }).nullish(),
+  assignee: z.object({ id, login: z.string() }).nullish(),
+});
+const issueCommentPayload = z.object({ ...common, issue, comment });
+const reviewCommentPayload = z.object({ ...common, pull_request: pullRequest, comment });
+const reviewPayload = z.object({
+  ...common,
+  pull_request: pullRequest,
+  review: z.object({ id, body: z.string().nullish(), state: z.string(), html_url: z.string() }),
+});
+
+function parse<T>(schema: z.ZodType<T>, payload: unknown, event: string): T {
+  const parsed = schema.safeParse(payload);
+  if (parsed.success) return parsed.data;
+  const first = parsed.error.issues[0];
+  const where = first?.path.join(".") || "payload";
+  throw new MalformedDelivery(`malformed ${event} webhook: ${where}: ${first?.message}`);
+}
+
+type Common = z.infer<z.ZodObject<typeof common>>;
+
+function commonFields(payload: Common) {
   const repo = payload.repository;
-  if (!payload.installation)
-    throw new Error("webhook without installation: not a GitHub App delivery");
   return {
     installationId: payload.installation.id,
     repository: {
@@ -66,31 +119,31 @@ function common(payload: Common) {
  * reviews have their own ids; only their creation and submission trigger, and an edit (were it
  * handled) would be a new event only with the comment's updated_at in its key.
  */
-function issuesKey(payload: IssuesPayload): string {
+function issuesKey(payload: z.infer<typeof issuesPayload>): string {
   const issue = payload.issue;
   if (payload.action === "labeled") {
-    const label = "label" in payload ? payload.label : undefined;
+    const label = payload.label;
     return `label:${issue.id}:${label?.id ?? label?.name}:${issue.updated_at}`;
   }
   if (payload.action === "assigned") {
-    const assignee = "assignee" in payload ? payload.assignee : undefined;
-    return `assigned:${issue.id}:${assignee?.id}:${issue.updated_at}`;
+    return `assigned:${issue.id}:${payload.assignee?.id}:${issue.updated_at}`;
   }
   return `issue:${issue.id}:${payload.action}`;
 }
 
-export function fromIssues(payload: IssuesPayload): TriggerDelivery {
+export function fromIssues(raw: unknown): TriggerDelivery {
+  const payload = parse(issuesPayload, raw, "issues");
   const issue = payload.issue;
   return {
-    ...common(payload),
+    ...commonFields(payload),
     triggerKey: issuesKey(payload),
     input: {
       event: "issues",
       action: payload.action,
       sender: payload.sender,
       text: issue.body,
-      label: "label" in payload ? payload.label?.name : undefined,
-      assignee: "assignee" in payload ? (payload.assignee?.login ?? undefined) : undefined,
+      label: payload.label?.name,
+      assignee: payload.assignee?.login,
       item: {
         locked: Boolean(issue.locked),
         state: issue.state ?? "open",
@@ -105,10 +158,11 @@ export function fromIssues(payload: IssuesPayload): TriggerDelivery {
   };
 }
 
-export function fromIssueComment(payload: IssueCommentPayload): TriggerDelivery {
+export function fromIssueComment(raw: unknown): TriggerDelivery {
+  const payload = parse(issueCommentPayload, raw, "issue_comment");
   const issue = payload.issue;
   return {
-    ...common(payload),
+    ...commonFields(payload),
     triggerKey: `comment:${payload.comment.id}:${payload.action}`,
     input: {
       event: "issue_comment",
@@ -129,10 +183,11 @@ export function fromIssueComment(payload: IssueCommentPayload): TriggerDelivery 
   };
 }
 
-export function fromReviewComment(payload: ReviewCommentPayload): TriggerDelivery {
+export function fromReviewComment(raw: unknown): TriggerDelivery {
+  const payload = parse(reviewCommentPayload, raw, "pull_request_review_comment");
   const pr = payload.pull_request;
   return {
-    ...common(payload),
+    ...commonFields(payload),
     triggerKey: `review_comment:${payload.comment.id}:${payload.action}`,
     input: {
       event: "pull_request_review_comment",
@@ -149,10 +204,11 @@ export function fromReviewComment(payload: ReviewCommentPayload): TriggerDeliver
   };
 }
 
-export function fromReview(payload: ReviewPayload): TriggerDelivery {
+export function fromReview(raw: unknown): TriggerDelivery {
+  const payload = parse(reviewPayload, raw, "pull_request_review");
   const pr = payload.pull_request;
   return {
-    ...common(payload),
+    ...commonFields(payload),
     triggerKey: `review:${payload.review.id}:${payload.action}`,
     input: {
       event: "pull_request_review",

@@ -13,6 +13,9 @@ describe("sanitize", () => {
     ["bidi controls", "abc\u202Edcba\u202C \u2066x\u2069 \u200Fy", "abcdcba x y"],
     ["unicode tag smuggling", "hello\u{E0049}\u{E0047}\u{E004E}", "hello"],
     ["variation selectors", "ok\uFE0F\u{E0100}", "ok"],
+    // Found by test/fuzz: removing the character between two halves joined them into a tag.
+    ["tag split by an invisible character", "a\uDB40\u200B\uDC41b", "ab"],
+    ["lone surrogate halves", "a\uDC41b\uD83D", "ab"],
     ["control characters", "a\u0000b\u0007c\u001Bd\u009Be", "abcde"],
     ["soft hyphen", "pass\u00ADword", "password"],
     ["CRLF", "a\r\nb\rc", "a\nb\nc"],

@@ -1,0 +1,57 @@
+// Untrusted text as an attacker would write it: markdown that shows or hides a trigger, characters
+// a reader cannot see (lone surrogate halves among them, which JSON's \u escapes can carry), and
+// arbitrary code points between them.
+import fc from "fast-check";
+
+const pieces = fc.constantFrom(
+  "/vmpilot",
+  "/VMPILOT ",
+  "@vmpilot-bot",
+  "@VMPILOT-BOT[bot]",
+  "me@vmpilot-bot",
+  " fix",
+  "plan:",
+  " stop",
+  "retry!",
+  "help",
+  "unknown",
+  "```",
+  "~~~",
+  "> ",
+  "    ",
+  "\t",
+  "\n",
+  "\r\n",
+  "\r",
+  " ",
+  ",",
+  "<pre>",
+  "</pre>",
+  "<code ",
+  "</code>",
+  "`",
+  "<!--",
+  "-->",
+  "&#x200B;",
+  "&#105;",
+  "&#60;",
+  "&zwj;",
+  "\u200B",
+  "\u202E",
+  "\uFEFF",
+  "\u00AD",
+  "\uDB40",
+  "\uDC41",
+  "\u{E0041}",
+  "\u{1F600}",
+  "<script>",
+  "</script>",
+  '<img alt="x">',
+  "[x]: y",
+  "![alt](u)",
+  '[a](u "t")',
+);
+
+export const untrustedText = fc
+  .array(fc.oneof(pieces, fc.string({ unit: "binary", maxLength: 6 })), { maxLength: 24 })
+  .map((parts) => parts.join(""));
