@@ -101,6 +101,8 @@ export async function startLocalAgent(
 export async function createLocalAgentWorkspace(
   dir: string,
   options: SandboxWorkspaceOptions = {},
+  /** The job's abort, which ends every call to the agent. */
+  signal?: AbortSignal,
 ): Promise<Workspace> {
   const secret = randomBytes(32).toString("base64url");
   const agent = await startLocalAgent(dir, secret, options);
@@ -111,5 +113,6 @@ export async function createLocalAgentWorkspace(
     secret,
     release: agent.stop,
     blockedConnections: agent.blockedConnections,
+    signal,
   });
 }

@@ -71,7 +71,9 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
       `the sandbox provider needs Linux and bubblewrap (this is ${process.platform}); choose provider "host" explicitly for trusted local use`,
     );
   }
-  if (provider === "agent") return createLocalAgentWorkspace(root, { ...sandboxOptions, logger });
+  if (provider === "agent") {
+    return createLocalAgentWorkspace(root, { ...sandboxOptions, logger }, signal);
+  }
   return createSandboxWorkspace(root, { ...sandboxOptions, logger });
 }
 

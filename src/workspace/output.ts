@@ -4,7 +4,7 @@ import { StringDecoder } from "node:string_decoder";
 export const MODEL_OUTPUT_CAP = 30_000;
 
 /** Upper bound on what is kept for the job log, so `yes` cannot exhaust the worker's memory. */
-const LOG_OUTPUT_CAP = 4_000_000;
+export const LOG_OUTPUT_CAP = 4_000_000;
 
 function marker(cut: number): string {
   return `\n\n[... ${cut} characters cut ...]\n\n`;

@@ -6,12 +6,16 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { request } from "node:http";
 import type { z } from "zod";
+import { readCapped } from "../web/capped-body.ts";
 import {
+  ANSWER_ENVELOPE_BYTES,
   agentError,
   checkoutResult,
   execResult,
   listResult,
+  MAX_EXEC_ANSWER_BYTES,
   MAX_FILE_BYTES,
+  MAX_LIST_ANSWER_BYTES,
 } from "./agent/protocol.ts";
 import { DEFAULT_TIMEOUT_MS } from "./exec.ts";
 import { PathEscapeError } from "./paths.ts";
@@ -30,15 +34,20 @@ export interface RemoteWorkspaceOptions {
   /** Tears down what runs the agent (the VM, the pod, the local sandbox). */
   release(): Promise<void>;
   blockedConnections?: () => readonly BlockedConnection[];
+  /** The job's abort: every call ends with it (a command is killed at the agent first). */
+  signal?: AbortSignal;
+  /** Default AbortSignal.timeout. */
+  deadline?: Deadline;
 }
 
 /** How long after a command's own timeout the agent has to answer before it is given up on. */
 const ANSWER_GRACE_MS = 30_000;
 /** How long after an abort: killing a process group is quick. */
 const ABORT_GRACE_MS = 2_000;
-
-// Uncapped output is kept for the job log; the agent's own capture bounds it.
-const MAX_RESPONSE_BYTES = MAX_FILE_BYTES + 1024 * 1024;
+/** How long a file call (read, write, list, cancel) may take in full. */
+const FILE_CALL_MS = 120_000;
+/** The checkout: the agent writes the bundle and runs git init, fetch and reset (30 min each). */
+const SEED_MS = 60 * 60_000;
 
 class AgentError extends Error {
   override name = "AgentError";
@@ -52,54 +61,74 @@ interface Answer {
 /** A request body: bytes, or a file streamed from disk (a checkout's bundle). */
 type Body = Buffer | { file: string; size: number };
 
-function call(
-  options: Pick<RemoteWorkspaceOptions, "endpoint" | "secret">,
-  path: string,
-  body: Body,
-  type: string,
-  signal?: AbortSignal,
-): Promise<Answer> {
-  const { endpoint } = options;
+/** A signal that aborts after `ms`; tests pass their own, fired by hand. */
+export type Deadline = (ms: number) => AbortSignal;
+
+interface Call {
+  path: string;
+  body: Body;
+  type: string;
+  /** Names the call in errors: "reading a.txt". */
+  what: string;
+  /** Bytes the answer may have; a longer one is refused as it arrives, never held whole. */
+  limit: number;
+  /** The agent has this long to answer in full, or is given up on. */
+  ms: number;
+  /** The caller's abort: the call ends at once with its reason. */
+  signal?: AbortSignal;
+}
+
+type Agent = Pick<RemoteWorkspaceOptions, "endpoint" | "secret" | "deadline">;
+
+function call(agent: Agent, spec: Call): Promise<Answer> {
+  const { endpoint } = agent;
   const target =
     "socketPath" in endpoint
-      ? { socketPath: endpoint.socketPath, path }
-      : { ...hostOf(endpoint.baseUrl), path };
+      ? { socketPath: endpoint.socketPath, path: spec.path }
+      : { ...hostOf(endpoint.baseUrl), path: spec.path };
+  const late = (agent.deadline ?? AbortSignal.timeout)(spec.ms);
+  const signal = spec.signal ? AbortSignal.any([late, spec.signal]) : late;
+  const reason = () =>
+    late.aborted
+      ? new AgentError(
+          `the workspace agent stopped answering (${spec.what}: no answer within ${spec.ms / 1000} s)`,
+        )
+      : signal.reason;
+  if (signal.aborted) return Promise.reject(reason());
   return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        ...target,
-        method: "POST",
-        signal,
-        headers: {
-          authorization: `Bearer ${options.secret}`,
-          "content-type": type,
-          "content-length": Buffer.isBuffer(body) ? body.length : body.size,
-        },
+    const req = request({
+      ...target,
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${agent.secret}`,
+        "content-type": spec.type,
+        "content-length": Buffer.isBuffer(spec.body) ? spec.body.length : spec.body.size,
       },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on("data", (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_RESPONSE_BYTES) {
-            res.destroy(new AgentError("the workspace agent's answer is too large"));
-            return;
-          }
-          chunks.push(chunk);
-        });
-        res.on("error", reject);
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-      },
-    );
+    });
+    const settle = (error: unknown, answer?: Answer) => {
+      signal.removeEventListener("abort", onAbort);
+      if (answer) return resolve(answer);
+      reject(error);
+      req.destroy();
+    };
+    const onAbort = () => settle(reason());
+    signal.addEventListener("abort", onAbort, { once: true });
+    const tooLarge = () =>
+      settle(
+        new AgentError(`the workspace agent's answer to ${spec.what} is over ${spec.limit} bytes`),
+      );
+    req.on("response", (res) => {
+      if (Number(res.headers["content-length"] ?? 0) > spec.limit) return tooLarge();
+      readCapped(res, spec.limit).then(
+        (body) => (body ? settle(null, { status: res.statusCode ?? 0, body }) : tooLarge()),
+        settle,
+      );
+    });
     req.on("error", (error) =>
-      reject(
-        signal?.aborted
-          ? error
-          : new AgentError(`the workspace agent is unreachable: ${error.message}`),
-      ),
+      settle(new AgentError(`the workspace agent is unreachable: ${error.message}`)),
     );
-    if (Buffer.isBuffer(body)) req.end(body);
-    else createReadStream(body.file).on("error", reject).pipe(req);
+    if (Buffer.isBuffer(spec.body)) req.end(spec.body);
+    else createReadStream(spec.body.file).on("error", settle).pipe(req);
   });
 }
 
@@ -147,7 +176,7 @@ export interface SeedRequest {
 
 /** Sends the checkout to a fresh agent; resolves to the checkout's path as the agent sees it. */
 export async function seedRemoteCheckout(
-  agent: Pick<RemoteWorkspaceOptions, "endpoint" | "secret">,
+  agent: Agent,
   seed: SeedRequest,
   signal?: AbortSignal,
 ): Promise<string> {
@@ -157,13 +186,15 @@ export async function seedRemoteCheckout(
   const body = seed.bundle
     ? { file: seed.bundle, size: (await stat(seed.bundle)).size }
     : Buffer.alloc(0);
-  const answer = await call(
-    agent,
-    `/v1/checkout?${query}`,
+  const answer = await call(agent, {
+    path: `/v1/checkout?${query}`,
     body,
-    "application/x-git-bundle",
+    type: "application/x-git-bundle",
+    what: "the checkout",
+    limit: ANSWER_ENVELOPE_BYTES,
+    ms: SEED_MS,
     signal,
-  );
+  });
   check(answer, ".", "the checkout");
   return parse(checkoutResult, answer, "the checkout").root;
 }
@@ -200,71 +231,104 @@ function check(answer: Answer, path: string, what: string): void {
 
 export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspace {
   const lifetime = new AbortController();
-  const post = (path: string, value: unknown, signal?: AbortSignal) =>
-    call(
-      options,
+  /** Ends with the workspace or the job, whichever first. */
+  const ended = AbortSignal.any(
+    options.signal ? [lifetime.signal, options.signal] : [lifetime.signal],
+  );
+  const post = (
+    path: string,
+    value: unknown,
+    spec: Pick<Call, "what" | "limit" | "ms" | "signal">,
+  ) =>
+    call(options, {
       path,
-      Buffer.from(JSON.stringify(value)),
-      "application/json",
-      signal ? AbortSignal.any([signal, lifetime.signal]) : lifetime.signal,
-    );
+      body: Buffer.from(JSON.stringify(value)),
+      type: "application/json",
+      ...spec,
+    });
+  const deadline = options.deadline ?? AbortSignal.timeout;
   return {
     provider: options.provider,
     root: options.root,
     async exec(command, opts = {}) {
       if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
-      // An abort kills the command at the agent, which then answers as the local providers do.
-      // An agent that does not answer (a frozen VM) is given up on: after the command's own
-      // timeout plus a grace period, or shortly after an abort.
+      // An abort (the command's or the job's) kills the command at the agent, which then answers
+      // as the local providers do. An agent that does not answer (a frozen VM) is given up on:
+      // after the command's own timeout plus a grace period, or shortly after an abort.
       const id = randomUUID();
       const gaveUp = new AbortController();
-      const giveUp = () =>
-        gaveUp.abort(new AgentError("the workspace agent stopped answering; its VM is given up"));
-      const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-      const deadline = setTimeout(giveUp, timeoutMs + ANSWER_GRACE_MS);
-      let grace: NodeJS.Timeout | undefined;
+      const stops = [opts.signal, options.signal].filter((each) => each !== undefined);
+      const stop = AbortSignal.any(stops);
       const onAbort = () => {
-        void post("/v1/cancel", { id }, AbortSignal.timeout(ABORT_GRACE_MS)).catch(() => undefined);
-        grace = setTimeout(giveUp, ABORT_GRACE_MS);
+        void post(
+          "/v1/cancel",
+          { id },
+          {
+            what: "a cancel",
+            limit: ANSWER_ENVELOPE_BYTES,
+            ms: ABORT_GRACE_MS,
+            signal: lifetime.signal,
+          },
+        ).catch(() => undefined);
+        deadline(ABORT_GRACE_MS).addEventListener("abort", () =>
+          gaveUp.abort(new AgentError("the workspace agent stopped answering; its VM is given up")),
+        );
       };
-      if (opts.signal?.aborted) onAbort();
-      else opts.signal?.addEventListener("abort", onAbort, { once: true });
+      if (stop.aborted) onAbort();
+      else stop.addEventListener("abort", onAbort, { once: true });
       try {
         const answer = await post(
           "/v1/exec",
           { id, command, cwd: opts.cwd, env: opts.env, timeoutMs: opts.timeoutMs },
-          gaveUp.signal,
+          {
+            what: "a command",
+            limit: MAX_EXEC_ANSWER_BYTES,
+            ms: (opts.timeoutMs ?? DEFAULT_TIMEOUT_MS) + ANSWER_GRACE_MS,
+            signal: AbortSignal.any([gaveUp.signal, lifetime.signal]),
+          },
         );
         check(answer, opts.cwd ?? ".", "a command");
         return parse(execResult, answer, "a command");
-      } catch (error) {
-        throw gaveUp.signal.aborted ? gaveUp.signal.reason : error;
       } finally {
-        clearTimeout(deadline);
-        clearTimeout(grace);
-        opts.signal?.removeEventListener("abort", onAbort);
+        stop.removeEventListener("abort", onAbort);
       }
     },
     async readFile(path, maxBytes) {
-      const answer = await post("/v1/read", { path, maxBytes });
-      check(answer, path, `reading ${path}`);
+      const cap = Math.min(maxBytes, MAX_FILE_BYTES);
+      const what = `reading ${path}`;
+      const answer = await post(
+        "/v1/read",
+        { path, maxBytes: cap },
+        { what, limit: cap + ANSWER_ENVELOPE_BYTES, ms: FILE_CALL_MS, signal: ended },
+      );
+      check(answer, path, what);
+      if (answer.body.length > cap) {
+        throw new AgentError(`the workspace agent's answer to ${what} is over ${cap} bytes`);
+      }
       return answer.body;
     },
     async writeFile(path, data) {
       const bytes = typeof data === "string" ? Buffer.from(data) : data;
-      const answer = await call(
-        options,
-        `/v1/write?path=${encodeURIComponent(path)}`,
-        bytes,
-        "application/octet-stream",
-        lifetime.signal,
-      );
+      const answer = await call(options, {
+        path: `/v1/write?path=${encodeURIComponent(path)}`,
+        body: bytes,
+        type: "application/octet-stream",
+        what: `writing ${path}`,
+        limit: ANSWER_ENVELOPE_BYTES,
+        ms: FILE_CALL_MS,
+        signal: ended,
+      });
       check(answer, path, `writing ${path}`);
     },
     async listDir(path) {
-      const answer = await post("/v1/list", { path });
-      check(answer, path, `listing ${path}`);
-      return parse(listResult, answer, `listing ${path}`).entries;
+      const what = `listing ${path}`;
+      const answer = await post(
+        "/v1/list",
+        { path },
+        { what, limit: MAX_LIST_ANSWER_BYTES, ms: FILE_CALL_MS, signal: ended },
+      );
+      check(answer, path, what);
+      return parse(listResult, answer, what).entries;
     },
     blockedConnections: () => options.blockedConnections?.() ?? [],
     async dispose() {

@@ -1,6 +1,7 @@
 // The workspace agent's wire format, shared by the agent (inside the VM) and the worker's client.
 // Plain JSON over HTTP; file contents travel as raw bytes.
 import { z } from "zod";
+import { LOG_OUTPUT_CAP, MODEL_OUTPUT_CAP } from "../output.ts";
 
 export const execRequest = z.strictObject({
   /** Names the command for /v1/cancel. */
@@ -83,3 +84,14 @@ export const MAX_JSON_BYTES = 1024 * 1024;
 export const MAX_FILE_BYTES = 100 * 1024 * 1024;
 /** The checkout's git bundle; streamed to the agent's disk, never held in memory. */
 export const MAX_SEED_BYTES = 4 * 1024 * 1024 * 1024;
+
+/** What an answer may carry besides its payload: an error's JSON, the exec result's fields. */
+export const ANSWER_ENVELOPE_BYTES = 64 * 1024;
+/** A directory listing's answer; the worker refuses a longer one as it arrives. */
+export const MAX_LIST_ANSWER_BYTES = 16 * 1024 * 1024;
+/**
+ * An exec answer: the model's capped output and the two streams kept for the log, each character
+ * at most 6 bytes in JSON (a control character's \u escape). The worker refuses more as it arrives.
+ */
+export const MAX_EXEC_ANSWER_BYTES =
+  6 * (MODEL_OUTPUT_CAP + 2 * LOG_OUTPUT_CAP) + ANSWER_ENVELOPE_BYTES;

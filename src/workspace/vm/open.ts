@@ -137,6 +137,7 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
         ...agent,
         release,
         blockedConnections: () => egress?.proxy.blocked() ?? [],
+        signal: options.signal,
       });
     } catch (error) {
       await release().catch(() => undefined);
