@@ -1,0 +1,213 @@
+// Fuzzing the other parsers that take outside input: `vmpilot.yml`, the chat face's request body,
+// the editor's paths and the workspace agent's protocol. Each input ends in a value or a clear
+// error of the parser's own kind: no crash, no hang, and nothing written for a rejected request.
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, readdir, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { parseCompletionRequest } from "../../src/chat/body.ts";
+import { ApiError } from "../../src/chat/errors.ts";
+import { parseRepoConfig, settingKeys } from "../../src/config/repo-config.ts";
+import {
+  cancelRequest,
+  execRequest,
+  execResult,
+  listRequest,
+  listResult,
+  readRequest,
+} from "../../src/workspace/agent/protocol.ts";
+import { createAgentServer } from "../../src/workspace/agent/server.ts";
+import { PathEscapeError, resolveInside } from "../../src/workspace/paths.ts";
+import { runs, withoutHang } from "./params.ts";
+import { untrustedText } from "./text.ts";
+
+const scalar = fc.oneof(
+  fc.integer({ min: -5, max: 100_000 }),
+  fc.boolean(),
+  untrustedText,
+  fc.constantFrom("~", "null", "[]", "{}", "*a", "&a x", "!!binary x", "<<: *a", "'", '"', "|"),
+);
+const key = fc.oneof(
+  fc.constantFrom(...settingKeys.map((k) => k.split(".")[0] ?? k), "network", "ci", "allow"),
+  fc.string({ maxLength: 8 }),
+);
+/** YAML as a person (or an attacker) writes it: nested keys, lists, anchors, odd indentation. */
+const yamlText = fc
+  .array(fc.tuple(fc.nat(6), key, fc.oneof(scalar, fc.array(scalar, { maxLength: 3 }))), {
+    maxLength: 12,
+  })
+  .map((lines) =>
+    lines
+      .map(([indent, k, v]) =>
+        Array.isArray(v)
+          ? `${" ".repeat(indent)}${k}:\n${v.map((x) => `${" ".repeat(indent + 2)}- ${x}`).join("\n")}`
+          : `${" ".repeat(indent)}${k}: ${v}`,
+      )
+      .join("\n"),
+  );
+
+describe("vmpilot.yml", () => {
+  it("parses to settings or to issues that each name a line of the file", () => {
+    withoutHang<string>(60_000, (track) =>
+      fc.assert(
+        fc.property(fc.oneof(yamlText, fc.string()), (text) => {
+          track(text);
+          const result = parseRepoConfig(text);
+          if (result.ok) return;
+          assert.ok(result.issues.length > 0);
+          const lines = text.split("\n").length;
+          for (const issue of result.issues) {
+            assert.equal(typeof issue.message, "string");
+            assert.ok(issue.message.length > 0);
+            if (issue.line !== undefined) assert.ok(issue.line >= 1 && issue.line <= lines + 1);
+          }
+        }),
+        runs(10_000),
+      ),
+    );
+  });
+});
+
+const message = fc.record(
+  {
+    role: fc.constantFrom("system", "user", "assistant", "tool", "robot"),
+    content: fc.oneof(
+      untrustedText,
+      fc.constant(null),
+      fc.array(fc.record({ type: fc.constantFrom("text", "image_url"), text: untrustedText })),
+    ),
+  },
+  { requiredKeys: [] },
+);
+const chatBody = fc.oneof(
+  fc.string(),
+  fc.json(),
+  fc
+    .record(
+      {
+        model: fc.oneof(fc.constant("vmpilot"), fc.string({ maxLength: 400 })),
+        messages: fc.oneof(fc.array(message, { maxLength: 4 }), fc.anything()),
+        stream: fc.oneof(fc.boolean(), fc.constant(null), fc.string()),
+        chat_id: fc.oneof(fc.string({ maxLength: 300 }), fc.integer()),
+      },
+      { requiredKeys: [] },
+    )
+    .map((value) => JSON.stringify(value)),
+);
+
+describe("chat request bodies", () => {
+  it("parse to a request or to a 400 in OpenAI's error format", () => {
+    withoutHang<string>(60_000, (track) =>
+      fc.assert(
+        fc.property(chatBody, (text) => {
+          track(text);
+          try {
+            const request = parseCompletionRequest(text);
+            assert.ok(request.messages.length >= 1);
+          } catch (error) {
+            assert.ok(error instanceof ApiError, String(error));
+            assert.equal(error.status, 400);
+            assert.equal(error.body.error.type, "invalid_request_error");
+          }
+        }),
+        runs(10_000),
+      ),
+    );
+  });
+});
+
+let root: string;
+let outside: string;
+
+beforeAll(async () => {
+  const base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-fuzz-")));
+  root = join(base, "root");
+  outside = join(base, "outside");
+  await mkdir(join(root, "src", "deep"), { recursive: true });
+  await mkdir(outside);
+  await writeFile(join(root, "src", "a.txt"), "a");
+  await symlink(outside, join(root, "out-link"));
+  await symlink("../src", join(root, "src", "deep", "up"));
+});
+afterAll(async () => {
+  if (root) await rm(join(root, ".."), { recursive: true, force: true });
+});
+
+const segment = fc.oneof(
+  fc.constantFrom("..", ".", "", "src", "deep", "up", "out-link", "a.txt", "~", "\0", "%2e%2e"),
+  fc.string({ maxLength: 6 }),
+);
+const editorPath = fc.oneof(
+  fc.array(segment, { maxLength: 6 }).map((parts) => parts.join("/")),
+  fc.array(segment, { maxLength: 4 }).map((parts) => `/${parts.join("/")}`),
+  fc.string(),
+);
+
+describe("editor paths", () => {
+  it("resolve inside the checkout, through any link, or are refused as escapes", async () => {
+    await fc.assert(
+      fc.asyncProperty(editorPath, async (path) => {
+        try {
+          const resolved = await resolveInside(root, path);
+          const rel = relative(root, resolved);
+          assert.ok(!rel.startsWith("..") && !rel.startsWith("/"), `${path} → ${resolved}`);
+          assert.ok(!resolved.startsWith(outside), `${path} → ${resolved}`);
+        } catch (error) {
+          assert.ok(error instanceof PathEscapeError, `${path}: ${String(error)}`);
+        }
+      }),
+      runs(10_000),
+    );
+  });
+});
+
+describe("the workspace agent's protocol", () => {
+  const schemas = [execRequest, execResult, cancelRequest, readRequest, listRequest, listResult];
+
+  it("parses any JSON to a request or a result, or refuses it, without throwing", () => {
+    withoutHang<unknown>(60_000, (track) =>
+      fc.assert(
+        fc.property(fc.jsonValue(), fc.nat(schemas.length - 1), (value, which) => {
+          track(value);
+          const parsed = schemas[which]?.safeParse(value);
+          assert.ok(parsed && (parsed.success || parsed.error.issues.length > 0));
+        }),
+        runs(10_000),
+      ),
+    );
+  });
+
+  it("answers any malformed request with a 4xx and an error, and writes nothing outside", async () => {
+    const secret = "s".repeat(32);
+    const server = createAgentServer({ root, secret, env: {}, log: () => {} });
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    const { port } = server.address() as AddressInfo;
+    const endpoint = fc.constantFrom("/v1/exec", "/v1/read", "/v1/list", "/v1/cancel", "/v1/nope");
+    // A well-formed exec would run its command: only malformed ones are sent.
+    const request = fc
+      .tuple(endpoint, fc.oneof(fc.jsonValue(), fc.string()))
+      .filter(([path, body]) => path !== "/v1/exec" || !execRequest.safeParse(body).success);
+    try {
+      await fc.assert(
+        fc.asyncProperty(request, async ([path, body]) => {
+          const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${secret}` },
+            body: typeof body === "string" ? body : JSON.stringify(body),
+          });
+          const answer: unknown = await response.json();
+          if (response.status < 300) return;
+          assert.ok(response.status >= 400 && response.status < 500, `${path}: ${response.status}`);
+          assert.match(JSON.stringify(answer), /"error":\{"kind":"[a-z_]+","message":/);
+        }),
+        runs(300),
+      );
+      assert.deepEqual(await readdir(outside), []);
+    } finally {
+      await new Promise((done) => server.close(done));
+    }
+  });
+});
