@@ -242,6 +242,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
                 anthropic: { apiKey: config.anthropicApiKey },
                 providers: config.providers,
                 defaults: settingsDefaults,
+                readyQueue: queue,
                 ...options.pipeline,
               },
       });

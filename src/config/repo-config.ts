@@ -1,8 +1,9 @@
 import { isIP } from "node:net";
-import { parseDocument } from "yaml";
+import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { compileAddressPolicy } from "../workspace/address-policy.ts";
 import { DEFAULT_MODEL } from "./models.ts";
+import { lineOf } from "./yaml-lines.ts";
 
 /** Where a resolved setting came from, lowest precedence first. */
 export type SettingSource = "default" | "page" | "file";
@@ -11,6 +12,8 @@ export interface ConfigIssue {
   /** Dotted key path, e.g. `network.allow[1]`; empty for the whole document. */
   path: string;
   message: string;
+  /** 1-based line in the file, when the issue came from parsing one (parseRepoConfig). */
+  line?: number;
 }
 
 export type ConfigResult =
@@ -58,6 +61,27 @@ const networkShape = {
     .array(host)
     .max(100)
     .describe("Hosts the workspace may reach (host or host:port).")
+    .optional(),
+};
+
+const ciShape = {
+  autofix: z
+    .boolean()
+    .describe("Fix a check that fails on the commit vmpilot pushed last to its pull request.")
+    .optional(),
+  maxFixAttempts: z
+    .int("must be a whole number")
+    .min(0, "must be at least 0")
+    .max(20, "must be at most 20")
+    .describe("Most CI fix attempts per pull request; 0 turns them off.")
+    .optional(),
+  graceMinutes: z
+    .int("must be a whole number")
+    .min(0, "must be at least 0")
+    .max(1440, "must be at most 1440")
+    .describe(
+      "Without CI: minutes to wait for a check suite on vmpilot's push before its pull request counts as ready.",
+    )
     .optional(),
 };
 
@@ -127,6 +151,12 @@ const repoConfigSchema = z
     publicJobs: z
       .boolean()
       .describe("On a public repository, show job pages to everyone, signed in or not."),
+    ci: z.strictObject(ciShape).partial(),
+    readyForReview: z
+      .boolean()
+      .describe(
+        "Mark vmpilot's draft pull request ready for review, and ask the requester for a review, once its checks pass.",
+      ),
   })
   .partial();
 
@@ -148,6 +178,8 @@ export interface RepoSettings {
   isolation: "sandbox" | "vm";
   plugins: string[];
   publicJobs: boolean;
+  ci: { autofix: boolean; maxFixAttempts: number; graceMinutes: number };
+  readyForReview: boolean;
 }
 
 export const defaults: RepoSettings = {
@@ -165,6 +197,8 @@ export const defaults: RepoSettings = {
   isolation: "sandbox",
   plugins: [],
   publicJobs: false,
+  ci: { autofix: true, maxFixAttempts: 3, graceMinutes: 10 },
+  readyForReview: true,
 };
 
 /** The leaves that resolve independently; `network.allow` is the only nested one. */
@@ -183,23 +217,31 @@ export const settingKeys = [
   "isolation",
   "plugins",
   "publicJobs",
+  "ci.autofix",
+  "ci.maxFixAttempts",
+  "ci.graceMinutes",
+  "readyForReview",
 ] as const;
 export type SettingKey = (typeof settingKeys)[number];
 
-export function checkRepoConfig(value: unknown): ConfigResult {
+/** `lineAt`, when given, tells each issue's line from its key path. */
+export function checkRepoConfig(
+  value: unknown,
+  lineAt?: (keys: readonly PropertyKey[]) => number,
+): ConfigResult {
   const parsed = repoConfigSchema.safeParse(value ?? {});
   if (parsed.success) return { ok: true, config: parsed.data };
-  const issues = parsed.error.issues.flatMap((issue): ConfigIssue[] => {
-    if (issue.code === "unrecognized_keys") {
-      return issue.keys.map((key) => ({
-        path: formatPath([...issue.path, key]),
-        message: "unknown key",
-      }));
+  const issue = (keys: readonly PropertyKey[], message: string): ConfigIssue => ({
+    path: formatPath(keys),
+    message,
+    ...(lineAt ? { line: lineAt(keys) } : {}),
+  });
+  const issues = parsed.error.issues.flatMap((found): ConfigIssue[] => {
+    if (found.code === "unrecognized_keys") {
+      return found.keys.map((key) => issue([...found.path, key], "unknown key"));
     }
-    const path = formatPath(issue.path);
     // zod's own wording for a wrong type is "Invalid input: expected X, received Y".
-    const message = issue.message.replace(/^Invalid input: /, "");
-    return [{ path, message }];
+    return [issue(found.path, found.message.replace(/^Invalid input: /, ""))];
   });
   return { ok: false, issues, message: describeIssues(issues) };
 }
@@ -209,8 +251,8 @@ export function checkRepoConfig(value: unknown): ConfigResult {
 export const MAX_REPO_CONFIG_BYTES = 64 * 1024;
 const MAX_ALIAS_COUNT = 100;
 
-function invalid(message: string): ConfigResult {
-  const issues = [{ path: "", message }];
+function invalid(message: string, line?: number): ConfigResult {
+  const issues = [{ path: "", message, ...(line ? { line } : {}) }];
   return { ok: false, issues, message: describeIssues(issues) };
 }
 
@@ -219,10 +261,12 @@ export function parseRepoConfig(yamlText: string): ConfigResult {
   if (Buffer.byteLength(yamlText, "utf8") > MAX_REPO_CONFIG_BYTES) {
     return invalid(`file is larger than ${MAX_REPO_CONFIG_BYTES / 1024} KiB`);
   }
-  const doc = parseDocument(yamlText, { uniqueKeys: true, prettyErrors: true });
+  const lines = new LineCounter();
+  const doc = parseDocument(yamlText, { uniqueKeys: true, prettyErrors: true, lineCounter: lines });
   const yamlError = doc.errors[0];
   if (yamlError) {
-    return invalid(`invalid YAML: ${yamlError.message.split("\n")[0]?.replace(/:$/, "")}`);
+    const message = yamlError.message.split("\n")[0]?.replace(/:$/, "");
+    return invalid(`invalid YAML: ${message}`, yamlError.linePos?.[0].line);
   }
   let value: unknown;
   try {
@@ -233,9 +277,9 @@ export function parseRepoConfig(yamlText: string): ConfigResult {
     return invalid(`invalid YAML: aliases expand too much (more than ${MAX_ALIAS_COUNT})`);
   }
   if (value !== null && (typeof value !== "object" || Array.isArray(value))) {
-    return invalid("must be a mapping of settings");
+    return invalid("must be a mapping of settings", lineOf(doc, lines, []));
   }
-  return checkRepoConfig(value);
+  return checkRepoConfig(value, (keys) => lineOf(doc, lines, keys));
 }
 
 export interface ResolvedSettings {
@@ -269,12 +313,22 @@ export function resolveSettings(layers: {
 }
 
 export function getSetting(config: RepoConfig, key: SettingKey): unknown {
-  return key === "network.allow" ? config.network?.allow : config[key];
+  const [head = "", leaf] = key.split(".");
+  const value: unknown = (config as Record<string, unknown>)[head];
+  return leaf === undefined ? value : (value as Record<string, unknown> | undefined)?.[leaf];
 }
 
 function setSetting(target: RepoSettings, key: SettingKey, value: unknown): void {
-  if (key === "network.allow") target.network.allow = value as string[];
-  else (target as unknown as Record<string, unknown>)[key] = value;
+  const [head = "", leaf] = key.split(".");
+  const record = target as unknown as Record<string, Record<string, unknown>>;
+  if (leaf === undefined) (record as Record<string, unknown>)[head] = value;
+  else record[head] = { ...record[head], [leaf]: value };
+}
+
+/** A nested setting (`ci.autofix`) as the one-key object it is written as in a config. */
+export function settingEntry(key: SettingKey, value: unknown): Record<string, unknown> {
+  const [head = "", leaf] = key.split(".");
+  return { [head]: leaf === undefined ? value : { [leaf]: value } };
 }
 
 /** JSON Schema of `.github/vmpilot.yml`, committed as schema/vmpilot.schema.json for editors. */
@@ -298,6 +352,14 @@ function describeIssues(issues: ConfigIssue[]): string {
 
 /** The schema's description of a setting, for help texts. */
 export function describeSetting(key: SettingKey): string {
-  const field = key === "network.allow" ? networkShape.allow : repoConfigSchema.shape[key];
-  return field.unwrap().description ?? "";
+  const [head, leaf] = key.split(".");
+  const nested: Record<string, Record<string, z.ZodOptional>> = {
+    network: networkShape,
+    ci: ciShape,
+  };
+  const field =
+    leaf === undefined
+      ? repoConfigSchema.shape[key as keyof typeof repoConfigSchema.shape]
+      : nested[head ?? ""]?.[leaf];
+  return (field && z.globalRegistry.get(field.unwrap())?.description) ?? "";
 }

@@ -34,6 +34,8 @@ const jobContextSchema = z.object({
   label: z.string(),
   /** `/vmpilot <word>` with a word that is not a verb. */
   unknownVerb: z.string().optional(),
+  /** A CI fix: the head commit whose checks failed. */
+  headSha: z.string().optional(),
 });
 export type JobContext = z.infer<typeof jobContextSchema>;
 

@@ -13,17 +13,22 @@ export type RepoConfigLoad =
   | { ok: true; config: RepoConfig; source: string | undefined }
   | { ok: false; issues: ConfigIssue[]; message: string; source: string };
 
-/** The file's text, or undefined when there is none (404, or a directory). */
-async function readFile(
+/**
+ * The file's text on the default branch, or at `ref`; undefined when there is none (404, or a
+ * directory).
+ */
+export async function readRepoConfigFile(
   octokit: ProbotOctokit,
   owner: string,
   repo: string,
+  ref?: string,
 ): Promise<string | undefined> {
   try {
     const response = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
       owner,
       repo,
       path: REPO_CONFIG_PATH,
+      ...(ref ? { ref } : {}),
       mediaType: { format: "raw" },
     });
     const data: unknown = response.data;
@@ -44,7 +49,7 @@ export async function loadRepoConfig(
 ): Promise<RepoConfigLoad> {
   const candidates = [input.repo, ...(input.repo === ".github" ? [] : [".github"])];
   for (const repo of candidates) {
-    const text = await readFile(octokit, input.owner, repo);
+    const text = await readRepoConfigFile(octokit, input.owner, repo);
     if (text === undefined) continue;
     const source = `${input.owner}/${repo}/${REPO_CONFIG_PATH}`;
     const parsed = parseRepoConfig(text);
@@ -60,12 +65,7 @@ export function renderConfigError(
   load: Extract<RepoConfigLoad, { ok: false }>,
   view: { jobId: number; jobUrl: string; command: string },
 ): string {
-  const lines = load.issues
-    .slice(0, 20)
-    .map(
-      (issue) =>
-        `- ${issue.path ? `${codeSpan(issue.path)}: ` : ""}${quietMentions(issue.message)}`,
-    );
+  const lines = load.issues.slice(0, 20).map((issue) => `- ${issueMarkdown(issue)}`);
   return [
     `❌ **vmpilot cannot start: \`${load.source}\` is invalid** — [job #${view.jobId}](${view.jobUrl})`,
     "",
@@ -75,4 +75,9 @@ export function renderConfigError(
     "",
     jobMarker(view.jobId),
   ].join("\n");
+}
+
+/** An issue for Markdown: the key (whatever it holds) in a code span, then the message. */
+export function issueMarkdown(issue: ConfigIssue): string {
+  return `${issue.path ? `${codeSpan(issue.path)}: ` : ""}${quietMentions(issue.message)}`;
 }

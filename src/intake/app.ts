@@ -2,6 +2,16 @@
 // and the model are called later, by the worker.
 import type { ApplicationFunction, Context } from "probot";
 import { deliveries } from "../metrics.ts";
+import { recordBasePush } from "./base-push.ts";
+import {
+  type CiIntakeDeps,
+  type CiIntakeResult,
+  fromCheckRun,
+  fromCheckSuite,
+  fromWorkflowRun,
+  recordCiRun,
+} from "./ci.ts";
+import { type ConfigCheckIntake, recordPullRequestCheck } from "./config-check.ts";
 import { recordConfigPush } from "./config-push.ts";
 import {
   fromIssueComment,
@@ -13,7 +23,9 @@ import {
 import { recordInstallation } from "./installations.ts";
 import { createIntake, type IntakeDeps, type IntakeResult } from "./record.ts";
 
-export function intakeApp(deps: IntakeDeps): ApplicationFunction {
+export function intakeApp(
+  deps: IntakeDeps & ConfigCheckIntake & CiIntakeDeps,
+): ApplicationFunction {
   return (app) => {
     const recordTrigger = createIntake(deps);
     const intake = async (context: Context, delivery: TriggerDelivery) => {
@@ -35,7 +47,23 @@ export function intakeApp(deps: IntakeDeps): ApplicationFunction {
     app.on("pull_request_review.submitted", (context) =>
       intake(context, fromReview(context.payload)),
     );
-    app.on("push", (context) => recorded(context, recordConfigPush(deps.db, context.payload)));
+    app.on("push", (context) => recorded(context, recordConfigPush(deps, context.payload)));
+    app.on(
+      ["pull_request.opened", "pull_request.synchronize", "pull_request.reopened"],
+      (context) => recorded(context, recordPullRequestCheck(deps, context.payload)),
+    );
+    app.on("push", (context) =>
+      recorded(context, recordBasePush(deps, context.id, context.payload)),
+    );
+    app.on("check_run.completed", (context) =>
+      ci(context, recordCiRun(deps, context.id, fromCheckRun(context.payload))),
+    );
+    app.on("check_suite.completed", (context) =>
+      ci(context, recordCiRun(deps, context.id, fromCheckSuite(context.payload))),
+    );
+    app.on("workflow_run.completed", (context) =>
+      ci(context, recordCiRun(deps, context.id, fromWorkflowRun(context.payload))),
+    );
     app.on("installation", (context) =>
       recorded(context, recordInstallation(deps.db, context.id, "installation", context.payload)),
     );
@@ -51,6 +79,13 @@ export function intakeApp(deps: IntakeDeps): ApplicationFunction {
 function outcomeOf(result: IntakeResult): string {
   if ("jobId" in result) return "job";
   return "ignored" in result ? "ignored" : "duplicate";
+}
+
+async function ci(context: Context, work: Promise<CiIntakeResult>): Promise<void> {
+  const result = await work;
+  const outcome = "jobId" in result ? "job" : "ready" in result ? "recorded" : "ignored";
+  deliveries.inc({ event: context.name, outcome });
+  context.log.debug({ delivery: context.id, result }, "check recorded");
 }
 
 async function recorded(context: Context, work: Promise<unknown>): Promise<void> {

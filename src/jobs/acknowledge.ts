@@ -27,6 +27,7 @@ import {
   statusBody,
   stopBody,
 } from "./acknowledge-messages.ts";
+import { ciFixUnwanted } from "./ci-admit.ts";
 import type { Queue, RunningJob } from "./queue.ts";
 import { loadTriggerSettings, unwanted } from "./trigger-settings.ts";
 
@@ -47,6 +48,9 @@ export type Acknowledgement =
   | { outcome: "refused" | "ignored" | "answered" | "skipped" }
   /** The pipeline goes on with the repository's config as read here. */
   | { outcome: "acknowledged"; repoConfig: RepoConfigLoad };
+
+/** Jobs the app starts itself: they answer no one's comment, so they add no 👀. */
+const APP_TRIGGERS: ReadonlySet<string> = new Set(["ci", "base_push"]);
 
 /** Verbs answered at once; they never wait behind the chat's running job. */
 export const CONTROL_VERBS: ReadonlySet<string> = new Set(["stop", "status", "help"]);
@@ -128,20 +132,29 @@ async function respond(
   notice?: Notice,
 ): Promise<Acknowledgement["outcome"]> {
   const item: Item = { owner: context.owner, repo: context.name, number: job.number };
-  const why = unwanted(job, context, settings);
+  const why =
+    unwanted(job, context, settings) ??
+    (job.trigger === "ci"
+      ? await ciFixUnwanted(deps.db.pool, octokit, job, context, settings)
+      : undefined);
   if (why) {
     deps.logger.info({ jobId: job.id, why }, "ignored");
     await updateJob(deps.db.pool, job.id, { status: "ignored" });
     return "ignored";
   }
   const policy = settings.triggerPolicy;
-  const permission = await checkPermission(octokit, {
-    owner: item.owner,
-    repo: item.repo,
-    username: job.requester,
-    allowedUsers: [...deps.allowedUsers, ...settings.allowedUsers],
-    policy,
-  });
+  // The app itself starts a CI fix (no comment can name that trigger), for work its requester
+  // was allowed to ask for.
+  const permission =
+    job.trigger === "ci"
+      ? { allowed: true, via: "app" }
+      : await checkPermission(octokit, {
+          owner: item.owner,
+          repo: item.repo,
+          username: job.requester,
+          allowedUsers: [...deps.allowedUsers, ...settings.allowedUsers],
+          policy,
+        });
   run.signal.throwIfAborted();
   // An earlier attempt, or a notice that claimed the comment, may have posted it unrecorded.
   const posted = run.attempt > 1 || (job.noticedAt !== null && !notice);
@@ -166,13 +179,18 @@ async function respond(
       return "answered";
     default:
       if (notice) {
-        await addEyes(octokit, item, context.target);
+        if (!APP_TRIGGERS.has(job.trigger)) await addEyes(octokit, item, context.target);
         await answer(queuedBody(job, notice.ahead, notice.waiting, deps.publicUrl));
         deps.logger.info({ jobId: job.id, ahead: notice.ahead }, "acknowledged while waiting");
         return "acknowledged";
       }
       // A stored comment id means an earlier attempt got past the reaction; a notice reacted too.
-      if (job.progressCommentId === null && job.noticedAt === null) {
+      // The app's own job (a moved base) answers no one's comment.
+      if (
+        job.progressCommentId === null &&
+        job.noticedAt === null &&
+        !APP_TRIGGERS.has(job.trigger)
+      ) {
         await addEyes(octokit, item, context.target);
       }
       await answer(progressBody(job, deps.publicUrl));

@@ -10,7 +10,7 @@ import type { OpenAiProviderOptions } from "../agent/providers/openai.ts";
 import type { ProviderTable } from "../config/providers.ts";
 import type { RepoSettings } from "../config/repo-config.ts";
 import { isPermanent } from "../errors.ts";
-import { gatherIssueContext } from "../github/issue-context.ts";
+import { gatherIssueContext, type IssueContext } from "../github/issue-context.ts";
 import type { Logger } from "../github/logger.ts";
 import type { ProgressStep } from "../github/progress-comment.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
@@ -24,8 +24,10 @@ import { providerFor, type VmProviderName } from "../workspace/isolation.ts";
 import { SPARE_REPOSITORIES } from "../workspace/spares.ts";
 import type { VmPool } from "../workspace/vm/pool.ts";
 import { runJobAgent } from "./pipeline/agent.ts";
+import { afterPush, ciFailures } from "./pipeline/ci.ts";
 import { loadChat } from "./pipeline/history.ts";
-import { fixBody, planBody, reviewBody } from "./pipeline/outcome.ts";
+import { startMerge } from "./pipeline/merge.ts";
+import { fixBody, mergeBody, planBody, reviewBody } from "./pipeline/outcome.ts";
 import {
   instructionFor,
   type Mode,
@@ -36,7 +38,7 @@ import { openSession, type PipelineOutcome, type Session } from "./pipeline/sess
 import { jobSettings } from "./pipeline/settings.ts";
 import { chooseTarget, pushes } from "./pipeline/target.ts";
 import { type JobWorkspace, openJobWorkspace } from "./pipeline/workspace.ts";
-import type { RunningJob } from "./queue.ts";
+import type { Queue, RunningJob } from "./queue.ts";
 
 export type { PipelineOutcome } from "./pipeline/session.ts";
 
@@ -79,6 +81,8 @@ export interface PipelineDeps {
   /** Wall-time limit of one agent run, instead of the repository's `timeoutMinutes` (tests). */
   maxWallTimeMs?: number;
   streamRetryDelayMs?: number;
+  /** Where a push that passed its tests queues its ready-for-review check; none without it. */
+  readyQueue?: Pick<Queue, "enqueueReady">;
 }
 
 /**
@@ -107,6 +111,8 @@ const STEPS: Record<Mode, ProgressStep[]> = {
   threads: ["acknowledged", "workspace", "agent", "tests", "pushed"],
   plan: ["acknowledged", "workspace", "agent"],
   review: ["acknowledged", "workspace", "agent"],
+  ci: ["acknowledged", "workspace", "agent", "tests", "pushed"],
+  merge: ["acknowledged", "workspace", "agent", "tests", "pushed"],
 };
 
 type Run = Pick<RunningJob, "jobId" | "attempt" | "maxAttempts" | "signal">;
@@ -141,6 +147,10 @@ export async function runPipeline(
   } finally {
     await ws?.dispose();
   }
+}
+
+function mergeItem(number: number, title: string): IssueContext {
+  return { kind: "pull_request", number, title, body: "", author: "", comments: [] };
 }
 
 function cancelled(session: Session): Promise<PipelineOutcome> {
@@ -188,16 +198,21 @@ async function work(
   if (!chat) throw new Error(`chat ${job.chatId} of job ${job.id} does not exist`);
   const history = await loadChat(db, chat.id, job.id);
   const itemSeen = history.messages.length > 0;
-  const issue = await gatherIssueContext(octokit, {
-    owner: context.owner,
-    repo: context.name,
-    number: job.number,
-    kind: context.itemKind,
-    excludeCommentIds: job.triggerCommentId === null ? [] : [job.triggerCommentId],
-    botLogin: `${context.appSlug}[bot]`,
-    since: itemSeen ? request.previous?.createdAt : undefined,
-    withDiff: context.itemKind === "pull_request" && (!itemSeen || request.mode === "review"),
-  });
+  // A merge of the base needs nothing of the pull request but its branch, which the chat knows;
+  // nor does a CI fix, which is told what failed (people's new comments start jobs of their own).
+  const issue =
+    request.mode === "merge" || request.mode === "ci"
+      ? mergeItem(job.number, context.title)
+      : await gatherIssueContext(octokit, {
+          owner: context.owner,
+          repo: context.name,
+          number: job.number,
+          kind: context.itemKind,
+          excludeCommentIds: job.triggerCommentId === null ? [] : [job.triggerCommentId],
+          botLogin: `${context.appSlug}[bot]`,
+          since: itemSeen ? request.previous?.createdAt : undefined,
+          withDiff: context.itemKind === "pull_request" && (!itemSeen || request.mode === "review"),
+        });
   const target = chooseTarget({
     chat,
     job,
@@ -219,6 +234,8 @@ async function work(
       "There are no unresolved review threads.",
     );
   }
+  // What failed, read before the workspace opens: the model's first request carries it.
+  const ci = request.mode === "ci" ? await ciFailures(session, run.signal) : undefined;
   if (pushes(request.mode)) await updateJob(db, job.id, { branch: target.branch });
 
   const token = await deps.installationToken(job.installationId);
@@ -246,6 +263,12 @@ async function work(
       }),
   });
   opened(ws);
+  const merge =
+    request.mode === "merge" ? await startMerge(ws, context.defaultBranch, run.signal) : undefined;
+  if (merge === null) {
+    const text = `\`${target.branch}\` already holds \`${context.defaultBranch}\`.`;
+    return session.notice("succeeded", "ℹ️", "Nothing to merge", text);
+  }
   progress.step("agent", `workspace ready on ${target.branch}`);
 
   // An attempt after a crash goes on from what the earlier attempt stored.
@@ -269,6 +292,8 @@ async function work(
           context: issue,
           itemSeen,
           threads,
+          ...(ci && { ci }),
+          ...(merge && { merge: { base: merge.base, conflicts: merge.conflicts } }),
           retry: job.command === "retry",
         }),
     ...agentRunDeps(deps, settings),
@@ -285,8 +310,22 @@ async function work(
         "succeeded",
         await reviewBody(session, result, target.prNumber ?? job.number, issue),
       );
+    case "merge": {
+      if (!merge) throw new Error(`job ${job.id} has no merge to finish`);
+      const merged = await mergeBody({
+        session,
+        ws,
+        merge,
+        token: () => deps.installationToken(job.installationId),
+        result,
+        author: deps.commitAuthor,
+        signal: run.signal,
+      });
+      return session.end(merged.ok ? "succeeded" : "failed", merged.body);
+    }
     case "fix":
-    case "threads": {
+    case "threads":
+    case "ci": {
       const body = await fixBody({
         session,
         db,
@@ -299,6 +338,15 @@ async function work(
         threads,
         author: deps.commitAuthor,
         signal: run.signal,
+        notes: ci ? [ci.note] : [],
+        onPushed: (sha) =>
+          afterPush(db, deps.readyQueue, {
+            chatId: chat.id,
+            jobId: job.id,
+            sha,
+            settings: settings.settings,
+            result,
+          }),
       });
       return session.end("succeeded", body);
     }

@@ -22,6 +22,10 @@ const JOB_QUEUE = "vmpilot-jobs";
 const DEAD_QUEUE = "vmpilot-jobs-dead";
 // Acknowledgements of jobs that wait behind their chat's running job: short, never held by a key.
 const NOTICE_QUEUE = "vmpilot-notices";
+// "vmpilot config" check runs: light, never held by a key.
+const CONFIG_CHECK_QUEUE = "vmpilot-config-checks";
+// Checks whether vmpilot's pull request is ready for review (ready.ts): short, never held by a key.
+const READY_QUEUE = "vmpilot-ready";
 const ERROR_LIMIT = 2000;
 
 interface QueuedJob {
@@ -39,6 +43,32 @@ interface NewQueueEntry extends QueuedJob {
 }
 
 const NoticeData = z.object({ jobId: z.number().int() });
+
+const ConfigCheckData = z.object({
+  installationId: z.number().int(),
+  repositoryId: z.number().int(),
+  owner: z.string(),
+  repo: z.string(),
+  headSha: z.string(),
+  /**
+   * What tells whether the head changes `.github/vmpilot.yml`: the pull request's files, or the
+   * push's commits (listed: they name the file; not listed: too many commits to tell).
+   */
+  changes: z.discriminatedUnion("kind", [
+    z.object({ kind: z.literal("pull_request"), number: z.number().int() }),
+    z.object({ kind: z.literal("push"), listed: z.boolean() }),
+  ]),
+});
+export type ConfigCheckRequest = z.infer<typeof ConfigCheckData>;
+
+const ReadyCheckData = z.object({
+  chatId: z.number().int(),
+  /** The head vmpilot pushed; a later push makes the check moot. */
+  sha: z.string(),
+  /** Without any check suite on the head, the pull request is ready once this check runs. */
+  grace: z.boolean(),
+});
+export type ReadyCheck = z.infer<typeof ReadyCheckData>;
 
 export interface RunningJob extends QueuedJob {
   /** 1 on the first run, then one more per retry. */
@@ -60,6 +90,10 @@ interface WorkHooks {
   onDead?: (job: DeadJob) => Promise<void>;
   /** Runs the notices of this process's share; a throw retries the notice, not the job. */
   onNotice?: (jobId: number, signal: AbortSignal) => Promise<void>;
+  /** Runs the config checks of this process's share; a throw retries the check. */
+  onConfigCheck?: (check: ConfigCheckRequest, signal: AbortSignal) => Promise<void>;
+  /** Runs the ready-for-review checks; a throw retries the check. */
+  onReady?: (check: ReadyCheck, signal: AbortSignal) => Promise<void>;
 }
 
 export interface QueueOptions {
@@ -112,6 +146,16 @@ export interface Queue {
    * send COMMIT behind them.
    */
   enqueueJobs(db: Queryable, jobs: NewQueueEntry[], sent?: () => void): Promise<void>;
+  /** Queues a config check inside the caller's transaction, like enqueueJob. */
+  enqueueConfigCheck(db: Queryable, check: ConfigCheckRequest): Promise<void>;
+  /**
+   * Queues a ready-for-review check, inside the caller's transaction when given one, to run no
+   * sooner than `delaySeconds` from now.
+   */
+  enqueueReady(
+    check: ReadyCheck,
+    options?: { db?: Queryable; delaySeconds?: number },
+  ): Promise<void>;
   /** Starts this process's workers. */
   work(handler: JobHandler, hooks?: WorkHooks): Promise<void>;
   /** Cancels a queued job, or aborts a running one wherever it runs. */
@@ -281,6 +325,18 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
       await boss.start();
       await boss.createQueue(DEAD_QUEUE, { retryLimit: 5, retryDelay: 5, retryBackoff: true });
       await boss.createQueue(NOTICE_QUEUE, { retryLimit: 2, retryDelay: 2, notify: false });
+      await boss.createQueue(CONFIG_CHECK_QUEUE, {
+        retryLimit: 3,
+        retryDelay: 5,
+        retryBackoff: true,
+        notify: false,
+      });
+      await boss.createQueue(READY_QUEUE, {
+        retryLimit: 3,
+        retryDelay: 10,
+        retryBackoff: true,
+        notify: false,
+      });
       const retryBackoff = options.retryBackoff ?? true;
       const settings = {
         retryLimit,
@@ -307,6 +363,8 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
       // transaction it is part of, so fill the cache now (this call goes through it).
       await boss.getBlockedKeys(JOB_QUEUE);
       await boss.insert(NOTICE_QUEUE, []);
+      await boss.insert(CONFIG_CHECK_QUEUE, []);
+      await boss.insert(READY_QUEUE, []);
       started = true;
     },
 
@@ -329,6 +387,20 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
 
     enqueueJobs,
 
+    async enqueueConfigCheck(client, check) {
+      const executeSql = (text: string, values?: unknown[]) => client.query(text, values);
+      await boss.insert(CONFIG_CHECK_QUEUE, [{ data: check }], { db: { executeSql } });
+    },
+
+    async enqueueReady(check, { db, delaySeconds = 0 } = {}) {
+      const job = { data: check, startAfter: new Date(Date.now() + delaySeconds * 1000) };
+      const inTransaction = db && {
+        executeSql: (text: string, values?: unknown[]) =>
+          db.query(prepared(db, text, values ?? [])),
+      };
+      await boss.insert(READY_QUEUE, [job], inTransaction ? { db: inTransaction } : {});
+    },
+
     async work(handler, hooks = {}) {
       await recoverOrphans();
       // One pg-boss worker per slot rather than one with localConcurrency: wake() can reach only
@@ -347,11 +419,26 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
           }),
         );
       }
-      const { onNotice } = hooks;
+      const { onNotice, onReady } = hooks;
+      if (onReady) {
+        workerIds.push(
+          await boss.work(READY_QUEUE, { pollingIntervalSeconds }, async ([check]) => {
+            if (check) await onReady(ReadyCheckData.parse(check.data), check.signal);
+          }),
+        );
+      }
       if (onNotice) {
         workerIds.push(
           await boss.work(NOTICE_QUEUE, { pollingIntervalSeconds }, async ([notice]) => {
             if (notice) await onNotice(NoticeData.parse(notice.data).jobId, notice.signal);
+          }),
+        );
+      }
+      const { onConfigCheck } = hooks;
+      if (onConfigCheck) {
+        workerIds.push(
+          await boss.work(CONFIG_CHECK_QUEUE, { pollingIntervalSeconds }, async ([check]) => {
+            if (check) await onConfigCheck(ConfigCheckData.parse(check.data), check.signal);
           }),
         );
       }

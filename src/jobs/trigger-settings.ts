@@ -13,8 +13,15 @@ import type { Database } from "../store/database.ts";
 import { getRepository, setRepositoryFileSettings } from "../store/installations.ts";
 import type { IssueJob } from "../store/jobs.ts";
 
-/** The file's keys the intake and the acknowledgement act on. */
-const TRIGGER_KEYS = ["enabled", "label", "triggerPolicy", "allowedUsers"] as const;
+/** The file's keys the intake, the acknowledgement and the ready-for-review check act on. */
+const TRIGGER_KEYS = [
+  "enabled",
+  "label",
+  "triggerPolicy",
+  "allowedUsers",
+  "ci",
+  "readyForReview",
+] as const;
 
 export interface TriggerSettings {
   settings: RepoSettings;

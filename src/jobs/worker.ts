@@ -7,13 +7,18 @@ import { getJob, isIssueJob, updateJob } from "../store/jobs.ts";
 import { type AcknowledgeDeps, acknowledge, acknowledgeWaiting } from "./acknowledge.ts";
 import { deadBody } from "./acknowledge-messages.ts";
 import { runChatTurn } from "./chat-turn/run.ts";
+import { runConfigCheck } from "./config-check.ts";
+import { type MergeablePoll, mergeWanted } from "./merge-gate.ts";
 import { type PipelineDeps, runPipeline } from "./pipeline.ts";
 import type { DeadJob, Queue } from "./queue.ts";
+import { runReadyCheck } from "./ready.ts";
 
 export interface WorkerDeps extends AcknowledgeDeps {
   queue: Queue;
   /** Omitted, jobs end once acknowledged; the intake tests run the worker that way. */
   pipeline?: PipelineDeps;
+  /** How long a job for a moved base waits for GitHub to know whether the pull request merges. */
+  mergeablePoll?: MergeablePoll;
 }
 
 export async function startWorker(deps: WorkerDeps): Promise<void> {
@@ -22,8 +27,13 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
       const end = jobDuration.startTimer();
       let outcome = "retry";
       try {
-        if ((await getJob(deps.db.pool, run.jobId))?.trigger === "chat") {
+        const trigger = (await getJob(deps.db.pool, run.jobId))?.trigger;
+        if (trigger === "chat") {
           outcome = deps.pipeline ? await runChatTurn(run, deps.pipeline) : "skipped";
+          return;
+        }
+        if (trigger === "base_push" && !(await mergeWanted(deps, run))) {
+          outcome = "ignored";
           return;
         }
         const ack = await acknowledge(deps, run);
@@ -38,6 +48,8 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
     {
       onDead: (dead) => reportDead(deps, dead),
       onNotice: (jobId, signal) => acknowledgeWaiting(deps, jobId, signal),
+      onConfigCheck: (check, signal) => runConfigCheck(deps, check, signal),
+      onReady: (check, signal) => runReadyCheck(deps, check, signal),
     },
   );
 }

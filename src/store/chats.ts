@@ -101,7 +101,8 @@ export async function linkChatToPr(
   branch?: string,
 ): Promise<void> {
   await db.query(
-    `UPDATE chats SET pr_number = $2, branch = coalesce($3, branch), updated_at = now()
+    `UPDATE chats SET pr_number = $2, branch = coalesce($3, branch), pr_closed_at = NULL,
+       updated_at = now()
      WHERE id = $1`,
     [chatId, prNumber, branch ?? null],
   );

@@ -32,6 +32,10 @@ export type JobTrigger =
   | "command"
   | "review"
   | "review_comment"
+  /** The app's own: the base branch of the chat's pull request moved (merge it in if it conflicts). */
+  | "base_push"
+  /** The app's own: a check failed on the head vmpilot pushed last to its pull request. */
+  | "ci"
   /** A turn of the chat face: no installation, repository or item when it runs on scratch. */
   | "chat";
 

@@ -6,6 +6,7 @@ import {
   type RepoConfig,
   type RepoSettings,
   type SettingKey,
+  settingEntry,
   settingKeys,
 } from "../config/repo-config.ts";
 
@@ -29,6 +30,10 @@ export const FIELD_KINDS: Record<SettingKey, Kind> = {
   isolation: "choice",
   plugins: "multi",
   publicJobs: "checkbox",
+  "ci.autofix": "checkbox",
+  "ci.maxFixAttempts": "number",
+  "ci.graceMinutes": "number",
+  readyForReview: "checkbox",
 };
 
 // User and host lists may also be separated by commas; commands may contain them.
@@ -82,8 +87,7 @@ export function configFromValues(values: FormValues): FormResult {
     else if (FIELD_KINDS[key] === "number") {
       parsed = /^-?\d+(\.\d+)?$/.test(value.trim()) ? Number(value.trim()) : value.trim();
     } else parsed = value.trim();
-    if (key === "network.allow") candidate.network = { allow: parsed };
-    else candidate[key] = parsed;
+    mergeEntry(candidate, settingEntry(key, parsed));
   }
   const checked = checkRepoConfig(candidate);
   if (checked.ok) return { ok: true, config: checked.config };
@@ -122,8 +126,18 @@ export function overridesOf(config: RepoConfig, defaults: RepoSettings): Record<
     const value = getSetting(config, key);
     if (value === undefined) continue;
     if (JSON.stringify(value) === JSON.stringify(getSetting(defaults, key))) continue;
-    if (key === "network.allow") out.network = { allow: value };
-    else out[key] = value;
+    mergeEntry(out, settingEntry(key, value));
   }
   return out;
+}
+
+/** Adds a setting's entry, next to its siblings when it is nested (`ci.autofix`, `ci.maxFixAttempts`). */
+function mergeEntry(target: Record<string, unknown>, entry: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(entry)) {
+    const known = target[key];
+    target[key] =
+      known && typeof known === "object" && !Array.isArray(known) && typeof value === "object"
+        ? { ...known, ...value }
+        : value;
+  }
 }

@@ -46,6 +46,10 @@ const LABELS: Record<SettingKey, string> = {
   isolation: "Isolation",
   plugins: "Plugins",
   publicJobs: "Public job pages",
+  "ci.autofix": "Fix failing CI on vmpilot's pull requests",
+  "ci.maxFixAttempts": "Most CI fix attempts per pull request",
+  "ci.graceMinutes": "Wait for CI to appear (minutes)",
+  readyForReview: "Mark pull requests ready for review when checks pass",
 };
 
 /** The options of each choice setting, with what the page says of them. */

@@ -15,6 +15,7 @@ import type { Queryable } from "../../store/sql.ts";
 import type { CommitIdentity } from "../../workspace/commit.ts";
 import { testsOf } from "./agent.ts";
 import { type Delivered, deliver } from "./deliver.ts";
+import { finishMerge, type MergeStart } from "./merge.ts";
 import type { WorkRequest } from "./request.ts";
 import { postReview } from "./review.ts";
 import type { Session } from "./session.ts";
@@ -88,13 +89,18 @@ export interface FixInput {
   threads: readonly ReviewThread[];
   author?: CommitIdentity;
   signal: AbortSignal;
+  /** Shown under the outcome (a CI fix: what failed). */
+  notes?: readonly string[];
+  /** After a push to vmpilot's own branch, once its pull request is known. */
+  onPushed?: (sha: string) => Promise<void>;
 }
 
 /** Pushes the work, opens or updates the pull request, answers the threads; the final comment. */
 export async function fixBody(input: FixInput): Promise<string> {
   const { session, result, target, chat } = input;
   const { context, job } = session;
-  const view = baseView(session, result);
+  const base = baseView(session, result);
+  const view = { ...base, notes: [...(input.notes ?? []), ...base.notes] };
   session.progress.step("pushed");
   const delivered = await deliver({
     octokit: session.octokit,
@@ -107,10 +113,7 @@ export async function fixBody(input: FixInput): Promise<string> {
     title: runTitle(result.finalText, input.request.request || context.title),
     summary: result.finalText,
     tests: view.tests,
-    author: input.author ?? {
-      name: `${context.appSlug}[bot]`,
-      email: `${context.appSlug}[bot]@users.noreply.github.com`,
-    },
+    author: botAuthor(session, input.author),
     requester: job.requester,
     requesterId: context.requesterId,
     fixes: chat.kind === "issue" ? chat.number : undefined,
@@ -127,6 +130,7 @@ export async function fixBody(input: FixInput): Promise<string> {
     await linkChatToPr(input.db, chat.id, pr.number, target.branch);
     await updateJob(input.db, job.id, { prNumber: pr.number });
   }
+  if (delivered.pushed && !target.served) await input.onPushed?.(delivered.sha);
   if (input.request.mode === "threads" && target.prNumber !== null) {
     const fallback = delivered.pushed
       ? `Addressed in ${delivered.sha.slice(0, 10)}; see the [session log](${session.url}).`
@@ -146,6 +150,53 @@ export async function fixBody(input: FixInput): Promise<string> {
     summary: result.finalText,
     finishedAt: Date.now(),
   });
+}
+
+function botAuthor(session: Session, author?: CommitIdentity): CommitIdentity {
+  const slug = session.context.appSlug;
+  return author ?? { name: `${slug}[bot]`, email: `${slug}[bot]@users.noreply.github.com` };
+}
+
+/** Commits and pushes the merge of the base; the final comment says what was merged and how. */
+export async function mergeBody(input: {
+  session: Session;
+  ws: JobWorkspace;
+  merge: MergeStart;
+  token: () => Promise<string>;
+  result: AgentResult;
+  author?: CommitIdentity;
+  signal: AbortSignal;
+}): Promise<{ ok: boolean; body: string }> {
+  const { session, merge, result } = input;
+  const view = baseView(session, result);
+  session.progress.step("pushed");
+  const end = await finishMerge({
+    ws: input.ws,
+    merge,
+    defaultBranch: session.context.defaultBranch,
+    token: await input.token(),
+    author: botAuthor(session, input.author),
+    signal: input.signal,
+  });
+  const base = `\`${merge.base}\``;
+  const how =
+    merge.conflicts.length === 0
+      ? "git merged it without conflicts"
+      : `conflicts resolved in ${merge.conflicts.map((file) => `\`${file}\``).join(", ")}`;
+  const pushed = "pushed" in end;
+  return {
+    ok: pushed,
+    body: renderFinal({
+      ...view,
+      ok: view.ok && pushed,
+      headline: pushed
+        ? `Merged ${base} into this pull request (${end.sha.slice(0, 10)}): ${how}`
+        : `Did not push the merge of ${base}: ${end.refused}`,
+      pullRequest: { number: session.job.number, url: session.context.htmlUrl },
+      summary: result.finalText,
+      finishedAt: Date.now(),
+    }),
+  };
 }
 
 function headline(

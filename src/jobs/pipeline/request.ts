@@ -4,7 +4,7 @@ import { type ReviewThread, threadsInstruction } from "../../github/review-threa
 import { type Job, listJobs } from "../../store/jobs.ts";
 import type { Queryable } from "../../store/sql.ts";
 
-export type Mode = "fix" | "plan" | "review" | "threads";
+export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci";
 
 export interface WorkRequest {
   mode: Mode;
@@ -40,13 +40,17 @@ export async function resolveRequest(
   }
   const verb = source.command ?? "fix";
   const mode: Mode =
-    verb === "plan"
-      ? "plan"
-      : verb === "review"
-        ? "review"
-        : source.trigger === "review" || source.trigger === "review_comment"
-          ? "threads"
-          : "fix";
+    source.trigger === "ci"
+      ? "ci"
+      : source.trigger === "base_push"
+        ? "merge"
+        : verb === "plan"
+          ? "plan"
+          : verb === "review"
+            ? "review"
+            : source.trigger === "review" || source.trigger === "review_comment"
+              ? "threads"
+              : "fix";
   const before = earlier.filter((j) => j.id < source.id);
   const approvesPlan =
     mode === "fix" &&
@@ -70,6 +74,10 @@ export interface InstructionParts {
   /** The chat has seen the item before: only new comments are shown. */
   itemSeen: boolean;
   threads?: readonly ReviewThread[];
+  /** merge: the base branch merged in, and the files git could not merge on its own. */
+  merge?: { base: string; conflicts: readonly string[] };
+  /** ci: what failed on the head vmpilot pushed, rendered and fenced (ci-failures.ts). */
+  ci?: { sha: string; failures: string };
   retry: boolean;
 }
 
@@ -99,6 +107,11 @@ export function instructionFor(parts: InstructionParts): string {
       lead = threadsInstruction(requester, parts.threads ?? []);
       if (words) lead += `\n\n@${requester} added:${words}`;
       break;
+    case "ci":
+      lead = `The checks failed on ${parts.ci?.sha.slice(0, 10) ?? "the commit"}, the commit you pushed last to pull request #${parts.number}. Make them pass (this is your instruction): find the cause in what failed below, fix the code (not the checks), run the tests, and report them. If the failure is not the code's fault (a flaky or broken check), change nothing and say so.\n\n${parts.ci?.failures ?? ""}`;
+      break;
+    case "merge":
+      return mergeInstruction(parts.merge ?? { base: "the base branch", conflicts: [] });
     case "fix":
       if (request.approvesPlan) {
         lead = `@${requester} approved the plan you proposed above: carry it out now, with tests.`;
@@ -117,6 +130,18 @@ export function instructionFor(parts: InstructionParts): string {
   return [parts.retry ? `@${requester} asked to retry. ${lead}` : lead, rest]
     .filter(Boolean)
     .join("\n\n");
+}
+
+/** The app's own turn after the base branch moved: resolve what git could not, then test. */
+function mergeInstruction(merge: { base: string; conflicts: readonly string[] }): string {
+  const base = `\`${merge.base}\``;
+  const tests =
+    "Then run the tests, fix what the merge broke, and report the tests. Do not commit, and do not abort the merge: vmpilot commits the merge and pushes it.";
+  if (merge.conflicts.length === 0) {
+    return `${base} moved on and this pull request no longer merged into it. vmpilot merged ${base} into the branch (not committed yet); git merged it without conflicts. ${tests}`;
+  }
+  const files = merge.conflicts.map((file) => `- \`${file.replaceAll("`", "'")}\``).join("\n");
+  return `${base} moved on and this pull request no longer merges into it. vmpilot started merging ${base} into the branch; git could not merge these files on its own:\n\n${files}\n\nResolve the conflicts in them: remove every conflict marker (\`<<<<<<<\`, \`=======\`, \`>>>>>>>\`) and keep the intent of both sides, the base's changes and this pull request's. ${tests}`;
 }
 
 /** The user turn when an interrupted attempt of the same job goes on from the stored chat. */

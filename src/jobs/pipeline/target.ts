@@ -17,7 +17,7 @@ export type Target =
   | { ok: false; headline: string; text: string };
 
 export function pushes(mode: Mode): boolean {
-  return mode === "fix" || mode === "threads";
+  return mode === "fix" || mode === "threads" || mode === "ci";
 }
 
 export function chooseTarget(input: {

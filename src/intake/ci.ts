@@ -1,0 +1,179 @@
+// Checks on vmpilot's own pull requests. An app with the checks permission hears of every app's
+// runs, GitHub Actions' too, and GitHub sends check_run, check_suite and workflow_run for one
+// Actions run: almost all of them are dropped here from the payload alone. What is left, a failure
+// on the head vmpilot pushed last, becomes one fix job per head (deduplicated durably by the
+// delivery's trigger key); a check suite that passed there becomes a ready-for-review check. No
+// GitHub call here, as everywhere in the intake.
+import type { Context } from "probot";
+import { BRANCH_PREFIX } from "../github/branch-name.ts";
+import { type JobContext, readJobContext } from "../github/job-context.ts";
+import type { Queue } from "../jobs/queue.ts";
+import { chatKey } from "../store/chats.ts";
+import { findPushedChat } from "../store/ci-loop.ts";
+import type { Database } from "../store/database.ts";
+import { recordDelivery } from "../store/deliveries.ts";
+import { insertJob } from "../store/jobs.ts";
+import { withTransaction } from "../store/sql.ts";
+
+type CheckRunPayload = Context<"check_run.completed">["payload"];
+type CheckSuitePayload = Context<"check_suite.completed">["payload"];
+type WorkflowRunPayload = Context<"workflow_run.completed">["payload"];
+type Repository = CheckRunPayload["repository"];
+
+interface PullRef {
+  number: number;
+  head: { repo: { id: number } };
+  base: { repo: { id: number } };
+}
+
+/** One completed run, whichever of the three events told of it. */
+export interface CiRun {
+  event: "check_run" | "check_suite" | "workflow_run";
+  installationId: number | undefined;
+  repository: Repository;
+  status: string | null;
+  conclusion: string | null;
+  headSha: string;
+  headBranch: string | null;
+  /** Pull requests of this repository from a branch of this repository (a fork's are absent). */
+  prNumbers: number[];
+  /** The check suite, for a check_suite event. */
+  suiteId?: number;
+}
+
+export interface CiIntakeDeps {
+  db: Database;
+  queue: Pick<Queue, "enqueueJobs" | "enqueueReady" | "wake">;
+}
+
+const FAILED: ReadonlySet<string> = new Set(["failure", "timed_out"]);
+const PASSED: ReadonlySet<string> = new Set(["success", "neutral", "skipped"]);
+
+function ownPullRequests(repository: Repository, pulls: ReadonlyArray<PullRef | null>): number[] {
+  return pulls.flatMap((pr) =>
+    pr && pr.head.repo.id === repository.id && pr.base.repo.id === repository.id ? [pr.number] : [],
+  );
+}
+
+export function fromCheckRun(payload: CheckRunPayload): CiRun {
+  const run = payload.check_run;
+  return {
+    event: "check_run",
+    installationId: payload.installation?.id,
+    repository: payload.repository,
+    status: run.status,
+    conclusion: run.conclusion,
+    headSha: run.head_sha,
+    headBranch: run.check_suite.head_branch ?? null,
+    prNumbers: ownPullRequests(payload.repository, run.pull_requests),
+  };
+}
+
+export function fromCheckSuite(payload: CheckSuitePayload): CiRun {
+  const suite = payload.check_suite;
+  return {
+    event: "check_suite",
+    installationId: payload.installation?.id,
+    repository: payload.repository,
+    status: suite.status,
+    conclusion: suite.conclusion,
+    headSha: suite.head_sha,
+    headBranch: suite.head_branch,
+    prNumbers: ownPullRequests(payload.repository, suite.pull_requests),
+    suiteId: suite.id,
+  };
+}
+
+export function fromWorkflowRun(payload: WorkflowRunPayload): CiRun {
+  const run = payload.workflow_run;
+  return {
+    event: "workflow_run",
+    installationId: payload.installation?.id,
+    repository: payload.repository,
+    status: run.status,
+    conclusion: run.conclusion,
+    headSha: run.head_sha,
+    headBranch: run.head_branch,
+    prNumbers: ownPullRequests(payload.repository, run.pull_requests),
+  };
+}
+
+export type CiIntakeResult = { jobId: number } | { ready: true } | { ignored: string };
+
+/** Why a run is none of vmpilot's business, from the payload alone; undefined when it may be. */
+function dropped(run: CiRun): string | undefined {
+  if (run.status !== "completed") return `status ${run.status}`;
+  if (!run.headBranch?.startsWith(BRANCH_PREFIX)) return "not a vmpilot branch";
+  if (run.prNumbers.length === 0) return "no pull request of this repository";
+  const failed = FAILED.has(run.conclusion ?? "");
+  const passedSuite = run.event === "check_suite" && PASSED.has(run.conclusion ?? "");
+  return failed || passedSuite ? undefined : `conclusion ${run.conclusion}`;
+}
+
+export async function recordCiRun(
+  deps: CiIntakeDeps,
+  deliveryId: string,
+  run: CiRun,
+): Promise<CiIntakeResult> {
+  const why = dropped(run);
+  if (why) return { ignored: why };
+  const installationId = run.installationId;
+  if (!installationId) return { ignored: "not a GitHub App delivery" };
+  const { repository } = run;
+  const failed = FAILED.has(run.conclusion ?? "");
+  const result = await withTransaction(deps.db.pool, async (client): Promise<CiIntakeResult> => {
+    // Only the head vmpilot pushed last, on its own branch: a head a person pushed after it is theirs.
+    const chat = await findPushedChat(client, {
+      repositoryId: repository.id,
+      prNumbers: run.prNumbers,
+      branch: run.headBranch ?? "",
+      sha: run.headSha,
+    });
+    if (!chat) return { ignored: "not the head vmpilot pushed last" };
+    const fresh = await recordDelivery(client, {
+      id: deliveryId,
+      event: run.event,
+      action: "completed",
+      installationId,
+      repositoryId: repository.id,
+      // One fix per failed head whichever event tells of it first; one check per passed suite.
+      triggerKey: failed ? `ci:${repository.id}:${run.headSha}` : `ready:${run.suiteId}`,
+    });
+    if (!fresh) return { ignored: "already handled" };
+    if (!failed) {
+      await deps.queue.enqueueReady(
+        { chatId: chat.chat_id, sha: run.headSha, grace: false },
+        { db: client },
+      );
+      return { ready: true };
+    }
+    const { unknownVerb: _, ...asked } = readJobContext({ id: chat.job_id, context: chat.context });
+    const context: JobContext = {
+      ...asked,
+      itemKind: "pull_request",
+      htmlUrl: `${repository.html_url}/pull/${chat.pr_number}`,
+      cloneUrl: repository.clone_url,
+      defaultBranch: repository.default_branch,
+      target: { type: "issue" },
+      headSha: run.headSha,
+    };
+    const job = await insertJob(client, {
+      chatId: chat.chat_id,
+      installationId,
+      repositoryId: repository.id,
+      repo: repository.full_name,
+      number: chat.pr_number,
+      trigger: "ci",
+      command: "fix",
+      // Whoever asked for the work the check failed on: the fix is theirs, and so is the review.
+      requester: chat.requester,
+      deliveryId,
+      context,
+      prNumber: chat.pr_number,
+    });
+    await deps.queue.enqueueJobs(client, [{ jobId: job.id, chatKey: chatKey(chat.chat_id) }]);
+    return { jobId: job.id };
+  });
+  if (!("ignored" in result)) deps.queue.wake();
+  return result;
+}
