@@ -5,6 +5,7 @@ import { defaults, type RepoConfig, type RepoSettings } from "../config/repo-con
 import type { Logger } from "../github/logger.ts";
 import { TtlCache } from "./cache.ts";
 import { GitHubUserApi } from "./github-user.ts";
+import { type FeedLimits, JobFeeds } from "./job-feed.ts";
 import type { OAuthApp } from "./oauth.ts";
 import { CookieJar, type Session } from "./session.ts";
 
@@ -27,6 +28,8 @@ export interface WebConfig {
   providers?: ProviderTable;
   /** How often a live job page looks for new events. Default 500 ms. */
   pollIntervalMs?: number;
+  /** Live streams per job and per client address, on each web process. Default 50 and 10. */
+  streamLimits?: FeedLimits;
 }
 
 export interface WebDeps {
@@ -55,6 +58,8 @@ export class WebServices {
   readonly logger: Logger | undefined;
   /** Live event streams, ended on close so the HTTP server can stop. */
   readonly streams = new Set<ServerResponse>();
+  /** One poll per watched job, shared by its streams. */
+  readonly feeds: JobFeeds;
   /** Whether a repository is public, and its config file, as an anonymous visitor sees them. */
   // Anonymous GitHub calls are rate-limited per server address; visibility changes are rare.
   readonly publicFacts = new TtlCache<{ isPublic: boolean; file: RepoConfig | null }>(5 * 60_000);
@@ -66,6 +71,11 @@ export class WebServices {
     }
     this.config = deps.config;
     this.pool = deps.db.pool;
+    this.feeds = new JobFeeds(
+      this.pool,
+      deps.config.pollIntervalMs ?? 500,
+      deps.config.streamLimits ?? { perJob: 50, perClient: 10 },
+    );
     this.logger = deps.logger;
     this.secure = deps.config.publicUrl.startsWith("https:");
     this.jar = new CookieJar(deps.config.sessionSecret, this.secure);

@@ -1,8 +1,6 @@
 // Server-Sent Events for a running job's page. Polling job_events by id works the same on PGlite
 // and PostgreSQL; the browser's EventSource resumes with Last-Event-ID after a reconnect.
 import type { ServerResponse } from "node:http";
-import { listJobEvents } from "../store/job-events.ts";
-import { getJob } from "../store/jobs.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import { SECURITY_HEADERS } from "./http.ts";
 import { viewableJob } from "./jobs.ts";
@@ -11,12 +9,18 @@ import { renderEvent } from "./timeline.ts";
 const HEARTBEAT_MS = 15_000;
 // Streams end after this and the browser reconnects, which re-checks the viewer's access.
 const MAX_STREAM_MS = 10 * 60_000;
-const BATCH = 200;
 
 export async function jobEvents(web: WebServices, ctx: RequestContext): Promise<void> {
   const job = await viewableJob(web, ctx);
   const { req, res } = ctx;
-  let after = Math.max(
+  // One address's streams, however it signs in (or not): the cap is on what it costs to serve.
+  const release = web.feeds.admit(job.id, req.socket.remoteAddress ?? "");
+  if (!release) {
+    res.writeHead(429, { ...SECURITY_HEADERS, "content-type": "text/plain", "retry-after": "30" });
+    res.end("Too many live streams: reload the page later.");
+    return;
+  }
+  const after = Math.max(
     Number(req.headers["last-event-id"]) || 0,
     Number(ctx.url.searchParams.get("after")) || 0,
   );
@@ -29,35 +33,36 @@ export async function jobEvents(web: WebServices, ctx: RequestContext): Promise<
   res.write("retry: 2000\n\n");
   web.streams.add(res);
   let status = job.status;
-  const started = Date.now();
-  let lastWrite = started;
-  const interval = web.config.pollIntervalMs ?? 500;
+  const done = new Promise<void>((resolve) => {
+    res.once("close", resolve);
+    res.once("finish", resolve);
+  });
+  const heartbeat = setInterval(() => writeComment(res, "keep-alive"), HEARTBEAT_MS);
+  const limit = setTimeout(() => res.end(), MAX_STREAM_MS);
+  let unwatch = () => {};
   try {
-    while (!res.closed && !res.writableEnded) {
-      // Status first: events written before the job finished are then certain to be read below.
-      const current = await getJob(web.pool, job.id);
-      const events = await listJobEvents(web.pool, job.id, after, BATCH);
-      for (const event of events) {
-        writeEvent(res, "step", renderEvent(event).value, event.id);
-        after = event.id;
-      }
-      if (events.length) lastWrite = Date.now();
-      if (current && current.status !== status) {
-        status = current.status;
-        writeEvent(res, "status", status);
-      }
-      if (!current || (current.finishedAt && events.length < BATCH)) {
-        writeEvent(res, "end", status);
-        break;
-      }
-      if (Date.now() - started > MAX_STREAM_MS) break;
-      if (Date.now() - lastWrite > HEARTBEAT_MS) {
-        res.write(": keep-alive\n\n");
-        lastWrite = Date.now();
-      }
-      if (events.length < BATCH) await pause(res, interval);
-    }
+    unwatch = await web.feeds.watch(job.id, {
+      after,
+      events(events) {
+        for (const event of events) writeEvent(res, "step", renderEvent(event).value, event.id);
+      },
+      status(now) {
+        if (now === status) return;
+        status = now;
+        writeEvent(res, "status", now);
+      },
+      end(final) {
+        this.status(final);
+        writeEvent(res, "end", final);
+        res.end();
+      },
+    });
+    await done;
   } finally {
+    unwatch();
+    release();
+    clearInterval(heartbeat);
+    clearTimeout(limit);
     web.streams.delete(res);
     if (!res.writableEnded) res.end();
   }
@@ -74,15 +79,6 @@ function writeEvent(res: ServerResponse, type: string, data: string, id?: number
   );
 }
 
-/** Waits for the next poll, or less if the client goes away or the server shuts the stream. */
-function pause(res: ServerResponse, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      res.off("close", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    res.once("close", done);
-  });
+function writeComment(res: ServerResponse, text: string): void {
+  if (!res.writableEnded) res.write(`: ${text}\n\n`);
 }
