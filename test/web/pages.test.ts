@@ -140,6 +140,9 @@ describe("/settings", () => {
       setup: "npm ci\n\nnpm run build",
       "network.allow": "registry.npmjs.org\n*.pypi.org:443",
       plugins: ["code_review"],
+      // Checked by default, as the browser sends them.
+      "ci.autofix": "on",
+      readyForReview: "on",
     });
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/settings/acme/private-app?saved=1");

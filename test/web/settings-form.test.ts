@@ -36,6 +36,8 @@ describe("settings form", () => {
         network: { allow: [] },
         plugins: ["code_review"],
         publicJobs: false,
+        ci: { autofix: false },
+        readyForReview: false,
       },
     });
   });
