@@ -2,10 +2,10 @@ import { mkdir, readdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { handOverWritten, type Owner } from "./owner.ts";
 import { resolveInside } from "./paths.ts";
-import { readCapped, writeRegular } from "./read-capped.ts";
+import { copyCapped, readCapped, writeRegular } from "./read-capped.ts";
 import type { Workspace } from "./types.ts";
 
-type FileOps = Pick<Workspace, "readFile" | "writeFile" | "listDir">;
+type FileOps = Pick<Workspace, "readFile" | "copyOut" | "writeFile" | "listDir">;
 
 /**
  * File operations done by the worker directly on the checkout, guarded by path containment.
@@ -16,6 +16,9 @@ export function fileOps(root: string, owner?: Owner): FileOps {
   return {
     async readFile(path, maxBytes) {
       return readCapped(await resolveInside(root, path), path, maxBytes);
+    },
+    async copyOut(path, dest, maxBytes) {
+      await copyCapped(await resolveInside(root, path), path, dest, maxBytes);
     },
     async writeFile(path, data) {
       const target = await resolveInside(root, path);

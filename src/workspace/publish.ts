@@ -10,7 +10,7 @@
 // push another repository's history here. Inside the sandbox those paths do not exist.
 
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PermanentError } from "../errors.ts";
@@ -76,7 +76,7 @@ export interface PublishResult {
 }
 
 const BUNDLE = ".git/vmpilot-publish.bundle";
-/** The sandbox writes the bundle, so its size is checked before the worker reads it into memory. */
+/** The sandbox writes the bundle, so its size is checked before the worker copies it out. */
 export const MAX_BUNDLE_BYTES = 500_000_000;
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
@@ -116,10 +116,14 @@ export async function bundleWorkspaceCommits(
     `rm -f ${BUNDLE} && git bundle create -q ${BUNDLE} HEAD ^${baseSha}`,
     signal,
   );
-  const bundle = await workspace.readFile(BUNDLE, MAX_BUNDLE_BYTES);
   const dir = await mkdtemp(join(tmpdir(), "vmpilot-publish-"));
   const file = join(dir, "work.bundle");
-  await writeFile(file, bundle);
+  try {
+    await workspace.copyOut(BUNDLE, file, MAX_BUNDLE_BYTES);
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
   return { sha, file, dir };
 }
 

@@ -1,5 +1,7 @@
-import { constants, type Stats } from "node:fs";
+import { constants, createWriteStream, type Stats } from "node:fs";
 import { open } from "node:fs/promises";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
 
 /** A file the worker will not read: not a regular file, or larger than the caller's cap. */
 export class FileRefusedError extends Error {
@@ -46,12 +48,12 @@ export async function writeRegular(target: string, shown: string, data: string |
 }
 
 /**
- * Reads at most `maxBytes` of the regular file at `target`, checking before reading. O_NONBLOCK
+ * Opens the regular file at `target` for reading, checking before anything is read. O_NONBLOCK
  * keeps a FIFO from blocking the open (and a libuv thread with it); O_NOFOLLOW and fstat on the
  * open descriptor mean a swapped-in symlink or special file is seen, not raced. `shown` names the
  * file in errors, so the host path never reaches the model.
  */
-export async function readCapped(target: string, shown: string, maxBytes: number): Promise<Buffer> {
+async function openRegular(target: string, shown: string, maxBytes: number) {
   const handle = await open(target, constants.O_RDONLY | SAFE_OPEN);
   try {
     const info = await handle.stat();
@@ -66,18 +68,57 @@ export async function readCapped(target: string, shown: string, maxBytes: number
         `is ${info.size} bytes, over the ${maxBytes}-byte limit.`,
       );
     }
+    return { handle, size: info.size };
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+}
+
+const grew = (shown: string) =>
+  new FileRefusedError(shown, "too_large", "grew while it was being read.");
+
+/** Reads at most `maxBytes` of the regular file at `target` (see openRegular). */
+export async function readCapped(target: string, shown: string, maxBytes: number): Promise<Buffer> {
+  const { handle, size } = await openRegular(target, shown, maxBytes);
+  try {
     // The file may grow after fstat; one byte past its size tells that apart.
-    const buffer = Buffer.alloc(info.size + 1);
+    const buffer = Buffer.alloc(size + 1);
     let length = 0;
     while (length < buffer.length) {
       const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
       if (bytesRead === 0) break;
       length += bytesRead;
     }
-    if (length > info.size) {
-      throw new FileRefusedError(shown, "too_large", "grew while it was being read.");
-    }
+    if (length > size) throw grew(shown);
     return buffer.subarray(0, length);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Copies the regular file at `target` to the new file `dest`, as readCapped would read it but
+ * through a stream: a file of hundreds of megabytes (a bundle) never sits in memory.
+ */
+export async function copyCapped(
+  target: string,
+  shown: string,
+  dest: string,
+  maxBytes: number,
+): Promise<void> {
+  const { handle, size } = await openRegular(target, shown, maxBytes);
+  let copied = 0;
+  const count = new Transform({
+    transform(chunk: Buffer, _encoding, next) {
+      copied += chunk.length;
+      next(copied > size ? grew(shown) : null, chunk);
+    },
+  });
+  try {
+    // `end` is inclusive: one byte past the size tells a growing file apart.
+    const source = handle.createReadStream({ start: 0, end: size, autoClose: false });
+    await pipeline(source, count, createWriteStream(dest, { flags: "wx", mode: 0o600 }));
   } finally {
     await handle.close();
   }

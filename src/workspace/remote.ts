@@ -2,9 +2,11 @@
 // a pod, or a local sandbox standing in for one. Same contract as the local providers; the
 // worker's secrets never travel, only the per-workspace secret that authenticates the worker.
 import { randomUUID } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
-import { request } from "node:http";
+import { createReadStream, createWriteStream } from "node:fs";
+import { rm, stat } from "node:fs/promises";
+import { type IncomingMessage, request } from "node:http";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import type { z } from "zod";
 import { readCapped } from "../web/capped-body.ts";
 import {
@@ -76,6 +78,8 @@ interface Call {
   ms: number;
   /** The caller's abort: the call ends at once with its reason. */
   signal?: AbortSignal;
+  /** A new file a successful answer is streamed to, instead of being held (its body is empty). */
+  sink?: string;
 }
 
 type Agent = Pick<RemoteWorkspaceOptions, "endpoint" | "secret" | "deadline">;
@@ -119,10 +123,12 @@ function call(agent: Agent, spec: Call): Promise<Answer> {
       );
     req.on("response", (res) => {
       if (Number(res.headers["content-length"] ?? 0) > spec.limit) return tooLarge();
-      readCapped(res, spec.limit).then(
-        (body) => (body ? settle(null, { status: res.statusCode ?? 0, body }) : tooLarge()),
-        settle,
-      );
+      const status = res.statusCode ?? 0;
+      const body =
+        spec.sink && status >= 200 && status < 300
+          ? streamCapped(res, spec.sink, spec.limit)
+          : readCapped(res, spec.limit);
+      body.then((read) => (read ? settle(null, { status, body: read }) : tooLarge()), settle);
     });
     req.on("error", (error) =>
       settle(new AgentError(`the workspace agent is unreachable: ${error.message}`)),
@@ -131,6 +137,31 @@ function call(agent: Agent, spec: Call): Promise<Answer> {
     else createReadStream(spec.body.file).on("error", settle).pipe(req);
   });
 }
+
+/** Streams an answer to the new file `dest`; undefined once it passed `limit` bytes. */
+async function streamCapped(
+  res: IncomingMessage,
+  dest: string,
+  limit: number,
+): Promise<Buffer | undefined> {
+  let size = 0;
+  const cap = new Transform({
+    transform(chunk: Buffer, _encoding, next) {
+      size += chunk.length;
+      next(size > limit ? new AnswerTooLarge() : null, chunk);
+    },
+  });
+  try {
+    await pipeline(res, cap, createWriteStream(dest, { flags: "wx", mode: 0o600 }));
+    return Buffer.alloc(0);
+  } catch (error) {
+    await rm(dest, { force: true });
+    if (error instanceof AnswerTooLarge) return undefined;
+    throw error;
+  }
+}
+
+class AnswerTooLarge extends Error {}
 
 /** True once the agent answers its health check. */
 export function agentHealthy(endpoint: AgentEndpoint): Promise<boolean> {
@@ -306,6 +337,21 @@ export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspac
         throw new AgentError(`the workspace agent's answer to ${what} is over ${cap} bytes`);
       }
       return answer.body;
+    },
+    async copyOut(path, dest, maxBytes) {
+      const cap = Math.min(maxBytes, MAX_FILE_BYTES);
+      const what = `copying ${path}`;
+      const answer = await call(options, {
+        path: "/v1/read",
+        body: Buffer.from(JSON.stringify({ path, maxBytes: cap })),
+        type: "application/json",
+        what,
+        limit: cap,
+        ms: FILE_CALL_MS,
+        signal: ended,
+        sink: dest,
+      });
+      check(answer, path, what);
     },
     async writeFile(path, data) {
       const bytes = typeof data === "string" ? Buffer.from(data) : data;

@@ -41,6 +41,11 @@ export interface Workspace {
    * anything that is not a regular file or is over `maxBytes` (FileRefusedError), before reading.
    */
   readFile(path: string, maxBytes: number): Promise<Buffer>;
+  /**
+   * Copies a file of the workspace to `dest`, a new file of the worker's, as readFile would read
+   * it but streamed: for files too large to hold in memory (a bundle of new commits).
+   */
+  copyOut(path: string, dest: string, maxBytes: number): Promise<void>;
   writeFile(path: string, data: string | Buffer): Promise<void>;
   /** Entry names, sorted; directories end with "/". */
   listDir(path: string): Promise<string[]>;

@@ -58,4 +58,20 @@ describe("reading the bundle the sandbox wrote", () => {
     expect(isPermanent(error)).toBe(true);
     expect(process.memoryUsage().rss - before).toBeLessThan(100 * 1024 * 1024);
   });
+
+  it("copies the bundle out as a stream, never reading it into the worker's memory", async () => {
+    const workspace: Workspace = {
+      ...repo.workspace,
+      readFile: () => Promise.reject(new Error("the bundle was read whole")),
+    };
+    const bundle = await bundleWorkspaceCommits(workspace, base);
+    try {
+      expect(bundle?.sha).toBe((await repo.git("rev-parse", "HEAD")).trim());
+      expect(
+        execFileSync("git", ["bundle", "list-heads", bundle?.file ?? ""], { encoding: "utf8" }),
+      ).toContain("HEAD");
+    } finally {
+      if (bundle) await rm(bundle.dir, { recursive: true, force: true });
+    }
+  });
 });

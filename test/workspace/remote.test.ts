@@ -1,5 +1,8 @@
 // The worker's side of the workspace agent, against an agent that does not play fair: every call
 // has a deadline and the job's abort, and every answer is read through a cap as it arrives.
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_EXEC_ANSWER_BYTES } from "../../src/workspace/agent/protocol.ts";
 import { createRemoteWorkspace } from "../../src/workspace/remote.ts";
@@ -152,5 +155,27 @@ describe("a workspace agent that answers too much", () => {
     });
     await expect(workspace.exec("true")).rejects.toThrow(/answer to a command is malformed/);
     await expect(workspace.listDir(".")).rejects.toThrow(/answer to listing \. is malformed/);
+  });
+
+  it("streams a copied file to disk within its cap, and leaves nothing of one over it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "vmpilot-copy-"));
+    try {
+      let size = 3 * MB;
+      const workspace = await remote((_req, res) => {
+        res.writeHead(200, { "content-type": "application/octet-stream" });
+        stream(res, size);
+      });
+      await workspace.copyOut("bundle", join(dir, "ok"), 4 * MB);
+      expect((await stat(join(dir, "ok"))).size).toBe(3 * MB);
+      size = 60 * MB;
+      await expect(workspace.copyOut("bundle", join(dir, "big"), 4 * MB)).rejects.toThrow(
+        /answer to copying bundle is over \d+ bytes/,
+      );
+      await agent?.idle();
+      expect(agent?.sent()).toBeLessThan(3 * MB + 4 * MB + IN_FLIGHT);
+      expect(await readdir(dir)).toEqual(["ok"]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
