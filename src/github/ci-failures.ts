@@ -9,7 +9,7 @@ import { sanitize, sanitizePlain } from "./sanitize.ts";
 
 /** Lines of a failed job's log the model sees, from its end, and the most bytes they may take. */
 const LOG_LINES = 200;
-export const LOG_TAIL_BYTES = 24_000;
+const LOG_TAIL_BYTES = 24_000;
 /** Failed check runs reported in detail; more are only named. */
 const DETAILED_RUNS = 4;
 const OUTPUT_CAP = 4_000;
@@ -138,7 +138,7 @@ export async function gatherCiFailures(
  * The last lines of an Actions job's log. GitHub answers with a redirect to a short-lived URL on
  * another host: that request goes out on its own, so the installation token never reaches it.
  */
-export async function jobLogTail(
+async function jobLogTail(
   octokit: ProbotOctokit,
   query: { owner: string; repo: string; jobId: number },
   signal?: AbortSignal,
@@ -180,8 +180,9 @@ async function readTail(body: ReadableStream<Uint8Array> | null, cap: number): P
 /** The last LOG_LINES lines without Actions' timestamps, cut to LOG_TAIL_BYTES from the end. */
 function tailLines(text: string): string {
   const lines = text
+    .trimEnd()
     .split("\n")
-    .slice(-LOG_LINES - 1)
+    .slice(-LOG_LINES)
     .map((line) => line.replace(/^\d{4}-\d\d-\d\dT[\d:.]+Z ?/, ""));
   let out = lines.join("\n").trimEnd();
   const bytes = Buffer.from(out, "utf8");

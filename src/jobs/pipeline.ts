@@ -302,6 +302,15 @@ async function work(
   });
   if (result.reason === "cancelled" || run.signal.aborted) return cancelled(session);
   if (result.reason === "error") return session.fail(result.error?.message ?? "the agent failed");
+  // vmpilot's own push: the head its CI fixes and ready-for-review check watch.
+  const onPushed = (sha: string) =>
+    afterPush(db, deps.readyQueue, {
+      chatId: chat.id,
+      jobId: job.id,
+      sha,
+      settings: settings.settings,
+      result,
+    });
   switch (request.mode) {
     case "plan":
       return session.end("succeeded", planBody(session, result));
@@ -320,6 +329,7 @@ async function work(
         result,
         author: deps.commitAuthor,
         signal: run.signal,
+        onPushed,
       });
       return session.end(merged.ok ? "succeeded" : "failed", merged.body);
     }
@@ -339,14 +349,7 @@ async function work(
         author: deps.commitAuthor,
         signal: run.signal,
         notes: ci ? [ci.note] : [],
-        onPushed: (sha) =>
-          afterPush(db, deps.readyQueue, {
-            chatId: chat.id,
-            jobId: job.id,
-            sha,
-            settings: settings.settings,
-            result,
-          }),
+        onPushed,
       });
       return session.end("succeeded", body);
     }

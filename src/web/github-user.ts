@@ -6,6 +6,7 @@ import { z } from "zod";
 import { parseAnswer } from "../github/answer.ts";
 import { loadRepoConfig, type RepoConfigLoad } from "../github/repo-config-loader.ts";
 import { githubStatus } from "../github/request-status.ts";
+import type { InstallationGrant } from "./installation-permissions.ts";
 
 export interface GitHubUser {
   login: string;
@@ -20,6 +21,8 @@ export interface UserRepo {
   admin: boolean;
   push: boolean;
   pull: boolean;
+  /** The installation's page and what it granted (installation-permissions.ts). */
+  installation: InstallationGrant;
 }
 
 export interface RepoAccess {
@@ -32,7 +35,11 @@ export interface RepoAccess {
 const MAX_PAGES = 20;
 
 const User = z.object({ login: z.string().min(1), id: z.number().int() });
-const Installation = z.object({ id: z.number().int() });
+const Installation = z.object({
+  id: z.number().int(),
+  html_url: z.url({ protocol: /^https?$/ }).optional(),
+  permissions: z.record(z.string(), z.string()).optional(),
+});
 const Repo = z.object({
   id: z.number().int(),
   full_name: z.string().min(1),
@@ -81,6 +88,7 @@ export class GitHubUserApi {
           fullName: repo.full_name,
           ...access(repo),
           push: repo.permissions?.push === true,
+          installation: { url: installation.html_url, permissions: installation.permissions },
         });
       }
     }

@@ -8,6 +8,7 @@ import type { RequestContext, WebServices } from "./context.ts";
 import type { UserRepo } from "./github-user.ts";
 import { html } from "./html.ts";
 import { readForm, redirect, send } from "./http.ts";
+import { permissionsNotice } from "./installation-permissions.ts";
 import { page } from "./layout.ts";
 import type { Session } from "./session.ts";
 import {
@@ -33,6 +34,7 @@ export async function settingsIndex(web: WebServices, ctx: RequestContext): Prom
   const sections = [...byInstallation].map(
     ([installationId, list]) => html`<section aria-labelledby="inst-${installationId}">
 <h2 id="inst-${installationId}">${list[0]?.fullName.split("/")[0]}</h2>
+${list[0] ? permissionsNotice(list[0].installation) : ""}
 <ul>${list.map((r) => html`<li><a href="/settings/${r.fullName}">${r.fullName}</a>${r.private ? html` <span class="muted">(private)</span>` : ""}</li>`)}</ul>
 </section>`,
   );

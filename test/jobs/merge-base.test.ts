@@ -10,6 +10,7 @@ import { mergeWanted } from "../../src/jobs/merge-gate.ts";
 import { createQueue, type Queue } from "../../src/jobs/queue.ts";
 import { startWorker } from "../../src/jobs/worker.ts";
 import { linkChatToPr } from "../../src/store/chats.ts";
+import { pushState } from "../../src/store/ci-loop.ts";
 import { getJob, updateJob } from "../../src/store/jobs.ts";
 import { appendMessage } from "../../src/store/messages.ts";
 import { type FakeStep, text, toolUse } from "../helpers/anthropic-fake.ts";
@@ -186,6 +187,8 @@ describe("a moved base", () => {
     );
     expect(sh(seeded.remote, `git show ${merge}:value.txt`)).toBe("fixed");
     expect(sh(seeded.remote, `git log -1 --format=%s ${BRANCH}`)).toBe(`Merge main into ${BRANCH}`);
+    // vmpilot's push now: a check failing on the merge is its to fix.
+    expect(await pushState(h.db.pool, seeded.chatId)).toEqual({ sha: merge, jobId });
 
     // The same conversation, told which file conflicts.
     const first = h.fake.requests[0]?.body;

@@ -166,6 +166,7 @@ export async function mergeBody(input: {
   result: AgentResult;
   author?: CommitIdentity;
   signal: AbortSignal;
+  onPushed?: (sha: string) => Promise<void>;
 }): Promise<{ ok: boolean; body: string }> {
   const { session, merge, result } = input;
   const view = baseView(session, result);
@@ -184,6 +185,7 @@ export async function mergeBody(input: {
       ? "git merged it without conflicts"
       : `conflicts resolved in ${merge.conflicts.map((file) => `\`${file}\``).join(", ")}`;
   const pushed = "pushed" in end;
+  if (pushed) await input.onPushed?.(end.sha);
   return {
     ok: pushed,
     body: renderFinal({

@@ -1,0 +1,219 @@
+// Checks on vmpilot's own pull requests, as GitHub tells of them: real check_run, check_suite and
+// workflow_run payloads POSTed to the real server (web role: nothing runs the jobs), which makes one
+// fix job per failed head vmpilot pushed last and nothing for anyone else's.
+import { beforeAll, describe, expect, it } from "vitest";
+import { findOrCreateChat, linkChatToPr } from "../../src/store/chats.ts";
+import { recordPush } from "../../src/store/ci-loop.ts";
+import { upsertRepository } from "../../src/store/installations.ts";
+import { insertJob, listJobs } from "../../src/store/jobs.ts";
+import { useGitHubMock } from "../helpers/github-mock.ts";
+import { useTestServer } from "../helpers/test-server.ts";
+import { examplePayload, type Payload } from "../helpers/webhooks.ts";
+
+useGitHubMock();
+const t = useTestServer({ role: "web" });
+
+// GitHub's examples are of Codertocat/Hello-World; its pull requests name the repository by id.
+const REPO_ID = 186853002;
+const REPO = "Codertocat/Hello-World";
+const INSTALLATION = 4100;
+let nextIssue = 1;
+
+interface PushedPr {
+  chatId: number;
+  pr: number;
+  branch: string;
+  sha: string;
+}
+
+/** A chat whose job opened pull request #pr from a vmpilot branch and pushed `sha` there last. */
+async function pushedPr(): Promise<PushedPr> {
+  const issue = nextIssue++;
+  const pr = 100 + issue;
+  const branch = `vmpilot/issue-${issue}-crash`;
+  const sha = `${issue}`.padStart(2, "0").repeat(20);
+  const chat = await findOrCreateChat(t.db.pool, {
+    repositoryId: REPO_ID,
+    number: issue,
+    kind: "issue",
+  });
+  const job = await insertJob(t.db.pool, {
+    chatId: chat.id,
+    installationId: INSTALLATION,
+    repositoryId: REPO_ID,
+    repo: REPO,
+    number: issue,
+    trigger: "label",
+    command: "fix",
+    requester: "octocat",
+    context: {
+      owner: "Codertocat",
+      name: "Hello-World",
+      itemKind: "issue",
+      title: "Crash",
+      htmlUrl: `https://github.com/${REPO}/issues/${issue}`,
+      cloneUrl: `https://github.com/${REPO}.git`,
+      defaultBranch: "main",
+      target: { type: "issue" },
+      appSlug: "vmpilot-bot",
+      command: "vmpilot",
+      requesterId: 583231,
+      label: "vmpilot",
+    },
+  });
+  await linkChatToPr(t.db.pool, chat.id, pr, branch);
+  await recordPush(t.db.pool, chat.id, sha, job.id);
+  return { chatId: chat.id, pr, branch, sha };
+}
+
+interface Run {
+  conclusion: string;
+  sha: string;
+  branch: string;
+  pr: number;
+  /** The pull request's head repository; GitHub lists a fork's pull requests not at all. */
+  headRepoId?: number | null;
+}
+
+/** The pull requests GitHub names in the payload, shaped as its check_run example has them. */
+function pulls(run: Run): Payload[] {
+  if (run.headRepoId === null) return [];
+  const [pull] = examplePayload("check_run", "completed").check_run.pull_requests;
+  pull.number = run.pr;
+  pull.head = { ...pull.head, ref: run.branch, sha: run.sha };
+  pull.head.repo = { ...pull.head.repo, id: run.headRepoId ?? REPO_ID };
+  return [pull];
+}
+
+function checkRun(run: Run): Payload {
+  const payload = examplePayload("check_run", "completed");
+  payload.installation = { id: INSTALLATION };
+  Object.assign(payload.check_run, { conclusion: run.conclusion, head_sha: run.sha });
+  payload.check_run.pull_requests = pulls(run);
+  Object.assign(payload.check_run.check_suite, { head_branch: run.branch, head_sha: run.sha });
+  return payload;
+}
+
+function checkSuite(run: Run, suiteId = 118578147): Payload {
+  const payload = examplePayload("check_suite", "completed");
+  payload.installation = { id: INSTALLATION };
+  Object.assign(payload.check_suite, {
+    id: suiteId,
+    conclusion: run.conclusion,
+    head_sha: run.sha,
+    head_branch: run.branch,
+  });
+  payload.check_suite.pull_requests = pulls(run);
+  return payload;
+}
+
+function workflowRun(run: Run): Payload {
+  const payload = examplePayload("workflow_run", "completed");
+  payload.installation = { id: INSTALLATION };
+  Object.assign(payload.workflow_run, {
+    conclusion: run.conclusion,
+    head_sha: run.sha,
+    head_branch: run.branch,
+    pull_requests: pulls(run),
+  });
+  return payload;
+}
+
+async function ciJobs(chatId: number) {
+  return (await listJobs(t.db.pool, { chatId })).filter((job) => job.trigger === "ci");
+}
+
+async function readyChecks(sha: string) {
+  const { rows } = await t.db.pool.query<{ data: unknown }>(
+    "SELECT data FROM pgboss.job WHERE name = 'vmpilot-ready' AND data->>'sha' = $1",
+    [sha],
+  );
+  return rows.map((row) => row.data);
+}
+
+async function sendAll(payloads: Array<[string, Payload]>) {
+  for (const [event, payload] of payloads) {
+    expect((await t.send(event, payload)).status).toBe(200);
+  }
+}
+
+beforeAll(async () => {
+  await upsertRepository(t.db.pool, {
+    id: REPO_ID,
+    installationId: INSTALLATION,
+    fullName: REPO,
+  });
+});
+
+describe("a completed CI run on a pull request", () => {
+  it("starts one fix job for vmpilot's failed head, whichever of the three events tells of it, and none again", async () => {
+    const ours = await pushedPr();
+    const run = { conclusion: "failure", ...ours };
+    await sendAll([
+      ["check_run", checkRun(run)],
+      ["check_suite", checkSuite(run)],
+      ["workflow_run", workflowRun(run)],
+      // Another failed job of the same run, and the run failing again when someone reruns it.
+      ["check_run", checkRun({ ...run, conclusion: "timed_out" })],
+      ["workflow_run", workflowRun(run)],
+    ]);
+    const [job, ...more] = await ciJobs(ours.chatId);
+    expect(more).toEqual([]);
+    expect(job).toMatchObject({
+      chatId: ours.chatId,
+      number: ours.pr,
+      prNumber: ours.pr,
+      trigger: "ci",
+      command: "fix",
+      requester: "octocat",
+      status: "queued",
+      context: {
+        itemKind: "pull_request",
+        htmlUrl: `https://github.com/${REPO}/pull/${ours.pr}`,
+        headSha: ours.sha,
+        requesterId: 583231,
+      },
+    });
+    expect(await readyChecks(ours.sha)).toEqual([]);
+  });
+
+  it("starts nothing for a person's branch, a fork, a head pushed after vmpilot's, or a run that did not fail", async () => {
+    const ours = await pushedPr();
+    const failed = { conclusion: "failure", ...ours };
+    await sendAll([
+      // A person's pull request: its branch is not vmpilot's.
+      ["check_run", checkRun({ ...failed, branch: "feature/login" })],
+      // A fork's pull request: GitHub lists none, or one whose head is another repository.
+      ["check_suite", checkSuite({ ...failed, headRepoId: null })],
+      ["check_run", checkRun({ ...failed, headRepoId: 999 })],
+      // Someone pushed to vmpilot's branch after vmpilot did.
+      ["workflow_run", workflowRun({ ...failed, sha: "f".repeat(40) })],
+      ["check_run", checkRun({ ...failed, conclusion: "skipped" })],
+      ["check_suite", checkSuite({ ...failed, conclusion: "cancelled" })],
+      ["workflow_run", workflowRun({ ...failed, conclusion: "success" })],
+      ["check_run", checkRun({ ...failed, conclusion: "success" })],
+    ]);
+    expect(await ciJobs(ours.chatId)).toEqual([]);
+    expect(await readyChecks(ours.sha)).toEqual([]);
+    // A person's later head passing is no reason to mark anything ready either.
+    await sendAll([
+      ["check_suite", checkSuite({ ...failed, sha: "e".repeat(40), conclusion: "success" })],
+    ]);
+    expect(await readyChecks("e".repeat(40))).toEqual([]);
+  });
+
+  it("queues a ready-for-review check for each check suite that passed on vmpilot's head", async () => {
+    const ours = await pushedPr();
+    const passed = { conclusion: "success", ...ours };
+    await sendAll([
+      ["check_suite", checkSuite(passed, 1)],
+      ["check_suite", checkSuite(passed, 1)],
+      ["check_suite", checkSuite({ ...passed, conclusion: "neutral" }, 2)],
+    ]);
+    expect(await readyChecks(ours.sha)).toEqual([
+      { chatId: ours.chatId, sha: ours.sha, grace: false },
+      { chatId: ours.chatId, sha: ours.sha, grace: false },
+    ]);
+    expect(await ciJobs(ours.chatId)).toEqual([]);
+  });
+});

@@ -1,0 +1,144 @@
+// The ready-for-review check on its own: what keeps a draft a draft, and that a head is marked
+// ready once however many passed suites ask. PGlite, GitHub mocked with nock.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runReadyCheck } from "../../src/jobs/ready.ts";
+import { findOrCreateChat, linkChatToPr } from "../../src/store/chats.ts";
+import { recordPush } from "../../src/store/ci-loop.ts";
+import { type Database, openDatabase } from "../../src/store/database.ts";
+import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
+import { insertJob } from "../../src/store/jobs.ts";
+import { github, useGitHubMock } from "../helpers/github-mock.ts";
+import { testOctokit } from "../helpers/octokit.ts";
+
+useGitHubMock();
+
+const PR = 12;
+const SHA = "c".repeat(40);
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+const signal = new AbortController().signal;
+let db: Database;
+let nextRepo = 7000;
+
+beforeAll(async () => {
+  db = await openDatabase({ dataDir: "memory://" });
+});
+afterAll(async () => {
+  await db?.close();
+});
+
+const deps = () => ({ db, auth: async () => testOctokit(), logger: quiet });
+
+/** A chat whose job opened draft #12 and pushed SHA there last; returns the chat and its repo. */
+async function pushed() {
+  const repositoryId = nextRepo++;
+  const repo = `acme/r${repositoryId}`;
+  await upsertRepository(db.pool, { id: repositoryId, installationId: 77, fullName: repo });
+  const chat = await findOrCreateChat(db.pool, { repositoryId, number: 4, kind: "issue" });
+  const job = await insertJob(db.pool, {
+    chatId: chat.id,
+    installationId: 77,
+    repositoryId,
+    repo,
+    number: 4,
+    trigger: "label",
+    command: "fix",
+    requester: "octocat",
+    context: {
+      owner: "acme",
+      name: `r${repositoryId}`,
+      itemKind: "issue",
+      title: "Crash",
+      htmlUrl: `https://github.com/${repo}/issues/4`,
+      cloneUrl: `https://github.com/${repo}.git`,
+      defaultBranch: "main",
+      target: { type: "issue" },
+      appSlug: "vmpilot-bot",
+      command: "vmpilot",
+      label: "vmpilot",
+    },
+  });
+  await linkChatToPr(db.pool, chat.id, PR, "vmpilot/issue-4-crash");
+  await recordPush(db.pool, chat.id, SHA, job.id);
+  return { chatId: chat.id, repo, repositoryId };
+}
+
+function mockPull(repo: string, head = SHA) {
+  github()
+    .get(`/repos/${repo}/pulls/${PR}`)
+    .reply(200, {
+      number: PR,
+      node_id: "PR_node",
+      state: "open",
+      draft: true,
+      head: { sha: head },
+    });
+}
+
+function mockSuites(repo: string, suites: Array<[string, string | null]>) {
+  github()
+    .get(`/repos/${repo}/commits/${SHA}/check-suites`)
+    .query({ per_page: 100 })
+    .reply(200, {
+      total_count: suites.length,
+      check_suites: suites.map(([status, conclusion]) => ({
+        status,
+        conclusion,
+        latest_check_runs_count: 1,
+      })),
+    });
+}
+
+const MUTATED = { data: { markPullRequestReadyForReview: { pullRequest: { isDraft: false } } } };
+
+describe("the ready-for-review check", () => {
+  it("keeps the draft while a check runs, after a check failed, and once someone pushed after vmpilot", async () => {
+    const chat = await pushed();
+    const check = { chatId: chat.chatId, sha: SHA, grace: false };
+    mockPull(chat.repo);
+    mockSuites(chat.repo, [
+      ["completed", "success"],
+      ["in_progress", null],
+    ]);
+    await runReadyCheck(deps(), check, signal);
+    mockPull(chat.repo);
+    mockSuites(chat.repo, [
+      ["completed", "success"],
+      ["completed", "failure"],
+    ]);
+    await runReadyCheck(deps(), check, signal);
+    mockPull(chat.repo, "d".repeat(40));
+    await runReadyCheck(deps(), check, signal);
+    // Nothing else was asked of GitHub: no mutation, no review request, no note.
+  });
+
+  it("does nothing, asking GitHub nothing, for a stale head or with readyForReview off", async () => {
+    const chat = await pushed();
+    await runReadyCheck(deps(), { chatId: chat.chatId, sha: "e".repeat(40), grace: true }, signal);
+    await setRepositorySettings(db.pool, chat.repositoryId, { readyForReview: false });
+    await runReadyCheck(deps(), { chatId: chat.chatId, sha: SHA, grace: true }, signal);
+  });
+
+  it("marks a head ready once when two passed suites ask at the same time, and gives the claim back when marking fails", async () => {
+    const chat = await pushed();
+    const check = { chatId: chat.chatId, sha: SHA, grace: false };
+    mockPull(chat.repo);
+    mockSuites(chat.repo, [["completed", "success"]]);
+    github()
+      .post("/graphql")
+      .reply(200, { data: null, errors: [{ message: "Something went wrong" }] });
+    await expect(runReadyCheck(deps(), check, signal)).rejects.toThrow(/Something went wrong/);
+
+    for (let i = 0; i < 2; i++) {
+      mockPull(chat.repo);
+      mockSuites(chat.repo, [["completed", "success"]]);
+    }
+    github()
+      .post("/graphql")
+      .reply(200, MUTATED)
+      .post(`/repos/${chat.repo}/pulls/${PR}/requested_reviewers`)
+      .reply(201, {})
+      .post(`/repos/${chat.repo}/issues/${PR}/comments`)
+      .reply(201, { id: 1 });
+    await Promise.all([runReadyCheck(deps(), check, signal), runReadyCheck(deps(), check, signal)]);
+  });
+});
