@@ -1,8 +1,11 @@
-// The agents a key may use, as OpenAI models: `vmpilot` (a scratch workspace) and
-// `vmpilot/<owner>/<repo>` for each repository of the app's installations its owner can write to.
+// The agents a key may use, as OpenAI models: `vmpilot/<owner>/<repo>` for each repository of the
+// app's installations whose gate lets the key's owner in (the issue path's: write access, or the
+// repository's allow-list), and `vmpilot` (a scratch workspace) for whoever may use one of them.
+// Decided on every request, on the repository's settings as they are then.
 import type { ProbotOctokit } from "probot";
+import type { RepoSettings } from "../config/repo-config.ts";
 import { findRepositoryInstallation, getRepositoryByName } from "../github/installations.ts";
-import { checkPermission } from "../github/permissions.ts";
+import { mayTrigger, repositoryTriggerSettings } from "../jobs/trigger-settings.ts";
 import {
   findActiveRepository,
   listActiveRepositories,
@@ -25,8 +28,10 @@ export interface AgentAccess {
   auth(installationId?: number): Promise<ProbotOctokit>;
   /** ALLOWED_USERS: may act on every repository. */
   allowedUsers: readonly string[];
-  /** Write access, as GitHub last said, per owner and repository; briefly cached. */
-  writers: TtlCache<boolean>;
+  /** Under the settings page and `.github/vmpilot.yml`. */
+  defaults: RepoSettings;
+  /** The gate's answer per owner, repository and the settings it was given; briefly cached. */
+  permits: TtlCache<boolean>;
   /** Whether GitHub said the app is installed on a repository the store lacked, by name; briefly cached. */
   installed: TtlCache<boolean>;
 }
@@ -37,29 +42,36 @@ export interface Agent {
   repository: Repository | null;
 }
 
-async function canWrite(access: AgentAccess, who: Principal, repo: Repository): Promise<boolean> {
+async function mayUse(access: AgentAccess, who: Principal, repo: Repository): Promise<boolean> {
   if (who.operator) return true;
-  return access.writers.get(`${who.owner.toLowerCase()} ${repo.id}`, async () => {
+  const octokit = await access.auth(repo.installationId);
+  const settings = await repositoryTriggerSettings(access.db, octokit, repo, access.defaults);
+  // Keyed by the settings too: a change of policy or allow-list counts from the next request.
+  const key = [who.owner.toLowerCase(), repo.id, settings.triggerPolicy, ...settings.allowedUsers];
+  return access.permits.get(key.join(" "), async () => {
     const [owner = "", name = ""] = repo.fullName.split("/");
-    const octokit = await access.auth(repo.installationId);
-    const result = await checkPermission(octokit, {
-      owner,
-      repo: name,
-      username: who.owner,
-      allowedUsers: access.allowedUsers,
-    });
-    return result.allowed;
+    const query = { owner, repo: name, username: who.owner, allowedUsers: access.allowedUsers };
+    return (await mayTrigger(octokit, query, settings)).allowed;
   });
 }
 
-export async function listAgents(access: AgentAccess, who: Principal): Promise<Agent[]> {
-  const agents: Agent[] = [{ id: SCRATCH, repository: null }];
+/** Scratch spends the operator's model budget: only for someone who may use a repository now. */
+async function mayUseScratch(access: AgentAccess, who: Principal): Promise<boolean> {
+  if (who.operator) return true;
   for (const repository of await listActiveRepositories(access.db)) {
-    if (await canWrite(access, who, repository)) {
+    if (await mayUse(access, who, repository)) return true;
+  }
+  return false;
+}
+
+export async function listAgents(access: AgentAccess, who: Principal): Promise<Agent[]> {
+  const agents: Agent[] = [];
+  for (const repository of await listActiveRepositories(access.db)) {
+    if (await mayUse(access, who, repository)) {
       agents.push({ id: `${PREFIX}${repository.fullName}`, repository });
     }
   }
-  return agents;
+  return who.operator || agents.length > 0 ? [{ id: SCRATCH, repository: null }, ...agents] : [];
 }
 
 /** The agent a model id names, if the key may use it; 404 otherwise, so strangers learn nothing. */
@@ -68,12 +80,15 @@ export async function resolveAgent(
   who: Principal,
   model: string,
 ): Promise<Agent> {
-  if (model === SCRATCH) return { id: SCRATCH, repository: null };
+  if (model === SCRATCH) {
+    if (!(await mayUseScratch(access, who))) throw unknownModel(model);
+    return { id: SCRATCH, repository: null };
+  }
   if (!model.startsWith(PREFIX)) throw unknownModel(model);
   const fullName = model.slice(PREFIX.length);
   const repository =
     (await findActiveRepository(access.db, fullName)) ?? (await learnRepository(access, fullName));
-  if (!repository || !(await canWrite(access, who, repository))) throw unknownModel(model);
+  if (!repository || !(await mayUse(access, who, repository))) throw unknownModel(model);
   return { id: `${PREFIX}${repository.fullName}`, repository };
 }
 

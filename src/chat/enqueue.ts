@@ -23,6 +23,7 @@ export async function enqueueTurn(
     askedHash: plan.askedHash,
     transcript: plan.transcript,
     pullRequest: plan.pullRequest,
+    operator: who.operator,
   };
   const job = await withTransaction(db.pool, async (client) => {
     const inserted = await insertJob(client, {

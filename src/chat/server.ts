@@ -17,7 +17,7 @@ import { answerClientTask } from "./client-tasks.ts";
 import { planTurn } from "./conversation.ts";
 import { enqueueTurn } from "./enqueue.ts";
 import { ApiError, sendApiError } from "./errors.ts";
-import { RateLimiter } from "./rate-limit.ts";
+import { takeRequest } from "./rate-limit.ts";
 import {
   type Completion,
   chunk,
@@ -86,20 +86,21 @@ function answerAtOnce(
 }
 
 export function mountChatFace(deps: ChatFaceDeps): ChatFace {
-  const limiter = new RateLimiter(deps.ratePerMinute ?? 60);
+  const perMinute = deps.ratePerMinute ?? 60;
   const open = new Set<ServerResponse>();
   const access: AgentAccess = {
     db: deps.db.pool,
     auth: deps.auth,
     allowedUsers: deps.allowedUsers,
-    writers: new TtlCache<boolean>(60_000),
+    defaults: deps.defaults,
+    permits: new TtlCache<boolean>(60_000),
     // A flood of unknown names costs one GitHub call per name a minute, not one per request.
     installed: new TtlCache<boolean>(60_000),
   };
 
   async function models(req: IncomingMessage, res: ServerResponse) {
     const who = await authenticate(req, deps.db.pool, deps.operatorKey);
-    limiter.take(who.keyId);
+    await takeRequest(deps.db.pool, who.keyId, perMinute);
     const agents = await listAgents(access, who);
     const data = agents.map((a) => ({
       id: a.id,
@@ -113,7 +114,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
 
   async function completions(req: IncomingMessage, res: ServerResponse) {
     const who = await authenticate(req, deps.db.pool, deps.operatorKey);
-    limiter.take(who.keyId);
+    await takeRequest(deps.db.pool, who.keyId, perMinute);
     const declared = Number(req.headers["content-length"] ?? 0);
     const raw = declared > MAX_BODY_BYTES ? undefined : await readCapped(req, MAX_BODY_BYTES);
     if (raw === undefined) {

@@ -12,7 +12,6 @@ import {
 } from "../github/comments.ts";
 import { type JobContext, readJobContext } from "../github/job-context.ts";
 import type { Logger } from "../github/logger.ts";
-import { checkPermission } from "../github/permissions.ts";
 import { addEyes } from "../github/reactions.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import type { Database } from "../store/database.ts";
@@ -29,7 +28,7 @@ import {
 } from "./acknowledge-messages.ts";
 import { ciFixUnwanted } from "./ci-admit.ts";
 import type { Queue, RunningJob } from "./queue.ts";
-import { loadTriggerSettings, unwanted } from "./trigger-settings.ts";
+import { loadTriggerSettings, mayTrigger, unwanted } from "./trigger-settings.ts";
 
 export interface AcknowledgeDeps {
   db: Database;
@@ -148,13 +147,16 @@ async function respond(
   const permission =
     job.trigger === "ci"
       ? { allowed: true, via: "app" }
-      : await checkPermission(octokit, {
-          owner: item.owner,
-          repo: item.repo,
-          username: job.requester,
-          allowedUsers: [...deps.allowedUsers, ...settings.allowedUsers],
-          policy,
-        });
+      : await mayTrigger(
+          octokit,
+          {
+            owner: item.owner,
+            repo: item.repo,
+            username: job.requester,
+            allowedUsers: deps.allowedUsers,
+          },
+          settings,
+        );
   run.signal.throwIfAborted();
   // An earlier attempt, or a notice that claimed the comment, may have posted it unrecorded.
   const posted = run.attempt > 1 || (job.noticedAt !== null && !notice);

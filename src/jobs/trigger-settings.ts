@@ -8,10 +8,20 @@ import {
   resolveSettings,
 } from "../config/repo-config.ts";
 import type { JobContext } from "../github/job-context.ts";
+import {
+  checkPermission,
+  type PermissionQuery,
+  type PermissionResult,
+} from "../github/permissions.ts";
 import { loadRepoConfig, type RepoConfigLoad } from "../github/repo-config-loader.ts";
 import type { Database } from "../store/database.ts";
-import { getRepository, setRepositoryFileSettings } from "../store/installations.ts";
+import {
+  getRepository,
+  type Repository,
+  setRepositoryFileSettings,
+} from "../store/installations.ts";
 import type { IssueJob } from "../store/jobs.ts";
+import type { Queryable } from "../store/sql.ts";
 
 /** The file's keys the intake, the acknowledgement and the ready-for-review check act on. */
 const TRIGGER_KEYS = [
@@ -41,13 +51,7 @@ export async function loadTriggerSettings(
 ): Promise<TriggerSettings> {
   const repoConfig = loadRepoConfig(octokit, { owner: context.owner, repo: context.name }).then(
     async (load) => {
-      if (load.ok) {
-        const file = load.config;
-        const known = Object.fromEntries(
-          TRIGGER_KEYS.flatMap((key) => (key in file ? [[key, file[key]]] : [])),
-        );
-        await setRepositoryFileSettings(db.pool, job.repositoryId, known);
-      }
+      await rememberFileSettings(db.pool, job.repositoryId, load);
       return load;
     },
   );
@@ -57,16 +61,75 @@ export async function loadTriggerSettings(
   // What the file said when last read decides, so the 👀 does not wait for the read; a push that
   // changes the file makes that unknown, and then the read is awaited. An invalid file is
   // reported by the pipeline; until it is fixed, the page decides alone.
+  const file = knownFile(repository) ?? fileOf(await repoConfig);
+  return { settings: settingsOver(repository, file, defaults), repoConfig };
+}
+
+/**
+ * A repository's settings as the chat face checks them on every request: the page over what the
+ * file said when last read; when that is unknown, the file is read, and remembered, now.
+ */
+export async function repositoryTriggerSettings(
+  db: Queryable,
+  octokit: ProbotOctokit,
+  repository: Repository,
+  defaults: RepoSettings | undefined,
+): Promise<RepoSettings> {
+  const known = knownFile(repository);
+  if (known) return settingsOver(repository, known, defaults);
+  const [owner = "", repo = ""] = repository.fullName.split("/");
+  const load = await loadRepoConfig(octokit, { owner, repo });
+  await rememberFileSettings(db, repository.id, load);
+  return settingsOver(repository, fileOf(load), defaults);
+}
+
+/** An invalid file is reported where a job runs; until it is fixed, the page decides alone. */
+const fileOf = (load: RepoConfigLoad): RepoConfig | null => (load.ok ? load.config : null);
+
+/** Stores the trigger keys of a fresh read of the file, for whoever decides before reading it. */
+export async function rememberFileSettings(
+  db: Queryable,
+  repositoryId: number,
+  load: RepoConfigLoad,
+): Promise<void> {
+  if (!load.ok) return;
+  const file = load.config;
+  const known = Object.fromEntries(
+    TRIGGER_KEYS.flatMap((key) => (key in file ? [[key, file[key]]] : [])),
+  );
+  await setRepositoryFileSettings(db, repositoryId, known);
+}
+
+/** What the file said when last read; undefined when that is unknown, or was invalid. */
+function knownFile(repository: Repository | undefined): RepoConfig | undefined {
   const known = repository?.fileSettings ? checkRepoConfig(repository.fileSettings) : undefined;
-  let file: RepoConfig | null;
-  if (known?.ok) file = known.config;
-  else {
-    const load = await repoConfig;
-    file = load.ok ? load.config : null;
-  }
+  return known?.ok ? known.config : undefined;
+}
+
+function settingsOver(
+  repository: Repository | undefined,
+  file: RepoConfig | null,
+  defaults: RepoSettings | undefined,
+): RepoSettings {
   const page = checkRepoConfig(repository?.settings ?? {});
-  const settings = resolveSettings({ defaults, page: page.ok ? page.config : null, file }).values;
-  return { settings, repoConfig };
+  return resolveSettings({ defaults, page: page.ok ? page.config : null, file }).values;
+}
+
+/**
+ * The one gate of every door (issues, pull requests, the chat face): ALLOWED_USERS and the
+ * repository's allowedUsers always; anyone with write access too, unless the repository's
+ * triggerPolicy is allow-list.
+ */
+export function mayTrigger(
+  octokit: ProbotOctokit,
+  query: Omit<PermissionQuery, "policy">,
+  settings: Pick<RepoSettings, "allowedUsers" | "triggerPolicy">,
+): Promise<PermissionResult> {
+  return checkPermission(octokit, {
+    ...query,
+    allowedUsers: [...query.allowedUsers, ...settings.allowedUsers],
+    policy: settings.triggerPolicy,
+  });
 }
 
 /** Why a job the intake let through is not wanted after all, or undefined when it is. */

@@ -29,7 +29,8 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
       try {
         const trigger = (await getJob(deps.db.pool, run.jobId))?.trigger;
         if (trigger === "chat") {
-          outcome = deps.pipeline ? await runChatTurn(run, deps.pipeline) : "skipped";
+          const pipeline = deps.pipeline && { ...deps.pipeline, allowedUsers: deps.allowedUsers };
+          outcome = pipeline ? await runChatTurn(run, pipeline) : "skipped";
           return;
         }
         if (trigger === "base_push" && !(await mergeWanted(deps, run))) {

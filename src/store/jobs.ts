@@ -312,24 +312,27 @@ export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<J
   return rows.map(toJob);
 }
 
+/** Whose daily budget: a repository's, shared by its jobs and chats, or a person's scratch chats. */
+export type BudgetOwner = { repositoryId: number } | { scratchOwner: string };
+
+/** The jobs that spend the budget, their owner as $1. */
+const budgetJobs = (whose: BudgetOwner) =>
+  "repositoryId" in whose
+    ? "repository_id = $1"
+    : "trigger = 'chat' AND repository_id IS NULL AND requester = $1";
+
+const ownerParam = (whose: BudgetOwner) =>
+  "repositoryId" in whose ? whose.repositoryId : whose.scratchOwner;
+
 /**
  * What jobs created since `since` cost: a repository's, or the chat-face turns an owner ran on
- * scratch workspaces; `exceptJobId` leaves the asking job out.
+ * scratch workspaces.
  */
-export async function spentSince(
-  db: Queryable,
-  whose: { repositoryId: number } | { scratchOwner: string },
-  since: Date,
-  exceptJobId = 0,
-): Promise<number> {
+export async function spentSince(db: Queryable, whose: BudgetOwner, since: Date): Promise<number> {
   const { rows } = await db.query<{ spent: string }>(
-    "repositoryId" in whose
-      ? `SELECT coalesce(sum(cost_usd), 0) AS spent FROM jobs
-         WHERE repository_id = $1 AND created_at >= $2 AND id <> $3`
-      : `SELECT coalesce(sum(cost_usd), 0) AS spent FROM jobs
-         WHERE trigger = 'chat' AND repository_id IS NULL AND requester = $1
-           AND created_at >= $2 AND id <> $3`,
-    ["repositoryId" in whose ? whose.repositoryId : whose.scratchOwner, since, exceptJobId],
+    `SELECT coalesce(sum(cost_usd), 0) AS spent FROM jobs
+     WHERE ${budgetJobs(whose)} AND created_at >= $2`,
+    [ownerParam(whose), since],
   );
   return Number(rows[0]?.spent ?? 0);
 }
@@ -341,30 +344,42 @@ export interface BudgetGrant {
   jobLeftUsd: number;
 }
 
+/** The class of the advisory locks on scratch budgets (the two-key form, apart from single keys). */
+export const SCRATCH_BUDGET_LOCK = 726_301;
+
 /**
- * Reserves what a job's attempt may spend, under a lock on its repository's row, so that
- * concurrent jobs of one repository never promise more than the day's limit between them: an
- * unfinished job counts with what it was granted, a finished one with what it spent.
+ * Reserves what a job's attempt may spend, under a lock on its budget's owner (its repository's
+ * row; for scratch, an advisory lock on the person), so that concurrent jobs never promise more
+ * than the day's limit between them: an unfinished job counts with what it was granted, a finished
+ * one with what it spent.
  */
 export function reserveBudget(
   pool: pg.Pool,
-  input: {
+  input: BudgetOwner & {
     jobId: number;
-    repositoryId: number;
     since: Date;
     maxDailyUsd: number;
     maxJobUsd: number;
   },
 ): Promise<BudgetGrant> {
   return withTransaction(pool, async (client) => {
-    await client.query("SELECT 1 FROM repositories WHERE id = $1 FOR UPDATE", [input.repositoryId]);
+    if ("repositoryId" in input) {
+      await client.query("SELECT 1 FROM repositories WHERE id = $1 FOR UPDATE", [
+        input.repositoryId,
+      ]);
+    } else {
+      await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [
+        SCRATCH_BUDGET_LOCK,
+        input.scratchOwner,
+      ]);
+    }
     const { rows } = await client.query<{ others: string; own: string }>(
       `SELECT coalesce(sum(CASE WHEN finished_at IS NULL
                                 THEN greatest(cost_usd, coalesce(reserved_usd, 0))
                                 ELSE cost_usd END) FILTER (WHERE id <> $2), 0) AS others,
               coalesce(sum(cost_usd) FILTER (WHERE id = $2), 0) AS own
-         FROM jobs WHERE repository_id = $1 AND (created_at >= $3 OR id = $2)`,
-      [input.repositoryId, input.jobId, input.since],
+         FROM jobs WHERE ${budgetJobs(input)} AND (created_at >= $3 OR id = $2)`,
+      [ownerParam(input), input.jobId, input.since],
     );
     const others = Number(rows[0]?.others ?? 0);
     const own = Number(rows[0]?.own ?? 0);

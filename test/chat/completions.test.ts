@@ -99,7 +99,7 @@ async function chatIdOf(completionJobCount: number): Promise<number> {
 }
 
 describe("the chat face", () => {
-  it("lists the agents a key may use: scratch, and the repositories its owner can write to", async () => {
+  it("lists the agents a key may use: the repositories its owner may use, and scratch with one", async () => {
     const all = await operator.models.list();
     expect(all.data.map((m) => m.id)).toEqual(["vmpilot", `vmpilot/${REPO}`]);
     expect(all.data[0]).toMatchObject({ object: "model", owned_by: "vmpilot" });
@@ -110,9 +110,10 @@ describe("the chat face", () => {
       ownerId: 5,
     });
     mockInstallationToken(77);
+    mockRepoConfig(REPO);
     mockPermission(REPO, "mona", "read");
     const mine = await client(secret).models.list();
-    expect(mine.data.map((m) => m.id)).toEqual(["vmpilot"]);
+    expect(mine.data.map((m) => m.id)).toEqual([]);
   });
 
   it("streams a scratch turn, then a second request with the history continues the same workspace and chat", async () => {
@@ -408,6 +409,8 @@ describe("the chat face", () => {
        VALUES ($1, 'scratch', 'chat', 'spender', 'succeeded', 1000, now())`,
       [rows[0]?.id],
     );
+    // Scratch is for someone who may use a repository: the first by name will do.
+    mockPermission("acme/gadgets", "spender", "write");
     const spent = await client(secret)
       .chat.completions.create({ model: "vmpilot", messages: [{ role: "user", content: "hi" }] })
       .catch((e: unknown) => e);

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { RateLimiter } from "../../src/chat/rate-limit.ts";
 import { extendHash } from "../../src/jobs/chat-turn/history-hash.ts";
 import { fenceLanguage } from "../../src/jobs/chat-turn/language.ts";
 import { REPLY_END, renderReply, replyPiece, WORKING } from "../../src/jobs/chat-turn/reply.ts";
@@ -82,30 +81,5 @@ describe("the chat reply", () => {
     expect(hash("assistant", "Done.")).not.toBe(stored);
     // A person's words are theirs: the placeholder in them is not skipped.
     expect(hash("user", `${WORKING}hi`)).not.toBe(hash("user", "hi"));
-  });
-});
-
-describe("the per-key rate limit", () => {
-  it("refuses past the limit with a 429 saying when to retry, per key, until the minute is over", () => {
-    let now = 1_000_000;
-    const limiter = new RateLimiter(2, () => now);
-    limiter.take("a");
-    limiter.take("a");
-    limiter.take("b");
-    now += 15_000;
-    const refused = (() => {
-      try {
-        limiter.take("a");
-      } catch (error) {
-        return error;
-      }
-    })();
-    expect(refused).toMatchObject({
-      status: 429,
-      code: "rate_limit_exceeded",
-      headers: { "retry-after": "45" },
-    });
-    now += 45_000;
-    expect(() => limiter.take("a")).not.toThrow();
   });
 });

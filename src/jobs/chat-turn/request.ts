@@ -19,6 +19,12 @@ const chatTurnRequest = z.object({
   transcript: z.string(),
   /** The user asked for a pull request (`/vmpilot pr`). */
   pullRequest: z.boolean(),
+  /**
+   * Asked with the operator's key (VMPILOT_API_KEY), which passes every gate; the requester
+   * "operator" alone could be a GitHub login. Turns queued before it was recorded count as a
+   * person's.
+   */
+  operator: z.boolean().default(false),
 });
 
 export type ChatTurnRequest = z.infer<typeof chatTurnRequest>;

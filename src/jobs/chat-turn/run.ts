@@ -31,7 +31,7 @@ import { extendHash } from "./history-hash.ts";
 import { openChatPullRequest } from "./pull-request.ts";
 import { REPLY_END, renderReply } from "./reply.ts";
 import { type ChatTurnRequest, chatBranch, readChatTurnRequest } from "./request.ts";
-import { chatTurnSettings } from "./settings.ts";
+import { type ChatTurnDeps, chatTurnSettings } from "./settings.ts";
 
 type Run = Pick<RunningJob, "jobId" | "attempt" | "maxAttempts" | "signal">;
 export type TurnOutcome = "succeeded" | "failed" | "cancelled" | "skipped";
@@ -45,7 +45,10 @@ interface TurnWorkspace {
   dispose(): Promise<void>;
 }
 
-export async function runChatTurn(run: Run, deps: PipelineDeps): Promise<TurnOutcome> {
+export async function runChatTurn(
+  run: Run,
+  deps: PipelineDeps & Pick<ChatTurnDeps, "allowedUsers">,
+): Promise<TurnOutcome> {
   const db = deps.db.pool;
   const job = await getJob(db, run.jobId);
   if (!job || job.finishedAt) return "skipped";

@@ -1,6 +1,7 @@
 // A chat turn's settings and budget: a repository's as for its issue jobs (defaults, settings page,
-// `.github/vmpilot.yml`, daily limit shared with them); a scratch workspace's from the defaults,
-// with the daily limit counted per key owner.
+// `.github/vmpilot.yml`, the same gate, daily limit shared with them); a scratch workspace's from
+// the defaults, with the daily limit counted per key owner. Either budget is reserved, so
+// concurrent turns never promise more than the day allows.
 import {
   checkRepoConfig,
   defaults,
@@ -9,31 +10,48 @@ import {
 } from "../../config/repo-config.ts";
 import { loadRepoConfig } from "../../github/repo-config-loader.ts";
 import { getRepository } from "../../store/installations.ts";
-import { type Job, reserveBudget, spentSince } from "../../store/jobs.ts";
+import { type Job, reserveBudget } from "../../store/jobs.ts";
 import { startOfUtcDay } from "../pipeline/settings.ts";
 import type { PipelineDeps } from "../pipeline.ts";
+import { mayTrigger, rememberFileSettings } from "../trigger-settings.ts";
+import { readChatTurnRequest } from "./request.ts";
 
 export type TurnSettings =
   | { ok: true; settings: RepoSettings; budgetUsd: number }
   | { ok: false; error: string };
 
-export async function chatTurnSettings(deps: PipelineDeps, job: Job): Promise<TurnSettings> {
+export type ChatTurnDeps = Pick<PipelineDeps, "db" | "auth" | "defaults"> & {
+  /** ALLOWED_USERS: may act on every repository. */
+  allowedUsers: readonly string[];
+};
+
+export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<TurnSettings> {
   const db = deps.db.pool;
   const since = startOfUtcDay(new Date());
+  const limits = (settings: RepoSettings) => ({
+    jobId: job.id,
+    since,
+    maxDailyUsd: settings.maxDailyCostUsd,
+    maxJobUsd: settings.maxCostUsd,
+  });
   if (job.repositoryId === null || job.installationId === null) {
     const settings = deps.defaults ?? defaults;
-    const spent = await spentSince(db, { scratchOwner: job.requester }, since, job.id);
-    const left = settings.maxDailyCostUsd - spent;
-    if (left <= 0) return { ok: false, error: dailyLimit(settings, "Your scratch chats") };
-    return { ok: true, settings, budgetUsd: Math.min(left, settings.maxCostUsd - job.costUsd) };
+    const scratchOwner = job.requester;
+    const budget = await reserveBudget(db, { scratchOwner, ...limits(settings) });
+    if (budget.dailyLeftUsd <= 0) {
+      return { ok: false, error: dailyLimit(settings, "Your scratch chats") };
+    }
+    return { ok: true, settings, budgetUsd: budget.grantUsd };
   }
   const repository = await getRepository(db, job.repositoryId);
   if (!repository || repository.removedAt) {
     return { ok: false, error: "The app is no longer installed on this repository." };
   }
   const [owner = "", name = ""] = repository.fullName.split("/");
-  const load = await loadRepoConfig(await deps.auth(job.installationId), { owner, repo: name });
+  const octokit = await deps.auth(job.installationId);
+  const load = await loadRepoConfig(octokit, { owner, repo: name });
   if (!load.ok) return { ok: false, error: `invalid ${load.source}: ${load.message}` };
+  await rememberFileSettings(db, repository.id, load);
   const page = checkRepoConfig(repository.settings);
   const settings = resolveSettings({
     defaults: deps.defaults,
@@ -43,15 +61,21 @@ export async function chatTurnSettings(deps: PipelineDeps, job: Job): Promise<Tu
   if (!settings.enabled) {
     return { ok: false, error: "vmpilot is turned off for this repository (`enabled: false`)." };
   }
-  const budget = await reserveBudget(db, {
-    jobId: job.id,
-    repositoryId: job.repositoryId,
-    since,
-    maxDailyUsd: settings.maxDailyCostUsd,
-    maxJobUsd: settings.maxCostUsd,
-  });
-  if (budget.dailyLeftUsd <= 0)
+  // The web side let the request in; the policy may have changed while the turn waited, and the
+  // file read here is newer than what the web side knew.
+  if (!readChatTurnRequest(job).operator) {
+    const query = { owner, repo: name, username: job.requester, allowedUsers: deps.allowedUsers };
+    if (!(await mayTrigger(octokit, query, settings)).allowed) {
+      return {
+        ok: false,
+        error: `${job.requester} may no longer use vmpilot on ${repository.fullName} (its triggerPolicy or allowedUsers).`,
+      };
+    }
+  }
+  const budget = await reserveBudget(db, { repositoryId: repository.id, ...limits(settings) });
+  if (budget.dailyLeftUsd <= 0) {
     return { ok: false, error: dailyLimit(settings, "This repository") };
+  }
   return { ok: true, settings, budgetUsd: budget.grantUsd };
 }
 

@@ -1,0 +1,136 @@
+// What a worker decides before a chat turn runs: whether its requester still passes the
+// repository's gate (on the file as it is now), and how much it may spend, reserved so that
+// concurrent turns never promise more than the day allows.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defaults } from "../../src/config/repo-config.ts";
+import { chatTurnSettings } from "../../src/jobs/chat-turn/settings.ts";
+import { createApiChat } from "../../src/store/api-chats.ts";
+import type { Database } from "../../src/store/database.ts";
+import {
+  setRepositorySettings,
+  upsertInstallation,
+  upsertRepository,
+} from "../../src/store/installations.ts";
+import { insertJob, type Job, SCRATCH_BUDGET_LOCK } from "../../src/store/jobs.ts";
+import { databases } from "../helpers/db.ts";
+import { mockPermission, mockRepoConfig, useGitHubMock } from "../helpers/github-mock.ts";
+import { testOctokit } from "../helpers/octokit.ts";
+
+useGitHubMock();
+
+const REPO = "acme/widgets";
+const ALLOW_ALICE = "triggerPolicy: allow-list\nallowedUsers: [alice]\n";
+
+describe.each(databases())("a chat turn's settings ($name)", (target) => {
+  let db: Database;
+  const deps = () => ({
+    db,
+    auth: async () => testOctokit(),
+    defaults: { ...defaults, maxDailyCostUsd: 1, maxCostUsd: 1 },
+    allowedUsers: [],
+  });
+
+  beforeAll(async () => {
+    db = await target.open();
+    await upsertInstallation(db.pool, { id: 77, accountLogin: "acme" });
+    await upsertRepository(db.pool, { id: 700, installationId: 77, fullName: REPO });
+    // Room for several repository turns a day; scratch has the defaults' one dollar.
+    await setRepositorySettings(db.pool, 700, { maxDailyCostUsd: 100 });
+  });
+
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  async function turn(owner: string, options: { scratch?: boolean; operator?: boolean } = {}) {
+    const repositoryId = options.scratch ? null : 700;
+    const chat = await createApiChat(db.pool, { owner, repositoryId });
+    return insertJob(db.pool, {
+      chatId: chat.id,
+      installationId: options.scratch ? null : 77,
+      repositoryId,
+      repo: options.scratch ? "scratch" : REPO,
+      number: null,
+      trigger: "chat",
+      requester: owner,
+      instruction: "fix it",
+      context: {
+        agent: options.scratch ? "vmpilot" : `vmpilot/${REPO}`,
+        cloneUrl: options.scratch ? null : `https://github.com/${REPO}.git`,
+        system: "",
+        askedHash: "h",
+        transcript: "",
+        pullRequest: true,
+        operator: options.operator ?? false,
+      },
+    });
+  }
+
+  it("refuses a repository turn whose requester the file's allow-list now leaves out", async () => {
+    const job = await turn("bob");
+    mockRepoConfig(REPO, ALLOW_ALICE);
+    expect(await chatTurnSettings(deps(), job)).toEqual({
+      ok: false,
+      error: "bob may no longer use vmpilot on acme/widgets (its triggerPolicy or allowedUsers).",
+    });
+    const { rows } = await db.pool.query("SELECT reserved_usd FROM jobs WHERE id = $1", [job.id]);
+    expect(rows[0]?.reserved_usd).toBeNull();
+  });
+
+  it("runs the turns of whoever the gate admits: a writer, the allow-list, the operator", async () => {
+    mockRepoConfig(REPO);
+    mockPermission(REPO, "carol", "write");
+    expect(await chatTurnSettings(deps(), await turn("carol"))).toMatchObject({ ok: true });
+    for (const [owner, operator] of [
+      ["alice", false],
+      ["operator", true],
+    ] as const) {
+      mockRepoConfig(REPO, ALLOW_ALICE);
+      const settings = await chatTurnSettings(deps(), await turn(owner, { operator }));
+      expect(settings).toMatchObject({ ok: true });
+    }
+  });
+
+  it("reserves a scratch budget, so concurrent scratch turns never promise more than the day allows", async () => {
+    const jobs: Job[] = [];
+    for (let i = 0; i < 3; i++) jobs.push(await turn("mona", { scratch: true }));
+    const results = await Promise.all(jobs.map((job) => chatTurnSettings(deps(), job)));
+    const granted = results.flatMap((r) => (r.ok ? [r.budgetUsd] : []));
+    expect(granted).toEqual([1]);
+    expect(results.filter((r) => !r.ok)).toEqual([
+      { ok: false, error: expect.stringContaining("Your scratch chats reached the daily cost") },
+      { ok: false, error: expect.stringContaining("Your scratch chats reached the daily cost") },
+    ]);
+    // Another owner's scratch budget is their own.
+    expect(await chatTurnSettings(deps(), await turn("nils", { scratch: true }))).toMatchObject({
+      ok: true,
+      budgetUsd: 1,
+    });
+  });
+
+  // PGlite has one backend, so its transactions never overlap; PostgreSQL's do.
+  it.runIf(target.name === "postgres")(
+    "reserves a scratch budget under a lock on its owner",
+    async () => {
+      const job = await turn("olga", { scratch: true });
+      const holder = await db.pool.connect();
+      await holder.query("BEGIN");
+      await holder.query("SELECT pg_advisory_xact_lock($1, hashtext('olga'))", [
+        SCRATCH_BUDGET_LOCK,
+      ]);
+      const pending = chatTurnSettings(deps(), job);
+      const waiting = async () => {
+        const { rows } = await holder.query(
+          "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        );
+        return rows.length === 1;
+      };
+      const deadline = Date.now() + 5000;
+      while (!(await waiting()) && Date.now() < deadline);
+      expect(await waiting()).toBe(true);
+      await holder.query("COMMIT");
+      holder.release();
+      expect(await pending).toMatchObject({ ok: true, budgetUsd: 1 });
+    },
+  );
+});
