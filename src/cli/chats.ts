@@ -3,6 +3,7 @@ import type { ProgressOutput } from "./progress.ts";
 import { formatUsd } from "./progress.ts";
 import { resolveTarget } from "./session.ts";
 import { cliDataDir, withStore } from "./store.ts";
+import { terminalText } from "./terminal-text.ts";
 
 function lastUse(at: Date): string {
   return at.toISOString().slice(0, 16).replace("T", " ");
@@ -16,18 +17,19 @@ export async function listChats(
   const target = await resolveTarget(repo);
   const chats = await withStore(io.env, cliDataDir(io.env), (db) => listCliChats(db, target.key));
   if (chats.length === 0) {
-    io.stdout.write(`no conversations for ${target.key} yet\n`);
+    io.stdout.write(`no conversations for ${terminalText(target.key)} yet\n`);
     return 0;
   }
   const rows = [
     ["id", "branch", "turns", "cost", "last use (UTC)", "first line"],
     ...chats.map((chat) => [
       String(chat.id),
-      chat.branch,
+      terminalText(chat.branch),
       String(chat.turns),
       formatUsd(chat.costUsd),
       lastUse(chat.updatedAt),
-      chat.title.length > 60 ? `${chat.title.slice(0, 59)}…` : chat.title,
+      // The first line of a task, which may have been piped in.
+      terminalText(chat.title.length > 60 ? `${chat.title.slice(0, 59)}…` : chat.title),
     ]),
   ];
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => row[i]?.length ?? 0))) ?? [];

@@ -6,6 +6,7 @@ import { listChats } from "./chats.ts";
 import { EXIT } from "./exit-code.ts";
 import { runRepl } from "./repl.ts";
 import { runTask } from "./run.ts";
+import { terminalText } from "./terminal-text.ts";
 
 function dispatch(): Promise<number> {
   const command = parseCommand(process.argv.slice(2));
@@ -32,7 +33,7 @@ async function main(): Promise<number> {
     return await dispatch();
   } catch (error) {
     if (error instanceof UsageError || error instanceof SandboxUnavailableError) {
-      process.stderr.write(`vmpilot: ${error.message}\n`);
+      process.stderr.write(`vmpilot: ${terminalText(error.message)}\n`);
       return EXIT.usage;
     }
     throw error;

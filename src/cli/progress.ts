@@ -1,4 +1,5 @@
 import type { AgentEvent } from "../agent/events.ts";
+import { terminalText } from "./terminal-text.ts";
 
 export interface ProgressOutput {
   write(text: string): unknown;
@@ -7,8 +8,9 @@ export interface ProgressOutput {
 
 const LINE_LIMIT = 160;
 
+/** One line of what the agent said or did, without terminal controls (see terminal-text.ts). */
 function clip(text: string, limit = LINE_LIMIT): string {
-  const line = text.replace(/\s+/g, " ").trim();
+  const line = terminalText(text).replace(/\s+/g, " ").trim();
   return line.length > limit ? `${line.slice(0, limit - 1)}…` : line;
 }
 

@@ -7,6 +7,7 @@ import type { SessionArgs } from "./args.ts";
 import { formatUsd, type ProgressOutput } from "./progress.ts";
 import { conversationStart, sessionOptions } from "./run.ts";
 import { CliSession, resolveTarget } from "./session.ts";
+import { terminalText } from "./terminal-text.ts";
 
 export interface ReplIo {
   input: NodeJS.ReadableStream & { isTTY?: boolean };
@@ -42,7 +43,8 @@ export async function runRepl(args: SessionArgs, io: ReplIo): Promise<number> {
   const resuming = args.chatId !== undefined || args.continueLatest;
   // A new conversation is made by the first line typed: its branch is named after it.
   let session = resuming ? await CliSession.open(options, conversationStart(args, "")) : undefined;
-  const say = (text: string) => io.output.write(text);
+  // What is said includes the agent's diff.
+  const say = (text: string) => io.output.write(terminalText(text));
   await mkdir(options.dataDir, { recursive: true });
   const historyFile = join(options.dataDir, "chat_history");
   const terminal = io.input.isTTY === true && io.output.isTTY === true;

@@ -34,6 +34,7 @@ import { EXIT, exitCodeOf } from "./exit-code.ts";
 import { createJsonPrinter } from "./json-events.ts";
 import { createProgressPrinter, formatUsd, type ProgressOutput } from "./progress.ts";
 import { withStore } from "./store.ts";
+import { terminalText } from "./terminal-text.ts";
 
 /** The repository the user named: where the branch goes, and the key its conversations have. */
 export interface Target {
@@ -102,8 +103,9 @@ export class CliSession {
 
   private constructor(readonly options: SessionOptions) {}
 
+  /** Lines carry file names, branches and errors the agent or a repository chose. */
   #print(line: string) {
-    this.options.human.write(`${line}\n`);
+    this.options.human.write(`${terminalText(line)}\n`);
   }
 
   /** Opens (or, given the first task, creates) the conversation and holds it. */

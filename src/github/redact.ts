@@ -1,84 +1,14 @@
-// Secret redaction for everything that leaves the process: log lines and GitHub comments.
-// Patterns are anchored on fixed prefixes and use disjoint character classes, so each runs in
-// linear time even on megabyte inputs.
+// Secret redaction for everything that leaves the process: log lines, GitHub comments, stored
+// messages. Rules (redact-rules.ts) are matched on views of the text (redact-view.ts) with split
+// and escaped tokens made whole; base64 and hex runs are decoded and searched too. Every match
+// marks a span of the text as written, and only those spans are replaced.
+import { JOINED_RULES, keywordsIn, RULES, type Rule } from "./redact-rules.ts";
+import { EDITS, HAS_BREAKS, View } from "./redact-view.ts";
 
 export const REDACTED = "[REDACTED]";
 
-// One row per secret kind. Rows named after a gitleaks rule id (github.com/gitleaks/gitleaks,
-// config/gitleaks.toml) follow that rule's prefix, so they can be kept in sync with it; no
-// maintained pattern list is available as a dependency.
-const PATTERNS: ReadonlyArray<{ id: string; pattern: RegExp }> = [
-  // An unterminated block is redacted to the end of the text.
-  {
-    id: "private-key",
-    pattern:
-      /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----|[\s\S]*$)/g,
-  },
-  // Personal, OAuth, user-to-server, installation (ghs_) and refresh tokens.
-  { id: "github-pat", pattern: /\bgh[pousr]_[A-Za-z0-9]{20,255}/g },
-  { id: "github-fine-grained-pat", pattern: /\bgithub_pat_[A-Za-z0-9_]{20,255}/g },
-  { id: "github-legacy-installation-token", pattern: /\bv1\.[0-9a-f]{40}\b/g },
-  // Covers Anthropic (sk-ant-) and OpenAI (sk-, sk-proj-, sk-svcacct-) keys.
-  { id: "openai-api-key", pattern: /\bsk-[A-Za-z0-9_-]{20,255}/g },
-  { id: "anthropic-api-key", pattern: /\bsk-ant-[A-Za-z0-9_-]{10,}/g },
-  // vmpilot's own chat-face keys (store/api-keys.ts): a person may paste one into a chat.
-  { id: "vmpilot-api-key", pattern: /\bvmp_[A-Za-z0-9_-]{43}/g },
-  { id: "stripe-access-token", pattern: /\b[rs]k_(?:live|test|prod)_[A-Za-z0-9]{10,255}/g },
-  { id: "npm-access-token", pattern: /\bnpm_[A-Za-z0-9]{36}\b/g },
-  { id: "slack-token", pattern: /\bxox[abprs]-[A-Za-z0-9-]{10,255}/g },
-  {
-    id: "slack-webhook-url",
-    pattern: /(?<=\bhooks\.slack\.com\/(?:services|workflows|triggers)\/)[A-Za-z0-9/+_-]{10,255}/g,
-  },
-  { id: "gitlab-pat", pattern: /\bglpat-[A-Za-z0-9_-]{20,255}/g },
-  { id: "gcp-api-key", pattern: /\bAIza[A-Za-z0-9_-]{35}/g },
-  { id: "google-oauth-access-token", pattern: /\bya29\.[A-Za-z0-9_-]{20,}/g },
-  {
-    id: "aws-access-token",
-    pattern: /\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|AKPA|ANPA|ANVA|APKA|AROA)[A-Z0-9]{16}\b/g,
-  },
-  {
-    id: "aws-secret-access-key",
-    pattern: /(?<=aws_secret_access_key["']?\s{0,5}[:=]\s{0,5}["']?)[A-Za-z0-9/+=]{40}/gi,
-  },
-  // header.payload.signature; header and payload are base64url JSON.
-  { id: "jwt", pattern: /\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g },
-  // Authorization headers and bearer credentials in any rendering (HTTP, JSON, curl).
-  {
-    id: "authorization-header",
-    pattern:
-      /(?<=\bauthorization["']?\s{0,5}[:=]\s{0,5}["']?(?:(?:bearer|token|basic)\s{1,5})?)(?!(?:bearer|token|basic)\s)[^\s"',;]{4,}/gi,
-  },
-  { id: "bearer", pattern: /(?<=\bbearer\s{1,5})[A-Za-z0-9._~+/=-]{8,}/gi },
-  // base64("x-access-token:") starts every basic credential git sends for an installation
-  // token, e.g. in http.extraHeader, whether or not the header name is next to it.
-  { id: "x-access-token-basic", pattern: /\beC1hY2Nlc3MtdG9rZW46[A-Za-z0-9+/=]*/g },
-  // Assignments to names ending in PASSWORD, SECRET, TOKEN or KEY (env files, .npmrc
-  // _authToken=, YAML); the value up to the next space or quote. Not after a dash, so the
-  // user name in https://x-access-token:...@ stays readable.
-  {
-    id: "generic-assignment",
-    pattern:
-      /(?<=(?<!-)(?:passw(?:or)?d|secret|token|api_?key|private_?key)["']?\s{0,5}[:=]\s{0,5}["']?)[^\s"',;]{3,500}/gi,
-  },
-  // This app's session and OAuth state cookies (src/web/session.ts).
-  { id: "vmpilot-cookie", pattern: /(?<=\bvmpilot_(?:session|oauth)=)[^\s;"',]{4,}/g },
-  // scheme://user:password@host.
-  {
-    id: "url-password",
-    pattern: /(?<=\b[a-z][a-z0-9+.-]{0,20}:\/\/[^\s/:@]{1,200}:)[^\s/@]{1,500}(?=@)/gi,
-  },
-];
-
-// ANSI escape sequences (CSI and OSC) and invisible characters can split a token so that no
-// pattern sees it whole; they are removed before matching. Invisible characters only go between
-// token characters: the one quietMentions puts after an "@" must stay.
-const INVISIBLE =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal escapes is the point.
-  /\x1b\[[0-?]{0,64}[ -/]{0,8}[@-~]|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)|(?<=[\w.+/=-])[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]{1,64}(?=[\w.+/=-])/g;
-
 // Secrets shorter than this are not registered: replacing every "secret" or "1234" would make
-// logs unreadable and protect nothing.
+// logs unreadable and protect nothing. Decoded runs shorter than this are not searched either.
 const MIN_SECRET_LENGTH = 8;
 const registered = new Set<string>();
 
@@ -95,50 +25,215 @@ export function clearRegisteredSecrets(): void {
   registered.clear();
 }
 
+type Span = [number, number];
+
 export function redact(text: string): string {
-  const plain = text.replace(INVISIBLE, "");
-  const out = redactPlain(plain);
-  // The original, colours and all, is kept when nothing was hidden in it.
-  return out === plain ? text : out;
+  const spans = secretsIn(text, 0).sort((a, b) => a[0] - b[0]);
+  if (spans.length === 0) return text;
+  // Overlapping and touching spans become one.
+  let out = "";
+  let done = -1;
+  for (const [start, end] of spans) {
+    if (start > done) out += `${text.slice(Math.max(done, 0), start)}${REDACTED}`;
+    done = Math.max(done, end);
+  }
+  return out + text.slice(done);
 }
 
-function redactPlain(text: string): string {
-  let out = text;
+// A base64 or hex run may hold a secret that is encoded again (a docker config in a Kubernetes
+// secret); this many layers are decoded.
+const DECODE_DEPTH = 2;
+// Whole runs only: a match never starts inside a run, so a short word is read once.
+const ENCODED = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}/g;
+
+/** The spans of the text that hold secrets, in any order, possibly overlapping. */
+function secretsIn(text: string, depth: number): Span[] {
+  const spans: Span[] = [];
+  const plain = new View(text, EDITS.plain);
+  const joined = HAS_BREAKS.test(text) ? new View(text, EDITS.joined) : undefined;
+  // No keyword holds a line break, so the joined view has the plain one's: one pass serves both.
+  const keywords = keywordsIn((joined ?? plain).text.toLowerCase());
+  search(plain, RULES, keywords, depth, spans);
+  if (joined) search(joined, JOINED_RULES, keywords, depth, spans);
+  // Registered secrets as written too: a view would decode what looks like an escape in one.
+  registeredIn(text, (start, end) => spans.push([start, end]));
+  return spans;
+}
+
+function registeredIn(text: string, found: (start: number, end: number) => void): void {
   for (const secret of registered) {
-    if (out.includes(secret)) out = out.replaceAll(secret, REDACTED);
+    for (let at = text.indexOf(secret); at >= 0; at = text.indexOf(secret, at + 1)) {
+      found(at, at + secret.length);
+    }
   }
-  for (const { pattern } of PATTERNS) {
-    out = out.replace(pattern, REDACTED);
-  }
-  return out;
 }
 
-/** Redacts every string inside a JSON-like value; returns the input when nothing changed. */
-export function redactDeep<T>(value: T, depth = 0): T {
-  if (typeof value === "string") return redact(value) as T;
-  if (value === null || typeof value !== "object" || depth > 8) return value;
-  if (Array.isArray(value)) {
-    let changed = false;
-    const out = value.map((item) => {
-      const next = redactDeep(item, depth + 1);
-      if (next !== item) changed = true;
-      return next;
+function search(
+  view: View,
+  rules: readonly Rule[],
+  keywords: Set<string>,
+  depth: number,
+  spans: Span[],
+): void {
+  const { text } = view;
+  for (const rule of rules) {
+    if (rule.keywords.length > 0 && !rule.keywords.some((keyword) => keywords.has(keyword))) {
+      continue;
+    }
+    text.replace(rule.pattern, (match: string, context: string, secret: string, offset: number) => {
+      if (secret && (rule.entropy === undefined || entropy(secret) >= rule.entropy)) {
+        const start = offset + context.length;
+        spans.push(view.source(start, start + secret.length));
+      }
+      return match;
     });
-    return (changed ? out : value) as T;
   }
-  if (value instanceof Error) {
-    const copy = Object.assign(Object.create(Object.getPrototypeOf(value)), value) as Error;
-    copy.message = redact(value.message);
-    if (value.stack) copy.stack = redact(value.stack);
-    return copy as T;
+  registeredIn(text, (start, end) => spans.push(view.source(start, end)));
+  // The joined view's runs are the plain view's, but where a line break inside one was taken out.
+  if (depth < DECODE_DEPTH) searchEncoded(view, rules === JOINED_RULES, depth, spans);
+}
+
+/**
+ * Decodes the base64 and hex runs that are text, and searches them all at once; a run that holds
+ * a secret is redacted whole.
+ */
+function searchEncoded(view: View, joinedOnly: boolean, depth: number, spans: Span[]): void {
+  const decoded: string[] = [];
+  const starts: number[] = [];
+  const runs: Span[] = [];
+  let length = 0;
+  view.text.replace(ENCODED, (run: string, offset: number) => {
+    if (joinedOnly && !view.editedWithin(offset, offset + run.length)) return run;
+    const text = decodeRun(run);
+    if (text !== undefined) {
+      decoded.push(text);
+      starts.push(length);
+      runs.push(view.source(offset, offset + run.length));
+      // Blank lines between runs: no view joins two runs into one token.
+      length += text.length + 2;
+    }
+    return run;
+  });
+  if (decoded.length === 0) return;
+  for (const [start, end] of secretsIn(decoded.join("\n\n"), depth + 1)) {
+    // The runs the span falls in.
+    for (let i = lastAtOrBefore(starts, start); i < runs.length; i++) {
+      const runStart = starts[i] as number;
+      if (runStart >= end) break;
+      if (start < runStart + (decoded[i] as string).length) spans.push(runs[i] as Span);
+    }
   }
-  if (Object.getPrototypeOf(value) !== Object.prototype) return value;
-  let changed = false;
-  const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) {
-    const next = redactDeep(item, depth + 1);
-    if (next !== item) changed = true;
-    out[key] = next;
+}
+
+/** The index of the last of the ascending values at or before the position; 0 if none. */
+function lastAtOrBefore(values: number[], position: number): number {
+  let low = 0;
+  let high = values.length - 1;
+  while (low < high) {
+    const middle = (low + high + 1) >> 1;
+    if ((values[middle] as number) <= position) low = middle;
+    else high = middle - 1;
   }
-  return (changed ? out : value) as T;
+  return low;
+}
+
+function decodeRun(run: string): string | undefined {
+  const hex = /^(?:[0-9a-fA-F]{2})+$/.test(run) ? readable(Buffer.from(run, "hex")) : undefined;
+  return hex ?? readable(Buffer.from(run, "base64"));
+}
+
+/** The bytes as text, unless they are binary (what random letters decode to). */
+function readable(bytes: Buffer): string | undefined {
+  if (bytes.length < MIN_SECRET_LENGTH) return undefined;
+  const text = bytes.toString("utf8");
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters mark binary data.
+  return /[\x00-\x08\x0e-\x1f\x7f\ufffd]/.test(text) ? undefined : text;
+}
+
+/** Shannon entropy in bits per character, as gitleaks measures it. */
+function entropy(text: string): number {
+  const counts = new Map<string, number>();
+  for (const char of text) counts.set(char, (counts.get(char) ?? 0) + 1);
+  let bits = 0;
+  for (const count of counts.values()) {
+    const share = count / text.length;
+    bits -= share * Math.log2(share);
+  }
+  return bits;
+}
+
+type Container = unknown[] | Record<string, unknown>;
+
+function isContainer(value: unknown): value is Container {
+  if (Array.isArray(value)) return true;
+  return (
+    typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype
+  );
+}
+
+function redactError(error: Error): Error {
+  const copy = Object.assign(Object.create(Object.getPrototypeOf(error)), error) as Error;
+  copy.message = redact(error.message);
+  if (error.stack) copy.stack = redact(error.stack);
+  return copy;
+}
+
+/**
+ * Redacts every string inside a JSON-like value (plain objects and arrays, at any depth, cycles
+ * included) and copies errors with their message and stack redacted. What holds nothing to
+ * redact is returned as it is, the whole value included; a copied object's references to
+ * copied objects (a cycle's too) point at the copies.
+ */
+export function redactDeep<T>(value: T): T {
+  if (typeof value === "string") return redact(value) as T;
+  if (value instanceof Error) return redactError(value) as T;
+  if (!isContainer(value)) return value;
+  // Every container once, without recursion; the containers that hold each one; the strings
+  // that change; the containers that hold such a string or an error.
+  const order: Container[] = [value];
+  const seen = new Set<unknown>(order);
+  const holders = new Map<Container, Container[]>();
+  const strings = new Map<string, string>();
+  const changed = new Set<Container>();
+  for (let i = 0; i < order.length; i++) {
+    const node = order[i] as Container;
+    for (const child of Object.values(node)) {
+      if (typeof child === "string") {
+        if (!strings.has(child)) strings.set(child, redact(child));
+        if (strings.get(child) !== child) changed.add(node);
+      } else if (child instanceof Error) changed.add(node);
+      else if (isContainer(child)) {
+        const known = holders.get(child);
+        if (known) known.push(node);
+        else holders.set(child, [node]);
+        if (!seen.has(child)) {
+          seen.add(child);
+          order.push(child);
+        }
+      }
+    }
+  }
+  // A container changes when anything it holds does.
+  const pending = [...changed];
+  for (let node = pending.pop(); node; node = pending.pop()) {
+    for (const holder of holders.get(node) ?? []) {
+      if (!changed.has(holder)) {
+        changed.add(holder);
+        pending.push(holder);
+      }
+    }
+  }
+  const copies = new Map<unknown, Container>();
+  for (const node of changed) copies.set(node, Array.isArray(node) ? [] : {});
+  for (const [node, copy] of copies) {
+    for (const [key, child] of Object.entries(node as Container)) {
+      (copy as Record<string, unknown>)[key] =
+        typeof child === "string"
+          ? strings.get(child)
+          : child instanceof Error
+            ? redactError(child)
+            : (copies.get(child) ?? child);
+    }
+  }
+  return (copies.get(value) ?? value) as T;
 }

@@ -88,8 +88,13 @@ describe("vmpilot run", () => {
 
   it("prints one JSON object per event with --json, progress on stderr, and exits 0", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "json-")));
+    // Terminal controls from the model and from a command: kept exactly in the JSON, never
+    // printed for a person (a clipboard write, a planted link, a cleared screen).
+    const said = "Fixing add.\x1b]52;c;ZXZpbA==\x07\x1b[2J";
+    const command =
+      "printf '\\033]8;;https://evil.example\\033\\\\link\\033]8;;\\033\\\\\\n'; bash test.sh";
     fake.push(
-      { content: [text("Fixing add."), toolUse("bash", { command: "bash test.sh" })] },
+      { content: [text(said), toolUse("bash", { command })] },
       { content: [fixAdd()] },
       { content: [toolUse("report_tests", { outcome: "passed", command: "bash test.sh" })] },
       { content: [text("Summary: Fix add() to add")] },
@@ -107,9 +112,15 @@ describe("vmpilot run", () => {
     expect(new Set(lines.map((line) => line.type))).toEqual(
       new Set(["step", "text", "command", "output", "edit", "usage", "tool", "result"]),
     );
-    expect(lines).toContainEqual({ type: "command", step: 1, command: "bash test.sh" });
+    expect(lines).toContainEqual({ type: "command", step: 1, command });
+    expect(lines).toContainEqual({ type: "text", step: 1, text: said });
     expect(lines).toContainEqual(
-      expect.objectContaining({ type: "output", name: "bash", isError: true }),
+      expect.objectContaining({
+        type: "output",
+        name: "bash",
+        isError: true,
+        output: expect.stringContaining("\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\"),
+      }),
     );
     expect(lines).toContainEqual({
       type: "edit",
@@ -125,7 +136,11 @@ describe("vmpilot run", () => {
       files: ["math.sh"],
       branch: "vmpilot/fix-the-failing-test",
     });
-    expect(result.stderr).toContain("→ bash: bash test.sh");
+    expect(result.stderr).toContain("→ bash: printf");
+    expect(result.stderr).toContain("Fixing add.");
+    expect(result.stderr).toContain("✗ bash: link");
+    expect(result.stderr).not.toContain("\x1b");
+    expect(result.stderr).not.toContain("\x07");
     expect(result.stderr).toContain("✔ committed");
   });
 

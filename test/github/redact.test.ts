@@ -13,6 +13,22 @@ const pem = generateKeyPairSync("rsa", { modulusLength: 1024 })
   .privateKey.export({ type: "pkcs1", format: "pem" })
   .toString();
 const token36 = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";
+const b64 = (text: string) => Buffer.from(text).toString("base64");
+const percent = (text: string) =>
+  [...Buffer.from(text)].map((byte) => `%${byte.toString(16).padStart(2, "0")}`).join("");
+const hfToken = `hf_${"aBcDeFgHiJ".repeat(3)}kLmN`;
+const pypiToken = `pypi-AgEIcHlwaS5vcmc${"CJDk3NGNkNjY5LTg2ZjUtNDM3Zi1iZjUx".repeat(2)}`;
+const dockerPat = "dckr_pat_AbCdEfGhIjKlMnOpQrStUvWxYz0";
+const sendgridKey = `SG.${"aBcDeFgHiJkLmNoPqRsTuV"}.${"0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ-_01234"}`;
+const azureSecret = "abc8Q~AbCdEfGhIjKlMnOpQrStUvWxYz0123-";
+const azureKey = `${"Zm9vYmFyYmF6cXV4".repeat(5)}AbCdEf==`;
+const pgpKey = [
+  "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+  "",
+  "lQOYBGXyz0EBCAC7kD1f9o2Zq0aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789+/",
+  "=AbCd",
+  "-----END PGP PRIVATE KEY BLOCK-----",
+].join("\n");
 
 afterEach(() => clearRegisteredSecrets());
 
@@ -133,6 +149,98 @@ describe("redact", () => {
       '{"max_tokens": 4096, "input_tokens": 12}',
       '{"max_tokens": 4096, "input_tokens": 12}',
     ],
+    // Encoded tokens: the whole encoded run goes.
+    ["base64 token", `auth: ${b64(`ghp_${token36}`)} end`, `auth: ${REDACTED} end`],
+    [
+      "base64url token",
+      `x ${Buffer.from(`npm_${token36}??`).toString("base64url")}`,
+      `x ${REDACTED}`,
+    ],
+    [
+      "docker config auth in base64 in base64",
+      b64(
+        JSON.stringify({
+          auths: { "https://index.docker.io/v1/": { auth: b64(`me:${dockerPat}`) } },
+        }),
+      ),
+      REDACTED,
+    ],
+    ["hex token", `id=${Buffer.from(`ghs_${token36}`).toString("hex")};`, `id=${REDACTED};`],
+    ["percent-encoded token", `?t=${percent(`ghs_${token36}`)}&x=1`, `?t=${REDACTED}&x=1`],
+    ["partly percent-encoded token", `ghp%5F${token36}`, REDACTED],
+    [
+      "base64 of plain text",
+      `msg ${b64("hello there, nothing to see")}`,
+      `msg ${b64("hello there, nothing to see")}`,
+    ],
+    [
+      "commit sha as hex",
+      "0123456789abcdef0123456789abcdef01234567",
+      "0123456789abcdef0123456789abcdef01234567",
+    ],
+    // Split tokens.
+    ["token split by CR", `ghs_${token36.slice(0, 10)}\r${token36.slice(10)}`, REDACTED],
+    ["token split by backspace", `ghs_${token36.slice(0, 10)}\b${token36.slice(10)}`, REDACTED],
+    [
+      "token split by a line break",
+      `x ghs_${token36.slice(0, 10)}\n${token36.slice(10)}\ny`,
+      `x ${REDACTED}\ny`,
+    ],
+    [
+      "token split by CR LF in JSON",
+      `"ghs_${token36.slice(0, 10)}\\r\\n${token36.slice(10)}"`,
+      `"${REDACTED}"`,
+    ],
+    [
+      "token split by a DCS sequence",
+      `ghs_${token36.slice(0, 10)}\x1bP1$r0m\x1b\\${token36.slice(10)}`,
+      REDACTED,
+    ],
+    [
+      "lines that are no token",
+      "Fixes:\nsome_value\nother_value",
+      "Fixes:\nsome_value\nother_value",
+    ],
+    // JSON escapes.
+    ["token with a JSON unicode escape", `{"k":"ghp\\u005f${token36}"}`, `{"k":"${REDACTED}"}`],
+    [
+      "token in JSON unicode escapes",
+      `"${[...`ghs_${token36}`].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}"`,
+      `"${REDACTED}"`,
+    ],
+    [
+      "url password with escaped slashes",
+      "https:\\/\\/app:hunter22@db",
+      `https:\\/\\/app:${REDACTED}@db`,
+    ],
+    // Providers.
+    ["hugging face token", `HF_TOKEN ${hfToken} `, `HF_TOKEN ${REDACTED} `],
+    ["hugging face org token", `api_org_${"aBcDeFgHiJ".repeat(3)}kLmN`, REDACTED],
+    ["pypi token", `password = ${pypiToken}`, `password = ${REDACTED}`],
+    ["pypi token alone", `twine ${pypiToken}`, `twine ${REDACTED}`],
+    ["docker hub token", `docker login -p ${dockerPat}`, `docker login -p ${REDACTED}`],
+    ["sendgrid key", `key ${sendgridKey}`, `key ${REDACTED}`],
+    ["azure client secret", `secret: ${azureSecret}`, `secret: ${REDACTED}`],
+    ["azure client secret alone", `value ${azureSecret} `, `value ${REDACTED} `],
+    [
+      "azure storage connection string",
+      `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${azureKey};EndpointSuffix=core.windows.net`,
+      `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${REDACTED};EndpointSuffix=core.windows.net`,
+    ],
+    [
+      "azure SAS signature",
+      "https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sig=AbCdEf0123456789%2BAbCdEf0123456789%3D&se=x",
+      `https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sig=${REDACTED}&se=x`,
+    ],
+    ["pgp private key", `key:\n${pgpKey}\ndone`, `key:\n${REDACTED}\ndone`],
+    // From gitleaks' rules.
+    ["digitalocean token", `DO dop_v1_${"0123456789abcdef".repeat(4)} `, `DO ${REDACTED} `],
+    [
+      "keyword and value",
+      `adafruit_key = "${"aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF"}"`,
+      `adafruit_key = "${REDACTED}"`,
+    ],
+    ["low-entropy lookalike", `twilio SK${"0".repeat(32)}`, `twilio SK${"0".repeat(32)}`],
   ];
   it.each(cases)("%s", (_name, input, expected) => {
     expect(redact(input)).toBe(expected);
@@ -144,20 +252,57 @@ describe("redact", () => {
     registerSecret("line one\nline two secret");
     expect(redact("secret=my-webhook-secret-value short")).toBe(`secret=${REDACTED} short`);
     expect(redact(JSON.stringify("line one\nline two secret"))).toBe(`"${REDACTED}"`);
+    // As written, even when it looks like an escape.
+    registerSecret("pa%41ss\\u0041word");
+    expect(redact("x pa%41ss\\u0041word y")).toBe(`x ${REDACTED} y`);
   });
 
-  it("stays linear on hostile input: the same passes as for a short text", () => {
-    const baseline = countReplaces(() => redact("short text"));
-    for (const body of [
-      " ".repeat(1_000_000),
-      "authorization: ".repeat(70_000),
-      "http://".concat("u:".repeat(500_000)),
-      "eyJ".repeat(300_000),
-      "-----BEGIN PRIVATE KEY-----".repeat(30_000),
-      "password=".repeat(100_000),
-      "\x1b[".repeat(200_000),
-    ]) {
-      expect(countReplaces(() => redact(body))).toBe(baseline);
+  it("keeps the rest of the text as it was: colours, escapes and line breaks", () => {
+    const line = '{"msg":"\\u001b[32mok\\u001b[0m \\"quoted\\"\\nnext","token":"ghs_'.concat(
+      token36,
+      '"}',
+    );
+    expect(redact(line)).toBe(
+      '{"msg":"\\u001b[32mok\\u001b[0m \\"quoted\\"\\nnext","token":"[REDACTED]"}',
+    );
+    expect(JSON.parse(redact(line))).toBeTruthy();
+    expect(redact(`\x1b[32mok\x1b[0m ghs_${token36}\nnext`)).toBe(
+      `\x1b[32mok\x1b[0m ${REDACTED}\nnext`,
+    );
+  });
+
+  it("stays linear on hostile input: its passes do not grow with the input's length", () => {
+    const units = [
+      " ",
+      "authorization: ",
+      "u:",
+      "eyJ",
+      "-----BEGIN PRIVATE KEY-----",
+      "-----BEGIN PGP PRIVATE KEY BLOCK-----\n",
+      "password=",
+      "\x1b[",
+      "\x1bP",
+      "%4",
+      "%41",
+      "\\u004",
+      "\\u0041 ",
+      "a\n",
+      "a\r\n",
+      "aGVsbG8g",
+      `${b64("hello world, ")} `,
+      `${b64(`ghs_${token36}`)} `,
+      "0a",
+      "hf_",
+      "adafruit = ",
+      "adafruit_key:  ",
+      "sk",
+      "SG.",
+      "Q~",
+    ];
+    for (const unit of units) {
+      const short = countReplaces(() => redact(`http://${unit.repeat(200)}`));
+      const long = countReplaces(() => redact(`http://${unit.repeat(20_000)}`));
+      expect({ unit, passes: long }).toEqual({ unit, passes: short });
     }
   });
 });
@@ -170,6 +315,35 @@ describe("redactDeep", () => {
     expect(out.b).toEqual({ c: true });
     expect(out.error.message).toBe(`push failed with ${REDACTED}`);
     expect(out.error).toBeInstanceOf(Error);
+  });
+
+  it("redacts at any depth, and keeps deep values it does not change", () => {
+    let deep: unknown = { token: `ghs_${token36}`, n: 1 };
+    for (let i = 0; i < 50; i++) deep = { child: deep, list: [i] };
+    const out = JSON.stringify(redactDeep(deep));
+    expect(out).not.toContain(token36);
+    expect(out).toContain(REDACTED);
+
+    let deeper: unknown = [`ghs_${token36}`];
+    for (let i = 0; i < 100_000; i++) deeper = [deeper];
+    let inner = redactDeep(deeper);
+    for (let i = 0; i < 100_000; i++) inner = (inner as unknown[])[0];
+    expect(inner).toEqual([REDACTED]);
+  });
+
+  it("follows cycles and shared values once, pointing them at the redacted copies", () => {
+    const shared = { note: "plain" };
+    const node: Record<string, unknown> = { secret: `ghs_${token36}`, shared, again: shared };
+    node.self = node;
+    node.list = [node, shared];
+    const out = redactDeep(node);
+    expect(out).not.toBe(node);
+    expect(out.secret).toBe(REDACTED);
+    expect(out.self).toBe(out);
+    expect((out.list as unknown[])[0]).toBe(out);
+    expect(out.shared).toBe(shared);
+    expect(out.again).toBe(shared);
+    expect(node.secret).toBe(`ghs_${token36}`);
   });
 
   it("returns the same object when nothing changes", () => {
