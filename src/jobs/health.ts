@@ -1,4 +1,5 @@
 import type { Database } from "../store/database.ts";
+import type { LimitEnforcement } from "../workspace/index.ts";
 import type { Queue } from "./queue.ts";
 import { Readiness } from "./readiness.ts";
 
@@ -7,6 +8,8 @@ export interface Health {
   queue: "ok" | "error";
   /** Parts of the process that are not ready yet, and why; empty when all are. */
   waiting: Record<string, string>;
+  /** A worker with a local sandbox: which SANDBOX_MAX_* limits the kernel holds on this host. */
+  sandboxLimits?: LimitEnforcement;
 }
 
 const CHECK_TIMEOUT_MS = 2000;

@@ -1,61 +1,135 @@
-import { performance } from "node:perf_hooks";
 import type { Logger } from "../github/logger.ts";
-import {
-  DISK_CHECK_MS,
-  diskNotice,
-  diskUsageMb,
-  limitNotice,
-  type SandboxLimits,
-  withNotice,
-} from "./limits.ts";
+import type { JobCgroup } from "./cgroup.ts";
+import type { DiskMeter } from "./disk-meter.ts";
+import { cgroupNotice, diskNotice, limitNotice, type SandboxLimits, withNotice } from "./limits.ts";
 import type { ExecResult } from "./types.ts";
 
-type Run = (signal: AbortSignal) => Promise<ExecResult>;
+/** `overDisk`: the workspace is over its disk limit, so the command must not write files. */
+type Run = (signal: AbortSignal, overDisk: boolean) => Promise<ExecResult>;
+
+/** How often a running command's filesystem is looked at (statfs: one cheap call). */
+export const FAST_CHECK_MS = 100;
+/** Every this many looks, disk use is measured in full (`du`) whatever the filesystem shows. */
+const FULL_CHECK_EVERY = 10;
+
+const MIB = 1024 * 1024;
+
+/**
+ * Watches a running command's disk use and calls `over` once it passes `limitMb`. A full
+ * measurement costs a `du` of the checkout, so it runs every second, and at once when the
+ * checkout's filesystem has grown by more than the room that was left: a fast writer is caught
+ * within a tenth of a second, not a second.
+ */
+function watchDisk(
+  meter: DiskMeter,
+  start: { mb: number; hostBytes: number | undefined },
+  limitMb: number,
+  over: (mb: number) => void,
+  logger: Logger,
+): () => void {
+  let base = start;
+  let busy = false;
+  let ticks = 0;
+  let closed = false;
+  const look = async () => {
+    ticks++;
+    const hostBytes = await meter.hostUsedBytes().catch(() => undefined);
+    const grownMb =
+      hostBytes === undefined || base.hostBytes === undefined
+        ? 0
+        : (hostBytes - base.hostBytes) / MIB;
+    if (ticks % FULL_CHECK_EVERY !== 0 && base.mb + grownMb <= limitMb) return;
+    const mb = await meter.usedMb();
+    base = { mb, hostBytes };
+    if (mb > limitMb && !closed) {
+      closed = true;
+      over(mb);
+    }
+  };
+  const timer = setInterval(() => {
+    if (busy || closed) return;
+    busy = true;
+    look()
+      .catch((error: unknown) => logger.warn({ err: error }, "could not measure disk use"))
+      .finally(() => {
+        busy = false;
+      });
+  }, FAST_CHECK_MS);
+  return () => {
+    closed = true;
+    clearInterval(timer);
+  };
+}
 
 /**
  * Runs commands under the disk limit and explains any limit a command hit. Disk use is measured
- * every DISK_CHECK_MS while a command runs (stopping it when over), and after a command unless
- * the last measurement is more recent: how much can be written between two measurements is
- * bounded by the disk's speed, and `du` on every quick command would slow tight loops.
+ * before the first command and after each one; while one runs, it is watched (watchDisk) and the
+ * command stopped when over. Once over, commands run unable to write files until deletions bring
+ * the workspace back under: a string of quick commands cannot add up past the limit.
  */
-export function limitGuard(paths: readonly string[], limits: SandboxLimits, logger: Logger) {
-  let lastCheck = Number.NEGATIVE_INFINITY;
-  let measuring = false;
-  const measure = () => {
-    lastCheck = performance.now();
-    return diskUsageMb(paths);
-  };
+export function limitGuard(
+  meter: DiskMeter,
+  limits: SandboxLimits,
+  logger: Logger,
+  cgroup?: JobCgroup,
+) {
+  let usedMb: number | undefined;
+  const measure = () =>
+    meter.usedMb().catch((error: unknown) => {
+      logger.warn({ err: error }, "could not measure disk use");
+      return undefined;
+    });
 
   return async function guarded(run: Run): Promise<ExecResult> {
+    usedMb ??= await measure();
+    const startMb = usedMb ?? 0;
+    const overDisk = startMb > limits.diskMb;
+    const [hostBytes, hitsBefore] = await Promise.all([
+      meter.hostUsedBytes().catch(() => undefined),
+      cgroup?.hits(),
+    ]);
     const stop = new AbortController();
-    let overMb: number | undefined;
-    const timer = setInterval(() => {
-      if (measuring) return;
-      measuring = true;
-      measure()
-        .then((mb) => {
-          if (mb <= limits.diskMb || overMb !== undefined) return;
-          overMb = mb;
-          stop.abort();
-        })
-        .catch((error: unknown) => logger.warn({ err: error }, "could not measure disk use"))
-        .finally(() => {
-          measuring = false;
-        });
-    }, DISK_CHECK_MS);
+    let stoppedMb: number | undefined;
+    // Over the limit already, the command may still delete: only growth past the start stops it.
+    const close = watchDisk(
+      meter,
+      { mb: startMb, hostBytes },
+      Math.max(limits.diskMb, startMb),
+      (mb) => {
+        stoppedMb = mb;
+        stop.abort();
+      },
+      logger,
+    );
     let result: ExecResult;
     try {
-      result = await run(stop.signal);
+      result = await run(stop.signal, overDisk);
     } finally {
-      clearInterval(timer);
+      close();
     }
-    let notice = overMb === undefined ? undefined : diskNotice(overMb, limits, true);
-    if (notice === undefined && performance.now() - lastCheck >= DISK_CHECK_MS) {
-      const mb = await measure();
-      if (mb > limits.diskMb) notice = diskNotice(mb, limits, false);
+    usedMb = await measure();
+    const notices: string[] = [];
+    if (stoppedMb !== undefined) notices.push(diskNotice(stoppedMb, limits, "stopped"));
+    else if (overDisk) notices.push(diskNotice(startMb, limits, "before"));
+    else if (usedMb !== undefined && usedMb > limits.diskMb) {
+      notices.push(diskNotice(usedMb, limits, "after"));
     }
-    notice ??= limitNotice(result, limits);
-    if (notice === undefined) return result;
+    const hitsAfter = await cgroup?.hits();
+    const kernel =
+      hitsBefore &&
+      hitsAfter &&
+      cgroupNotice(
+        {
+          oomKills: hitsAfter.oomKills - hitsBefore.oomKills,
+          forksRefused: hitsAfter.forksRefused - hitsBefore.forksRefused,
+        },
+        limits,
+      );
+    // Over the disk limit, a write fails on the file size limit of 0, which the notice explains.
+    const explained = kernel || (overDisk ? undefined : limitNotice(result, limits));
+    if (explained) notices.push(explained);
+    if (notices.length === 0) return result;
+    const notice = notices.join("\n");
     logger.warn({ notice }, "a sandbox command reached a limit");
     return withNotice(result, notice);
   };

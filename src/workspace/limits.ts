@@ -1,15 +1,17 @@
-import { launchAndCollect } from "./launcher.ts";
+import { sweepCgroups } from "./cgroup.ts";
+import { type CgroupSupport, cgroupSupport } from "./cgroup-support.ts";
+import { scratchDiskProblem, sweepScratchDisks } from "./scratch-disk.ts";
 import type { ExecResult } from "./types.ts";
 
 /**
- * What one sandbox may use. Processes, memory and file size are rlimits set in the command's
- * shell, so they hold for everything it starts; disk is measured while commands run.
+ * What one sandbox may use. Where the host allows, the kernel holds the job as a whole: a cgroup
+ * for memory and processes, a filesystem of the limit's size for /tmp and HOME. Always, rlimits in
+ * the command's shell hold each process, and disk use is measured around and during commands.
  */
 export interface SandboxLimits {
-  /** Processes and threads of the sandbox user (RLIMIT_NPROC). As root every job shares that
-   * user; otherwise the worker's own processes count too. */
+  /** Processes and threads: the job's cgroup (pids.max), and RLIMIT_NPROC per command. */
   processes: number;
-  /** Memory one process may allocate (RLIMIT_DATA), in MB. */
+  /** Memory of the whole job, swap and memfds included (cgroup), and per process (RLIMIT_DATA). */
   memoryMb: number;
   /** Largest file a command may write (RLIMIT_FSIZE), in MB. */
   fileMb: number;
@@ -24,42 +26,54 @@ export const DEFAULT_LIMITS: SandboxLimits = {
   diskMb: 20_480,
 };
 
-/** How often a running command's disk use is measured. */
-export const DISK_CHECK_MS = 1000;
-
 /**
  * The rlimits, set on the command's own line so that bash's line numbers in errors stay right.
- * Hard limits too: the command cannot raise them again. bash counts -d and -f in KiB.
+ * Hard limits too: the command cannot raise them again. bash counts -d and -f in KiB. Over the
+ * disk limit, files cannot grow at all: the command may still delete, and so get back under.
  */
-export function ulimitPrefix(limits: SandboxLimits): string {
+export function ulimitPrefix(limits: SandboxLimits, overDisk = false): string {
   const kib = (mb: number) => String(mb * 1024);
   return (
-    `ulimit -H -S -u ${limits.processes} -d ${kib(limits.memoryMb)} -f ${kib(limits.fileMb)} ` +
-    "|| exit 125; "
+    `ulimit -H -S -u ${limits.processes} -d ${kib(limits.memoryMb)} ` +
+    `-f ${overDisk ? "0" : kib(limits.fileMb)} || exit 125; `
   );
 }
 
-/** Megabytes used under the paths, on their own filesystems; hard links counted once. */
-export async function diskUsageMb(paths: readonly string[]): Promise<number> {
-  const result = await launchAndCollect({
-    file: "du",
-    args: ["-s", "-x", "-c", "--block-size=1M", "--", ...paths],
-    cwd: "/",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-    group: false,
-  });
-  // du still prints a total when some file vanished under it (exit 1), as builds' files do.
-  const total = /^(\d+)\s+total$/m.exec(result.stdout);
-  if (!total) throw new Error(`du failed: ${result.stderr.trim()}`);
-  return Number(total[1]);
-}
-
-export function diskNotice(usedMb: number, limits: SandboxLimits, stopped: boolean): string {
+export function diskNotice(
+  usedMb: number,
+  limits: SandboxLimits,
+  when: "stopped" | "after" | "before",
+): string {
+  const what = {
+    stopped: "; the command was stopped",
+    after: "; until it is under, commands cannot write files",
+    before: ", so this command could not write files",
+  }[when];
   return (
     `vmpilot: the workspace uses ${usedMb} MB of disk, over its limit of ${limits.diskMb} MB ` +
-    `(SANDBOX_MAX_DISK_MB)${stopped ? "; the command was stopped" : ""}. ` +
-    "Delete what is not needed, such as build output."
+    `(SANDBOX_MAX_DISK_MB)${what}. Delete what is not needed, such as build output.`
   );
+}
+
+/** Why a command ended early, from what the kernel counted in the job's cgroup. */
+export function cgroupNotice(
+  hits: { oomKills: number; forksRefused: number },
+  limits: SandboxLimits,
+): string | undefined {
+  if (hits.oomKills > 0) {
+    return (
+      `vmpilot: the command's processes together reached the sandbox's memory limit of ` +
+      `${limits.memoryMb} MB (SANDBOX_MAX_MEMORY_MB); the kernel killed ` +
+      `${hits.oomKills === 1 ? "one of them" : `${hits.oomKills} of them`}.`
+    );
+  }
+  if (hits.forksRefused > 0) {
+    return (
+      `vmpilot: the command reached the sandbox's limit of ${limits.processes} processes and ` +
+      "threads (SANDBOX_MAX_PROCESSES); run fewer at once."
+    );
+  }
+  return undefined;
 }
 
 /** Why a command ended early, when a limit explains it; for the model and the log. */
@@ -68,6 +82,12 @@ export function limitNotice(result: ExecResult, limits: SandboxLimits): string |
   // SIGXFSZ: bash reports 128 + 25.
   if (result.exitCode === 153 || /File size limit exceeded/.test(stderr)) {
     return `vmpilot: a file reached the sandbox's size limit of ${limits.fileMb} MB (SANDBOX_MAX_FILE_MB).`;
+  }
+  if (/No space left on device/.test(stderr)) {
+    return (
+      "vmpilot: a disk may be full; /tmp and HOME share the sandbox's disk limit of " +
+      `${limits.diskMb} MB (SANDBOX_MAX_DISK_MB). Delete what is not needed.`
+    );
   }
   if (/Resource temporarily unavailable|EAGAIN|Cannot fork|fork: retry/i.test(stderr)) {
     return (
@@ -91,4 +111,57 @@ export function withNotice(result: ExecResult, notice: string): ExecResult {
   const add = (text: string) =>
     `${text}${text === "" || text.endsWith("\n") ? "" : "\n"}${notice}\n`;
   return { ...result, stderr: add(result.stderr), fullStderr: add(result.fullStderr) };
+}
+
+/** What this host lets the kernel enforce of the sandbox limits. */
+export interface KernelSupport {
+  cgroups: CgroupSupport;
+  /** Why /tmp and HOME cannot have a filesystem of the disk limit's size; undefined when they can. */
+  scratchProblem: string | undefined;
+}
+
+let support: Promise<KernelSupport> | undefined;
+
+/** Found out once per process, which then also removes what dead workers left (stale.ts). */
+export function kernelSupport(): Promise<KernelSupport> {
+  support ??= (async () => {
+    const [cgroups, scratchProblem] = await Promise.all([cgroupSupport(), scratchDiskProblem()]);
+    // Cgroups first: what still runs in them may hold a scratch disk.
+    await sweepCgroups(cgroups);
+    if (scratchProblem === undefined) await sweepScratchDisks();
+    return { cgroups, scratchProblem };
+  })();
+  return support;
+}
+
+/** How each limit is enforced here, one line each, for operators (/healthz, the log). */
+export interface LimitEnforcement {
+  memory: string;
+  processes: string;
+  disk: string;
+  /** False when any limit is only best effort. */
+  kernel: boolean;
+}
+
+export async function limitEnforcement(): Promise<LimitEnforcement> {
+  const { cgroups, scratchProblem } = await kernelSupport();
+  const memory = cgroups.memory
+    ? `kernel: the job's cgroup (v${cgroups.memory.version}) holds memory and swap`
+    : `best effort: per process only (RLIMIT_DATA; memfds and shared memory escape it); ${cgroups.problems.memory}`;
+  const processes = cgroups.pids
+    ? `kernel: the job's cgroup (v${cgroups.pids.version})`
+    : `best effort: per command (RLIMIT_NPROC); ${cgroups.problems.pids}`;
+  const measured =
+    cgroups.memory || cgroups.pids
+      ? "files deleted while open included"
+      : "files deleted while open not counted (no job cgroup)";
+  const disk = scratchProblem
+    ? `best effort: measured before, during and after commands, ${measured}; ${scratchProblem}`
+    : `kernel for /tmp and HOME (a filesystem of the limit's size); the checkout measured before, during and after commands, ${measured}`;
+  return {
+    memory,
+    processes,
+    disk,
+    kernel: Boolean(cgroups.memory && cgroups.pids && !scratchProblem),
+  };
 }

@@ -12,14 +12,17 @@ import {
   SandboxUnavailableError,
   sandboxArgs,
 } from "./bwrap.ts";
+import { createJobCgroup, inCgroup, type JobCgroup } from "./cgroup.ts";
+import { diskMeter } from "./disk-meter.ts";
 import { baseEnv, NODE_BIN_DIR, proxyEnv, withExtraEnv } from "./env.ts";
 import { runProcess } from "./exec.ts";
 import { fileOps } from "./files.ts";
 import { limitGuard } from "./limit-guard.ts";
-import { DEFAULT_LIMITS, type SandboxLimits, ulimitPrefix } from "./limits.ts";
+import { DEFAULT_LIMITS, kernelSupport, type SandboxLimits, ulimitPrefix } from "./limits.ts";
 import { handOver, UNPRIVILEGED_OWNER } from "./owner.ts";
 import { resolveInside } from "./paths.ts";
-import { startAllowListProxy } from "./proxy.ts";
+import { type AllowListProxy, startAllowListProxy } from "./proxy.ts";
+import { mountScratchDisk, type ScratchDisk } from "./scratch-disk.ts";
 import type { Workspace } from "./types.ts";
 
 export interface SandboxWorkspaceOptions {
@@ -39,7 +42,10 @@ export interface SandboxWorkspaceOptions {
   readOnlyPaths?: readonly string[];
   /** Processes, memory, file size and disk; default DEFAULT_LIMITS. */
   limits?: SandboxLimits;
-  /** Where the private /tmp and HOME live; default a fresh directory under the OS temp dir. */
+  /**
+   * Where the private /tmp and HOME live; default a fresh directory under the OS temp dir. As
+   * root, a filesystem of the disk limit's size is mounted over it for the workspace's lifetime.
+   */
   stateDir?: string;
   bwrapPath?: string;
   socatPath?: string;
@@ -128,55 +134,69 @@ export async function createSandboxWorkspace(
   const networked = allowHosts.length > 0;
   if (networked) await requireSocat(socatPath);
 
+  const limits = options.limits ?? DEFAULT_LIMITS;
+  const kernel = await kernelSupport();
   const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), "vmpilot-sandbox-")));
   const tmpDir = join(stateDir, "tmp");
   const homeDir = join(stateDir, "home");
-  await mkdir(tmpDir, { recursive: true });
-  await mkdir(homeDir, { recursive: true });
   const proxySocket = join(stateDir, "proxy.sock");
   const accounts = join(stateDir, "accounts");
-  await mkdir(accounts, { recursive: true });
-  await writeFile(join(accounts, "passwd"), SANDBOX_PASSWD);
-  await writeFile(join(accounts, "group"), SANDBOX_GROUP);
   const asRoot = process.getuid?.() === 0;
+  let scratch: ScratchDisk | undefined;
+  let cgroup: JobCgroup | undefined;
+  let proxy: AllowListProxy | undefined;
+  const release = async () => {
+    // The job's processes first: they hold the scratch disk and the proxy socket.
+    await cgroup?.remove();
+    await proxy?.close();
+    if (options.stateDir) await rm(proxySocket, { force: true });
+    await scratch?.unmount();
+    if (!options.stateDir) await rm(stateDir, { recursive: true, force: true });
+  };
 
-  const hidden = [...(options.hidePaths ?? [])];
-  if (options.dataDir) hidden.push(resolve(options.dataDir));
-  const prefix = await sandboxArgs({
-    root,
-    tmpDir,
-    homeDir,
-    readOnly: [
-      await nodeInstall(),
-      ...(await borrowedObjects(root, options)),
-      ...(options.readOnlyPaths ?? []),
-    ],
-    hidden,
-    proxySocket: networked ? proxySocket : undefined,
-    accounts,
-    asRoot,
-  });
+  let prefix: string[];
   const inner = dropPrivileges(asRoot);
+  try {
+    if (kernel.scratchProblem === undefined) {
+      scratch = await mountScratchDisk(stateDir, limits.diskMb);
+    }
+    await mkdir(tmpDir, { recursive: true });
+    await mkdir(homeDir, { recursive: true });
+    await mkdir(accounts, { recursive: true });
+    await writeFile(join(accounts, "passwd"), SANDBOX_PASSWD);
+    await writeFile(join(accounts, "group"), SANDBOX_GROUP);
 
-  // The probe binds the proxy socket, so the proxy starts first.
-  await rm(proxySocket, { force: true });
-  const proxy = networked
-    ? await startAllowListProxy({
+    const hidden = [...(options.hidePaths ?? [])];
+    if (options.dataDir) hidden.push(resolve(options.dataDir));
+    prefix = await sandboxArgs({
+      root,
+      tmpDir,
+      homeDir,
+      readOnly: [
+        await nodeInstall(),
+        ...(await borrowedObjects(root, options)),
+        ...(options.readOnlyPaths ?? []),
+      ],
+      hidden,
+      proxySocket: networked ? proxySocket : undefined,
+      accounts,
+      asRoot,
+    });
+
+    // The probe binds the proxy socket, so the proxy starts first.
+    await rm(proxySocket, { force: true });
+    if (networked) {
+      proxy = await startAllowListProxy({
         listen: { socketPath: proxySocket },
         allowHosts,
         allowPrivate: options.allowPrivate,
         logger,
-      })
-    : undefined;
-  if (proxy && asRoot) await handOver([proxySocket]);
-  const release = async () => {
-    await proxy?.close();
-    if (options.stateDir) await rm(proxySocket, { force: true });
-    else await rm(stateDir, { recursive: true, force: true });
-  };
-  try {
+      });
+      if (asRoot) await handOver([proxySocket]);
+    }
     await probeBwrap(bwrapPath, [...prefix, ...inner]);
     if (asRoot) await handOver([root, tmpDir, homeDir]);
+    cgroup = await createJobCgroup(limits, kernel.cgroups);
   } catch (error) {
     await release();
     throw error;
@@ -187,9 +207,13 @@ export async function createSandboxWorkspace(
     : baseEnv(SANDBOX_HOME);
   const run = networked ? ["bash", "-c", bridgeScript(socatPath), "vmpilot"] : ["bash", "-c"];
   const lifetime = new AbortController();
-  const limits = options.limits ?? DEFAULT_LIMITS;
-  const rlimits = ulimitPrefix(limits);
-  const guarded = limitGuard([root, tmpDir, homeDir], limits, logger);
+  const jobCgroup = cgroup;
+  const meter = diskMeter({
+    paths: scratch ? [root] : [root, tmpDir, homeDir],
+    scratch,
+    processes: jobCgroup && (() => jobCgroup.pids()),
+  });
+  const guarded = limitGuard(meter, limits, logger, jobCgroup);
 
   return {
     provider: "sandbox",
@@ -205,14 +229,13 @@ export async function createSandboxWorkspace(
       // As root, the outer bwrap has no capability to enter a directory only the sandbox user may.
       if (inner.length > 0) args.push("--chdir", "/", ...inner, "--chdir", cwd, "--");
       else args.push("--chdir", cwd);
-      args.push(...run, rlimits + command);
-      const spec = {
-        file: bwrapPath,
-        args,
-        cwd: "/",
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
-      };
-      return guarded((stop) => {
+      return guarded((stop, overDisk) => {
+        const started = inCgroup(jobCgroup, bwrapPath, [
+          ...args,
+          ...run,
+          ulimitPrefix(limits, overDisk) + command,
+        ]);
+        const spec = { ...started, cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } };
         const signals = [stop, lifetime.signal, ...(opts.signal ? [opts.signal] : [])];
         return runProcess(spec, { timeoutMs: opts.timeoutMs, signal: AbortSignal.any(signals) });
       });

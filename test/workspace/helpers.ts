@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
+import { ownCgroups } from "../../src/workspace/cgroup-support.ts";
 
 /** A process that has exited but not been reaped is dead for our purposes. */
 export async function isAlive(pid: number): Promise<boolean> {
@@ -58,5 +59,19 @@ export function commitFile(repo: string, file: string, text: string): void {
         GIT_COMMITTER_EMAIL: "t@example.com",
       },
     },
+  );
+}
+
+/** Whether something is mounted at `dir` here. */
+export async function mountedAt(dir: string): Promise<boolean> {
+  const mounts = await readFile("/proc/self/mountinfo", "utf8");
+  return mounts.split("\n").some((line) => line.split(" ")[4] === dir);
+}
+
+/** The job cgroup directories of a process, from its /proc/<pid>/cgroup as it printed it. */
+export async function jobCgroupDirs(procCgroup: string): Promise<string[]> {
+  const own = ownCgroups(procCgroup, await readFile("/proc/self/mountinfo", "utf8"));
+  return [own.v2, own.v1.memory, own.v1.pids].filter(
+    (dir): dir is string => dir?.includes("/vmpilot-") ?? false,
   );
 }

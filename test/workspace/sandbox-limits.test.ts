@@ -6,7 +6,7 @@ import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 import { recordingLogger } from "./helpers.ts";
 
-const limits = { processes: 64, memoryMb: 512, fileMb: 8, diskMb: 40 };
+const limits = { processes: 64, memoryMb: 512, fileMb: 8, diskMb: 16 };
 const logger = recordingLogger();
 let root: string;
 let workspace: Workspace;
@@ -57,22 +57,24 @@ describe("sandbox limits", () => {
   });
 
   it("stops a command that fills the disk past the limit", async () => {
-    const fill = "for i in 1 2 3 4 5 6 7; do head -c 7M /dev/zero > fill-$i; done; sleep 60";
+    const fill = "for i in 1 2 3 4 5 6 7 8 9; do head -c 2M /dev/zero > fill-$i; done; sleep 60";
     const result = await workspace.exec(fill, { timeoutMs: 60_000 });
     expect(result.timedOut).toBe(false);
     expect(result.exitCode).toBeNull();
-    expect(result.stderr).toMatch(/uses \d+ MB of disk, over its limit of 40 MB/);
+    expect(result.stderr).toMatch(/uses \d+ MB of disk, over its limit of 16 MB/);
     expect(result.stderr).toContain("the command was stopped");
     expect(logger.lines.some((line) => line.level === "warn")).toBe(true);
   });
 
-  it("says so after a quick command when the disk is still over the limit", async () => {
+  it("measures the disk before a new workspace's first command", async () => {
     const fresh = await createSandboxWorkspace(root, { limits });
     try {
-      const result = await fresh.exec("true");
-      expect(result.exitCode).toBe(0);
-      expect(result.stderr).toMatch(/over its limit of 40 MB \(SANDBOX_MAX_DISK_MB\)\. Delete/);
-      await fresh.exec("rm fill-*");
+      const result = await fresh.exec("head -c 1M /dev/zero > more");
+      expect(result.exitCode).not.toBe(0);
+      expect(result.stderr).toMatch(
+        /over its limit of 16 MB \(SANDBOX_MAX_DISK_MB\), so this command could not write files/,
+      );
+      await fresh.exec("rm fill-* more");
     } finally {
       await fresh.dispose();
     }

@@ -1,0 +1,116 @@
+// The sandbox's /tmp and HOME on a filesystem of their own: an ext4 image of the disk limit's size,
+// loop-mounted, so the kernel refuses writes past it (ENOSPC), files deleted while open included.
+// Not a tmpfs: that would be RAM charged to the job's memory limit. Not bwrap's `--size --tmpfs`
+// either: each command gets a new one, and /tmp and HOME must persist between commands.
+import { chmod, mkdtemp, open, readFile, rm, statfs, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { launchAndCollect } from "./launcher.ts";
+import { parseMountInfo } from "./mountinfo.ts";
+import { ownerGone, ownerTag } from "./stale.ts";
+
+export interface ScratchDisk {
+  /** Bytes in use, files deleted while open included. */
+  usedBytes(): Promise<number>;
+  unmount(): Promise<void>;
+}
+
+const IMAGE = "scratch.img";
+/** Which worker mounted it, for sweepScratchDisks; outside the sandbox's /tmp and HOME. */
+const OWNER = ".vmpilot-owner";
+
+async function run(file: string, args: readonly string[]): Promise<void> {
+  const result = await launchAndCollect({
+    file,
+    args,
+    cwd: "/",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    group: false,
+  }).catch((error: NodeJS.ErrnoException) => {
+    throw new Error(error.code === "ENOENT" ? `${file} not found` : error.message);
+  });
+  if (result.code !== 0) {
+    throw new Error(`${file} failed: ${result.stderr.trim() || `exit code ${result.code}`}`);
+  }
+}
+
+/**
+ * Mounts a fresh filesystem of `mb` over `dir`. Its image lies in `dir` itself, below the mount:
+ * out of the sandbox's sight, and gone with `dir`.
+ */
+export async function mountScratchDisk(dir: string, mb: number): Promise<ScratchDisk> {
+  const image = join(dir, IMAGE);
+  const file = await open(image, "w");
+  try {
+    await file.truncate(mb * 1024 * 1024);
+  } finally {
+    await file.close();
+  }
+  // No journal: a job's scratch is not worth one. Inode tables are zeroed neither by mkfs nor
+  // later by the kernel (noinit_itable), which would fill the sparse image; discard keeps it sparse.
+  const mkfs = ["-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1", image];
+  try {
+    await run("mkfs.ext4", mkfs);
+    await run("mount", ["-o", "loop,nosuid,nodev,noinit_itable,discard", image, dir]);
+    // As private as the directory it covers: other jobs' sandboxes share one host uid.
+    await chmod(dir, 0o700);
+    await writeFile(join(dir, OWNER), await ownerTag());
+  } catch (error) {
+    await rm(image, { force: true });
+    throw error;
+  }
+  return {
+    async usedBytes() {
+      const stats = await statfs(dir);
+      return (stats.blocks - stats.bfree) * stats.bsize;
+    },
+    async unmount() {
+      await unmount(dir);
+      await rm(image, { force: true });
+    },
+  };
+}
+
+/** Lazily when something still holds it open: the loop device goes once that lets go. */
+async function unmount(dir: string): Promise<void> {
+  await run("umount", [dir]).catch(() => run("umount", ["-l", dir]));
+}
+
+/**
+ * Removes the scratch disks of workers that are gone (stale.ts), and the state directories they
+ * cover, which held nothing else.
+ */
+export async function sweepScratchDisks(): Promise<void> {
+  const mounts = parseMountInfo(await readFile("/proc/self/mountinfo", "utf8").catch(() => ""));
+  for (const mount of mounts) {
+    if (mount.type !== "ext4" || !mount.source.startsWith("/dev/loop")) continue;
+    const owner = await readFile(join(mount.point, OWNER), "utf8").catch(() => "");
+    if (owner === "" || !(await ownerGone(owner))) continue;
+    await unmount(mount.point)
+      .then(() => rm(mount.point, { recursive: true, force: true }))
+      .catch(() => undefined);
+  }
+}
+
+let support: Promise<string | undefined> | undefined;
+
+/** Why /tmp and HOME cannot have a filesystem of their own here, or undefined; found out once. */
+export function scratchDiskProblem(): Promise<string | undefined> {
+  support ??= (async () => {
+    if (process.getuid?.() !== 0) return "the worker is not root, so it cannot mount filesystems";
+    let dir: string | undefined;
+    try {
+      dir = await mkdtemp(join(tmpdir(), "vmpilot-scratch-probe-"));
+      const disk = await mountScratchDisk(dir, 1);
+      await disk.unmount();
+      return undefined;
+    } catch (error) {
+      const message = (error as Error).message.split("\n")[0] ?? "";
+      const why = dir ? message.replaceAll(dir, "a probe directory") : message;
+      return `a loop-mounted ext4 image could not be made (${why})`;
+    } finally {
+      if (dir) await rm(dir, { recursive: true, force: true });
+    }
+  })();
+  return support;
+}
