@@ -35,9 +35,14 @@ import { type Database, openDatabase } from "./store/database.ts";
 import { healthHandler } from "./web/health.ts";
 import { mountWeb } from "./web/index.ts";
 import { metricsHandler } from "./web/metrics.ts";
-import { checkProvider, type ProviderName } from "./workspace/index.ts";
+import {
+  checkProvider,
+  type LimitEnforcement,
+  limitEnforcement,
+  type ProviderName,
+} from "./workspace/index.ts";
 import { createVmPool, poolOwner, type VmPool } from "./workspace/vm/pool.ts";
-import { engineFor } from "./workspace/vm/settings.ts";
+import { engineFor, startFlyNetwork } from "./workspace/vm/settings.ts";
 
 export const ROLES = ["web", "worker", "all"] as const;
 export type Role = (typeof ROLES)[number];
@@ -54,7 +59,7 @@ export interface StartOptions {
   /** Overrides for the agent pipeline (tests point it at fakes); false ends jobs once acknowledged. */
   pipeline?: Partial<PipelineDeps> | false;
   /** Overrides for the chat face (tests point clone URLs at their git server). */
-  chat?: Partial<Pick<ChatFaceDeps, "cloneUrl" | "pollIntervalMs">>;
+  chat?: Partial<Pick<ChatFaceDeps, "cloneUrl" | "pollIntervalMs" | "githubCallsPerMinute">>;
   /** Backoff between attempts to reach GitHub at startup; default 1 s doubling up to 30 s. */
   githubRetry?: Backoff;
   /** Called once the HTTP server listens, before GitHub has been reached. */
@@ -126,8 +131,9 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     });
     const readiness = new Readiness();
     if (role !== "worker") readiness.wait("github", "connecting");
+    let sandboxLimits: LimitEnforcement | undefined;
     const handlers: Handler[] = [
-      healthHandler(() => health(db, queue, readiness), role),
+      healthHandler(async () => ({ ...(await health(db, queue, readiness)), sandboxLimits }), role),
       metricsHandler(db, config.metricsToken),
     ];
     // Listen first: while GitHub or the sandbox is not ready, /healthz says so instead of the
@@ -197,6 +203,12 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       if (options.pipeline !== false) {
         const provider = options.pipeline?.provider ?? config.workspaceProvider;
         checkSandbox(provider, readiness, logger);
+        if (provider === "sandbox" || provider === "agent") {
+          void reportSandboxLimits(logger).then((found) => {
+            sandboxLimits = found;
+          });
+        }
+        if (provider === "fly" || config.vmProvider === "fly") void startFlyNetwork(logger);
         const pool = identity && poolOwner(identity.id, randomBytes(4).toString("hex"));
         if (pool && config.warmPool > 0 && (provider === "fly" || provider === "kubernetes")) {
           try {
@@ -306,6 +318,15 @@ function checkSandbox(provider: ProviderName, readiness: Readiness, logger: Logg
       logger.error(`jobs cannot run: ${error.message}`);
     },
   );
+}
+
+/** Says once at startup which sandbox limits the kernel does not hold here, and why. */
+async function reportSandboxLimits(logger: Logger): Promise<LimitEnforcement> {
+  const found = await limitEnforcement();
+  if (!found.kernel) {
+    logger.warn({ sandboxLimits: found }, "some sandbox limits are only best effort on this host");
+  }
+  return found;
 }
 
 async function listen(

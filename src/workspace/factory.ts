@@ -10,7 +10,7 @@ import type { ProviderName, Workspace } from "./types.ts";
 import type { VmEngine } from "./vm/engine.ts";
 import { createVmWorkspace } from "./vm/open.ts";
 import type { VmPool } from "./vm/pool.ts";
-import { egressHostFor, engineFor } from "./vm/settings.ts";
+import { egressFor, engineFor } from "./vm/settings.ts";
 
 export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "logger"> {
   /** Default "sandbox". "host" must be asked for: it has no isolation. */
@@ -49,16 +49,16 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
     return createHostWorkspace(root, { logger });
   }
   if (provider === "fly" || provider === "kubernetes") {
-    const proxyHost = egressHost ?? egressHostFor(provider);
+    const route = egressHost ? { host: egressHost } : egressFor(provider);
     return createVmWorkspace({
       engine: engine ?? engineFor(provider),
       localRoot: root,
       owner: owner ?? sessionOwner(),
       pool: pool?.provider === provider ? pool : undefined,
       signal,
-      egress: proxyHost
+      egress: route
         ? {
-            host: proxyHost,
+            ...route,
             allowHosts: sandboxOptions.allowHosts ?? [],
             allowPrivate: sandboxOptions.allowPrivate ?? [],
             logger: logger ?? fallbackLogger(),

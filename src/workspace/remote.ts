@@ -24,8 +24,18 @@ import { PathEscapeError } from "./paths.ts";
 import { FileRefusedError } from "./read-capped.ts";
 import type { BlockedConnection, ProviderName, Workspace } from "./types.ts";
 
-/** Where the agent listens: a unix socket (local) or an http://host:port base (a VM's address). */
-export type AgentEndpoint = { socketPath: string } | { baseUrl: string };
+/**
+ * Where the agent listens: a unix socket (local) or an http://host:port base (a VM's address).
+ * `headers` go on every request: through a Fly Flycast address, fly-force-instance-id is what
+ * routes a request to its own Machine.
+ */
+export type AgentEndpoint =
+  | { socketPath: string }
+  | { baseUrl: string; headers?: Readonly<Record<string, string>> };
+
+/** The endpoint's own headers; the protocol's headers come after them and win. */
+const endpointHeaders = (endpoint: AgentEndpoint) =>
+  "headers" in endpoint ? (endpoint.headers ?? {}) : {};
 
 export interface RemoteWorkspaceOptions {
   provider: ProviderName;
@@ -104,6 +114,7 @@ function call(agent: Agent, spec: Call): Promise<Answer> {
       ...target,
       method: "POST",
       headers: {
+        ...endpointHeaders(endpoint),
         authorization: `Bearer ${agent.secret}`,
         "content-type": spec.type,
         "content-length": Buffer.isBuffer(spec.body) ? spec.body.length : spec.body.size,
@@ -168,10 +179,14 @@ export function agentHealthy(endpoint: AgentEndpoint): Promise<boolean> {
   const target =
     "socketPath" in endpoint ? { socketPath: endpoint.socketPath } : hostOf(endpoint.baseUrl);
   return new Promise((resolve) => {
-    const req = request({ ...target, path: "/health", method: "GET", timeout: 2000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    });
+    const headers = endpointHeaders(endpoint);
+    const req = request(
+      { ...target, path: "/health", method: "GET", timeout: 2000, headers },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
     req.on("timeout", () => req.destroy());
     req.on("error", () => resolve(false));
     req.end();

@@ -2,6 +2,7 @@
 // destroy Machines of one app, with Fly's shapes ({"error": "..."} bodies, private_ip on the
 // private network, metadata in config). Each Machine runs the real workspace agent.
 import { randomBytes } from "node:crypto";
+import { createServer, request } from "node:http";
 import { z } from "zod";
 import type { VmEngine } from "../../src/workspace/vm/engine.ts";
 import { createFlyEngine, type FlyEngineOptions } from "../../src/workspace/vm/fly.ts";
@@ -18,6 +19,17 @@ const createBody = z.object({
     restart: z.object({ policy: z.string() }),
     env: z.record(z.string(), z.string()),
     metadata: z.record(z.string(), z.string()),
+    services: z
+      .array(
+        z.object({
+          protocol: z.literal("tcp"),
+          internal_port: z.number(),
+          autostart: z.boolean(),
+          autostop: z.enum(["off", "stop", "suspend"]),
+          ports: z.array(z.object({ port: z.number(), handlers: z.array(z.string()) })),
+        }),
+      )
+      .optional(),
   }),
 });
 
@@ -31,9 +43,18 @@ interface Machine {
 
 export interface FlyFake extends EngineFake {
   machines: Map<string, Machine>;
+  /** With `flycast`: the workspace app's Flycast address, in front of the agents' port. */
+  flycast?: Flycast;
 }
 
-export async function startFlyFake(): Promise<FlyFake> {
+export interface FlyFakeOptions {
+  /** A Flycast address as the Fly Proxy serves it (below). */
+  flycast?: boolean;
+  /** The app has a network of its own: a Machine's private_ip is no address the worker reaches. */
+  isolated?: boolean;
+}
+
+export async function startFlyFake(options: FlyFakeOptions = {}): Promise<FlyFake> {
   const machines = new Map<string, Machine>();
   const view = (m: Machine) => ({
     id: m.id,
@@ -41,7 +62,7 @@ export async function startFlyFake(): Promise<FlyFake> {
     state: "started",
     region: "ams",
     instance_id: m.instanceId,
-    private_ip: m.vm.ip,
+    private_ip: options.isolated ? `fdaa:0:ffff:a7b:1::${m.id.slice(0, 4)}` : m.vm.ip,
     config: m.config,
     created_at: m.createdAt,
   });
@@ -91,7 +112,73 @@ export async function startFlyFake(): Promise<FlyFake> {
       return [405, { error: "method not allowed" }];
     },
   });
-  return Object.assign(fake, { machines });
+  if (!options.flycast) return Object.assign(fake, { machines });
+  const flycast = await startFlycast(machines, fake.vms.port);
+  const close = fake.close;
+  return Object.assign(fake, {
+    machines,
+    flycast,
+    close: async () => {
+      await flycast.close();
+      await close();
+    },
+  });
+}
+
+export interface Flycast {
+  /** The address the worker dials; the agents' port. */
+  address: string;
+  /** Requests routed, as "METHOD /path -> machine id". */
+  routed: string[];
+  /** Requests the proxy could not route to one Machine: a test that sees any has a bug. */
+  unrouted: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * The Fly Proxy behind a Flycast address, with the `http` handler: a request goes to the Machine
+ * fly-force-instance-id names, and only to a port its services declare. (Without the header the
+ * real proxy picks any Machine of the app; here that is recorded as unrouted.)
+ */
+async function startFlycast(machines: Map<string, Machine>, port: number): Promise<Flycast> {
+  const address = "127.1.0.1";
+  const routed: string[] = [];
+  const unrouted: string[] = [];
+  const server = createServer((req, res) => {
+    const id = req.headers["fly-force-instance-id"];
+    const machine = typeof id === "string" ? machines.get(id) : undefined;
+    const served = machine?.config.services?.some(
+      (service) =>
+        service.internal_port === port &&
+        service.ports.some((p) => p.port === port && p.handlers.includes("http")),
+    );
+    const line = `${req.method} ${req.url?.replace(/\?.*/, "")}`;
+    if (!machine || !served) {
+      unrouted.push(`${line} (instance ${String(id)})`);
+      res.writeHead(503).end();
+      return;
+    }
+    routed.push(`${line} -> ${machine.id}`);
+    const upstream = request(
+      { host: machine.vm.ip, port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on("error", () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(port, address, resolve));
+  return {
+    address,
+    routed,
+    unrouted,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 /** The `fly` engine pointed at this fake: a small Machine, a deadline of an hour. */

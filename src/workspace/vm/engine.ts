@@ -13,7 +13,12 @@ export interface Vm {
   id: string;
   /** The agent's base URL on the private network, e.g. http://[fdaa::3]:8080. */
   baseUrl: string;
+  /** Headers every request to this VM's agent carries (fly.ts: through a Flycast address). */
+  headers?: Readonly<Record<string, string>>;
 }
+
+/** How the worker reaches the VM's agent (remote.ts's AgentEndpoint). */
+export const endpointOf = (vm: Vm) => ({ baseUrl: vm.baseUrl, headers: vm.headers });
 
 export interface VmListing {
   id: string;

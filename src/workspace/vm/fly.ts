@@ -10,6 +10,7 @@ import {
   VmFailed,
   type VmListing,
 } from "./engine.ts";
+import { agentService, checkIsolated, FORCE_INSTANCE } from "./fly-network.ts";
 
 export interface FlyEngineOptions {
   token: string;
@@ -28,6 +29,13 @@ export interface FlyEngineOptions {
   deadlineSeconds: number;
   /** Default https://api.machines.dev; inside Fly, http://_api.internal:4280 also works. */
   apiUrl?: string;
+  /**
+   * Network isolation (fly-network.ts): the workspace app's Flycast address in the worker's
+   * network, or `<app>.flycast`. Set, the worker reaches each agent only through it.
+   */
+  flycast?: string;
+  /** Whether the worker reaches a Machine's own address; default a TCP connect (fly-network.ts). */
+  reachable?: (address: string, port: number) => Promise<boolean>;
 }
 
 const OWNER = "vmpilot-owner";
@@ -120,6 +128,7 @@ export function createFlyEngine(options: FlyEngineOptions): VmEngine {
                 VMPILOT_AGENT_DEADLINE_SECONDS: String(options.deadlineSeconds),
               },
               metadata: { [OWNER]: spec.owner },
+              services: options.flycast ? [agentService(options.port)] : undefined,
             },
           },
           signal,
@@ -130,7 +139,15 @@ export function createFlyEngine(options: FlyEngineOptions): VmEngine {
         if (created.instance_id) wait.set("instance_id", created.instance_id);
         await api("GET", `/${encodeURIComponent(created.id)}/wait?${wait}`, undefined, signal);
         if (!created.private_ip) throw new VmFailed("the Fly Machine has no private address");
-        return { id: created.id, baseUrl: agentUrl(created.private_ip, options.port) };
+        if (!options.flycast) {
+          return { id: created.id, baseUrl: agentUrl(created.private_ip, options.port) };
+        }
+        await checkIsolated(base, created.private_ip, options.port, options.reachable);
+        return {
+          id: created.id,
+          baseUrl: agentUrl(options.flycast, options.port),
+          headers: { [FORCE_INSTANCE]: created.id },
+        };
       } catch (error) {
         await destroy(created.id).catch(() => undefined);
         throw error;

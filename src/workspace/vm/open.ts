@@ -15,7 +15,8 @@ import {
   waitForAgent,
 } from "../remote.ts";
 import type { Workspace } from "../types.ts";
-import type { Vm, VmEngine } from "./engine.ts";
+import { endpointOf, type Vm, type VmEngine } from "./engine.ts";
+import type { EgressGateway } from "./gateway.ts";
 import type { VmPool } from "./pool.ts";
 import { destroyEarlierAttempts } from "./sweep.ts";
 
@@ -68,16 +69,21 @@ async function bundleOf(root: string, dir: string) {
 
 /** The worker-side allow-list proxy a VM's commands go through. */
 interface VmEgress {
-  /** The worker's address as VMs reach it (WORKSPACE_PROXY_HOST). */
+  /** Where the proxy listens: the worker's address as VMs reach it (WORKSPACE_PROXY_HOST). */
   host: string;
+  /** Fly network isolation: the proxy listens on loopback and VMs reach it through this. */
+  gateway?: EgressGateway;
   allowHosts: readonly string[];
   allowPrivate: readonly string[];
   logger: Logger;
 }
 
+const bracketed = (host: string) => (host.includes(":") ? `[${host}]` : host);
+
 /** A proxy for this VM only, on an ephemeral port, answering only with this VM's password. */
 async function startEgress(egress: VmEgress) {
-  const password = randomBytes(24).toString("base64url");
+  const { gateway } = egress;
+  const password = gateway?.password() ?? randomBytes(24).toString("base64url");
   const proxy = await startAllowListProxy({
     listen: { host: egress.host, port: 0 },
     password,
@@ -85,8 +91,20 @@ async function startEgress(egress: VmEgress) {
     allowPrivate: egress.allowPrivate,
     logger: egress.logger,
   });
-  const host = egress.host.includes(":") ? `[${egress.host}]` : egress.host;
-  return { proxy, url: `http://vmpilot:${password}@${host}:${proxy.port}` };
+  const route = gateway
+    ? await gateway.add(password, proxy.port ?? 0).catch(async (error: Error) => {
+        await proxy.close();
+        throw error;
+      })
+    : { host: egress.host, port: proxy.port, remove: () => undefined };
+  return {
+    blocked: () => proxy.blocked(),
+    close: async () => {
+      route.remove();
+      await proxy.close();
+    },
+    url: `http://vmpilot:${password}@${bracketed(route.host)}:${route.port}`,
+  };
 }
 
 export interface VmWorkspaceOptions {
@@ -109,7 +127,7 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
     const seed = await bundleOf(options.localRoot, dir);
     let pooled = options.pool?.take();
     // A pooled VM may have died while it waited (a crash, the pod's deadline): make another.
-    if (pooled && !(await agentHealthy({ baseUrl: pooled.vm.baseUrl }))) {
+    if (pooled && !(await agentHealthy(endpointOf(pooled.vm)))) {
       await engine.destroy(pooled.vm.id).catch(() => undefined);
       pooled = undefined;
     }
@@ -120,23 +138,23 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
       try {
         if (vm) await engine.destroy(vm.id);
       } finally {
-        await egress?.proxy.close();
+        await egress?.close();
       }
     };
     try {
       // A pooled VM's agent answered just above; a new VM's has yet to start listening.
       if (!vm) {
         vm = await engine.create({ owner: options.owner, secret }, options.signal);
-        await waitForAgent({ baseUrl: vm.baseUrl }, AGENT_READY_MS, options.signal);
+        await waitForAgent(endpointOf(vm), AGENT_READY_MS, options.signal);
       }
-      const agent = { endpoint: { baseUrl: vm.baseUrl }, secret };
+      const agent = { endpoint: endpointOf(vm), secret };
       const root = await seedRemoteCheckout(agent, { ...seed, proxy: egress?.url }, options.signal);
       return createRemoteWorkspace({
         provider: engine.name,
         root,
         ...agent,
         release,
-        blockedConnections: () => egress?.proxy.blocked() ?? [],
+        blockedConnections: () => egress?.blocked() ?? [],
         signal: options.signal,
       });
     } catch (error) {

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../../github/logger.ts";
 import { agentHealthy, waitForAgent } from "../remote.ts";
-import type { Vm, VmEngine } from "./engine.ts";
+import { endpointOf, type Vm, type VmEngine } from "./engine.ts";
 
 interface StartedVm {
   vm: Vm;
@@ -68,7 +68,7 @@ export function createVmPool(
     const secret = randomBytes(32).toString("base64url");
     const vm = await engine.create({ owner, secret });
     try {
-      await waitForAgent({ baseUrl: vm.baseUrl }, READY_MS);
+      await waitForAgent(endpointOf(vm), READY_MS);
     } catch (error) {
       await engine.destroy(vm.id).catch(() => undefined);
       throw error;
@@ -97,9 +97,7 @@ export function createVmPool(
     const checked = await Promise.all(
       idle.map(async (entry) => ({
         entry,
-        keep:
-          now() - entry.startedAt < maxIdleMs &&
-          (await agentHealthy({ baseUrl: entry.vm.baseUrl })),
+        keep: now() - entry.startedAt < maxIdleMs && (await agentHealthy(endpointOf(entry.vm))),
       })),
     );
     const dropped = checked.filter(({ entry, keep }) => !keep && idle.includes(entry));

@@ -1,10 +1,12 @@
 // The VM engines' settings, read from the environment, so the worker, the chat turns and the CLI
 // configure an engine the same way. Missing or malformed settings name the variables.
 import { z } from "zod";
+import type { Logger } from "../../github/logger.ts";
 import { registerSecret } from "../../github/redact.ts";
 import { SandboxUnavailableError } from "../bwrap.ts";
 import type { VmEngine } from "./engine.ts";
 import { createFlyEngine } from "./fly.ts";
+import { createEgressGateway, type EgressGateway } from "./gateway.ts";
 import { createKubernetesEngine } from "./kubernetes.ts";
 
 const blank = (value: unknown) => (value === "" ? undefined : value);
@@ -13,6 +15,14 @@ const int = (min: number, max: number, fallback: number) =>
   z.preprocess(blank, z.coerce.number().int().min(min).max(max).default(fallback));
 
 const port = int(1, 65_535, 8080);
+
+const address = z.preprocess(blank, z.union([z.ipv4(), z.ipv6()]).optional());
+const HOST_NAME =
+  /^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
+const flycast = z.preprocess(
+  blank,
+  z.union([z.ipv6(), z.ipv4(), z.string().regex(HOST_NAME)]).optional(),
+);
 
 const fly = z.object({
   FLY_API_TOKEN: text(),
@@ -25,6 +35,44 @@ const fly = z.object({
   FLY_DEADLINE_SECONDS: int(60, 7 * 86_400, 4 * 3600),
   WORKSPACE_AGENT_PORT: port,
 });
+
+/** Network isolation (fly-network.ts, gateway.ts): both addresses, or neither. */
+const flyIsolation = z
+  .object({
+    FLY_WORKSPACE_FLYCAST: flycast,
+    FLY_WORKER_FLYCAST: flycast,
+    FLY_WORKER_PROXY_PORT: int(1, 65_535, 3128),
+    WORKSPACE_PROXY_HOST: address,
+    // Fly sets these on its Machines: the worker's own name, and its app's.
+    FLY_MACHINE_ID: z.preprocess(
+      blank,
+      z
+        .string()
+        .regex(/^[a-z0-9]{1,32}$/)
+        .optional(),
+    ),
+    FLY_APP_NAME: z.preprocess(blank, z.string().regex(HOST_NAME).optional()),
+  })
+  .superRefine((s, ctx) => {
+    const problem = (path: string, message: string) =>
+      ctx.addIssue({ code: "custom", path: [path], message });
+    if (!s.FLY_WORKSPACE_FLYCAST !== !s.FLY_WORKER_FLYCAST) {
+      problem(
+        s.FLY_WORKSPACE_FLYCAST ? "FLY_WORKER_FLYCAST" : "FLY_WORKSPACE_FLYCAST",
+        "isolation needs both Flycast addresses: the worker reaches the agents through FLY_WORKSPACE_FLYCAST, the VMs reach the worker's proxy through FLY_WORKER_FLYCAST",
+      );
+    }
+    if (!s.FLY_WORKER_FLYCAST) return;
+    if (s.WORKSPACE_PROXY_HOST) {
+      problem(
+        "WORKSPACE_PROXY_HOST",
+        "an isolated VM cannot reach it; unset it, the VMs reach the proxy at FLY_WORKER_FLYCAST",
+      );
+    }
+    if (!s.FLY_MACHINE_ID || !s.FLY_APP_NAME) {
+      problem("FLY_MACHINE_ID", "isolation works only with the worker on a Fly Machine");
+    }
+  });
 
 const quantity = (fallback: string) =>
   z.preprocess(
@@ -48,7 +96,12 @@ const kubernetes = z.object({
 function settings<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv, name: string) {
   const parsed = schema.safeParse(env);
   if (parsed.success) return parsed.data as z.output<T>;
-  const fields = parsed.error.issues.map((issue) => issue.path.join(".")).join(", ");
+  const fields = parsed.error.issues
+    .map((issue) => {
+      const field = issue.path.join(".");
+      return issue.code === "custom" ? `${field} (${issue.message})` : field;
+    })
+    .join(", ");
   throw new SandboxUnavailableError(`WORKSPACE_PROVIDER=${name} needs valid ${fields}`);
 }
 
@@ -56,6 +109,7 @@ function settings<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv, name: 
 export function engineFor(name: "fly" | "kubernetes", env = process.env): VmEngine {
   if (name === "fly") {
     const s = settings(fly, env, name);
+    const isolation = settings(flyIsolation, env, name);
     // Fly's tokens match no redaction pattern: logs and comments hide this one by its value.
     registerSecret(s.FLY_API_TOKEN);
     return createFlyEngine({
@@ -68,6 +122,7 @@ export function engineFor(name: "fly" | "kubernetes", env = process.env): VmEngi
       apiUrl: s.FLY_API_URL,
       port: s.WORKSPACE_AGENT_PORT,
       deadlineSeconds: s.FLY_DEADLINE_SECONDS,
+      flycast: isolation.FLY_WORKSPACE_FLYCAST,
     });
   }
   const s = settings(kubernetes, env, name);
@@ -82,15 +137,66 @@ export function engineFor(name: "fly" | "kubernetes", env = process.env): VmEngi
   });
 }
 
-const address = z.preprocess(blank, z.union([z.ipv4(), z.ipv6()]).optional());
 const egressHost = z.object({ WORKSPACE_PROXY_HOST: address, FLY_PRIVATE_IP: address });
+
+/** Where a VM provider's egress proxies listen, and the gateway VMs reach them through, if any. */
+export interface EgressRoute {
+  host: string;
+  gateway?: EgressGateway;
+}
+
+let shared: { key: string; gateway: EgressGateway } | undefined;
+
+/** One gateway per process: it holds the one port the worker app declares for it. */
+function sharedGateway(host: string, port: number, owner: string, app: string): EgressGateway {
+  const key = JSON.stringify([host, port, owner, app]);
+  if (shared?.key !== key) {
+    void shared?.gateway.close();
+    const locate = (other: string) => ({ host: `${other}.vm.${app}.internal`, port });
+    shared = { key, gateway: createEgressGateway({ host, port, owner, locate }) };
+  }
+  return shared.gateway;
+}
 
 /**
  * WORKSPACE_PROXY_HOST: the worker's own address as its VMs reach it (the pod IP). On Fly it
  * defaults to the Machine's own 6PN address, which Fly puts in FLY_PRIVATE_IP. Set, each VM's
- * commands go through an allow-list proxy the worker runs there.
+ * commands go through an allow-list proxy the worker runs there. With Fly network isolation the
+ * proxies listen on loopback, and the VMs reach them through the gateway at FLY_WORKER_FLYCAST.
  */
-export function egressHostFor(name: "fly" | "kubernetes", env = process.env): string | undefined {
+export function egressFor(name: "fly" | "kubernetes", env = process.env): EgressRoute | undefined {
+  if (name === "fly") {
+    const s = settings(flyIsolation, env, name);
+    if (s.FLY_WORKER_FLYCAST && s.FLY_MACHINE_ID && s.FLY_APP_NAME) {
+      const gateway = sharedGateway(
+        s.FLY_WORKER_FLYCAST,
+        s.FLY_WORKER_PROXY_PORT,
+        s.FLY_MACHINE_ID,
+        s.FLY_APP_NAME,
+      );
+      return { host: "127.0.0.1", gateway };
+    }
+  }
   const s = settings(egressHost, env, name);
-  return s.WORKSPACE_PROXY_HOST ?? (name === "fly" ? s.FLY_PRIVATE_IP : undefined);
+  const host = s.WORKSPACE_PROXY_HOST ?? (name === "fly" ? s.FLY_PRIVATE_IP : undefined);
+  return host ? { host } : undefined;
+}
+
+/**
+ * At a worker's start with the fly engine: without network isolation, one warning saying what a
+ * job's commands share a network with; with it, the gateway starts listening, since the Fly Proxy
+ * may send another worker's VMs to this one before it has a VM of its own.
+ */
+export async function startFlyNetwork(logger: Logger, env = process.env): Promise<void> {
+  if (blank(env.FLY_WORKSPACE_FLYCAST) === undefined) {
+    logger.warn(
+      "fly workspaces share the organization's private network (6PN) with this worker and every other app of the organization, the database included: only the proxy variables keep a job's commands off them. Set FLY_WORKSPACE_FLYCAST and FLY_WORKER_FLYCAST (README: Fly network isolation), or use the kubernetes engine",
+    );
+    return;
+  }
+  try {
+    await egressFor("fly", env)?.gateway?.listen();
+  } catch (error) {
+    logger.error(`fly workspaces cannot reach the egress proxy: ${(error as Error).message}`);
+  }
 }
