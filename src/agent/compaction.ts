@@ -18,9 +18,30 @@ export interface CompactionOptions {
   contextWindow?: number;
 }
 
-/** The same rough measure the API's prompt sizes follow: about four characters per token. */
+/**
+ * What an image costs, roughly: the APIs bill by pixels, not by the size of its base64 text, and
+ * scale a large one down first (Anthropic's to about 1,600 tokens).
+ */
+const IMAGE_TOKENS = 1_600;
+
+/** An image block (Messages API) or image part (Chat Completions). */
+function isImage(value: unknown): boolean {
+  if (typeof value !== "object" || value === null || !("type" in value)) return false;
+  return value.type === "image" || value.type === "image_url";
+}
+
+/**
+ * The same rough measure the API's prompt sizes follow: about four characters per token, and a
+ * flat IMAGE_TOKENS per image.
+ */
 export function estimateTokens(value: unknown): number {
-  return Math.ceil(JSON.stringify(value ?? "").length / 4);
+  let images = 0;
+  const json = JSON.stringify(value ?? "", (_key, item: unknown) => {
+    if (!isImage(item)) return item;
+    images++;
+    return undefined;
+  });
+  return Math.ceil((json ?? "").length / 4) + images * IMAGE_TOKENS;
 }
 
 /**

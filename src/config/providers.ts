@@ -25,6 +25,8 @@ const entry = z
     reasoningEffort: z.enum(["minimal", "low", "medium", "high"]).optional(),
     /** Some servers cannot stream tool calls; false asks for whole replies. */
     stream: z.boolean().optional(),
+    /** The models take images (attached screenshots); without it they are told one was left out. */
+    vision: z.boolean().optional(),
   })
   .strict();
 
@@ -37,6 +39,8 @@ export interface OpenAiCompatible {
   contextWindow?: number;
   reasoningEffort?: "minimal" | "low" | "medium" | "high";
   stream: boolean;
+  /** The models take images; default false. */
+  vision?: boolean;
 }
 
 /** By name, the prefix of the model ids they serve (`ollama/qwen3-coder:30b`). */
@@ -55,6 +59,8 @@ function builtIns(env: Readonly<Record<string, string | undefined>>): OpenAiComp
       apiKey: env.OPENAI_API_KEY || undefined,
       prices: {},
       stream: true,
+      // OpenAI's current chat models all take images.
+      vision: true,
     });
   }
   if (env.OPENROUTER_API_KEY) {
@@ -64,6 +70,8 @@ function builtIns(env: Readonly<Record<string, string | undefined>>): OpenAiComp
       apiKey: env.OPENROUTER_API_KEY,
       prices: {},
       stream: true,
+      // Many of its models are text-only, and it refuses a request with an image for those.
+      vision: false,
     });
   }
   if (env.OLLAMA_BASE_URL) {
@@ -82,7 +90,7 @@ function builtIns(env: Readonly<Record<string, string | undefined>>): OpenAiComp
 /**
  * OPENAI_API_KEY / OPENAI_BASE_URL, OPENROUTER_API_KEY and OLLAMA_BASE_URL configure the built-in
  * providers; VMPILOT_PROVIDERS (a JSON object of name → { baseUrl, apiKey, prices, defaultPrice,
- * contextWindow, reasoningEffort, stream }) adds providers or replaces a built-in one.
+ * contextWindow, reasoningEffort, stream, vision }) adds providers or replaces a built-in one.
  */
 export function loadProviders(
   env: Readonly<Record<string, string | undefined>>,
@@ -124,6 +132,7 @@ export function loadProviders(
         contextWindow: settings.contextWindow,
         reasoningEffort: settings.reasoningEffort,
         stream: settings.stream ?? true,
+        vision: settings.vision ?? false,
       });
     }
   }

@@ -2,6 +2,7 @@
 // here is untrusted: it is sanitized, fenced and labelled as context. Only the request that
 // triggered the job (the triggering comment, or the label a maintainer put on) is an instruction.
 import type { ProbotOctokit } from "probot";
+import { imageSources } from "./images.ts";
 import { sanitize, stripInvisible } from "./sanitize.ts";
 
 interface ContextComment {
@@ -27,6 +28,14 @@ interface PullRequestInfo {
   reviewComments: ContextComment[];
 }
 
+/** An image attached to the item: its signed URL (valid for minutes) and where it is shown. */
+export interface ImageSource {
+  url: string;
+  from: string;
+  /** In the item's description, which a follow-up turn has shown already. */
+  inDescription: boolean;
+}
+
 export interface IssueContext {
   kind: "issue" | "pull_request";
   number: number;
@@ -34,6 +43,8 @@ export interface IssueContext {
   body: string;
   author: string;
   comments: ContextComment[];
+  /** Images of the triggering comment, then of the description. */
+  images?: ImageSource[];
   pullRequest?: PullRequestInfo;
 }
 
@@ -42,7 +53,7 @@ export interface GatherQuery {
   repo: string;
   number: number;
   kind: "issue" | "pull_request";
-  /** Comments left out: the triggering one (it is the instruction). */
+  /** Comments left out: the triggering one (it is the instruction). Their images are read. */
   excludeCommentIds?: readonly number[];
   /** The app's own login (`slug[bot]`): its progress comments are noise. */
   botLogin?: string;
@@ -103,13 +114,22 @@ export async function gatherIssueContext(
 ): Promise<IssueContext> {
   const repo = { owner: query.owner, repo: query.repo };
   const since = query.since?.toISOString();
-  const { data: issue } = await octokit.rest.issues.get({ ...repo, issue_number: query.number });
+  // "full" adds body_html, where GitHub puts the signed URLs of attached images.
+  const full = { format: "full" };
+  const { data: issue } = await octokit.rest.issues.get({
+    ...repo,
+    issue_number: query.number,
+    mediaType: full,
+  });
   const comments = await octokit.paginate(octokit.rest.issues.listComments, {
     ...repo,
     issue_number: query.number,
     per_page: 100,
+    mediaType: full,
     ...(since && { since }),
   });
+  const noun = query.kind === "pull_request" ? "pull request" : "issue";
+  const triggers = comments.filter((c) => query.excludeCommentIds?.includes(c.id));
   const context: IssueContext = {
     kind: query.kind,
     number: query.number,
@@ -117,6 +137,20 @@ export async function gatherIssueContext(
     body: clean(issue.body, BODY_CAP),
     author: issue.user?.login ?? "ghost",
     comments: contextComments(query, comments),
+    images: [
+      ...triggers.flatMap((c) =>
+        imageSources(c.body_html).map((url) => ({
+          url,
+          from: `@${c.user?.login ?? "ghost"}'s comment`,
+          inDescription: false,
+        })),
+      ),
+      ...imageSources(issue.body_html).map((url) => ({
+        url,
+        from: `the ${noun}'s description`,
+        inDescription: true,
+      })),
+    ],
   };
   if (query.kind === "pull_request") context.pullRequest = await pullRequestInfo(octokit, query);
   return context;

@@ -10,6 +10,7 @@ import type { OpenAiProviderOptions } from "../agent/providers/openai.ts";
 import type { ProviderTable } from "../config/providers.ts";
 import type { RepoSettings } from "../config/repo-config.ts";
 import { isPermanent } from "../errors.ts";
+import type { ImageFetchOptions } from "../github/images.ts";
 import { gatherIssueContext, type IssueContext } from "../github/issue-context.ts";
 import type { Logger } from "../github/logger.ts";
 import type { ProgressStep } from "../github/progress-comment.ts";
@@ -26,6 +27,7 @@ import type { VmPool } from "../workspace/vm/pool.ts";
 import { runJobAgent } from "./pipeline/agent.ts";
 import { afterPush, ciFailures } from "./pipeline/ci.ts";
 import { loadChat } from "./pipeline/history.ts";
+import { NO_IMAGES, readJobImages } from "./pipeline/images.ts";
 import { startMerge } from "./pipeline/merge.ts";
 import { fixBody, mergeBody, planBody, reviewBody } from "./pipeline/outcome.ts";
 import {
@@ -33,6 +35,7 @@ import {
   type Mode,
   RESUME_INSTRUCTION,
   resolveRequest,
+  withImages,
 } from "./pipeline/request.ts";
 import { openSession, type PipelineOutcome, type Session } from "./pipeline/session.ts";
 import { jobSettings } from "./pipeline/settings.ts";
@@ -83,6 +86,8 @@ export interface PipelineDeps {
   streamRetryDelayMs?: number;
   /** Where a push that passed its tests queues its ready-for-review check; none without it. */
   readyQueue?: Pick<Queue, "enqueueReady">;
+  /** How attached images are fetched; default https to public addresses (tests use loopback). */
+  imageFetch?: ImageFetchOptions;
 }
 
 /**
@@ -234,6 +239,14 @@ async function work(
       "There are no unresolved review threads.",
     );
   }
+  // An attempt after a crash goes on from what the earlier attempt stored.
+  const resuming = run.attempt > 1 && history.fromThisJob > 0;
+  // Read now: the signed image URLs last minutes, and the workspace's setup may take longer.
+  // The description's images went with the turn that showed the description.
+  const sources = (issue.images ?? []).filter((image) => !(itemSeen && image.inDescription));
+  const images = resuming
+    ? NO_IMAGES
+    : await readJobImages(db, chat.id, sources, { ...deps.imageFetch, signal: run.signal });
   // What failed, read before the workspace opens: the model's first request carries it.
   const ci = request.mode === "ci" ? await ciFailures(session, run.signal) : undefined;
   if (pushes(request.mode)) await updateJob(db, job.id, { branch: target.branch });
@@ -271,8 +284,6 @@ async function work(
   }
   progress.step("agent", `workspace ready on ${target.branch}`);
 
-  // An attempt after a crash goes on from what the earlier attempt stored.
-  const resuming = run.attempt > 1 && history.fromThisJob > 0;
   const result = await runJobAgent({
     db,
     chatId: chat.id,
@@ -284,18 +295,21 @@ async function work(
     storedCount: history.storedCount,
     instruction: resuming
       ? RESUME_INSTRUCTION
-      : instructionFor({
-          request,
-          requester: job.requester,
-          number: job.number,
-          kind: context.itemKind,
-          context: issue,
-          itemSeen,
-          threads,
-          ...(ci && { ci }),
-          ...(merge && { merge: { base: merge.base, conflicts: merge.conflicts } }),
-          retry: job.command === "retry",
-        }),
+      : withImages(
+          instructionFor({
+            request,
+            requester: job.requester,
+            number: job.number,
+            kind: context.itemKind,
+            context: issue,
+            itemSeen,
+            threads,
+            ...(ci && { ci }),
+            ...(merge && { merge: { base: merge.base, conflicts: merge.conflicts } }),
+            retry: job.command === "retry",
+          }),
+          images,
+        ),
     ...agentRunDeps(deps, settings),
     progress,
     signal: run.signal,

@@ -3,10 +3,23 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { z } from "zod";
 
+/** The image formats the model APIs take. */
+export const imageMediaType = z.enum(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+export type ImageMediaType = z.infer<typeof imageMediaType>;
+
 const text = z.looseObject({ type: z.literal("text"), text: z.string() });
 
 const block = z.discriminatedUnion("type", [
   text,
+  z.looseObject({
+    type: z.literal("image"),
+    source: z.looseObject({
+      type: z.literal("base64"),
+      media_type: imageMediaType,
+      data: z.string(),
+    }),
+  }),
   z.looseObject({ type: z.literal("thinking"), thinking: z.string(), signature: z.string() }),
   z.looseObject({ type: z.literal("redacted_thinking"), data: z.string() }),
   z.looseObject({

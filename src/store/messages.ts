@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { redactDeep } from "../github/redact.ts";
+import { loadImages, storeImages } from "./chat-images.ts";
 import type { Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
@@ -42,12 +43,14 @@ function toMessage(value: unknown): Message {
  * Appends one message. The chat row's counter hands out seq under its row lock, so concurrent
  * appends get distinct, gap-free numbers, and the cost does not grow with the history.
  * Secrets (registered ones and known token shapes) are redacted before the content is stored:
- * tool output read in the sandbox may contain them, and the table outlives the job.
+ * tool output read in the sandbox may contain them, and the table outlives the job. Images go to
+ * chat_images, once per chat; the stored content (and the message returned) holds references.
  */
 export async function appendMessage(
   db: Queryable,
   input: { chatId: number; role: MessageRole; content: unknown; jobId?: number | null },
 ): Promise<Message> {
+  const content = await storeImages(db, input.chatId, input.content);
   const { rows } = await db.query(
     `WITH next AS (
        UPDATE chats SET message_count = message_count + 1, updated_at = now()
@@ -56,13 +59,13 @@ export async function appendMessage(
      INSERT INTO messages (chat_id, seq, role, content, job_id)
      SELECT $1, message_count, $2, $3::jsonb, $4 FROM next
      RETURNING *`,
-    [input.chatId, input.role, JSON.stringify(redactDeep(input.content)), input.jobId ?? null],
+    [input.chatId, input.role, JSON.stringify(redactDeep(content)), input.jobId ?? null],
   );
   if (!rows[0]) throw new Error(`no chat ${input.chatId}`);
   return toMessage(rows[0]);
 }
 
-/** Messages in order; afterSeq skips those already loaded. */
+/** Messages in order, images included; afterSeq skips those already loaded. */
 export async function listMessages(
   db: Queryable,
   chatId: number,
@@ -72,5 +75,11 @@ export async function listMessages(
     "SELECT * FROM messages WHERE chat_id = $1 AND seq > $2 ORDER BY seq",
     [chatId, afterSeq],
   );
-  return rows.map(toMessage);
+  const messages = rows.map(toMessage);
+  const contents = await loadImages(
+    db,
+    chatId,
+    messages.map((m) => m.content),
+  );
+  return messages.map((message, i) => ({ ...message, content: contents[i] }));
 }

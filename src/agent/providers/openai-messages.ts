@@ -7,7 +7,10 @@ import type OpenAI from "openai";
 import type { MessageParam, ReplyBlock } from "./types.ts";
 
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+type UserPart = OpenAI.Chat.Completions.ChatCompletionContentPart;
 type Block = Anthropic.ContentBlockParam;
+
+export const IMAGE_LEFT_OUT = "[An image was left out here: this model does not take images.]";
 
 function blocksOf(message: MessageParam): Block[] {
   return typeof message.content === "string"
@@ -27,7 +30,31 @@ function resultText(block: Anthropic.ToolResultBlockParam): string {
   return block.is_error ? `Error: ${text}` : text;
 }
 
-export function toChatMessages(system: string, messages: readonly MessageParam[]): ChatMessage[] {
+/**
+ * A user turn's text and images: as content parts (images as data: URLs) for a model that takes
+ * images, else as text with a line where each image was.
+ */
+function userContent(blocks: readonly Block[], vision: boolean): string | UserPart[] {
+  const parts: UserPart[] = [];
+  for (const block of blocks) {
+    if (block.type === "text") parts.push({ type: "text", text: block.text });
+    if (block.type !== "image") continue;
+    if (vision && block.source.type === "base64") {
+      const url = `data:${block.source.media_type};base64,${block.source.data}`;
+      parts.push({ type: "image_url", image_url: { url } });
+    } else {
+      parts.push({ type: "text", text: IMAGE_LEFT_OUT });
+    }
+  }
+  if (parts.some((part) => part.type !== "text")) return parts;
+  return parts.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n");
+}
+
+export function toChatMessages(
+  system: string,
+  messages: readonly MessageParam[],
+  vision = false,
+): ChatMessage[] {
   const out: ChatMessage[] = [{ role: "system", content: system }];
   for (const message of messages) {
     const blocks = blocksOf(message);
@@ -59,7 +86,8 @@ export function toChatMessages(system: string, messages: readonly MessageParam[]
         out.push({ role: "tool", tool_call_id: block.tool_use_id, content: resultText(block) });
       }
     }
-    if (text) out.push({ role: "user", content: text });
+    const content = userContent(blocks, vision);
+    if (content.length > 0) out.push({ role: "user", content });
   }
   return out;
 }

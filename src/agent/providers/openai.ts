@@ -80,7 +80,7 @@ export class OpenAiProvider implements ModelProvider {
     const tools = functionTools(request.tools);
     const params: Params = {
       model: request.model,
-      messages: toChatMessages(request.system, request.messages),
+      messages: toChatMessages(request.system, request.messages, this.#settings.vision ?? false),
       ...(this.#settings.name === "openai"
         ? { max_completion_tokens: request.maxTokens }
         : { max_tokens: request.maxTokens }),

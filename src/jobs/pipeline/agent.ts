@@ -34,7 +34,8 @@ export interface JobAgentInput {
   history: Anthropic.MessageParam[];
   /** How many stored messages `history` stands for (see loadChat). */
   storedCount: number;
-  instruction: string;
+  /** The new user turn: text, or text and images. */
+  instruction: string | Anthropic.ContentBlockParam[];
   /** A chat client's system message, for a chat turn. */
   clientSystem?: string;
   settings: RepoSettings;

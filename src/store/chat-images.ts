@@ -1,0 +1,111 @@
+// Images in a chat's messages, stored once per chat by their SHA-256 (chat_images). What the
+// messages and compactions tables hold in place of an image's bytes is a reference block,
+// { type: "image", source: { type: "chat_image", media_type, sha256 } }; reading them back puts
+// the bytes in again, as the model API takes them (a base64 source).
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { PermanentError } from "../errors.ts";
+import { imageMediaType } from "./message-param.ts";
+import type { Queryable } from "./sql.ts";
+import { parseStored } from "./stored-value.ts";
+
+const inline = z.object({
+  type: z.literal("image"),
+  source: z.object({ type: z.literal("base64"), media_type: imageMediaType, data: z.string() }),
+});
+
+const reference = z.object({
+  type: z.literal("image"),
+  source: z.object({
+    type: z.literal("chat_image"),
+    media_type: imageMediaType,
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  }),
+});
+
+const imageRow = z.object({ sha256: z.string(), data: z.instanceof(Buffer) });
+
+export function sha256Hex(bytes: Buffer): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/**
+ * Stores the images of a message's content (its top-level image blocks) and returns the content
+ * with references in their place. An image the chat has already is not stored again.
+ */
+export async function storeImages(
+  db: Queryable,
+  chatId: number,
+  content: unknown,
+): Promise<unknown> {
+  if (!Array.isArray(content)) return content;
+  const out: unknown[] = [];
+  for (const block of content) {
+    const image = inline.safeParse(block);
+    if (!image.success) {
+      out.push(block);
+      continue;
+    }
+    const { media_type, data } = image.data.source;
+    const bytes = Buffer.from(data, "base64");
+    const sha256 = sha256Hex(bytes);
+    await db.query(
+      `INSERT INTO chat_images (chat_id, sha256, media_type, data) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (chat_id, sha256) DO NOTHING`,
+      [chatId, sha256, media_type, bytes],
+    );
+    out.push({ type: "image", source: { type: "chat_image", media_type, sha256 } });
+  }
+  return out;
+}
+
+/** Message contents as stored, with the images' bytes put back in place of their references. */
+export async function loadImages(
+  db: Queryable,
+  chatId: number,
+  contents: readonly unknown[],
+): Promise<unknown[]> {
+  const wanted = new Set<string>();
+  for (const content of contents) {
+    if (!Array.isArray(content)) continue;
+    for (const block of content) {
+      const ref = reference.safeParse(block);
+      if (ref.success) wanted.add(ref.data.source.sha256);
+    }
+  }
+  if (wanted.size === 0) return [...contents];
+  const { rows } = await db.query(
+    "SELECT sha256, data FROM chat_images WHERE chat_id = $1 AND sha256 = ANY($2)",
+    [chatId, [...wanted]],
+  );
+  const bytes = new Map(
+    rows.map((row) => {
+      const image = parseStored(imageRow, row, `a chat_images row of chat ${chatId}`);
+      return [image.sha256, image.data.toString("base64")];
+    }),
+  );
+  return contents.map((content) =>
+    Array.isArray(content)
+      ? content.map((block) => {
+          const ref = reference.safeParse(block);
+          if (!ref.success) return block;
+          const { media_type, sha256 } = ref.data.source;
+          const data = bytes.get(sha256);
+          if (data === undefined) {
+            throw new PermanentError(`chat ${chatId} shows image ${sha256}, which is not stored`);
+          }
+          return { type: "image", source: { type: "base64", media_type, data } };
+        })
+      : content,
+  );
+}
+
+/** The SHA-256 of every image the chat holds: images its conversation has shown already. */
+export async function chatImageHashes(db: Queryable, chatId: number): Promise<Set<string>> {
+  const { rows } = await db.query("SELECT sha256 FROM chat_images WHERE chat_id = $1", [chatId]);
+  return new Set(
+    rows.map(
+      (row) => parseStored(z.object({ sha256: z.string() }), row, "a chat_images row").sha256,
+    ),
+  );
+}
