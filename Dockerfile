@@ -12,22 +12,29 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 # only the tools a repository's commands need. Not the last stage: a plain `docker build` makes
 # the app image. Add a language's toolchain by building on it.
 FROM node:24-slim AS workspace
+# util-linux: setpriv, in the entry.
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends git ca-certificates tini bash curl python3 make g++ \
+  && apt-get install -y --no-install-recommends git ca-certificates tini bash curl python3 make g++ util-linux \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/vmpilot
 COPY --from=deps /app/node_modules/zod ./node_modules/zod
 COPY package.json ./
 COPY src ./src
-RUN useradd --create-home --uid 10001 --user-group --shell /bin/bash agent \
-  && mkdir -p /workspace && chown agent:agent /workspace
-# Numeric, so Kubernetes can check runAsNonRoot.
-USER 10001
+# Commands run as `workspace`, which owns the checkout and its home; the agent and its code stay
+# root's, so a command can neither signal, trace nor read the agent, nor change its code.
+RUN useradd --create-home --uid 10002 --user-group --shell /bin/bash workspace \
+  && mkdir -p /workspace && chown workspace:workspace /workspace
+# The agent is root holding only CAP_SETUID, CAP_SETGID (to start commands as `workspace`) and
+# CAP_KILL (to stop them), under no_new_privs, whatever the platform grants (a Fly Machine all of
+# them; the Kubernetes pod spec those three): src/workspace/agent/identity.ts. Without them, or
+# run as another user, the agent refuses to start.
+USER 0
 ENV VMPILOT_AGENT_ROOT=/workspace \
-  VMPILOT_AGENT_HOME=/home/agent \
+  VMPILOT_AGENT_HOME=/home/workspace \
+  VMPILOT_AGENT_COMMAND_USER=10002:10002 \
   VMPILOT_AGENT_LISTEN=[::]:8080
 EXPOSE 8080
-ENTRYPOINT ["tini", "--"]
+ENTRYPOINT ["tini", "--", "setpriv", "--bounding-set=-all,+setuid,+setgid,+kill", "--inh-caps=-all", "--no-new-privs", "--"]
 CMD ["node", "src/workspace/agent/main.ts"]
 
 FROM node:24-slim AS runtime

@@ -6,7 +6,9 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { fallbackLogger } from "../github/logger.ts";
 import { SANDBOX_HOME } from "./bwrap.ts";
+import { UNPRIVILEGED_OWNER } from "./owner.ts";
 import { agentHealthy, createRemoteWorkspace } from "./remote.ts";
 import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox.ts";
 import type { BlockedConnection, Workspace } from "./types.ts";
@@ -46,19 +48,31 @@ export async function startLocalAgent(
 ): Promise<LocalAgent> {
   const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), "vmpilot-agent-")));
   await mkdir(join(stateDir, "tmp"), { recursive: true });
+  // As root, the agent stays root (with CAP_SETUID, CAP_SETGID and CAP_KILL only) and runs its
+  // commands as the user the sandbox hands the checkout to, as it does in a VM (agent/identity.ts).
+  // Otherwise the sandbox has one uid only, which the agent shares with its commands, and says so.
+  const supervisor = process.getuid?.() === 0;
+  if (!supervisor) {
+    (options.logger ?? fallbackLogger()).warn(
+      "workspace provider 'agent' runs commands as the agent's own uid when the worker is not root: they can stop the agent",
+    );
+  }
   const sandbox = await createSandboxWorkspace(dir, {
     ...options,
     stateDir,
     readOnlyPaths: [...(options.readOnlyPaths ?? []), ...AGENT_FILES],
+    supervisor,
   });
   // The sandbox's /tmp is this directory; the agent removes the key file once read.
-  await writeFile(join(stateDir, "tmp", "vmpilot-agent.key"), secret, { mode: 0o644 });
+  await writeFile(join(stateDir, "tmp", "vmpilot-agent.key"), secret, { mode: 0o600 });
+  const { uid, gid } = UNPRIVILEGED_OWNER;
   const socketPath = join(stateDir, "tmp", "vmpilot-agent.sock");
   const stop = new AbortController();
   const flags = process.features.typescript ? "" : "--experimental-strip-types ";
   const agent = sandbox.exec(`exec ${quote(process.execPath)} ${flags}${quote(MAIN)}`, {
     env: {
       ...agentEnv,
+      ...(supervisor ? { VMPILOT_AGENT_COMMAND_USER: `${uid}:${gid}` } : {}),
       VMPILOT_AGENT_KEY_FILE: "/tmp/vmpilot-agent.key",
       VMPILOT_AGENT_ROOT: sandbox.root,
       VMPILOT_AGENT_HOME: SANDBOX_HOME,

@@ -58,6 +58,11 @@ export interface SandboxLayout {
   accounts: string;
   /** The worker is root: bwrap mounts as root, then commands drop to UNPRIVILEGED_OWNER. */
   asRoot: boolean;
+  /**
+   * As root, commands stay root with CAP_SETUID, CAP_SETGID and CAP_KILL only and no user
+   * namespace: the workspace agent, which starts its own commands as UNPRIVILEGED_OWNER.
+   */
+  supervisor?: boolean;
 }
 
 function isWithin(parent: string, child: string): boolean {
@@ -143,6 +148,7 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     ...(layout.asRoot
       ? ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
       : ["--unshare-user", ...USER_NAMESPACE]),
+    ...(layout.asRoot && layout.supervisor ? ["--cap-add", "CAP_KILL"] : []),
     "--clearenv",
   );
   return args;

@@ -1,5 +1,11 @@
 import { performance } from "node:perf_hooks";
-import { type Exit, type Launched, launch, type OutputHandler } from "./launcher.ts";
+import {
+  type Exit,
+  type Launched,
+  type LaunchSpec,
+  launch,
+  type OutputHandler,
+} from "./launcher.ts";
 import { capStreams, MODEL_OUTPUT_CAP, OutputCapture } from "./output.ts";
 import type { ExecResult } from "./types.ts";
 
@@ -11,6 +17,7 @@ export interface ProcessSpec {
   args: readonly string[];
   cwd: string;
   env: Record<string, string>;
+  user?: LaunchSpec["user"];
 }
 
 export interface RunOptions {

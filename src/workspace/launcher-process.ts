@@ -26,6 +26,13 @@ function start(id: number, spec: unknown): void {
     reply({ type: "failed", id, code: "EINVAL", message: `Invalid launch request: ${problem}` });
     return;
   }
+  if ((spec as LaunchSpec).user && (process.getuid?.() !== 0 || process.geteuid?.() !== 0)) {
+    // Not root through and through (a launcher restarted by an agent that took the command user
+    // as its effective uid): setuid would change the effective uid only, and leave the command a
+    // real uid of root to take back.
+    reply({ type: "failed", id, code: "EPERM", message: "Only root starts a process as a user" });
+    return;
+  }
   let child: ChildProcess;
   try {
     child = spawnSpec(spec as LaunchSpec);
@@ -43,6 +50,8 @@ function spawnSpec(spec: LaunchSpec): ChildProcess {
     cwd: spec.cwd,
     env: spec.env,
     detached: spec.group,
+    uid: spec.user?.uid,
+    gid: spec.user?.gid,
     stdio: [spec.input === undefined && !spec.inputLater ? "ignore" : "pipe", "pipe", "pipe"],
   });
 }

@@ -13,6 +13,11 @@ export interface LaunchSpec {
   input?: string;
   /** Stdin stays open until the input arrives later (`Launched.write`): a process started ahead. */
   inputLater?: boolean;
+  /**
+   * Starts the process as this user, with no supplementary groups: the workspace agent's commands
+   * (agent/identity.ts). The launcher then needs CAP_SETUID and CAP_SETGID, and CAP_KILL to stop it.
+   */
+  user?: { uid: number; gid: number };
 }
 
 export type LauncherRequest =
@@ -27,6 +32,16 @@ export type LauncherReply =
 
 const hasNul = (value: unknown): boolean => typeof value !== "string" || value.includes("\0");
 
+/** Node's spawn takes 32-bit signed ids. */
+const isId = (value: unknown): boolean =>
+  typeof value === "number" && Number.isInteger(value) && value >= 0 && value < 2 ** 31;
+
+function isUser(user: unknown): boolean {
+  if (typeof user !== "object" || user === null) return false;
+  const { uid, gid } = user as Record<string, unknown>;
+  return isId(uid) && isId(gid);
+}
+
 /**
  * Why a launch request cannot be started, or undefined when it can. Node's spawn throws on these
  * (a NUL byte cannot cross exec), so both sides check: the worker to give its caller a clear
@@ -34,7 +49,7 @@ const hasNul = (value: unknown): boolean => typeof value !== "string" || value.i
  */
 export function specProblem(spec: unknown): string | undefined {
   if (typeof spec !== "object" || spec === null) return "the launch spec is not an object";
-  const { file, args, cwd, env, group, input, inputLater } = spec as Record<string, unknown>;
+  const { file, args, cwd, env, group, input, inputLater, user } = spec as Record<string, unknown>;
   if (hasNul(file) || file === "") return "the program is not a string without NUL bytes";
   if (!Array.isArray(args) || args.some(hasNul)) {
     return "an argument is not a string without NUL bytes";
@@ -53,5 +68,6 @@ export function specProblem(spec: unknown): string | undefined {
   if (inputLater !== undefined && (typeof inputLater !== "boolean" || input !== undefined)) {
     return "inputLater is not a boolean, or comes with an input";
   }
+  if (user !== undefined && !isUser(user)) return "the user is not a uid and a gid";
   return undefined;
 }

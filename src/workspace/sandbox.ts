@@ -49,6 +49,11 @@ export interface SandboxWorkspaceOptions {
   stateDir?: string;
   bwrapPath?: string;
   socatPath?: string;
+  /**
+   * As root, commands keep root's uid with only CAP_SETUID, CAP_SETGID and CAP_KILL, and start at
+   * /: for the workspace agent (agent-local.ts), which runs its own commands as UNPRIVILEGED_OWNER.
+   */
+  supervisor?: boolean;
 }
 
 /** Inside the sandbox, the proxy's unix socket is reached at this loopback port. */
@@ -142,6 +147,7 @@ export async function createSandboxWorkspace(
   const proxySocket = join(stateDir, "proxy.sock");
   const accounts = join(stateDir, "accounts");
   const asRoot = process.getuid?.() === 0;
+  const supervisor = asRoot && options.supervisor === true;
   let scratch: ScratchDisk | undefined;
   let cgroup: JobCgroup | undefined;
   let proxy: AllowListProxy | undefined;
@@ -155,7 +161,7 @@ export async function createSandboxWorkspace(
   };
 
   let prefix: string[];
-  const inner = dropPrivileges(asRoot);
+  const inner = dropPrivileges(asRoot && !supervisor);
   try {
     if (kernel.scratchProblem === undefined) {
       scratch = await mountScratchDisk(stateDir, limits.diskMb);
@@ -181,6 +187,7 @@ export async function createSandboxWorkspace(
       proxySocket: networked ? proxySocket : undefined,
       accounts,
       asRoot,
+      supervisor,
     });
 
     // The probe binds the proxy socket, so the proxy starts first.
@@ -228,7 +235,7 @@ export async function createSandboxWorkspace(
       }
       // As root, the outer bwrap has no capability to enter a directory only the sandbox user may.
       if (inner.length > 0) args.push("--chdir", "/", ...inner, "--chdir", cwd, "--");
-      else args.push("--chdir", cwd);
+      else args.push("--chdir", supervisor ? "/" : cwd);
       return guarded((stop, overDisk) => {
         const started = inCgroup(jobCgroup, bwrapPath, [
           ...args,

@@ -20,6 +20,7 @@ const podBody = z.object({
           image: z.string(),
           env: z.array(z.object({ name: z.string(), value: z.string() })),
           resources: z.object({ limits: z.record(z.string(), z.string()) }),
+          securityContext: z.record(z.string(), z.unknown()).optional(),
         }),
       )
       .length(1),

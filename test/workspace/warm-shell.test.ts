@@ -59,7 +59,7 @@ const cold = (command: string, cwd = root) =>
 
 describe("the agent's warm shell", () => {
   it("gives a command exactly what a cold `bash -c` gives it", async () => {
-    shell = createWarmShell(root);
+    shell = createWarmShell();
     shell.warm(ENV);
     const expected = await cold(PROBE, join(root, "sub"));
     expect(expected.exitCode).toBe(7);
@@ -73,7 +73,7 @@ describe("the agent's warm shell", () => {
   });
 
   it("runs each command in the shell started before it, and starts the next one after", async () => {
-    shell = createWarmShell(root);
+    shell = createWarmShell();
     shell.warm(ENV);
     for (let run = 0; run < 2; run++) {
       expect(await waitUntil(async () => (await shellsWaiting()).length === 1)).toBe(true);
@@ -84,7 +84,7 @@ describe("the agent's warm shell", () => {
   });
 
   it("gives each command a shell of its own, and its output only", async () => {
-    shell = createWarmShell(root);
+    shell = createWarmShell();
     shell.warm(ENV);
     const first = await shell.run("cd /; x=1; export Y=2; echo one; echo err >&2", root, ENV, {});
     expect(first).toMatchObject({ stdout: "one\n", stderr: "err\n", exitCode: 0 });
@@ -98,7 +98,7 @@ describe("the agent's warm shell", () => {
   });
 
   it("runs a command with another environment cold, and keeps the shell waiting for the usual one", async () => {
-    shell = createWarmShell(root);
+    shell = createWarmShell();
     shell.warm(ENV);
     const withProxy = { ...ENV, HTTPS_PROXY: "http://127.0.0.1:9" };
     const result = await shell.run(PROXY, root, withProxy, {});
@@ -111,7 +111,7 @@ describe("the agent's warm shell", () => {
   });
 
   it("kills the command's whole process group on timeout", async () => {
-    shell = createWarmShell(root);
+    shell = createWarmShell();
     shell.warm(ENV);
     const result = await shell.run("sleep 60 & echo $! > bg.pid; sleep 60", root, ENV, {
       timeoutMs: 300,
@@ -122,7 +122,7 @@ describe("the agent's warm shell", () => {
   });
 
   it("refuses a NUL byte as a cold start does, and leaves no shell waiting once closed", async () => {
-    shell = createWarmShell(root);
+    shell = createWarmShell();
     shell.warm(ENV);
     await expect(shell.run("echo a\0b", root, ENV, {})).rejects.toBeInstanceOf(InvalidLaunch);
     expect((await shell.run("echo still", root, ENV, {})).stdout).toBe("still\n");

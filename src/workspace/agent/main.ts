@@ -2,21 +2,23 @@
 // environment: the secret in VMPILOT_AGENT_SECRET or in the file VMPILOT_AGENT_KEY_FILE names
 // (read, then removed; at least 32 characters), VMPILOT_AGENT_ROOT (the checkout),
 // VMPILOT_AGENT_HOME, and VMPILOT_AGENT_LISTEN: `host:port` (a VM's private address) or an
-// absolute unix socket path; optionally VMPILOT_AGENT_DEADLINE_SECONDS. Prints "ready" once it
-// listens.
+// absolute unix socket path; optionally VMPILOT_AGENT_DEADLINE_SECONDS, and
+// VMPILOT_AGENT_COMMAND_USER (`uid:gid`, see identity.ts), without which commands run as the
+// agent's own uid. Prints "ready" once it listens.
 import { readFileSync, rmSync } from "node:fs";
 import { baseEnv } from "../env.ts";
+import { becomeCommandUser, commandUserProblem, parseCommandUser } from "./identity.ts";
 import { createAgentServer } from "./server.ts";
 
 const env = process.env;
-let secret = env.VMPILOT_AGENT_SECRET ?? "";
-if (!secret && env.VMPILOT_AGENT_KEY_FILE) {
-  secret = readFileSync(env.VMPILOT_AGENT_KEY_FILE, "utf8").trim();
-  rmSync(env.VMPILOT_AGENT_KEY_FILE, { force: true });
-}
+const keyFile = env.VMPILOT_AGENT_SECRET ? undefined : env.VMPILOT_AGENT_KEY_FILE;
+const secret = keyFile ? readFileSync(keyFile, "utf8").trim() : (env.VMPILOT_AGENT_SECRET ?? "");
 const root = env.VMPILOT_AGENT_ROOT ?? "";
 const listen = env.VMPILOT_AGENT_LISTEN ?? "";
 const deadline = Number(env.VMPILOT_AGENT_DEADLINE_SECONDS ?? 0);
+const commandUser = env.VMPILOT_AGENT_COMMAND_USER
+  ? parseCommandUser(env.VMPILOT_AGENT_COMMAND_USER)
+  : undefined;
 // Commands never see the agent's own environment; it is dropped here all the same.
 delete env.VMPILOT_AGENT_SECRET;
 if (
@@ -24,10 +26,20 @@ if (
   !root.startsWith("/") ||
   !listen ||
   !Number.isInteger(deadline) ||
-  deadline < 0
+  deadline < 0 ||
+  (env.VMPILOT_AGENT_COMMAND_USER && !commandUser)
 ) {
   console.error(
-    "vmpilot-agent: set VMPILOT_AGENT_SECRET (32+ characters), VMPILOT_AGENT_ROOT (absolute) and VMPILOT_AGENT_LISTEN; VMPILOT_AGENT_DEADLINE_SECONDS is a whole number",
+    "vmpilot-agent: set VMPILOT_AGENT_SECRET (32+ characters), VMPILOT_AGENT_ROOT (absolute) and VMPILOT_AGENT_LISTEN; VMPILOT_AGENT_DEADLINE_SECONDS is a whole number; VMPILOT_AGENT_COMMAND_USER is uid:gid, not root",
+  );
+  process.exit(2);
+}
+const problem = commandUser
+  ? commandUserProblem(process.getuid?.() ?? -1, readFileSync("/proc/self/status", "utf8"))
+  : undefined;
+if (problem) {
+  console.error(
+    `vmpilot-agent: commands cannot run as VMPILOT_AGENT_COMMAND_USER: ${problem}. Run the agent as root with CAP_SETUID, CAP_SETGID and CAP_KILL and no_new_privs (the workspace image's entry and the Kubernetes pod spec ask for that), or unset VMPILOT_AGENT_COMMAND_USER to let commands run as the agent's own uid, where they can stop it and read its secret.`,
   );
   process.exit(2);
 }
@@ -49,7 +61,18 @@ const server = createAgentServer({
   // and a Fly Machine (auto_destroy, no restart) is destroyed with it. It counts from the
   // checkout, so a VM that waited in a warm pool still gives its job the whole time.
   onCheckout: () => setDeadline(),
+  commandUser,
 });
+// After the server: its first waiting shell started the process launcher, which stays root to
+// start and stop commands as the command user.
+if (commandUser) becomeCommandUser(commandUser);
+else {
+  log({
+    msg: "commands run as the agent's own uid: they can stop the agent and read its secret; set VMPILOT_AGENT_COMMAND_USER",
+  });
+}
+// As the command user when there is one: the key file sits in the commands' /tmp (agent-local.ts).
+if (keyFile) rmSync(keyFile, { force: true });
 let timer: NodeJS.Timeout | undefined;
 function setDeadline(): void {
   if (deadline === 0) return;

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { runProcess } from "../exec.ts";
+import type { Owner } from "../owner.ts";
 import { MAX_SEED_BYTES } from "./protocol.ts";
 
 export class SeedRefused extends Error {
@@ -26,9 +27,10 @@ function capped(limit: number): Transform {
   });
 }
 
-async function git(root: string, env: Record<string, string>, args: string[]): Promise<void> {
+async function git({ root, env, user }: SeedOptions, args: string[]): Promise<void> {
+  // `-C`: git enters the checkout as the command user, who may when the launcher may not.
   const result = await runProcess(
-    { file: "git", args, cwd: root, env },
+    { file: "git", args: ["-C", root, ...args], cwd: "/", env, user },
     { timeoutMs: 30 * 60_000 },
   );
   if (result.exitCode !== 0) {
@@ -44,6 +46,8 @@ export interface SeedOptions {
   origin: string;
   /** Where the bundle's history stops, for a shallow checkout; empty for the whole history. */
   shallow: readonly string[];
+  /** Who git runs as: the command user, who owns the checkout. */
+  user?: Owner;
 }
 
 /** Reads the bundle from `req` and checks `branch` out of it at `root`, which must be empty. */
@@ -56,24 +60,17 @@ export async function seedCheckout(req: IncomingMessage, options: SeedOptions): 
   const bundle = join(dir, "seed.bundle");
   try {
     await pipeline(req, capped(MAX_SEED_BYTES), createWriteStream(bundle, { mode: 0o600 }));
-    const { root, env, branch } = options;
-    await git(root, env, ["init", "-q", "-b", branch]);
-    if (options.origin) await git(root, env, ["remote", "add", "origin", options.origin]);
+    const { root, branch } = options;
+    await git(options, ["init", "-q", "-b", branch]);
+    if (options.origin) await git(options, ["remote", "add", "origin", options.origin]);
     // Before the fetch: git checks that the history is complete up to these commits.
     if (options.shallow.length > 0) {
       await writeFile(join(root, ".git", "shallow"), `${options.shallow.join("\n")}\n`);
     }
     if ((await stat(bundle)).size === 0) return;
     const ref = `refs/heads/${branch}`;
-    await git(root, env, [
-      "fetch",
-      "-q",
-      "--no-tags",
-      "--update-head-ok",
-      bundle,
-      `+${ref}:${ref}`,
-    ]);
-    await git(root, env, ["reset", "-q", "--hard", ref]);
+    await git(options, ["fetch", "-q", "--no-tags", "--update-head-ok", bundle, `+${ref}:${ref}`]);
+    await git(options, ["reset", "-q", "--hard", ref]);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

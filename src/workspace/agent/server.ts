@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { readCapped as readBody } from "../../web/capped-body.ts";
 import { proxyEnv, withExtraEnv } from "../env.ts";
 import { fileOps } from "../files.ts";
+import type { Owner } from "../owner.ts";
 import { PathEscapeError, resolveInside } from "../paths.ts";
 import { FileRefusedError } from "../read-capped.ts";
 import {
@@ -35,6 +36,8 @@ export interface AgentOptions {
   log(line: Record<string, unknown>): void;
   /** Called once the checkout is in place: a job has started. */
   onCheckout?(): void;
+  /** Who commands (and git's checkout) run as (agent/identity.ts); default the agent's own uid. */
+  commandUser?: Owner;
 }
 
 class BadRequest extends Error {}
@@ -76,7 +79,7 @@ export function createAgentServer(options: AgentOptions): Server {
   const files = fileOps(options.root);
   // The checkout may add the worker's egress proxy for this job's commands (agent/protocol.ts).
   let env = options.env;
-  const shell = createWarmShell(options.root);
+  const shell = createWarmShell(options.commandUser);
   shell.warm(env);
   const running = new Map<string, AbortController>();
   /** Cancels that arrived before their command (both are sent at once on an early abort). */
@@ -146,6 +149,7 @@ export function createAgentServer(options: AgentOptions): Server {
         branch: branch.data,
         origin: origin.data,
         shallow: shallow.data ?? [],
+        user: options.commandUser,
       });
     } catch (error) {
       if (error instanceof SeedRefused) throw new BadRequest(error.message);

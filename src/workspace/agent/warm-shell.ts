@@ -5,9 +5,12 @@
 // group, with the environment it started with, so a command sees what `bash -c` would give it:
 // the same variables, cwd, stdin, open files and exit status (test/workspace/warm-shell.test.ts).
 // A shell killed while it waits is noticed when the launcher reports its exit; one that dies in
-// the moment before its command arrives fails that one command as killed.
+// the moment before its command arrives fails that one command as killed. A shell starts at / and
+// enters the command's directory itself: as the command user (agent/identity.ts) it may enter a
+// directory the launcher, root without CAP_DAC_READ_SEARCH, may not.
 import { type RunOptions, runProcess, runStarted } from "../exec.ts";
 import { type Launched, launch, type OutputHandler } from "../launcher.ts";
+import type { Owner } from "../owner.ts";
 import type { ExecResult } from "../types.ts";
 
 // The command's own variables are unset before it runs; `exec </dev/null` gives it what a cold
@@ -29,7 +32,10 @@ export interface WarmShell {
    * command, the next one is started with the `env` last given here.
    */
   warm(env: Record<string, string>): void;
-  /** Runs `command` like `bash -c` would: in the waiting shell when it has this `env`, else cold. */
+  /**
+   * Runs `command` like `bash -c` would: in the waiting shell when it has this `env`, else in one
+   * started for it.
+   */
   run(
     command: string,
     cwd: string,
@@ -40,18 +46,23 @@ export interface WarmShell {
   close(): void;
 }
 
-export function createWarmShell(root: string): WarmShell {
+/** `user`: who commands run as (agent/identity.ts); default the agent's own uid. */
+export function createWarmShell(user?: Owner): WarmShell {
   let spare: Spare | undefined;
   /** The environment most commands run with (the agent's), which the waiting shell is started with. */
   let base: Record<string, string> | undefined;
   let closed = false;
 
+  /** A shell given its directory and command now (`input`), or waiting for them. */
+  function start(env: Record<string, string>, onOutput: OutputHandler, input?: string): Launched {
+    const later = input === undefined ? { inputLater: true } : { input };
+    const spec = { file: "bash", args: ["-c", PRELUDE], cwd: "/", env, group: true, user };
+    return launch({ ...spec, ...later }, onOutput);
+  }
+
   function prepare(env: Record<string, string>): void {
     let sink: OutputHandler = () => {};
-    const started = launch(
-      { file: "bash", args: ["-c", PRELUDE], cwd: root, env, group: true, inputLater: true },
-      (stream, chunk) => sink(stream, chunk),
-    );
+    const started = start(env, (stream, chunk) => sink(stream, chunk));
     const next: Spare = {
       env,
       started,
@@ -86,14 +97,17 @@ export function createWarmShell(root: string): WarmShell {
   return {
     warm,
     async run(command, cwd, env, options) {
-      // A NUL byte takes the cold path, where the launcher refuses it as it always did.
-      const taken = command.includes("\0") || cwd.includes("\0") ? undefined : take(env);
+      // A NUL byte would cut the shell's input short: the launcher refuses it as an argument.
+      if (command.includes("\0") || cwd.includes("\0")) {
+        return runProcess({ file: "bash", args: ["-c", command], cwd, env, user }, options);
+      }
+      const taken = take(env);
+      const input = `${cwd}\0${command}\0`;
       try {
-        if (!taken)
-          return await runProcess({ file: "bash", args: ["-c", command], cwd, env }, options);
         return await runStarted((onOutput) => {
+          if (!taken) return start(env, onOutput, input);
           taken.setSink(onOutput);
-          taken.started.write(`${cwd}\0${command}\0`);
+          taken.started.write(input);
           return taken.started;
         }, options);
       } finally {

@@ -1,0 +1,203 @@
+// Commands reach the agent's process as a stranger: they run as another uid than the agent, which
+// they can neither signal nor read (its memory holds the workspace's secret). Real processes: the
+// `agent` provider's sandbox, as root, stands in for a VM. And a Kubernetes pod asks for what the
+// agent needs to do that (its securityContext).
+import { spawn, spawnSync } from "node:child_process";
+import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { type LocalAgent, startLocalAgent } from "../../src/workspace/agent-local.ts";
+import { createRemoteWorkspace } from "../../src/workspace/remote.ts";
+import type { Workspace } from "../../src/workspace/types.ts";
+import { createKubernetesEngine } from "../../src/workspace/vm/kubernetes.ts";
+import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
+
+const SECRET = "identity-test-secret-".padEnd(48, "x");
+
+/**
+ * Run as a command: finds the agent (the parent of the launcher that started this shell), then
+ * tries to signal it and to read its environment and memory, looking for the secret there.
+ */
+const PROBE = String.raw`
+agent=$(sed -E 's/.*\) . ([0-9]+) .*/\1/' /proc/$PPID/stat)
+echo "agent: $(tr '\0' ' ' < /proc/$agent/cmdline)"
+echo "uids: $(id -u) $(awk '/^Uid:/ { print $2 }' /proc/$agent/status)"
+echo "kill: $(kill -TERM $agent 2>&1 && echo sent)"
+node -e '
+  const fs = require("node:fs");
+  const [pid, secret] = process.argv.slice(1);
+  try {
+    console.log("environ:", fs.readFileSync("/proc/" + pid + "/environ").includes(secret) ? "secret" : "read");
+  } catch (error) {
+    console.log("environ:", error.code);
+  }
+  let mem;
+  try {
+    mem = fs.openSync("/proc/" + pid + "/mem", "r");
+  } catch (error) {
+    console.log("memory:", error.code);
+    process.exit(0);
+  }
+  const chunk = Buffer.alloc(1 << 20);
+  for (const line of fs.readFileSync("/proc/" + pid + "/maps", "utf8").split("\n")) {
+    const [range, perms] = line.split(" ");
+    if (!perms?.startsWith("rw")) continue;
+    const [start, end] = range.split("-").map((hex) => Number.parseInt(hex, 16));
+    for (let at = start; at < end; at += chunk.length) {
+      let read = 0;
+      try {
+        read = fs.readSync(mem, chunk, 0, Math.min(chunk.length, end - at), at);
+      } catch {}
+      if (chunk.subarray(0, read).includes(secret)) {
+        console.log("memory: secret");
+        process.exit(0);
+      }
+    }
+  }
+  console.log("memory: read");
+' $agent '${SECRET}'
+`;
+
+describe.skipIf(process.getuid?.() !== 0)("a command run through the workspace agent", () => {
+  let dir: string;
+  let agent: LocalAgent;
+  let workspace: Workspace;
+
+  beforeAll(async () => {
+    dir = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-agent-identity-")));
+    await mkdir(join(dir, "repo"));
+    agent = await startLocalAgent(join(dir, "repo"), SECRET);
+    workspace = createRemoteWorkspace({
+      provider: "agent",
+      root: agent.root,
+      endpoint: { socketPath: agent.socketPath },
+      secret: SECRET,
+      release: agent.stop,
+    });
+  });
+
+  afterAll(async () => {
+    await workspace?.dispose();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("runs as another uid than the agent, cannot signal it and cannot read its secret", async () => {
+    const result = await workspace.exec(PROBE);
+    expect(result.stderr).toBe("");
+    const lines = Object.fromEntries(
+      result.stdout
+        .trim()
+        .split("\n")
+        .map((line) => [line.slice(0, line.indexOf(":")), line.slice(line.indexOf(":") + 2)]),
+    );
+    expect(lines.agent).toMatch(/agent\/main\.ts/);
+    const [command, owner] = (lines.uids ?? "").split(" ").map(Number);
+    expect(command).not.toBe(owner);
+    expect(lines.kill).toMatch(/Operation not permitted/);
+    expect(lines.environ).toBe("EACCES");
+    expect(lines.memory).toBe("EACCES");
+    expect(result.stdout).not.toContain(SECRET);
+    // The agent is still there, and serves the next command.
+    expect((await workspace.exec("echo still")).stdout).toBe("still\n");
+  });
+
+  it("writes files as the command user, whose commands can change them", async () => {
+    await workspace.writeFile("made/by-agent.txt", "agent\n");
+    const result = await workspace.exec(
+      "echo command >> made/by-agent.txt && id -u && stat -c %u made made/by-agent.txt",
+    );
+    expect(result.exitCode).toBe(0);
+    const [command, ...owners] = result.stdout.trim().split("\n");
+    expect(owners).toEqual([command, command]);
+    expect((await workspace.readFile("made/by-agent.txt", 100)).toString()).toBe(
+      "agent\ncommand\n",
+    );
+  });
+});
+
+describe.skipIf(process.getuid?.() !== 0)("an agent told to run commands as another user", () => {
+  it("refuses to start where it lacks the capabilities to, and says what is missing", () => {
+    const main = fileURLToPath(new URL("../../src/workspace/agent/main.ts", import.meta.url));
+    // As a pod without the capabilities its spec asks for would run it.
+    const limited = ["--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"];
+    const result = spawnSync("setpriv", [...limited, process.execPath, main], {
+      env: {
+        PATH: process.env.PATH,
+        VMPILOT_AGENT_SECRET: SECRET,
+        VMPILOT_AGENT_ROOT: "/nonexistent",
+        VMPILOT_AGENT_LISTEN: "127.0.0.1:0",
+        VMPILOT_AGENT_COMMAND_USER: "10002:10002",
+      },
+      encoding: "utf8",
+      timeout: 10_000,
+    });
+    expect(result.stderr).toContain("the agent lacks CAP_KILL, CAP_SETGID, CAP_SETUID");
+    expect(result.status).toBe(2);
+  });
+});
+
+describe.skipIf(process.getuid?.() !== 0)("a launcher that is not root through and through", () => {
+  it("refuses to start a process as another user, which would keep root as its real uid", async () => {
+    const launcher = fileURLToPath(
+      new URL("../../src/workspace/launcher-process.ts", import.meta.url),
+    );
+    // What a launcher restarted by the agent would be, once the agent took the command user.
+    const child = spawn(
+      "setpriv",
+      ["--euid=65534", "--egid=65534", "--groups=65534", process.execPath, launcher],
+      {
+        env: { PATH: process.env.PATH },
+        serialization: "advanced",
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+      },
+    );
+    onTestFinished(() => {
+      child.kill();
+    });
+    const spec = {
+      file: "id",
+      args: [],
+      cwd: "/",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      group: false,
+      user: { uid: 65534, gid: 65534 },
+    };
+    child.send({ type: "launch", id: 1, spec });
+    const reply = await new Promise((resolve, reject) => {
+      child.once("message", resolve);
+      child.once("exit", (code) => reject(new Error(`the launcher exited (${code})`)));
+    });
+    expect(reply).toMatchObject({ type: "failed", id: 1, code: "EPERM" });
+  });
+});
+
+describe("a Kubernetes workspace pod", () => {
+  it("runs the agent as root holding only what starts and stops commands as another user", async () => {
+    const fake = await startKubernetesFake();
+    onTestFinished(() => fake.close());
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(fake.kubeconfig);
+    const engine = createKubernetesEngine({
+      namespace: NAMESPACE,
+      image: fake.image,
+      cpu: "1",
+      memory: "1Gi",
+      port: fake.vms.port,
+      deadlineSeconds: 600,
+      kubeConfig,
+    });
+    const vm = await engine.create({ owner: "job-1-1", secret: SECRET });
+    const [pod] = fake.pods.values();
+    await engine.destroy(vm.id);
+    expect(pod?.body.spec.containers[0]?.securityContext).toEqual({
+      runAsUser: 0,
+      runAsNonRoot: false,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"], add: ["SETUID", "SETGID", "KILL"] },
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+  });
+});
