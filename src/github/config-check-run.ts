@@ -40,9 +40,7 @@ export interface CheckRunBody {
 
 /** A failing check run with one annotation per issue, at the issue's line (else the first). */
 export function configFailureRun(headSha: string, issues: readonly ConfigIssue[]): CheckRunBody {
-  const shown = issues
-    .toSorted((a, b) => (a.line ?? 1) - (b.line ?? 1))
-    .slice(0, MAX_ANNOTATIONS);
+  const shown = issues.toSorted((a, b) => (a.line ?? 1) - (b.line ?? 1)).slice(0, MAX_ANNOTATIONS);
   const left = issues.length - shown.length;
   const count = `${issues.length} ${issues.length === 1 ? "error" : "errors"}`;
   const summary = [
