@@ -302,10 +302,10 @@ describe("hostile input", () => {
     }
   });
 
-  it("handles lone surrogates and mixed scripts", () => {
+  it("drops lone surrogates and tag characters, keeping mixed scripts", () => {
     const result = parseTrigger(comment("/vmpilot fix \uD800 العربية 𝕏 \u{E0041}"), options);
     expect(result).toEqual({
-      trigger: { kind: "command", verb: "fix", instruction: "\uD800 العربية 𝕏" },
+      trigger: { kind: "command", verb: "fix", instruction: "العربية 𝕏" },
     });
   });
 });
