@@ -1,20 +1,25 @@
 // Who is asking: the operator's key (VMPILOT_API_KEY) or a person's key from the /keys page. A
-// person's key acts with its owner's rights, checked against GitHub on every request.
+// person is GitHub's numeric user id, never a login (a login can be "operator", or a name someone
+// gave up); their key acts with their rights, checked against GitHub on every request.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import type { ChatOwner } from "../store/api-chats.ts";
+import { countKeyFailure, keyFailures } from "../store/api-key-failures.ts";
 import { useApiKey } from "../store/api-keys.ts";
 import type { Queryable } from "../store/sql.ts";
-import { badKey } from "./errors.ts";
+import { ApiError, badKey } from "./errors.ts";
 
-export interface Principal {
-  /** A GitHub login, or "operator". */
-  owner: string;
-  operator: boolean;
-  /** What the rate limit counts by. */
+export type Principal = ChatOwner & {
+  /** What the rate limit counts by: "operator", or the key's id. */
   keyId: string;
-}
+};
 
-const OPERATOR = "operator";
+/**
+ * Wrong keys one client address may send in a window. Past them, the address is refused until the
+ * window (from its first wrong key) is over, whatever key it sends: a right key found by guessing
+ * must not get in either.
+ */
+const KEY_FAILURES = { max: 10, windowSeconds: 10 * 60 };
 
 const digest = (text: string) => createHash("sha256").update(text).digest();
 
@@ -24,18 +29,46 @@ function bearer(req: IncomingMessage): string | undefined {
   return match?.[1];
 }
 
+/** The key's principal; a 401 for no key or a wrong one, a 429 for an address held back. */
 export async function authenticate(
   req: IncomingMessage,
   db: Queryable,
   operatorKey: string | undefined,
 ): Promise<Principal> {
+  const address = req.socket.remoteAddress ?? "";
+  const held = await keyFailures(db, address, KEY_FAILURES.windowSeconds);
+  if (held.failures >= KEY_FAILURES.max) {
+    throw new ApiError(
+      429,
+      "rate_limit_exceeded",
+      "rate_limit_exceeded",
+      `Too many incorrect API keys from this address. Try again in ${held.retryAfterSeconds} s.`,
+      { "retry-after": String(held.retryAfterSeconds) },
+    );
+  }
+  // No key at all is no guess: it is refused without counting.
   const key = bearer(req);
   if (!key) throw badKey();
+  const who = await principalOf(db, key, operatorKey);
+  if (who) return who;
+  await countKeyFailure(db, address, KEY_FAILURES.windowSeconds);
+  throw badKey();
+}
+
+async function principalOf(
+  db: Queryable,
+  key: string,
+  operatorKey: string | undefined,
+): Promise<Principal | undefined> {
   // Compared as digests: equal lengths, and no early exit that times the prefix.
   if (operatorKey && timingSafeEqual(digest(key), digest(operatorKey))) {
-    return { owner: OPERATOR, operator: true, keyId: OPERATOR };
+    return { kind: "operator", keyId: "operator" };
   }
   const found = await useApiKey(db, key);
-  if (!found) throw badKey();
-  return { owner: found.ownerLogin, operator: false, keyId: String(found.id) };
+  if (!found) return undefined;
+  return { kind: "user", id: found.ownerId, login: found.ownerLogin, keyId: String(found.id) };
 }
+
+/** The login to show for the principal. */
+export const loginOf = (who: ChatOwner): string =>
+  who.kind === "operator" ? "operator" : who.login;

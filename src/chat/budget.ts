@@ -19,7 +19,7 @@ export async function checkBudget(
   const settings = resolveSettings({ defaults, page: page?.ok ? page.config : null }).values;
   const spent = await spentSince(
     db,
-    repository ? { repositoryId: repository.id } : { scratchOwner: who.owner },
+    repository ? { repositoryId: repository.id } : { scratchOwner: who },
     startOfUtcDay(new Date()),
   );
   if (spent < settings.maxDailyCostUsd) return;

@@ -6,6 +6,7 @@ import { type ClientMessage, extendHash } from "../jobs/chat-turn/history-hash.t
 import {
   type ApiChat,
   branchApiChat,
+  type ChatOwner,
   type ChatTurn,
   createApiChat,
   findClientChat,
@@ -59,25 +60,32 @@ function transcriptOf(messages: readonly ClientMessage[]): string {
   return text.length > TRANSCRIPT_CAP ? `[… earlier cut …]\n${text.slice(-TRANSCRIPT_CAP)}` : text;
 }
 
-/** The newest turn that a prefix of the history, ending at a reply, hashes to; and its length. */
-async function matchTurn(db: Queryable, owner: string, history: readonly ClientMessage[]) {
-  const hashes = [""];
-  for (const message of history) hashes.push(extendHash(hashes.at(-1) as string, message));
-  for (let length = history.length; length > 0; length--) {
-    if (history[length - 1]?.role !== "assistant") continue;
-    const turn = await findTurn(db, owner, hashes[length] as string);
-    if (turn) return { turn, length };
-  }
-  return undefined;
+/**
+ * The owner's newest turn that the longest prefix of the history, ending at a reply, hashes to;
+ * and that prefix's length. One query, however long the history.
+ */
+async function matchTurn(db: Queryable, owner: ChatOwner, history: readonly ClientMessage[]) {
+  const lengths: number[] = [];
+  const hashes: string[] = [];
+  let hash = "";
+  history.forEach((message, i) => {
+    hash = extendHash(hash, message);
+    if (message.role === "assistant") {
+      lengths.unshift(i + 1);
+      hashes.unshift(hash);
+    }
+  });
+  const found = await findTurn(db, owner, hashes);
+  return found && { turn: found.turn, length: lengths[found.index] as number };
 }
 
 /** The chat where the turn goes on: the turn's own when it is the chat's latest, else a branch. */
 async function continueAt(db: Queryable, turn: ChatTurn): Promise<ApiChat | undefined> {
   const chat = await getApiChat(db, turn.chatId);
-  if (!chat) return undefined;
+  if (!chat?.owner) return undefined;
   const latest = await lastTurn(db, chat.id);
   if (latest?.turn === turn.turn && chat.messageCount === turn.messageCount) return chat;
-  return (await branchApiChat(db, chat, turn)).chat;
+  return (await branchApiChat(db, { ...chat, owner: chat.owner }, turn)).chat;
 }
 
 export async function planTurn(
@@ -94,7 +102,7 @@ export async function planTurn(
   }
   const repositoryId = agent.repository?.id ?? null;
   const askedHash = extendHash(history.reduce(extendHash, ""), { role: "user", text: user });
-  const matched = await matchTurn(db, who.owner, history);
+  const matched = await matchTurn(db, who, history);
   let chat: ApiChat | undefined;
   let unseen = history;
   if (matched) {
@@ -106,17 +114,17 @@ export async function planTurn(
     }
   }
   if (!chat && clientChatId) {
-    const named = await findClientChat(db, who.owner, clientChatId);
+    const named = await findClientChat(db, who, clientChatId);
     if (named?.repositoryId === repositoryId) {
       chat = named;
       unseen = [];
     }
   }
   chat ??= await createApiChat(db, {
-    owner: who.owner,
+    owner: who,
     repositoryId,
     clientChatId:
-      clientChatId && !(await findClientChat(db, who.owner, clientChatId)) ? clientChatId : null,
+      clientChatId && !(await findClientChat(db, who, clientChatId)) ? clientChatId : null,
   });
   return {
     chat,

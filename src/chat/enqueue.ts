@@ -7,7 +7,7 @@ import type { Database } from "../store/database.ts";
 import { insertJob, type Job } from "../store/jobs.ts";
 import { withTransaction } from "../store/sql.ts";
 import type { Agent } from "./agents.ts";
-import type { Principal } from "./auth.ts";
+import { loginOf, type Principal } from "./auth.ts";
 import type { PlannedTurn } from "./conversation.ts";
 
 export async function enqueueTurn(
@@ -23,7 +23,7 @@ export async function enqueueTurn(
     askedHash: plan.askedHash,
     transcript: plan.transcript,
     pullRequest: plan.pullRequest,
-    operator: who.operator,
+    operator: who.kind === "operator",
   };
   const job = await withTransaction(db.pool, async (client) => {
     const inserted = await insertJob(client, {
@@ -33,7 +33,8 @@ export async function enqueueTurn(
       repo: agent.repository?.fullName ?? "scratch",
       number: null,
       trigger: "chat",
-      requester: who.owner,
+      // To show, and for the worker's gate; whose the turn is, is its chat's owner.
+      requester: loginOf(who),
       instruction: plan.instruction,
       context: { ...context },
     });

@@ -9,7 +9,7 @@ import type { Queue } from "../jobs/queue.ts";
 import type { Database } from "../store/database.ts";
 import { TtlCache } from "../web/cache.ts";
 import { readCapped } from "../web/capped-body.ts";
-import { type AgentAccess, listAgents, resolveAgent } from "./agents.ts";
+import { type AgentAccess, FOR_LISTING_MS, listAgents, resolveAgent } from "./agents.ts";
 import { authenticate } from "./auth.ts";
 import { type CompletionRequest, parseCompletionRequest } from "./body.ts";
 import { checkBudget } from "./budget.ts";
@@ -17,6 +17,7 @@ import { answerClientTask } from "./client-tasks.ts";
 import { planTurn } from "./conversation.ts";
 import { enqueueTurn } from "./enqueue.ts";
 import { ApiError, sendApiError } from "./errors.ts";
+import { CallBudget, PermitCache } from "./permits.ts";
 import { takeRequest } from "./rate-limit.ts";
 import {
   type Completion,
@@ -43,6 +44,8 @@ export interface ChatFaceDeps {
   defaults: RepoSettings;
   /** Requests per key per minute; default 60. */
   ratePerMinute?: number;
+  /** Questions this process asks GitHub per minute to decide who may use what; default 100. */
+  githubCallsPerMinute?: number;
   /** How often a relay looks for new events; default 20 ms (one indexed read per open reply). */
   pollIntervalMs?: number;
   logger: Logger;
@@ -93,9 +96,12 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     auth: deps.auth,
     allowedUsers: deps.allowedUsers,
     defaults: deps.defaults,
-    permits: new TtlCache<boolean>(60_000),
+    permits: new PermitCache(FOR_LISTING_MS),
+    logins: new TtlCache<string | null>(10 * 60_000, 10_000),
     // A flood of unknown names costs one GitHub call per name a minute, not one per request.
     installed: new TtlCache<boolean>(60_000),
+    budget: new CallBudget(deps.githubCallsPerMinute ?? 100),
+    logger: deps.logger,
   };
 
   async function models(req: IncomingMessage, res: ServerResponse) {
@@ -113,8 +119,8 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
   }
 
   async function completions(req: IncomingMessage, res: ServerResponse) {
-    const who = await authenticate(req, deps.db.pool, deps.operatorKey);
-    await takeRequest(deps.db.pool, who.keyId, perMinute);
+    const key = await authenticate(req, deps.db.pool, deps.operatorKey);
+    await takeRequest(deps.db.pool, key.keyId, perMinute);
     const declared = Number(req.headers["content-length"] ?? 0);
     const raw = declared > MAX_BODY_BYTES ? undefined : await readCapped(req, MAX_BODY_BYTES);
     if (raw === undefined) {
@@ -126,7 +132,8 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
       );
     }
     const request = parseCompletionRequest(raw.toString("utf8"));
-    const agent = await resolveAgent(access, who, request.model);
+    // The login GitHub gives the key's owner now, which the worker asks about again.
+    const { agent, who } = await resolveAgent(access, key, request.model);
     const chore = answerClientTask(request);
     if (chore !== undefined) {
       answerAtOnce(res, request, agent.id, chore);

@@ -4,10 +4,16 @@ import { z } from "zod";
 import type { Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
+/**
+ * Whose a chat of the chat face is: the operator's key (VMPILOT_API_KEY), or a person's key, by
+ * GitHub's numeric user id. A login can be anyone's; it is kept only to show.
+ */
+export type ChatOwner = { kind: "operator" } | { kind: "user"; id: number; login: string };
+
 export interface ApiChat {
   id: number;
-  /** The key owner's login, or "operator". */
-  owner: string;
+  /** Null for a chat stored before owners were ids whose owner could not be told: nobody's. */
+  owner: ChatOwner | null;
   /** Null on a scratch workspace. */
   repositoryId: number | null;
   clientChatId: string | null;
@@ -29,6 +35,8 @@ export interface ChatTurn {
 const chatRow = z.object({
   id: bigint,
   api_owner: z.string(),
+  api_operator: z.boolean(),
+  api_owner_id: bigint.nullable(),
   repository_id: bigint.nullable(),
   client_chat_id: z.string().nullable(),
   message_count: z.number().int(),
@@ -46,9 +54,14 @@ const turnRow = z.object({
 
 function toChat(value: unknown): ApiChat {
   const r = parseStored(chatRow, value, "a chats row of the chat face");
+  const owner: ChatOwner | null = r.api_operator
+    ? { kind: "operator" }
+    : r.api_owner_id === null
+      ? null
+      : { kind: "user", id: r.api_owner_id, login: r.api_owner };
   return {
     id: r.id,
-    owner: r.api_owner,
+    owner,
     repositoryId: r.repository_id,
     clientChatId: r.client_chat_id,
     messageCount: r.message_count,
@@ -68,6 +81,22 @@ function toTurn(value: unknown): ChatTurn {
   };
 }
 
+/**
+ * The SQL condition that a chat (alias `c`) is the owner's, with its one parameter at `$n` (null
+ * for the operator, so callers number the rest alike). The operator's chats are told by their
+ * flag, a person's by id; neither ever by a login.
+ */
+export function ownedBy(owner: ChatOwner, n: number): { sql: string; param: number | null } {
+  return owner.kind === "operator"
+    ? { sql: `(c.api_operator AND $${n}::bigint IS NULL)`, param: null }
+    : { sql: `c.api_owner_id = $${n}`, param: owner.id };
+}
+
+const ownerColumns = (owner: ChatOwner) =>
+  owner.kind === "operator"
+    ? { login: "operator", operator: true, id: null }
+    : { login: owner.login, operator: false, id: owner.id };
+
 export async function getApiChat(db: Queryable, id: number): Promise<ApiChat | undefined> {
   const { rows } = await db.query("SELECT * FROM chats WHERE id = $1 AND kind = 'api'", [id]);
   return rows[0] && toChat(rows[0]);
@@ -75,12 +104,14 @@ export async function getApiChat(db: Queryable, id: number): Promise<ApiChat | u
 
 export async function createApiChat(
   db: Queryable,
-  input: { owner: string; repositoryId: number | null; clientChatId?: string | null },
+  input: { owner: ChatOwner; repositoryId: number | null; clientChatId?: string | null },
 ): Promise<ApiChat> {
+  const owner = ownerColumns(input.owner);
   const { rows } = await db.query(
-    `INSERT INTO chats (kind, api_owner, repository_id, client_chat_id) VALUES ('api', $1, $2, $3)
+    `INSERT INTO chats (kind, api_owner, api_operator, api_owner_id, repository_id, client_chat_id)
+     VALUES ('api', $1, $2, $3, $4, $5)
      RETURNING *`,
-    [input.owner, input.repositoryId, input.clientChatId ?? null],
+    [owner.login, owner.operator, owner.id, input.repositoryId, input.clientChatId ?? null],
   );
   return toChat(rows[0]);
 }
@@ -88,31 +119,44 @@ export async function createApiChat(
 /** The owner's chat that a client named with its own id (Open WebUI's chat id). */
 export async function findClientChat(
   db: Queryable,
-  owner: string,
+  owner: ChatOwner,
   clientChatId: string,
 ): Promise<ApiChat | undefined> {
+  const mine = ownedBy(owner, 2);
   const { rows } = await db.query(
-    "SELECT * FROM chats WHERE kind = 'api' AND api_owner = $1 AND client_chat_id = $2",
-    [owner, clientChatId],
+    `SELECT * FROM chats c WHERE kind = 'api' AND client_chat_id = $1 AND ${mine.sql}`,
+    [clientChatId, mine.param],
   );
   return rows[0] && toChat(rows[0]);
 }
 
-/** The owner's turn whose conversation, reply included, hashes to `historyHash`; newest first. */
+/**
+ * The owner's turn whose conversation, reply included, hashes to one of `historyHashes`: the
+ * earliest hash in the list that any turn has (callers put the longest history first), and of its
+ * turns the newest. One query, however long the list.
+ */
 export async function findTurn(
   db: Queryable,
-  owner: string,
-  historyHash: string,
-  chatId?: number,
-): Promise<ChatTurn | undefined> {
+  owner: ChatOwner,
+  historyHashes: readonly string[],
+): Promise<{ turn: ChatTurn; index: number } | undefined> {
+  if (historyHashes.length === 0) return undefined;
+  const mine = ownedBy(owner, 2);
   const { rows } = await db.query(
-    `SELECT t.* FROM chat_turns t JOIN chats c ON c.id = t.chat_id
-     WHERE t.history_hash = $1 AND c.api_owner = $2 AND ($3::bigint IS NULL OR c.id = $3)
-     ORDER BY t.chat_id DESC, t.turn DESC LIMIT 1`,
-    [historyHash, owner, chatId ?? null],
+    `SELECT t.*, h.n - 1 AS hash_index
+       FROM unnest($1::text[]) WITH ORDINALITY AS h (hash, n)
+       JOIN chat_turns t ON t.history_hash = h.hash
+       JOIN chats c ON c.id = t.chat_id
+      WHERE c.kind = 'api' AND ${mine.sql}
+      ORDER BY h.n, t.chat_id DESC, t.turn DESC LIMIT 1`,
+    [historyHashes, mine.param],
   );
-  return rows[0] && toTurn(rows[0]);
+  if (!rows[0]) return undefined;
+  const index = parseStored(hashIndex, rows[0], "a chat_turns match").hash_index;
+  return { turn: toTurn(rows[0]), index };
 }
+
+const hashIndex = z.object({ hash_index: bigint });
 
 export async function lastTurn(db: Queryable, chatId: number): Promise<ChatTurn | undefined> {
   const { rows } = await db.query(
@@ -136,7 +180,11 @@ export async function saveChatTurn(db: Queryable, turn: Omit<ChatTurn, "turn">):
  * A new chat holding `chat` as it was when `turn` ended: its messages, compaction and turns up to
  * there. Messages are append-only, so going back in a conversation branches it.
  */
-export async function branchApiChat(db: Queryable, chat: ApiChat, turn: ChatTurn) {
+export async function branchApiChat(
+  db: Queryable,
+  chat: ApiChat & { owner: ChatOwner },
+  turn: ChatTurn,
+) {
   const copy = await createApiChat(db, { owner: chat.owner, repositoryId: chat.repositoryId });
   await db.query(
     `INSERT INTO messages (chat_id, seq, role, content, job_id, created_at)

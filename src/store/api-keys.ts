@@ -1,16 +1,23 @@
 // Personal API keys of the chat face. The key itself is shown once, at creation; only its hash is
 // kept, and a lookup is one probe of the hash's unique index.
 import { createHash, randomBytes } from "node:crypto";
+import type pg from "pg";
 import { z } from "zod";
-import type { Queryable } from "./sql.ts";
+import { type Queryable, withTransaction } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
 const KEY_PREFIX = "vmp_";
+/** Live keys one person may have: each is a way in, and a budget of requests, of its own. */
+const MAX_LIVE_KEYS = 20;
+/** The class of the advisory locks on a person's keys (the two-key form, apart from single keys). */
+const KEYS_LOCK = 726_302;
 
 export interface ApiKey {
   id: number;
   name: string;
+  /** The owner's login when last seen, to show; the owner is ownerId. */
   ownerLogin: string;
+  /** GitHub's user id of the person who made it. */
   ownerId: number;
   /** The key's last characters. */
   hint: string;
@@ -48,18 +55,56 @@ function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
 }
 
-/** Makes a key for the owner; the returned secret is never stored. */
-export async function createApiKey(
-  db: Queryable,
+/** The owner has MAX_LIVE_KEYS live keys already. */
+export class TooManyKeys extends Error {
+  constructor() {
+    super(
+      `You have ${MAX_LIVE_KEYS} keys, the most one person may have. Revoke one to make another.`,
+    );
+    this.name = "TooManyKeys";
+  }
+}
+
+/**
+ * Makes a key for the owner, or throws TooManyKeys. The returned secret is never stored. Counted
+ * under a lock on the owner, so that concurrent requests cannot pass the cap together.
+ */
+export function createApiKey(
+  pool: pg.Pool,
   input: { name: string; ownerLogin: string; ownerId: number },
 ): Promise<{ key: ApiKey; secret: string }> {
   const secret = `${KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
-  const { rows } = await db.query(
-    `INSERT INTO api_keys (name, owner_login, owner_id, hash, hint) VALUES ($1, $2, $3, $4, $5)
-     RETURNING *`,
-    [input.name, input.ownerLogin, input.ownerId, hashApiKey(secret), secret.slice(-4)],
-  );
-  return { key: toApiKey(rows[0]), secret };
+  return withTransaction(pool, async (client) => {
+    await client.query("SELECT pg_advisory_xact_lock($1, $2::integer)", [
+      KEYS_LOCK,
+      // The two-key form takes integers; ids past them share a lock, which only serializes more.
+      input.ownerId % 2 ** 31,
+    ]);
+    const { rows } = await client.query(
+      `INSERT INTO api_keys (name, owner_login, owner_id, hash, hint)
+       SELECT $1, $2, $3, $4, $5
+        WHERE (SELECT count(*) FROM api_keys WHERE owner_id = $3 AND revoked_at IS NULL) < $6
+       RETURNING *`,
+      [
+        input.name,
+        input.ownerLogin,
+        input.ownerId,
+        hashApiKey(secret),
+        secret.slice(-4),
+        MAX_LIVE_KEYS,
+      ],
+    );
+    if (!rows[0]) throw new TooManyKeys();
+    return { key: toApiKey(rows[0]), secret };
+  });
+}
+
+/** The login the owner's keys show, as GitHub gave it when they signed in. */
+export async function renameKeyOwner(db: Queryable, ownerId: number, login: string): Promise<void> {
+  await db.query("UPDATE api_keys SET owner_login = $2 WHERE owner_id = $1 AND owner_login <> $2", [
+    ownerId,
+    login,
+  ]);
 }
 
 /** The live key with this secret, its last use stamped (at most once a minute). */

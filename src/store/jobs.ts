@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { PermanentError } from "../errors.ts";
+import { type ChatOwner, ownedBy } from "./api-chats.ts";
 import { prepared, type Queryable, withTransaction } from "./sql.ts";
 
 const JOB_STATUSES = [
@@ -278,7 +279,8 @@ export interface JobFilter {
   repositoryId?: number;
   /** true: only chat-face turns; false: none of them. */
   chatTurns?: boolean;
-  requester?: string;
+  /** Only turns of this person's chat-face chats, by GitHub user id. */
+  chatOwnerId?: number;
   statuses?: JobStatus[];
   /** Only jobs the queue is not done with (queued, running, or acknowledged and still going). */
   unfinished?: boolean;
@@ -299,7 +301,12 @@ export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<J
   if (filter.chatId !== undefined) add("chat_id = ?", filter.chatId);
   if (filter.repositoryId !== undefined) add("repository_id = ?", filter.repositoryId);
   if (filter.chatTurns !== undefined) where.push(`trigger ${filter.chatTurns ? "=" : "<>"} 'chat'`);
-  if (filter.requester !== undefined) add("lower(requester) = lower(?)", filter.requester);
+  if (filter.chatOwnerId !== undefined) {
+    add(
+      "chat_id IN (SELECT id FROM chats WHERE kind = 'api' AND api_owner_id = ?)",
+      filter.chatOwnerId,
+    );
+  }
   if (filter.statuses) add("status = ANY(?)", filter.statuses);
   if (filter.beforeId !== undefined) add("id < ?", filter.beforeId);
   if (filter.unfinished) where.push("finished_at IS NULL");
@@ -312,17 +319,25 @@ export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<J
   return rows.map(toJob);
 }
 
-/** Whose daily budget: a repository's, shared by its jobs and chats, or a person's scratch chats. */
-export type BudgetOwner = { repositoryId: number } | { scratchOwner: string };
+/**
+ * Whose daily budget: a repository's, shared by its jobs and chats, or the scratch chats of the
+ * operator or of a person (by id: a login can change hands).
+ */
+export type BudgetOwner = { repositoryId: number } | { scratchOwner: ChatOwner };
 
 /** The jobs that spend the budget, their owner as $1. */
 const budgetJobs = (whose: BudgetOwner) =>
   "repositoryId" in whose
     ? "repository_id = $1"
-    : "trigger = 'chat' AND repository_id IS NULL AND requester = $1";
+    : `trigger = 'chat' AND repository_id IS NULL
+       AND chat_id IN (SELECT c.id FROM chats c WHERE c.kind = 'api' AND ${ownedBy(whose.scratchOwner, 1).sql})`;
 
 const ownerParam = (whose: BudgetOwner) =>
-  "repositoryId" in whose ? whose.repositoryId : whose.scratchOwner;
+  "repositoryId" in whose ? whose.repositoryId : ownedBy(whose.scratchOwner, 1).param;
+
+/** What the advisory lock on a scratch budget is taken on. */
+const lockName = (owner: ChatOwner) =>
+  owner.kind === "operator" ? "operator" : `user ${owner.id}`;
 
 /**
  * What jobs created since `since` cost: a repository's, or the chat-face turns an owner ran on
@@ -370,7 +385,7 @@ export function reserveBudget(
     } else {
       await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [
         SCRATCH_BUDGET_LOCK,
-        input.scratchOwner,
+        lockName(input.scratchOwner),
       ]);
     }
     const { rows } = await client.query<{ others: string; own: string }>(

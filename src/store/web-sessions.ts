@@ -14,11 +14,18 @@ export async function createWebSession(
   ]);
 }
 
-/** Whether the session was started here, has not expired and was not signed out. */
-export async function isWebSessionLive(db: Queryable, id: string): Promise<boolean> {
+/**
+ * Whether the session was started here for this GitHub user (by id, never a login), has not
+ * expired and was not signed out.
+ */
+export async function isWebSessionLive(
+  db: Queryable,
+  session: { id: string; userId: number },
+): Promise<boolean> {
   const { rows } = await db.query(
-    "SELECT 1 FROM web_sessions WHERE id_hash = $1 AND revoked_at IS NULL AND expires_at > now()",
-    [hash(id)],
+    `SELECT 1 FROM web_sessions
+      WHERE id_hash = $1 AND user_id = $2 AND revoked_at IS NULL AND expires_at > now()`,
+    [hash(session.id), session.userId],
   );
   return rows.length > 0;
 }

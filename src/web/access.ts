@@ -1,15 +1,28 @@
 // Who may see what. Every answer comes from GitHub, asked with the viewer's own token.
 import { checkRepoConfig, type RepoConfig, resolveSettings } from "../config/repo-config.ts";
+import { getApiChat } from "../store/api-chats.ts";
 import { getRepository } from "../store/installations.ts";
 import { isIssueJob, type Job } from "../store/jobs.ts";
+import { rememberPushableRepositories } from "../store/user-repositories.ts";
 import type { WebServices } from "./context.ts";
 import type { UserRepo } from "./github-user.ts";
 import { HttpError } from "./http.ts";
 import type { Session } from "./session.ts";
 
+/**
+ * The repositories the user can see through the app's installations, with their permissions. The
+ * ones they can push to are remembered: the chat face asks GitHub about those alone.
+ */
+export async function userRepos(web: WebServices, session: Session): Promise<UserRepo[]> {
+  const repos = await web.github(session).repos();
+  const pushable = repos.filter((r) => r.push).map((r) => r.id);
+  await rememberPushableRepositories(web.pool, session.userId, pushable);
+  return repos;
+}
+
 /** The repositories the user can read through the app's installations. */
 export async function readableRepos(web: WebServices, session: Session): Promise<UserRepo[]> {
-  return (await web.github(session).repos()).filter((r) => r.pull);
+  return (await userRepos(web, session)).filter((r) => r.pull);
 }
 
 /** The repository, if the user administers it; otherwise 404, so strangers learn nothing. */
@@ -19,7 +32,7 @@ export async function administeredRepo(
   fullName: string,
 ): Promise<UserRepo> {
   const wanted = fullName.toLowerCase();
-  const repo = (await web.github(session).repos()).find(
+  const repo = (await userRepos(web, session)).find(
     (r) => r.fullName.toLowerCase() === wanted && r.admin,
   );
   if (!repo) throw new HttpError(404, "No repository you administer has that name.");
@@ -35,8 +48,13 @@ export async function canViewJob(
   session: Session | null,
   job: Job,
 ): Promise<boolean> {
-  // A chat-face conversation is its key owner's alone.
-  if (!isIssueJob(job)) return session?.login.toLowerCase() === job.requester.toLowerCase();
+  // A chat-face conversation is its owner's alone: a person, by GitHub user id. The operator's
+  // chats have no page: no login, "operator" or any other, is the operator.
+  if (!isIssueJob(job)) {
+    if (!session) return false;
+    const owner = (await getApiChat(web.pool, job.chatId))?.owner;
+    return owner?.kind === "user" && owner.id === session.userId;
+  }
   if (session) {
     const access = await web.github(session).repoAccess(job.repositoryId);
     if (access?.pull) return true;

@@ -1,3 +1,4 @@
+import { renameKeyOwner } from "../store/api-keys.ts";
 import { createWebSession, revokeWebSession } from "../store/web-sessions.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import { GitHubUserApi } from "./github-user.ts";
@@ -85,6 +86,8 @@ export async function callback(web: WebServices, ctx: RequestContext): Promise<v
   const sid = randomToken();
   const expiresAt = new Date(Date.now() + SESSION_SECONDS * 1000);
   await createWebSession(web.pool, { id: sid, userId: user.id, expiresAt });
+  // Keys belong to the id; the login they show follows the person's renames.
+  await renameKeyOwner(web.pool, user.id, user.login);
   redirect(ctx.res, localPath(saved.next), {
     "set-cookie": [
       web.jar.clearState(),

@@ -96,7 +96,9 @@ export function mountWeb(deps: WebDeps): Web {
 /** The cookie's session, if the server still knows it (signing out revokes it there). */
 async function liveSession(web: WebServices, req: IncomingMessage): Promise<Session | null> {
   const session = web.jar.readSession(req);
-  return session && (await isWebSessionLive(web.pool, session.sid)) ? session : null;
+  return session && (await isWebSessionLive(web.pool, { id: session.sid, userId: session.userId }))
+    ? session
+    : null;
 }
 
 function findRoute(method: string, path: string) {

@@ -32,7 +32,7 @@ ${jobsTable(jobs, web.config.githubWebUrl)}
   }
   const chats = only
     ? []
-    : await listJobs(web.pool, { chatTurns: true, requester: session.login, limit: PER_REPO });
+    : await listJobs(web.pool, { chatTurns: true, chatOwnerId: session.userId, limit: PER_REPO });
   if (chats.length > 0) {
     sections.push(html`<section aria-labelledby="your-chats">
 <h2 id="your-chats">Your chats</h2>

@@ -1,7 +1,8 @@
 // /keys: a maintainer's personal API keys for the chat face. A key is shown once, when made; the
 // store keeps its hash. Only people who can push to a repository of the app's installations may
 // make one, since even a scratch workspace spends the operator's model budget.
-import { createApiKey, listApiKeys, revokeApiKey } from "../store/api-keys.ts";
+import { createApiKey, listApiKeys, revokeApiKey, TooManyKeys } from "../store/api-keys.ts";
+import { userRepos } from "./access.ts";
 import { requireCsrf, requireSession } from "./auth.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import { type Html, html } from "./html.ts";
@@ -12,7 +13,7 @@ import type { Session } from "./session.ts";
 const NAME_MAX = 80;
 
 async function mayHaveKeys(web: WebServices, session: Session): Promise<boolean> {
-  return (await web.github(session).repos()).some((repo) => repo.push);
+  return (await userRepos(web, session)).some((repo) => repo.push);
 }
 
 function when(date: Date | null): string {
@@ -57,7 +58,8 @@ ${extra.error ? html`<p class="error" role="alert">${extra.error}</p>` : ""}
   const body = html`<h1>API keys</h1>
 <p>Chat clients such as Open WebUI reach vmpilot at <code>${base}</code> with one of these keys.
 A key acts with your rights: the <code>vmpilot</code> model (a scratch workspace) and
-<code>vmpilot/&lt;owner&gt;/&lt;repo&gt;</code> for each repository you can push to.</p>
+<code>vmpilot/&lt;owner&gt;/&lt;repo&gt;</code> for each repository you can push to. The list of
+models offers the repositories GitHub listed for you when you last opened this page.</p>
 ${created}
 ${form}
 ${
@@ -93,11 +95,19 @@ export async function createKey(web: WebServices, ctx: RequestContext): Promise<
     });
     return;
   }
-  const { secret } = await createApiKey(web.pool, {
+  const made = await createApiKey(web.pool, {
     name,
     ownerLogin: session.login,
     ownerId: session.userId,
+  }).catch((error: unknown) => {
+    if (error instanceof TooManyKeys) return error;
+    throw error;
   });
+  if (made instanceof TooManyKeys) {
+    await render(web, ctx, session, { error: made.message });
+    return;
+  }
+  const { secret } = made;
   // Shown in this response only; a reload does not make another key (the browser asks first).
   await render(web, ctx, session, { created: { name, secret } });
 }

@@ -14,13 +14,14 @@ export interface UsageRow {
 
 /**
  * Tokens and cost per repository per UTC day, for jobs created in the last `days` days; with the
- * chat-face turns `scratchOwner` ran on scratch workspaces as one more "repository", `scratch`.
+ * chat-face turns the person `scratchOwnerId` (a GitHub user id) ran on scratch workspaces as one
+ * more "repository", `scratch`.
  */
 export async function usageByDay(
   db: Queryable,
   repositoryIds: number[],
   days: number,
-  scratchOwner = "",
+  scratchOwnerId: number | null = null,
 ): Promise<UsageRow[]> {
   const { rows } = await db.query<{
     day: string;
@@ -41,12 +42,13 @@ export async function usageByDay(
             sum(cost_usd) AS cost_usd
        FROM jobs
       WHERE (repository_id = ANY($1::bigint[])
-             OR (repository_id IS NULL AND trigger = 'chat' AND lower(requester) = lower($3)))
+             OR (repository_id IS NULL AND trigger = 'chat' AND chat_id IN
+                   (SELECT id FROM chats WHERE kind = 'api' AND api_owner_id = $3)))
         AND created_at >= (date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => $2 - 1))
                           AT TIME ZONE 'UTC'
       GROUP BY 1, repository_id
       ORDER BY 1 DESC, 2`,
-    [repositoryIds, days, scratchOwner],
+    [repositoryIds, days, scratchOwnerId],
   );
   return rows.map((r) => ({
     day: r.day,

@@ -17,7 +17,7 @@ export async function usagePage(web: WebServices, ctx: RequestContext): Promise<
     web.pool,
     repos.map((r) => r.id),
     DAYS,
-    session.login,
+    session.userId,
   );
   const total = rows.reduce((sum, r) => sum + r.costUsd, 0);
   const body = html`<h1>Usage</h1>

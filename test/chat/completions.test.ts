@@ -110,6 +110,7 @@ describe("the chat face", () => {
       ownerId: 5,
     });
     mockInstallationToken(77);
+    github().get("/user/5").reply(200, { login: "mona", id: 5 });
     mockRepoConfig(REPO);
     mockPermission(REPO, "mona", "read");
     const mine = await client(secret).models.list();
@@ -402,7 +403,7 @@ describe("the chat face", () => {
       ownerId: 9,
     });
     const { rows } = await db.pool.query<{ id: string }>(
-      `INSERT INTO chats (kind, api_owner) VALUES ('api', 'spender') RETURNING id`,
+      `INSERT INTO chats (kind, api_owner, api_owner_id) VALUES ('api', 'spender', 9) RETURNING id`,
     );
     await db.pool.query(
       `INSERT INTO jobs (chat_id, repo, trigger, requester, status, cost_usd, finished_at)
@@ -410,11 +411,87 @@ describe("the chat face", () => {
       [rows[0]?.id],
     );
     // Scratch is for someone who may use a repository: the first by name will do.
+    github().get("/user/9").reply(200, { login: "spender", id: 9 });
     mockPermission("acme/gadgets", "spender", "write");
     const spent = await client(secret)
       .chat.completions.create({ model: "vmpilot", messages: [{ role: "user", content: "hi" }] })
       .catch((e: unknown) => e);
     expect(spent).toBeInstanceOf(OpenAI.RateLimitError);
     expect(spent).toMatchObject({ status: 429, code: "insufficient_quota" });
+  });
+});
+
+describe("whose conversation it is", () => {
+  const remember = (colour: string) => [{ role: "user" as const, content: `remember ${colour}` }];
+  const followUp = (colour: string, reply: string) => [
+    ...remember(colour),
+    { role: "assistant" as const, content: reply },
+    { role: "user" as const, content: "which colour?" },
+  ];
+
+  it("a key whose owner's login is 'operator' neither continues the operator's conversation nor shares its budget", async () => {
+    const options = { headers: { "x-openwebui-chat-id": "owui-operator-1" } };
+    fake.push({ content: [text("Noted: red.")] });
+    const first = await operator.chat.completions.create(
+      { model: "vmpilot", messages: remember("red") },
+      options,
+    );
+    const operatorChat = await chatIdOf(1);
+    // The operator's scratch chats spent today's budget.
+    const spent = await db.pool.query<{ id: string }>(
+      `INSERT INTO jobs (chat_id, repo, trigger, requester, status, cost_usd, finished_at, context)
+       VALUES ($1, 'scratch', 'chat', 'operator', 'succeeded', 1000, now(), '{"operator": true}')
+       RETURNING id`,
+      [operatorChat],
+    );
+    try {
+      const { secret } = await createApiKey(db.pool, {
+        name: "laptop",
+        ownerLogin: "operator",
+        ownerId: 4242,
+      });
+      github().get("/user/4242").reply(200, { login: "operator", id: 4242 });
+      mockPermission("acme/gadgets", "operator", "write");
+      fake.push({ content: [text("You have not told me a colour yet.")] });
+      const reply = await client(secret).chat.completions.create(
+        { model: "vmpilot", messages: followUp("red", first.choices[0]?.message.content ?? "") },
+        options,
+      );
+      expect(reply.choices[0]?.message.content).toContain("You have not told me a colour yet.");
+      expect(await chatIdOf(1)).not.toBe(operatorChat);
+      // What the client sent came as its context; none of the operator's stored conversation did.
+      const sent = JSON.stringify(fake.requests.at(-1)?.body.messages);
+      expect(sent).toContain("The conversation so far");
+    } finally {
+      await db.pool.query("DELETE FROM jobs WHERE id = $1", [spent.rows[0]?.id]);
+    }
+  });
+
+  it("a login given up and registered by someone else brings them none of its conversations", async () => {
+    const old = await createApiKey(db.pool, { name: "old", ownerLogin: "alice", ownerId: 501 });
+    // Alice renamed herself: her key acts under the login she has now.
+    github().get("/user/501").reply(200, { login: "alice-renamed", id: 501 });
+    mockPermission("acme/gadgets", "alice-renamed", "write");
+    fake.push({ content: [text("Noted: green.")] });
+    const first = await client(old.secret).chat.completions.create({
+      model: "vmpilot",
+      messages: remember("green"),
+    });
+    const aliceChat = await chatIdOf(1);
+    const { rows } = await db.pool.query<{ requester: string }>(
+      "SELECT requester FROM jobs WHERE chat_id = $1",
+      [aliceChat],
+    );
+    expect(rows).toEqual([{ requester: "alice-renamed" }]);
+
+    const taken = await createApiKey(db.pool, { name: "new", ownerLogin: "alice", ownerId: 777 });
+    github().get("/user/777").reply(200, { login: "alice", id: 777 });
+    mockPermission("acme/gadgets", "alice", "write");
+    fake.push({ content: [text("You have not told me a colour yet.")] });
+    await client(taken.secret).chat.completions.create({
+      model: "vmpilot",
+      messages: followUp("green", first.choices[0]?.message.content ?? ""),
+    });
+    expect(await chatIdOf(1)).not.toBe(aliceChat);
   });
 });

@@ -18,6 +18,7 @@ import {
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
 import {
   expectGitHubDone,
+  github,
   mockApp,
   mockInstallationToken,
   mockPermission,
@@ -38,12 +39,15 @@ let server: RunningServer;
 let nextUserId = 100;
 let nextInstallation = 70;
 
+/** A key of a new person; GitHub is asked once who they are now (the gate goes by login). */
 async function keyFor(login: string): Promise<OpenAI> {
+  const id = nextUserId++;
   const { secret } = await createApiKey(db.pool, {
     name: "laptop",
     ownerLogin: login,
-    ownerId: nextUserId++,
+    ownerId: id,
   });
+  github().get(`/user/${id}`).reply(200, { login, id });
   return new OpenAI({ apiKey: secret, baseURL: `${server.url}/v1`, maxRetries: 0 });
 }
 
@@ -87,8 +91,9 @@ describe("the chat face's gate", () => {
       allowedUsers: ["alice"],
     });
     await setRepositoryFileSettings(db.pool, REPO_ID, {});
+    mockInstallationToken(installation);
     const bob = await keyFor("bob");
-    // Bob can push, but the allow-list decides alone: GitHub is not even asked.
+    // Bob can push, but the allow-list decides alone: GitHub is asked only who he is now.
     expect(await models(bob)).toEqual([]);
     for (const [model, content] of [
       [`vmpilot/${REPO}`, "fix the typo\n/vmpilot pr"],

@@ -1,6 +1,7 @@
 // The chat face's requests per key per minute are counted in the store, so two web processes on one
 // database allow the limit between them, not each. Two web servers in-process stand for them
 // (PostgreSQL when TEST_DATABASE_URL is set).
+import { request } from "node:http";
 import OpenAI from "openai";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
@@ -66,4 +67,55 @@ it(`two web processes share one limit per key, until the minute is over (${targe
   await client(two).models.list();
   await client(one).models.list();
   await expect(client(one).models.list()).rejects.toMatchObject({ status: 429 });
+});
+
+/** GET /v1/models with a key from a loopback address of the caller's choosing. */
+function modelsFrom(
+  server: RunningServer | undefined,
+  localAddress: string,
+  apiKey: string,
+): Promise<{ status: number; retryAfter: number }> {
+  const { port } = new URL(server?.url ?? "");
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        path: "/v1/models",
+        localAddress,
+        headers: { authorization: `Bearer ${apiKey}` },
+      },
+      (res) => {
+        res.resume();
+        resolve({ status: res.statusCode ?? 0, retryAfter: Number(res.headers["retry-after"]) });
+      },
+    );
+    req.on("error", reject).end();
+  });
+}
+
+it(`refuses an address that tried 10 wrong keys, good keys too, until its 10 minutes are over (${target.name})`, async () => {
+  const [one, two] = servers;
+  const goodKey = async () =>
+    (await createApiKey(db.pool, { name: "k", ownerLogin: "lisa", ownerId: 6 })).secret;
+  const attacker = "127.0.0.3";
+  // Two web processes share the count.
+  for (let i = 0; i < 10; i++) {
+    const server = i % 2 ? one : two;
+    expect(await modelsFrom(server, attacker, `vmp_wrong${i}`)).toMatchObject({ status: 401 });
+  }
+  const refused = await modelsFrom(one, attacker, "vmp_wrong10");
+  expect(refused.status).toBe(429);
+  expect(refused.retryAfter).toBeGreaterThan(60);
+  expect(refused.retryAfter).toBeLessThanOrEqual(600);
+  expect(await modelsFrom(two, attacker, await goodKey())).toMatchObject({ status: 429 });
+  expect(await modelsFrom(two, attacker, OPERATOR_KEY)).toMatchObject({ status: 429 });
+  // Another address is not held back.
+  expect(await modelsFrom(one, "127.0.0.4", await goodKey())).toMatchObject({ status: 200 });
+
+  await db.pool.query(
+    "UPDATE api_key_failures SET window_start = window_start - interval '10 minutes'",
+  );
+  expect(await modelsFrom(one, attacker, await goodKey())).toMatchObject({ status: 200 });
+  expect(await modelsFrom(one, attacker, "vmp_wrong11")).toMatchObject({ status: 401 });
 });

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaults } from "../../src/config/repo-config.ts";
 import { chatTurnSettings } from "../../src/jobs/chat-turn/settings.ts";
-import { createApiChat } from "../../src/store/api-chats.ts";
+import { type ChatOwner, createApiChat } from "../../src/store/api-chats.ts";
 import type { Database } from "../../src/store/database.ts";
 import {
   setRepositorySettings,
@@ -42,9 +42,20 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
     await db?.close();
   });
 
+  // People by GitHub user id; a login is only what they are called.
+  const ids = new Map<string, number>();
+  const ownerOf = (login: string, operator: boolean): ChatOwner => {
+    if (operator) return { kind: "operator" };
+    if (!ids.has(login)) ids.set(login, 100 + ids.size);
+    return { kind: "user", id: ids.get(login) as number, login };
+  };
+
   async function turn(owner: string, options: { scratch?: boolean; operator?: boolean } = {}) {
     const repositoryId = options.scratch ? null : 700;
-    const chat = await createApiChat(db.pool, { owner, repositoryId });
+    const chat = await createApiChat(db.pool, {
+      owner: ownerOf(owner, options.operator ?? false),
+      repositoryId,
+    });
     return insertJob(db.pool, {
       chatId: chat.id,
       installationId: options.scratch ? null : 77,
@@ -91,6 +102,21 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
     }
   });
 
+  it("holds a person whose login is 'operator' to the gate, and goes on no chat of nobody's", async () => {
+    mockRepoConfig(REPO, ALLOW_ALICE);
+    expect(await chatTurnSettings(deps(), await turn("operator"))).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("operator may no longer use vmpilot on acme/widgets"),
+    });
+    // A chat carried over from before owners were ids, whose owner could not be told.
+    const job = await turn("nobody", { scratch: true });
+    await db.pool.query("UPDATE chats SET api_owner_id = NULL WHERE id = $1", [job.chatId]);
+    expect(await chatTurnSettings(deps(), job)).toEqual({
+      ok: false,
+      error: "This chat has no known owner; start a new chat.",
+    });
+  });
+
   it("reserves a scratch budget, so concurrent scratch turns never promise more than the day allows", async () => {
     const jobs: Job[] = [];
     for (let i = 0; i < 3; i++) jobs.push(await turn("mona", { scratch: true }));
@@ -115,8 +141,9 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
       const job = await turn("olga", { scratch: true });
       const holder = await db.pool.connect();
       await holder.query("BEGIN");
-      await holder.query("SELECT pg_advisory_xact_lock($1, hashtext('olga'))", [
+      await holder.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [
         SCRATCH_BUDGET_LOCK,
+        `user ${ids.get("olga")}`,
       ]);
       const pending = chatTurnSettings(deps(), job);
       const waiting = async () => {

@@ -11,6 +11,7 @@ let privateApp: FakeRepo;
 let publicLib: FakeRepo;
 let publicOpen: FakeRepo;
 const clients: Record<string, Client> = {};
+const USER_IDS = { alice: 1000, bob: 1001, carol: 1002, dave: 1003 };
 
 beforeAll(async () => {
   h = await startWebHarness();
@@ -36,9 +37,9 @@ beforeAll(async () => {
     access: { erin: "admin" },
   });
   await setRepositorySettings(h.db.pool, publicOpen.id, { publicJobs: true });
-  for (const login of ["alice", "bob", "carol", "dave"]) {
+  for (const [login, id] of Object.entries(USER_IDS)) {
     clients[login] = new Client(h.url);
-    await clients[login].signIn(h.github, login);
+    await clients[login].signIn(h.github, login, "/", id);
   }
 });
 
@@ -470,8 +471,9 @@ describe("/jobs", () => {
 describe("chat-face jobs", () => {
   it("are their owner's alone: listed under their chats, hidden from the repository's readers", async () => {
     const chat = await h.db.pool.query<{ id: string }>(
-      "INSERT INTO chats (kind, api_owner, repository_id) VALUES ('api', 'bob', $1) RETURNING id",
-      [privateApp.id],
+      `INSERT INTO chats (kind, api_owner, api_owner_id, repository_id)
+       VALUES ('api', 'bob', $1, $2) RETURNING id`,
+      [USER_IDS.bob, privateApp.id],
     );
     const inserted = await h.db.pool.query<{ id: string }>(
       `INSERT INTO jobs (chat_id, installation_id, repository_id, repo, trigger, requester, instruction)
@@ -516,6 +518,22 @@ describe("/keys", () => {
     expect(await (await as("bob").get("/keys")).text()).toMatch(/revoked \d{4}-/);
     const live = await h.db.pool.query("SELECT 1 FROM api_keys WHERE revoked_at IS NULL");
     expect(live.rows).toHaveLength(0);
+  });
+
+  it("makes at most 20 live keys per person, and says so at the 21st", async () => {
+    const csrf = Client.csrf(await (await as("alice").get("/keys")).text());
+    for (let i = 1; i <= 20; i++) {
+      expect((await as("alice").post("/keys", { csrf, name: `key ${i}` })).status).toBe(200);
+    }
+    const refused = await as("alice").post("/keys", { csrf, name: "key 21" });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain(
+      "You have 20 keys, the most one person may have. Revoke one to make another.",
+    );
+    const live = await h.db.pool.query(
+      "SELECT 1 FROM api_keys WHERE owner_login = 'alice' AND revoked_at IS NULL",
+    );
+    expect(live.rows).toHaveLength(20);
   });
 
   it("makes no key for someone who cannot push to any repository of the app", async () => {

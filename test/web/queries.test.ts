@@ -74,10 +74,13 @@ describe.each(databases())("usageByDay on $name", (target) => {
   });
 
   it("counts the viewer's scratch chats as one more row, and nobody else's", async () => {
-    for (const owner of ["mona", "hubot"]) {
+    for (const [owner, id] of [
+      ["mona", 5],
+      ["hubot", 6],
+    ] as const) {
       const { rows } = await db.pool.query<{ id: string }>(
-        "INSERT INTO chats (kind, api_owner) VALUES ('api', $1) RETURNING id",
-        [owner],
+        "INSERT INTO chats (kind, api_owner, api_owner_id) VALUES ('api', $1, $2) RETURNING id",
+        [owner, id],
       );
       await db.pool.query(
         `INSERT INTO jobs (chat_id, repo, trigger, requester, cost_usd, usage)
@@ -85,7 +88,7 @@ describe.each(databases())("usageByDay on $name", (target) => {
         [rows[0]?.id, owner],
       );
     }
-    const rows = await usageByDay(db.pool, [], 30, "Mona");
+    const rows = await usageByDay(db.pool, [], 30, 5);
     expect(rows).toEqual([
       expect.objectContaining({ repo: "scratch", jobs: 1, inputTokens: 3, costUsd: 0.5 }),
     ]);

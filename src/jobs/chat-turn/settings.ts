@@ -1,7 +1,7 @@
 // A chat turn's settings and budget: a repository's as for its issue jobs (defaults, settings page,
 // `.github/vmpilot.yml`, the same gate, daily limit shared with them); a scratch workspace's from
-// the defaults, with the daily limit counted per key owner. Either budget is reserved, so
-// concurrent turns never promise more than the day allows.
+// the defaults, with the daily limit counted per chat owner (the operator, or a person by GitHub
+// user id). Either budget is reserved, so concurrent turns never promise more than the day allows.
 import {
   checkRepoConfig,
   defaults,
@@ -9,6 +9,7 @@ import {
   resolveSettings,
 } from "../../config/repo-config.ts";
 import { loadRepoConfig } from "../../github/repo-config-loader.ts";
+import { getApiChat } from "../../store/api-chats.ts";
 import { getRepository } from "../../store/installations.ts";
 import { type Job, reserveBudget } from "../../store/jobs.ts";
 import { startOfUtcDay } from "../pipeline/settings.ts";
@@ -34,10 +35,12 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
     maxDailyUsd: settings.maxDailyCostUsd,
     maxJobUsd: settings.maxCostUsd,
   });
+  const chatOwner = (await getApiChat(db, job.chatId))?.owner;
+  // A chat stored before owners were ids, whose owner could not be told, is nobody's to go on.
+  if (!chatOwner) return { ok: false, error: "This chat has no known owner; start a new chat." };
   if (job.repositoryId === null || job.installationId === null) {
     const settings = deps.defaults ?? defaults;
-    const scratchOwner = job.requester;
-    const budget = await reserveBudget(db, { scratchOwner, ...limits(settings) });
+    const budget = await reserveBudget(db, { scratchOwner: chatOwner, ...limits(settings) });
     if (budget.dailyLeftUsd <= 0) {
       return { ok: false, error: dailyLimit(settings, "Your scratch chats") };
     }
@@ -62,8 +65,9 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
     return { ok: false, error: "vmpilot is turned off for this repository (`enabled: false`)." };
   }
   // The web side let the request in; the policy may have changed while the turn waited, and the
-  // file read here is newer than what the web side knew.
-  if (!readChatTurnRequest(job).operator) {
+  // file read here is newer than what the web side knew. The operator passes: the chat is theirs
+  // (a flag, never a login) and the request says it came with their key.
+  if (!(chatOwner.kind === "operator" && readChatTurnRequest(job).operator)) {
     const query = { owner, repo: name, username: job.requester, allowedUsers: deps.allowedUsers };
     if (!(await mayTrigger(octokit, query, settings)).allowed) {
       return {

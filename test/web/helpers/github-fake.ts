@@ -27,8 +27,8 @@ export interface GitHubFake {
   clientId: string;
   clientSecret: string;
   repos: FakeRepo[];
-  /** Who the next authorization signs in as. */
-  signInAs(login: string): void;
+  /** Who the next authorization signs in as; with an id, GitHub's user id for that login from now. */
+  signInAs(login: string, id?: number): void;
   /** Every request as "METHOD /path", in order. */
   requests: string[];
   /** Requests the fake could not answer as GitHub would. */
@@ -53,8 +53,9 @@ export async function startGitHubFake(): Promise<GitHubFake> {
     clientId,
     clientSecret,
     repos: [],
-    signInAs(login) {
+    signInAs(login, id) {
       nextLogin = login;
+      if (id !== undefined) USER_IDS[login] = id;
     },
     requests: [],
     problems: [],

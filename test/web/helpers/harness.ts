@@ -148,8 +148,8 @@ export class Client {
   }
 
   /** The whole OAuth dance against the fake: /login → authorize → callback. */
-  async signIn(github: GitHubFake, login: string, next = "/"): Promise<Response> {
-    github.signInAs(login);
+  async signIn(github: GitHubFake, login: string, next = "/", id?: number): Promise<Response> {
+    github.signInAs(login, id);
     const start = await this.get(`/login?next=${encodeURIComponent(next)}`);
     const authorize = await this.request(start.headers.get("location") ?? "", {});
     return this.get(authorize.headers.get("location") ?? "");

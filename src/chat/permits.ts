@@ -1,0 +1,99 @@
+// What the chat face remembers of GitHub's answers, and how many questions it may ask. A listing
+// of models asks about many repositories at once; without bounds, every key of every person cost a
+// question per repository per request.
+
+/**
+ * The gate's answers per person: each person's at most about one per repository, people kept
+ * while active; so all of it is about repositories × active people.
+ */
+export class PermitCache {
+  readonly #people = new Map<number, { seen: number; answers: Map<string, Answer> }>();
+  #swept = 0;
+  #perPerson = 1000;
+
+  constructor(
+    /** How long an answer is kept, and a person without requests. */
+    private readonly keepMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The answer for the person under `key`, if one is no older than `maxAgeMs`. */
+  get(person: number, key: string, maxAgeMs: number): boolean | undefined {
+    const now = this.now();
+    this.#sweep(now);
+    const mine = this.#people.get(person);
+    if (!mine) return undefined;
+    mine.seen = now;
+    const answer = mine.answers.get(key);
+    return answer && now - answer.at <= maxAgeMs ? answer.allowed : undefined;
+  }
+
+  /** How many answers a person keeps: the repositories there are now. */
+  size(repositories: number): void {
+    this.#perPerson = Math.max(1, repositories);
+  }
+
+  /** Remembers an answer; past the size, the person's oldest goes. */
+  set(person: number, key: string, allowed: boolean): void {
+    const now = this.now();
+    let mine = this.#people.get(person);
+    if (!mine) {
+      mine = { seen: now, answers: new Map() };
+      this.#people.set(person, mine);
+    }
+    mine.answers.delete(key);
+    while (mine.answers.size >= this.#perPerson) {
+      const oldest = mine.answers.keys().next().value;
+      if (oldest === undefined) break;
+      mine.answers.delete(oldest);
+    }
+    mine.answers.set(key, { allowed, at: now });
+  }
+
+  #sweep(now: number): void {
+    if (now - this.#swept < this.keepMs / 10) return;
+    this.#swept = now;
+    for (const [person, mine] of this.#people) {
+      if (now - mine.seen > this.keepMs) this.#people.delete(person);
+    }
+  }
+}
+
+interface Answer {
+  allowed: boolean;
+  at: number;
+}
+
+/** Thrown when a question to GitHub would go over this minute's budget. */
+export class BudgetSpent extends Error {
+  constructor(readonly retryAfterSeconds: number) {
+    super(
+      `the chat face's GitHub budget for this minute is spent; try again in ${retryAfterSeconds} s`,
+    );
+    this.name = "BudgetSpent";
+  }
+}
+
+/** Questions to GitHub per minute, on this web process. */
+export class CallBudget {
+  #windowStart = Number.NEGATIVE_INFINITY;
+  #used = 0;
+
+  constructor(
+    readonly perMinute: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Counts questions, or throws BudgetSpent when they do not all fit. */
+  spend(questions = 1): void {
+    const now = this.now();
+    if (now - this.#windowStart >= 60_000) {
+      this.#windowStart = now;
+      this.#used = 0;
+    }
+    if (this.#used + questions > this.perMinute) {
+      throw new BudgetSpent(Math.max(1, Math.ceil((this.#windowStart + 60_000 - now) / 1000)));
+    }
+    this.#used += questions;
+  }
+}
