@@ -162,6 +162,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
           defaults: settingsDefaults,
           plugins: plugins.map((plugin) => plugin.name),
           providers: config.providers,
+          clientAddressHeader: config.clientAddressHeader,
         },
       });
       // Live job pages hold their connections open; the server cannot close before they end.
@@ -181,6 +182,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         cloneUrl: (fullName) => `${config.githubWebUrl}/${fullName}.git`,
         defaults: settingsDefaults,
         ratePerMinute: config.chatRatePerMinute,
+        clientAddressHeader: config.clientAddressHeader,
         logger,
         ...options.chat,
       });

@@ -7,6 +7,7 @@ import type { ChatOwner } from "../store/api-chats.ts";
 import { countKeyFailure, keyFailures } from "../store/api-key-failures.ts";
 import { useApiKey } from "../store/api-keys.ts";
 import type { Queryable } from "../store/sql.ts";
+import { clientAddress } from "../web/client-address.ts";
 import { ApiError, badKey } from "./errors.ts";
 
 export type Principal = ChatOwner & {
@@ -34,8 +35,9 @@ export async function authenticate(
   req: IncomingMessage,
   db: Queryable,
   operatorKey: string | undefined,
+  addressHeader?: string,
 ): Promise<Principal> {
-  const address = req.socket.remoteAddress ?? "";
+  const address = clientAddress(req, addressHeader);
   const held = await keyFailures(db, address, KEY_FAILURES.windowSeconds);
   if (held.failures >= KEY_FAILURES.max) {
     throw new ApiError(

@@ -44,6 +44,8 @@ export interface ChatFaceDeps {
   defaults: RepoSettings;
   /** Requests per key per minute; default 60. */
   ratePerMinute?: number;
+  /** CLIENT_ADDRESS_HEADER: where a trusted proxy puts the client's address. */
+  clientAddressHeader?: string;
   /** Questions this process asks GitHub per minute to decide who may use what; default 100. */
   githubCallsPerMinute?: number;
   /** How often a relay looks for new events; default 20 ms (one indexed read per open reply). */
@@ -105,7 +107,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
   };
 
   async function models(req: IncomingMessage, res: ServerResponse) {
-    const who = await authenticate(req, deps.db.pool, deps.operatorKey);
+    const who = await authenticate(req, deps.db.pool, deps.operatorKey, deps.clientAddressHeader);
     await takeRequest(deps.db.pool, who.keyId, perMinute);
     const agents = await listAgents(access, who);
     const data = agents.map((a) => ({
@@ -119,7 +121,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
   }
 
   async function completions(req: IncomingMessage, res: ServerResponse) {
-    const key = await authenticate(req, deps.db.pool, deps.operatorKey);
+    const key = await authenticate(req, deps.db.pool, deps.operatorKey, deps.clientAddressHeader);
     await takeRequest(deps.db.pool, key.keyId, perMinute);
     const declared = Number(req.headers["content-length"] ?? 0);
     const raw = declared > MAX_BODY_BYTES ? undefined : await readCapped(req, MAX_BODY_BYTES);

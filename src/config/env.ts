@@ -136,6 +136,14 @@ const schema = z.object({
     z.string().min(32, "must be at least 32 characters (the chat face's operator key)").optional(),
   ),
   CHAT_RATE_PER_MINUTE: integer(1, 100_000, 60),
+  CLIENT_ADDRESS_HEADER: z.preprocess(
+    blankToUndefined,
+    z
+      .string()
+      .regex(/^[A-Za-z0-9-]{1,100}$/, "must be a header name, such as fly-client-ip")
+      .transform((name) => name.toLowerCase())
+      .optional(),
+  ),
   INSTALLATION_SYNC_MINUTES: integer(0, 10_080, 15),
   ...SANDBOX_LIMIT_VARS,
   PUBLIC_URL: url(/^https?:$/, "must be an http(s) URL such as https://vmpilot.example.com"),
@@ -222,6 +230,8 @@ export interface Config {
   apiKey?: string;
   /** Chat-face requests per key per minute. */
   chatRatePerMinute: number;
+  /** The header a trusted proxy in front sets to the client's address; unset, the socket's. */
+  clientAddressHeader?: string;
   /** How often workers reconcile the installations with GitHub, besides at start; 0: never. */
   installationSyncMinutes: number;
   production: boolean;
@@ -310,6 +320,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       metricsToken: e.METRICS_TOKEN,
       apiKey: e.VMPILOT_API_KEY,
       chatRatePerMinute: e.CHAT_RATE_PER_MINUTE,
+      clientAddressHeader: e.CLIENT_ADDRESS_HEADER,
       installationSyncMinutes: e.INSTALLATION_SYNC_MINUTES,
       sandboxLimits: toLimits(e),
       production,

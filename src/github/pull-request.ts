@@ -42,7 +42,8 @@ export interface PullRequestBodyInput {
   durationMs: number;
   /** The issue the pull request resolves. */
   fixes?: number;
-  requester: string;
+  /** Who asked; null for the operator's key, which is no one's login. */
+  requester: string | null;
   jobUrl: string;
 }
 
@@ -83,7 +84,7 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
     ...files,
     "",
     `**Cost:** ${formatCost(input.costUsd, input.priceKnown)} · **time:** ${formatDuration(input.durationMs)} · ` +
-      `asked by @${input.requester} · [session log](${input.jobUrl})`,
+      `${input.requester === null ? "asked with the operator's key" : `asked by @${input.requester}`} · [session log](${input.jobUrl})`,
     "",
     "Draft opened by vmpilot. Review it like any other pull request before merging.",
   ];

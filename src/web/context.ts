@@ -28,6 +28,8 @@ export interface WebConfig {
   providers?: ProviderTable;
   /** How often a live job page looks for new events. Default 500 ms. */
   pollIntervalMs?: number;
+  /** CLIENT_ADDRESS_HEADER: where a trusted proxy puts the client's address. */
+  clientAddressHeader?: string;
   /** Live streams per job and per client address, on each web process. Default 50 and 10. */
   streamLimits?: FeedLimits;
 }

@@ -1,6 +1,7 @@
 // Server-Sent Events for a running job's page. Polling job_events by id works the same on PGlite
 // and PostgreSQL; the browser's EventSource resumes with Last-Event-ID after a reconnect.
 import type { ServerResponse } from "node:http";
+import { clientAddress } from "./client-address.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import { SECURITY_HEADERS } from "./http.ts";
 import { viewableJob } from "./jobs.ts";
@@ -14,7 +15,7 @@ export async function jobEvents(web: WebServices, ctx: RequestContext): Promise<
   const job = await viewableJob(web, ctx);
   const { req, res } = ctx;
   // One address's streams, however it signs in (or not): the cap is on what it costs to serve.
-  const release = web.feeds.admit(job.id, req.socket.remoteAddress ?? "");
+  const release = web.feeds.admit(job.id, clientAddress(req, web.config.clientAddressHeader));
   if (!release) {
     res.writeHead(429, { ...SECURITY_HEADERS, "content-type": "text/plain", "retry-after": "30" });
     res.end("Too many live streams: reload the page later.");

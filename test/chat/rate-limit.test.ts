@@ -74,6 +74,7 @@ function modelsFrom(
   server: RunningServer | undefined,
   localAddress: string,
   apiKey: string,
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; retryAfter: number }> {
   const { port } = new URL(server?.url ?? "");
   return new Promise((resolve, reject) => {
@@ -83,7 +84,7 @@ function modelsFrom(
         port,
         path: "/v1/models",
         localAddress,
-        headers: { authorization: `Bearer ${apiKey}` },
+        headers: { authorization: `Bearer ${apiKey}`, ...headers },
       },
       (res) => {
         res.resume();
@@ -118,4 +119,35 @@ it(`refuses an address that tried 10 wrong keys, good keys too, until its 10 min
   );
   expect(await modelsFrom(one, attacker, await goodKey())).toMatchObject({ status: 200 });
   expect(await modelsFrom(one, attacker, "vmp_wrong11")).toMatchObject({ status: 401 });
+});
+
+it(`counts wrong keys by the address a trusted proxy names, and only when told to (${target.name})`, async () => {
+  mockApp(APP_SLUG);
+  const behindProxy = await startTestServer(db, {
+    config: testConfig({ apiKey: OPERATOR_KEY, clientAddressHeader: "fly-client-ip" }),
+    role: "web",
+  });
+  servers.push(behindProxy);
+  const proxy = "127.0.0.5";
+  const from = (client: string) => ({ "fly-client-ip": client });
+  for (let i = 0; i < 10; i++) {
+    const wrong = await modelsFrom(behindProxy, proxy, `vmp_bad${i}`, from("198.51.100.1"));
+    expect(wrong.status).toBe(401);
+  }
+  expect(await modelsFrom(behindProxy, proxy, OPERATOR_KEY, from("198.51.100.1"))).toMatchObject({
+    status: 429,
+  });
+  // Another client behind the same proxy is not held back.
+  expect(await modelsFrom(behindProxy, proxy, OPERATOR_KEY, from("198.51.100.2"))).toMatchObject({
+    status: 200,
+  });
+  // Without the setting the header is the client's to choose, so it is not read.
+  const [plain] = servers;
+  const spoofer = "127.0.0.6";
+  for (let i = 0; i < 10; i++) {
+    await modelsFrom(plain, spoofer, `vmp_bad${i}`, from(`203.0.113.${i}`));
+  }
+  expect(await modelsFrom(plain, spoofer, OPERATOR_KEY, from("203.0.113.99"))).toMatchObject({
+    status: 429,
+  });
 });

@@ -128,4 +128,18 @@ describe("renderPullRequestBody", () => {
     expect(body).not.toContain("ghs_");
     expect(body).not.toContain("@someone");
   });
+
+  it("names no one for the operator's key: a mention would reach a user called operator", () => {
+    const body = renderPullRequestBody({
+      summary: "Done",
+      tests: undefined,
+      files: [],
+      costUsd: 0,
+      durationMs: 1000,
+      requester: null,
+      jobUrl: "https://vmpilot.example.com/jobs/10",
+    });
+    expect(body).toContain("asked with the operator's key · [session log]");
+    expect(body).not.toContain("@");
+  });
 });

@@ -9,6 +9,7 @@ import type { Checkout, Workspace } from "../../workspace/index.ts";
 import { publishWorkspace } from "../../workspace/publish.ts";
 import { testsOf } from "../pipeline/agent.ts";
 import type { PipelineDeps } from "../pipeline.ts";
+import { readChatTurnRequest } from "./request.ts";
 
 export interface ChatPullRequestInput {
   job: Job & { installationId: number };
@@ -60,7 +61,8 @@ export async function openChatPullRequest(
       costUsd: job.costUsd + (input.result?.usage.costUsd ?? 0),
       priceKnown: input.result?.priceKnown,
       durationMs: Date.now() - input.startedAt,
-      requester: job.requester,
+      // The operator's key is no one's login: a mention would name whoever holds "operator".
+      requester: readChatTurnRequest(job).operator ? null : job.requester,
       jobUrl: `${deps.publicUrl}/jobs/${job.id}`,
     }),
     knownNumber: job.prNumber,
