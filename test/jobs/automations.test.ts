@@ -1,0 +1,370 @@
+// Automations end to end in-process: an opened issue through the intake, the acknowledgement and
+// the pipeline (triage), and a scheduled run on no issue. PGlite, the real sandbox and git, a
+// loopback git server as the remote, the Anthropic fake, and GitHub's REST API mocked with nock.
+import { describe, expect, it } from "vitest";
+import { recordIssueAutomations } from "../../src/intake/automations.ts";
+import { acknowledge } from "../../src/jobs/acknowledge.ts";
+import { type ScheduledContext, syncAutomations } from "../../src/jobs/automations.ts";
+import { runScheduledAutomation } from "../../src/jobs/automations-run.ts";
+import { runPipeline } from "../../src/jobs/pipeline.ts";
+import { createAutomationChat } from "../../src/store/chats.ts";
+import { getRepository, setRepositoryFileSettings } from "../../src/store/installations.ts";
+import { getJob, insertJob } from "../../src/store/jobs.ts";
+import { text, toolUse } from "../helpers/anthropic-fake.ts";
+import { github, mockPermission, mockRepoConfig } from "../helpers/github-mock.ts";
+import { testOctokit } from "../helpers/octokit.ts";
+import { examplePayload } from "../helpers/webhooks.ts";
+import {
+  captureComment,
+  fixScript,
+  run,
+  type Seeded,
+  sh,
+  usePipelineHarness,
+} from "./pipeline-harness.ts";
+
+const h = usePipelineHarness();
+const logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+const TRIAGE_FILE = `
+automations:
+  - name: triage
+    on: issues.opened
+    mode: triage
+    prompt: Label the issue from the repository's labels and thank its author.
+`;
+
+/** The intake's view: the queue takes the jobs (they are run by hand here). */
+function intakeDeps() {
+  return {
+    db: h.db,
+    queue: { enqueueJobs: async () => {}, wake() {} },
+    appSlug: "vmpilot-bot",
+    label: "vmpilot",
+    command: "vmpilot",
+  };
+}
+
+const ackDeps = () => ({
+  db: h.db,
+  queue: { cancel: async () => "finished" as const },
+  auth: async () => testOctokit(),
+  allowedUsers: [],
+  publicUrl: "https://vmpilot.test",
+  logger,
+});
+
+let nextIssueId = 800_000;
+
+/** GitHub's issues.opened example, on the seeded repository and issue, opened by `author`. */
+function issueOpened(seeded: Seeded, author: string) {
+  const payload = examplePayload("issues", "opened");
+  payload.installation = { id: 77 };
+  payload.repository = {
+    ...payload.repository,
+    id: seeded.repositoryId,
+    full_name: seeded.repo,
+    name: seeded.name,
+    owner: { ...payload.repository.owner, login: "acme" },
+    clone_url: h.cloneUrl(seeded),
+    default_branch: "main",
+  };
+  payload.issue = {
+    ...payload.issue,
+    id: nextIssueId++,
+    number: seeded.number,
+    title: "Crash on empty input",
+    user: { ...payload.issue.user, login: author },
+  };
+  payload.sender = { ...payload.sender, login: author, type: "User" };
+  return payload;
+}
+
+/** The issue and its comments, as the pipeline reads them. */
+function mockIssue(seeded: Seeded, author: string) {
+  github()
+    .get(`/repos/${seeded.repo}/issues/${seeded.number}`)
+    .reply(200, {
+      number: seeded.number,
+      title: "Crash on empty input",
+      body: "It crashes when value.txt is empty.",
+      user: { login: author },
+    })
+    .get(`/repos/${seeded.repo}/issues/${seeded.number}/comments`)
+    .query(true)
+    .reply(200, []);
+}
+
+describe("an automation on issues.opened", () => {
+  it("triages a new issue: labels from the repository's list, one comment, nothing pushed", async () => {
+    const seeded = await h.seedRepo();
+    await setRepositoryFileSettings(h.db.pool, seeded.repositoryId, {
+      automations: [
+        {
+          name: "triage",
+          on: "issues.opened",
+          mode: "triage",
+          prompt: "Label the issue from the repository's labels and thank its author.",
+        },
+      ],
+    });
+    const payload = issueOpened(seeded, "reporter");
+    const [jobId] = await recordIssueAutomations(intakeDeps(), "delivery-1", payload);
+    // A redelivery of the same event makes no second run.
+    expect(await recordIssueAutomations(intakeDeps(), "delivery-2", payload)).toEqual([]);
+    expect(await getJob(h.db.pool, jobId as number)).toMatchObject({
+      trigger: "automation",
+      command: "triage",
+      requester: "vmpilot-bot[bot]",
+      number: seeded.number,
+      context: { automation: { name: "triage", authors: "write", author: "reporter" } },
+    });
+
+    // The acknowledgement: the author may write, so the automation runs; no 👀, one comment.
+    mockRepoConfig(seeded.repo, TRIAGE_FILE);
+    mockPermission(seeded.repo, "reporter", "write");
+    let posted = "";
+    github()
+      .post(`/repos/${seeded.repo}/issues/${seeded.number}/comments`, (body) => {
+        posted = body.body;
+        return true;
+      })
+      .reply(201, { id: 7001 });
+    const ack = await acknowledge(ackDeps(), {
+      jobId: jobId as number,
+      attempt: 1,
+      signal: new AbortController().signal,
+    });
+    expect(ack.outcome).toBe("acknowledged");
+    expect(posted).toContain("Acknowledged `triage` by this repository's automation");
+
+    mockIssue(seeded, "reporter");
+    github()
+      .get(`/repos/${seeded.repo}/labels`)
+      .query({ per_page: 100 })
+      .reply(200, [{ name: "bug" }, { name: "question" }, { name: "needs info" }]);
+    let labelled: unknown;
+    github()
+      .post(`/repos/${seeded.repo}/issues/${seeded.number}/labels`, (body) => {
+        labelled = body;
+        return true;
+      })
+      .reply(200, [{ name: "bug" }]);
+    const comment = captureComment(seeded.repo, 7001);
+    h.fake.push(
+      { content: [text("Reading it."), toolUse("apply_labels", { labels: ["Bug", "wontfix"] })] },
+      { content: [toolUse("apply_labels", { labels: ["Bug"] })] },
+      { content: [text("Thanks @reporter! This is a bug: an empty value.txt is not handled.")] },
+    );
+
+    const outcome = await runPipeline(
+      run(jobId as number),
+      h.deps(),
+      ack.outcome === "acknowledged" ? ack.repoConfig : undefined,
+    );
+
+    expect(outcome).toBe("succeeded");
+    expect(labelled).toEqual({ labels: ["bug"] });
+    expect(comment.at(-1)).toMatchInlineSnapshot(`
+      "Thanks @​reporter! This is a bug: an empty value.txt is not handled.
+
+      <sub>Triage by vmpilot's automation \`triage\` · labels: \`bug\` · [job #${jobId}](https://vmpilot.test/jobs/${jobId})</sub>
+
+      <!-- vmpilot:job:${jobId} -->"
+    `);
+    // The model could read (bash) and label, nothing else; it saw the labels and the prompt.
+    const first = h.fake.requests[0]?.body;
+    expect(first.tools.map((tool: { name: string }) => tool.name)).toEqual([
+      "bash",
+      "apply_labels",
+    ]);
+    const opening = JSON.stringify(first.messages[0]);
+    expect(opening).toContain("The repository's automation `triage` asks");
+    expect(opening).toContain('- \\"needs info\\"');
+    expect(JSON.stringify(h.fake.requests[1]?.body.messages.at(-1))).toContain(
+      "Not labels of this repository: wontfix",
+    );
+    // Nothing pushed: no branch, and no pull request (nock would have refused one).
+    expect(sh(seeded.remote, "git for-each-ref --format='%(refname)' refs/heads")).toBe(
+      "refs/heads/main",
+    );
+    expect(await getJob(h.db.pool, jobId as number)).toMatchObject({
+      status: "succeeded",
+      branch: null,
+      prNumber: null,
+    });
+  });
+
+  it("ignores an issue whose author may not trigger vmpilot, unless it says authors: any", async () => {
+    const seeded = await h.seedRepo({ number: 5 });
+    const automation = { name: "triage", on: "issues.opened", mode: "triage", prompt: "Label it." };
+    await setRepositoryFileSettings(h.db.pool, seeded.repositoryId, { automations: [automation] });
+    const [jobId] = await recordIssueAutomations(
+      intakeDeps(),
+      "delivery-3",
+      issueOpened(seeded, "stranger"),
+    );
+    mockRepoConfig(seeded.repo, TRIAGE_FILE);
+    mockPermission(seeded.repo, "stranger", "read");
+    const signal = new AbortController().signal;
+    // No comment, no reaction: nock would refuse either.
+    expect(await acknowledge(ackDeps(), { jobId: jobId as number, attempt: 1, signal })).toEqual({
+      outcome: "ignored",
+    });
+    expect((await getJob(h.db.pool, jobId as number))?.status).toBe("ignored");
+
+    const open = { ...automation, authors: "any" };
+    const second = await h.seedRepo({ number: 6 });
+    await setRepositoryFileSettings(h.db.pool, second.repositoryId, { automations: [open] });
+    const [anyJob] = await recordIssueAutomations(
+      intakeDeps(),
+      "delivery-4",
+      issueOpened(second, "stranger"),
+    );
+    mockRepoConfig(
+      second.repo,
+      TRIAGE_FILE.replace("mode: triage", "mode: triage\n    authors: any"),
+    );
+    github().post(`/repos/${second.repo}/issues/6/comments`).reply(201, { id: 7002 });
+    const ack = await acknowledge(ackDeps(), { jobId: anyJob as number, attempt: 1, signal });
+    expect(ack.outcome).toBe("acknowledged");
+  });
+
+  it("starts nothing for bots, nor where the file has no such automation or is not known", async () => {
+    const seeded = await h.seedRepo({ number: 8 });
+    const bot = issueOpened(seeded, "dependabot[bot]");
+    bot.sender.type = "Bot";
+    // Not read since it changed: unknown, so nothing (the sync reads it within seconds).
+    expect(
+      await recordIssueAutomations(intakeDeps(), "delivery-5", issueOpened(seeded, "a")),
+    ).toEqual([]);
+    await setRepositoryFileSettings(h.db.pool, seeded.repositoryId, {
+      automations: [{ name: "weekly", schedule: "0 6 * * 1", prompt: "x" }],
+    });
+    expect(
+      await recordIssueAutomations(intakeDeps(), "delivery-6", issueOpened(seeded, "a")),
+    ).toEqual([]);
+    await setRepositoryFileSettings(h.db.pool, seeded.repositoryId, {
+      automations: [{ name: "triage", on: "issues.opened", prompt: "x" }],
+    });
+    expect(await recordIssueAutomations(intakeDeps(), "delivery-7", bot)).toEqual([]);
+  });
+});
+
+describe("a scheduled automation", () => {
+  async function scheduledJob(seeded: Seeded) {
+    const chatId = await createAutomationChat(h.db.pool, seeded.repositoryId);
+    const context: ScheduledContext = {
+      owner: "acme",
+      name: seeded.name,
+      cloneUrl: h.cloneUrl(seeded),
+      defaultBranch: "main",
+      appSlug: "vmpilot-bot",
+      automation: { name: "weekly-fix" },
+    };
+    return insertJob(h.db.pool, {
+      chatId,
+      installationId: 77,
+      repositoryId: seeded.repositoryId,
+      repo: seeded.repo,
+      number: null,
+      trigger: "automation",
+      command: "fix",
+      requester: "vmpilot-bot[bot]",
+      instruction: "Fix the failing tests on main.",
+      context,
+    });
+  }
+
+  it("opens a draft pull request for its changes, and its final comment goes there", async () => {
+    const seeded = await h.seedRepo();
+    const job = await scheduledJob(seeded);
+    const branch = `vmpilot/weekly-fix-${job.id}`;
+    mockRepoConfig(seeded.repo);
+    let prBody = "";
+    github()
+      .get(`/repos/${seeded.repo}/pulls`)
+      .query({ head: `acme:${branch}`, state: "open", per_page: "10" })
+      .reply(200, [])
+      .post(`/repos/${seeded.repo}/pulls`, (body) => {
+        prBody = body.body;
+        expect(body).toMatchObject({ head: branch, base: "main", draft: true });
+        return true;
+      })
+      .reply(201, { number: 31, html_url: `https://github.com/${seeded.repo}/pull/31` });
+    let final = "";
+    github()
+      .post(`/repos/${seeded.repo}/issues/31/comments`, (body) => {
+        final = body.body;
+        return true;
+      })
+      .reply(201, { id: 7100 });
+    h.fake.push(...fixScript("Made value.txt say fixed.\n\nSummary: Make the tests pass"));
+
+    expect(await runScheduledAutomation(run(job.id), h.deps())).toBe("succeeded");
+
+    expect(JSON.stringify(h.fake.requests[0]?.body.messages[0])).toContain(
+      "The repository's scheduled automation `weekly-fix` asks",
+    );
+    expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
+    // The app's own run: its commit credits no one else.
+    expect(sh(seeded.remote, `git log -1 --format='%an|%B' ${branch}`)).toBe(
+      "vmpilot-bot[bot]|Make the tests pass",
+    );
+    expect(prBody).toMatch(/^Scheduled run of the automation `weekly-fix`\./);
+    expect(prBody).not.toContain("Fixes #");
+    expect(final).toContain("✅ **Opened draft pull request #31 — scheduled run of `weekly-fix`**");
+    expect(final).toContain(`<!-- vmpilot:job:${job.id} -->`);
+    expect(await getJob(h.db.pool, job.id)).toMatchObject({
+      status: "succeeded",
+      branch,
+      prNumber: 31,
+      progressCommentId: 7100,
+    });
+  });
+
+  it("changes nothing when there is nothing to do: no pull request, no comment", async () => {
+    const seeded = await h.seedRepo();
+    const job = await scheduledJob(seeded);
+    mockRepoConfig(seeded.repo);
+    h.fake.push({ content: [text("The tests pass on main; nothing to fix.")] });
+
+    expect(await runScheduledAutomation(run(job.id), h.deps())).toBe("succeeded");
+    expect(sh(seeded.remote, "git for-each-ref --format='%(refname)' refs/heads")).toBe(
+      "refs/heads/main",
+    );
+    expect(await getJob(h.db.pool, job.id)).toMatchObject({ status: "succeeded", prNumber: null });
+  });
+});
+
+describe("the automations' sync", () => {
+  it("reads the files nobody read since they changed, and sets the schedules from them", async () => {
+    const seeded = await h.seedRepo();
+    const set: Array<[number, unknown]> = [];
+    const queue = {
+      setSchedules: async (id: number, wanted: unknown) => {
+        set.push([id, wanted]);
+      },
+      scheduledRepositories: async () => [seeded.repositoryId + 10_000],
+      enqueueJob: async () => {},
+      wake() {},
+    };
+    const deps = {
+      db: h.db,
+      queue,
+      auth: async () => testOctokit(),
+      appSlug: async () => "vmpilot-bot",
+      logger,
+    };
+    mockRepoConfig(
+      seeded.repo,
+      'automations:\n  - {name: weekly, schedule: "0 6 * * 1", prompt: x}\n  - {name: t, on: issues.opened, prompt: y}\n',
+    );
+    await syncAutomations(deps, { installationId: 77, repositoryId: seeded.repositoryId });
+    expect(set).toEqual([[seeded.repositoryId, [{ name: "weekly", cron: "0 6 * * 1" }]]]);
+    // Remembered for the intake: the issue automation too.
+    expect((await getRepository(h.db.pool, seeded.repositoryId))?.fileSettings).toMatchObject({
+      automations: [{ name: "weekly" }, { name: "t", on: "issues.opened" }],
+    });
+  });
+});
