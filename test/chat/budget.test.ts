@@ -1,0 +1,38 @@
+// The chat face answers 429 up front when the key's owner has spent their month
+// (maxMonthlyCostUsdPerUser), counting their issue jobs in every repository too.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkBudget } from "../../src/chat/budget.ts";
+import { defaults } from "../../src/config/repo-config.ts";
+import type { Database } from "../../src/store/database.ts";
+import { insertJob, updateJob } from "../../src/store/jobs.ts";
+import { newJob, openTestDatabase, seedChat } from "../helpers/db.ts";
+
+let db: Database;
+beforeAll(async () => {
+  db = await openTestDatabase();
+});
+afterAll(() => db?.close());
+
+describe("the chat face's budget check", () => {
+  it("refuses a key's owner whose month is spent, and no one else", async () => {
+    const { chat } = await seedChat(db, 9300);
+    const job = await insertJob(db.pool, {
+      ...newJob(chat),
+      requester: "mona",
+      context: { requesterId: 5 },
+    });
+    await updateJob(db.pool, job.id, { costUsd: 3, status: "succeeded" });
+    const capped = { ...defaults, maxMonthlyCostUsdPerUser: 3 };
+    const scratch = { id: "vmpilot", repository: null };
+    const mona = { kind: "user", id: 5, login: "mona", keyId: "1" } as const;
+    await expect(checkBudget(db.pool, capped, mona, scratch)).rejects.toMatchObject({
+      status: 429,
+      code: "insufficient_quota",
+      message:
+        "Your monthly budget ($3.00, maxMonthlyCostUsdPerUser) is spent: it counts your jobs and chats in every repository this month (UTC); try again next month.",
+    });
+    await expect(checkBudget(db.pool, defaults, mona, scratch)).resolves.toBeUndefined();
+    const nils = { kind: "user", id: 6, login: "nils", keyId: "2" } as const;
+    await expect(checkBudget(db.pool, capped, nils, scratch)).resolves.toBeUndefined();
+  });
+});
