@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger } from "../src/github/logger.ts";
+import { createLogger } from "../src/log/logger.ts";
 import { startServer } from "../src/main.ts";
 import { findOrCreateChat, linkChatToPr } from "../src/store/chats.ts";
 import { recordPush } from "../src/store/ci-loop.ts";

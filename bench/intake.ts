@@ -19,7 +19,7 @@ import { join } from "node:path";
 import autocannon from "autocannon";
 import pg from "pg";
 import { createNodeMiddleware, Probot } from "probot";
-import { createLogger } from "../src/github/logger.ts";
+import { createLogger } from "../src/log/logger.ts";
 import { startServer } from "../src/main.ts";
 import { openDatabase } from "../src/store/database.ts";
 import { appPrivateKey, testConfig, WEBHOOK_SECRET } from "../test/helpers/app.ts";

@@ -20,7 +20,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { createLogger } from "../src/github/logger.ts";
+import { createLogger } from "../src/log/logger.ts";
 import { startServer } from "../src/main.ts";
 import { openDatabase } from "../src/store/database.ts";
 import { startGitHubFake } from "../test/e2e/github-fake.ts";

@@ -8,7 +8,7 @@
 // shows the app's own latency (it includes fetching an installation token); deliveries on one
 // installation, back to back, show where that throttle bites (the progress comment, not the 👀).
 
-import { createLogger } from "../src/github/logger.ts";
+import { createLogger } from "../src/log/logger.ts";
 import { startServer } from "../src/main.ts";
 import { openDatabase } from "../src/store/database.ts";
 import { type FakeCall, startGitHubFake } from "../test/e2e/github-fake.ts";

@@ -3,7 +3,7 @@
  * JSON with escapes, base64 blobs, a few secrets), then a megabyte of each hostile shape, each
  * the median of a few runs. Goal: the ordinary megabyte well under 100 ms.
  */
-import { redact } from "../src/github/redact.ts";
+import { redact } from "../src/log/redact.ts";
 
 const MEGABYTE = 1_000_000;
 const RUNS = 7;

@@ -15,8 +15,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { pino } from "pino";
-import { prepareCheckout } from "../src/workspace/checkout.ts";
-import { sparesSettled } from "../src/workspace/spares.ts";
+import { prepareCheckout } from "../src/workspace/git/checkout.ts";
+import { sparesSettled } from "../src/workspace/git/spares.ts";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { FILES, generateRepo } from "./lib/big-repo.ts";
 

@@ -1,4 +1,4 @@
-// Regenerates src/github/gitleaks-rules.json from a checkout of gitleaks (MIT):
+// Regenerates src/log/gitleaks-rules.json from a checkout of gitleaks (MIT):
 //   git clone https://github.com/gitleaks/gitleaks /tmp/gitleaks
 //   npx tsx scripts/gitleaks-rules.ts /tmp/gitleaks
 // gitleaks' rules are Go RE2 regexes; each is rewritten for JavaScript here, once, so the app only
@@ -11,9 +11,9 @@ import { fileURLToPath } from "node:url";
 import { parse as parseToml } from "smol-toml";
 import { z } from "zod";
 
-const OUT = new URL("../src/github/gitleaks-rules.json", import.meta.url);
+const OUT = new URL("../src/log/gitleaks-rules.json", import.meta.url);
 
-// Rules left out, and why. The app's own rows (src/github/redact.ts) cover what these would.
+// Rules left out, and why. The app's own rows (src/log/redact.ts) cover what these would.
 const SKIPPED: Record<string, string> = {
   "generic-api-key": "too broad for redaction; redact.ts has its own assignment row",
   "private-key": "redact.ts has its own row, which also takes unterminated and PGP blocks",

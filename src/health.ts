@@ -1,7 +1,10 @@
-import type { Database } from "../store/database.ts";
-import type { LimitEnforcement } from "../workspace/index.ts";
-import type { Queue } from "./queue.ts";
-import { Readiness } from "./readiness.ts";
+// GET /healthz: the database, the queue and what is not ready yet, as JSON for load balancers and
+// the Docker HEALTHCHECK; 503 when a dependency is down.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Queue } from "./jobs/queue.ts";
+import { Readiness } from "./jobs/readiness.ts";
+import type { Database } from "./store/database.ts";
+import type { LimitEnforcement } from "./workspace/index.ts";
 
 export interface Health {
   database: "ok" | "error";
@@ -45,5 +48,22 @@ export async function health(
     database: database ? "ok" : "error",
     queue: queueOk ? "ok" : "error",
     waiting: readiness.waiting(),
+  };
+}
+
+export function healthHandler(check: () => Promise<Health>, role: string) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    if (req.method !== "GET" && req.method !== "HEAD") return false;
+    if ((req.url ?? "").split("?")[0] !== "/healthz") return false;
+    const health = await check();
+    const ok =
+      health.database === "ok" && health.queue === "ok" && Object.keys(health.waiting).length === 0;
+    const body = JSON.stringify({ status: ok ? "ok" : "error", role, ...health });
+    res.writeHead(ok ? 200 : 503, {
+      "content-type": "application/json",
+      "cache-control": "no-store",
+    });
+    res.end(req.method === "HEAD" ? undefined : body);
+    return true;
   };
 }

@@ -15,12 +15,11 @@ import { type ChatFaceDeps, mountChatFace } from "./chat/server.ts";
 import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
 import { routeModel } from "./config/model-route.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
-import { createLogger } from "./github/logger.ts";
 import { watchRateLimit } from "./github/rate-limit.ts";
-import { redact, registerSecret } from "./github/redact.ts";
+import { health, healthHandler } from "./health.ts";
 import { intakeApp } from "./intake/app.ts";
 import { capWebhookBody } from "./intake/body-limit.ts";
-import { health } from "./jobs/health.ts";
+import { syncAutomations } from "./jobs/automations.ts";
 import { startInstallationSync } from "./jobs/installation-sync.ts";
 import type { PipelineDeps } from "./jobs/pipeline.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue.ts";
@@ -29,10 +28,11 @@ import { type Backoff, untilReachable } from "./jobs/until-reachable.ts";
 import { startVmSweeper } from "./jobs/vm-sweeper.ts";
 import { startWorker } from "./jobs/worker.ts";
 import { claimWorkerIdentity } from "./jobs/worker-identity.ts";
+import { createLogger } from "./log/logger.ts";
+import { redact, registerSecret } from "./log/redact.ts";
 import { workspaceErrors } from "./metrics.ts";
 import { sharedSecret } from "./store/app-secrets.ts";
 import { type Database, openDatabase } from "./store/database.ts";
-import { healthHandler } from "./web/health.ts";
 import { mountWeb } from "./web/index.ts";
 import { metricsHandler } from "./web/metrics.ts";
 import {
@@ -59,7 +59,9 @@ export interface StartOptions {
   /** Overrides for the agent pipeline (tests point it at fakes); false ends jobs once acknowledged. */
   pipeline?: Partial<PipelineDeps> | false;
   /** Overrides for the chat face (tests point clone URLs at their git server). */
-  chat?: Partial<Pick<ChatFaceDeps, "cloneUrl" | "pollIntervalMs" | "githubCallsPerMinute">>;
+  chat?: Partial<
+    Pick<ChatFaceDeps, "cloneUrl" | "pollIntervalMs" | "githubCallsPerMinute" | "imageFetch">
+  >;
   /** Backoff between attempts to reach GitHub at startup; default 1 s doubling up to 30 s. */
   githubRetry?: Backoff;
   /** Called once the HTTP server listens, before GitHub has been reached. */
@@ -228,10 +230,20 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
         watchRateLimit(octokit, String(installationId));
         return octokit;
       };
+      // Scheduled automations' jobs are the app's own: the web role knows its slug already.
+      let slug = appSlug === undefined ? undefined : Promise.resolve(appSlug);
+      const knownSlug = () => {
+        slug ??= fetchAppSlug(probot).catch((error: unknown) => {
+          slug = undefined;
+          throw error;
+        });
+        return slug;
+      };
       await startWorker({
         db,
         queue,
         auth,
+        appSlug: knownSlug,
         allowedUsers: config.allowedUsers,
         defaults: settingsDefaults,
         publicUrl: config.publicUrl,
@@ -260,11 +272,20 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
                 ...options.pipeline,
               },
       });
+      const automations = {
+        db,
+        queue,
+        auth,
+        appSlug: knownSlug,
+        defaults: settingsDefaults,
+        logger,
+      };
       const sync = await startInstallationSync(queue, config.installationSyncMinutes, {
         pool: db.pool,
         app: () => probot.auth(),
         auth,
         logger,
+        afterSync: (signal) => syncAutomations(automations, {}, signal),
       });
       cleanup.push(sync);
     }

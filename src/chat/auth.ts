@@ -3,11 +3,11 @@
 // gave up); their key acts with their rights, checked against GitHub on every request.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import { clientAddress } from "../http/client-address.ts";
 import type { ChatOwner } from "../store/api-chats.ts";
 import { countKeyFailure, keyFailures } from "../store/api-key-failures.ts";
 import { useApiKey } from "../store/api-keys.ts";
 import type { Queryable } from "../store/sql.ts";
-import { clientAddress } from "../web/client-address.ts";
 import { ApiError, badKey } from "./errors.ts";
 
 export type Principal = ChatOwner & {

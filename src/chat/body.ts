@@ -2,7 +2,12 @@
 import { z } from "zod";
 import { badRequest } from "./errors.ts";
 
-const part = z.looseObject({ type: z.string(), text: z.string().optional() });
+const part = z.looseObject({
+  type: z.string(),
+  text: z.string().optional(),
+  /** An image_url part's image: a data: URL or an https URL. */
+  image_url: z.looseObject({ url: z.string() }).optional(),
+});
 
 const message = z.looseObject({
   role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
@@ -35,8 +40,16 @@ export function parseCompletionRequest(text: string): CompletionRequest {
   return parsed.data;
 }
 
-/** A message's text: the string, or its text parts joined (images and files are not read). */
+/** A message's text: the string, or its text parts joined (images are read by imageUrls). */
 export function messageText(m: RequestMessage): string {
   if (typeof m.content === "string") return m.content;
   return (m.content ?? []).flatMap((p) => (p.type === "text" && p.text ? [p.text] : [])).join("\n");
+}
+
+/** The URLs of a message's image_url parts, in order. */
+export function imageUrls(m: RequestMessage): string[] {
+  if (typeof m.content === "string") return [];
+  return (m.content ?? []).flatMap((p) =>
+    p.type === "image_url" && p.image_url ? [p.image_url.url] : [],
+  );
 }

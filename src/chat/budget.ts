@@ -1,12 +1,13 @@
-// Refuses a turn up front when its daily budget is spent, with OpenAI's 429, rather than queueing
-// a job that would stop at once. The worker still reserves the budget itself (chat-turn/settings).
+// Refuses a turn up front when its daily budget, or its owner's monthly one, is spent, with
+// OpenAI's 429, rather than queueing a job that would stop at once. The worker still reserves the budget itself (chat-turn/settings).
 import { checkRepoConfig, type RepoSettings, resolveSettings } from "../config/repo-config.ts";
-import { startOfUtcDay } from "../jobs/pipeline/settings.ts";
+import { startOfUtcDay, startOfUtcMonth } from "../jobs/pipeline/settings.ts";
 import { spentSince } from "../store/jobs.ts";
+import { ownerSpender, spentBySpender } from "../store/spenders.ts";
 import type { Queryable } from "../store/sql.ts";
-import type { Agent } from "./agents.ts";
 import type { Principal } from "./auth.ts";
 import { ApiError } from "./errors.ts";
+import type { Agent } from "./models.ts";
 
 export async function checkBudget(
   db: Queryable,
@@ -22,11 +23,19 @@ export async function checkBudget(
     repository ? { repositoryId: repository.id } : { scratchOwner: who },
     startOfUtcDay(new Date()),
   );
-  if (spent < settings.maxDailyCostUsd) return;
-  throw new ApiError(
-    429,
-    "insufficient_quota",
-    "insufficient_quota",
-    `The daily budget ($${settings.maxDailyCostUsd.toFixed(2)}) of ${repository ? repository.fullName : "your scratch chats"} is spent; try again tomorrow (UTC).`,
+  if (spent >= settings.maxDailyCostUsd) {
+    throw quotaError(
+      `The daily budget ($${settings.maxDailyCostUsd.toFixed(2)}) of ${repository ? repository.fullName : "your scratch chats"} is spent; try again tomorrow (UTC).`,
+    );
+  }
+  const cap = settings.maxMonthlyCostUsdPerUser;
+  if (cap === null) return;
+  const month = startOfUtcMonth(new Date());
+  if ((await spentBySpender(db, ownerSpender(who), month)) < cap) return;
+  throw quotaError(
+    `Your monthly budget ($${cap.toFixed(2)}, maxMonthlyCostUsdPerUser) is spent: it counts your jobs and chats in every repository this month (UTC); try again next month.`,
   );
 }
+
+const quotaError = (message: string) =>
+  new ApiError(429, "insufficient_quota", "insufficient_quota", message);

@@ -15,10 +15,10 @@ import {
   lastTurn,
 } from "../store/api-chats.ts";
 import type { Queryable } from "../store/sql.ts";
-import type { Agent } from "./agents.ts";
 import type { Principal } from "./auth.ts";
-import { type CompletionRequest, messageText } from "./body.ts";
+import { type CompletionRequest, imageUrls, messageText } from "./body.ts";
 import { badRequest } from "./errors.ts";
+import type { Agent } from "./models.ts";
 
 /** Earlier messages vmpilot has not seen are passed on as context, this much at most. */
 const TRANSCRIPT_CAP = 20_000;
@@ -49,10 +49,19 @@ function split(request: CompletionRequest): Split {
     m.role === "user" || m.role === "assistant" ? [{ role: m.role, text: messageText(m) }] : [],
   );
   const last = talk.pop();
-  if (last?.role !== "user" || !last.text.trim()) {
-    throw badRequest("The last message must be a user message with text.");
+  if (last?.role !== "user" || (!last.text.trim() && askedImages(request).length === 0)) {
+    throw badRequest("The last message must be a user message with text or an image.");
   }
   return { system, history: talk, user: last.text };
+}
+
+/**
+ * The URLs of the images the new message carries. Earlier messages' images went with their own
+ * turns; those of a conversation begun elsewhere are not carried over.
+ */
+export function askedImages(request: CompletionRequest): string[] {
+  const last = request.messages.findLast((m) => m.role === "user" || m.role === "assistant");
+  return last?.role === "user" ? imageUrls(last) : [];
 }
 
 function transcriptOf(messages: readonly ClientMessage[]): string {

@@ -1,22 +1,32 @@
-// A chat turn becomes a job on the queue, the row and the queue entry in one transaction.
+// A chat turn becomes a job on the queue, the row, its images and the queue entry in one
+// transaction.
 
+import type { FetchedImage } from "../github/images.ts";
 import type { ChatTurnRequest } from "../jobs/chat-turn/request.ts";
 import type { Queue } from "../jobs/queue.ts";
+import { storeImage } from "../store/chat-images.ts";
 import { chatKey } from "../store/chats.ts";
 import type { Database } from "../store/database.ts";
 import { insertJob, type Job } from "../store/jobs.ts";
 import { withTransaction } from "../store/sql.ts";
-import type { Agent } from "./agents.ts";
 import { loginOf, type Principal } from "./auth.ts";
 import type { PlannedTurn } from "./conversation.ts";
+import type { Agent } from "./models.ts";
 
 export async function enqueueTurn(
   db: Database,
   queue: Pick<Queue, "enqueueJob" | "wake">,
-  input: { who: Principal; agent: Agent; plan: PlannedTurn; cloneUrl: string | null },
+  input: {
+    who: Principal;
+    agent: Agent;
+    plan: PlannedTurn;
+    cloneUrl: string | null;
+    /** The new message's images, read and checked (images.ts). */
+    images: readonly FetchedImage[];
+  },
 ): Promise<Job> {
   const { who, agent, plan } = input;
-  const context: ChatTurnRequest = {
+  const context: Omit<ChatTurnRequest, "images"> = {
     agent: agent.id,
     cloneUrl: input.cloneUrl,
     system: plan.system,
@@ -26,6 +36,11 @@ export async function enqueueTurn(
     operator: who.kind === "operator",
   };
   const job = await withTransaction(db.pool, async (client) => {
+    // Stored once per chat by hash, like an issue's; the job names them.
+    const images: ChatTurnRequest["images"] = [];
+    for (const { mediaType, data } of input.images) {
+      images.push({ mediaType, sha256: await storeImage(client, plan.chat.id, mediaType, data) });
+    }
     const inserted = await insertJob(client, {
       chatId: plan.chat.id,
       installationId: agent.repository?.installationId ?? null,
@@ -36,7 +51,7 @@ export async function enqueueTurn(
       // To show, and for the worker's gate; whose the turn is, is its chat's owner.
       requester: loginOf(who),
       instruction: plan.instruction,
-      context: { ...context },
+      context: { ...context, images },
     });
     await queue.enqueueJob(client, { jobId: inserted.id, chatKey: chatKey(plan.chat.id) });
     return inserted;

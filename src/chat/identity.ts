@@ -5,7 +5,7 @@ import type { ProbotOctokit } from "probot";
 import { z } from "zod";
 import { parseAnswer } from "../github/answer.ts";
 import { githubStatus } from "../github/request-status.ts";
-import type { TtlCache } from "../web/cache.ts";
+import type { TtlCache } from "../http/cache.ts";
 import type { CallBudget } from "./permits.ts";
 
 const User = z.object({ login: z.string().min(1), id: z.number().int() });

@@ -6,8 +6,9 @@
 import type { ProbotOctokit } from "probot";
 import type { RepoSettings } from "../config/repo-config.ts";
 import { findRepositoryInstallation, getRepositoryByName } from "../github/installations.ts";
-import type { Logger } from "../github/logger.ts";
+import type { TtlCache } from "../http/cache.ts";
 import { mayTrigger, repositoryTriggerSettings } from "../jobs/trigger-settings.ts";
+import type { Logger } from "../log/logger.ts";
 import {
   findActiveRepository,
   listActiveRepositories,
@@ -17,7 +18,6 @@ import {
 } from "../store/installations.ts";
 import type { Queryable } from "../store/sql.ts";
 import { pushableRepositories } from "../store/user-repositories.ts";
-import type { TtlCache } from "../web/cache.ts";
 import type { Principal } from "./auth.ts";
 import { ApiError, unknownModel } from "./errors.ts";
 import { currentLogin } from "./identity.ts";

@@ -4,19 +4,21 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ProbotOctokit } from "probot";
 import type { RepoSettings } from "../config/repo-config.ts";
-import type { Logger } from "../github/logger.ts";
+import type { ImageFetchOptions } from "../github/images.ts";
+import { TtlCache } from "../http/cache.ts";
+import { readCapped } from "../http/capped-body.ts";
 import type { Queue } from "../jobs/queue.ts";
+import type { Logger } from "../log/logger.ts";
 import type { Database } from "../store/database.ts";
-import { TtlCache } from "../web/cache.ts";
-import { readCapped } from "../web/capped-body.ts";
-import { type AgentAccess, FOR_LISTING_MS, listAgents, resolveAgent } from "./agents.ts";
 import { authenticate } from "./auth.ts";
 import { type CompletionRequest, parseCompletionRequest } from "./body.ts";
 import { checkBudget } from "./budget.ts";
 import { answerClientTask } from "./client-tasks.ts";
-import { planTurn } from "./conversation.ts";
+import { askedImages, planTurn } from "./conversation.ts";
 import { enqueueTurn } from "./enqueue.ts";
 import { ApiError, sendApiError } from "./errors.ts";
+import { readRequestImages } from "./images.ts";
+import { type AgentAccess, FOR_LISTING_MS, listAgents, resolveAgent } from "./models.ts";
 import { CallBudget, PermitCache } from "./permits.ts";
 import { takeRequest } from "./rate-limit.ts";
 import {
@@ -50,6 +52,8 @@ export interface ChatFaceDeps {
   githubCallsPerMinute?: number;
   /** How often a relay looks for new events; default 20 ms (one indexed read per open reply). */
   pollIntervalMs?: number;
+  /** How images given by URL are fetched; default https to public addresses (tests: loopback). */
+  imageFetch?: ImageFetchOptions;
   logger: Logger;
 }
 
@@ -142,6 +146,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
       return;
     }
     await checkBudget(deps.db.pool, deps.defaults, who, agent);
+    const images = await readRequestImages(askedImages(request), deps.imageFetch);
     const header = req.headers["x-openwebui-chat-id"];
     const clientChatId =
       request.chat_id ?? (typeof header === "string" ? header.slice(0, 200) : null);
@@ -158,6 +163,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
       agent,
       plan,
       cloneUrl: agent.repository ? deps.cloneUrl(agent.repository.fullName) : null,
+      images,
     });
     const gone = new AbortController();
     const onClose = () => {

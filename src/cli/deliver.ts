@@ -1,6 +1,6 @@
 import { rm } from "node:fs/promises";
-import { userGitClient } from "../workspace/git.ts";
-import { bundleWorkspaceCommits } from "../workspace/publish.ts";
+import { userGitClient } from "../workspace/git/git.ts";
+import { bundleWorkspaceCommits } from "../workspace/git/publish.ts";
 import type { Workspace } from "../workspace/types.ts";
 
 /**

@@ -1,4 +1,5 @@
 import type { AgentEvent } from "../agent/events.ts";
+import { describeToolCall } from "../agent/tool-call.ts";
 import { terminalText } from "./terminal-text.ts";
 
 export interface ProgressOutput {
@@ -12,15 +13,6 @@ const LINE_LIMIT = 160;
 function clip(text: string, limit = LINE_LIMIT): string {
   const line = terminalText(text).replace(/\s+/g, " ").trim();
   return line.length > limit ? `${line.slice(0, limit - 1)}…` : line;
-}
-
-/** The one line that says what a tool call does, e.g. `bash: npm test`. */
-function describeToolCall(name: string, input: unknown): string {
-  const fields = (input ?? {}) as Record<string, unknown>;
-  if (name === "bash") return fields.restart ? "bash: restart" : `bash: ${String(fields.command)}`;
-  if (name === "str_replace_based_edit_tool")
-    return `${String(fields.command)} ${String(fields.path)}`;
-  return `${name} ${JSON.stringify(input)}`;
 }
 
 export function formatUsd(usd: number): string {

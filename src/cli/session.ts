@@ -9,8 +9,13 @@ import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
 import type { ProviderTable } from "../config/providers.ts";
 import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
-import { changedSince, commitInWorkspace, headOf, VMPILOT_AUTHOR } from "../workspace/commit.ts";
-import { userGitClient } from "../workspace/git.ts";
+import {
+  changedSince,
+  commitInWorkspace,
+  headOf,
+  VMPILOT_AUTHOR,
+} from "../workspace/git/commit.ts";
+import { userGitClient } from "../workspace/git/git.ts";
 import {
   type Checkout,
   cleanRepoUrl,

@@ -4,13 +4,16 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { z } from "zod";
-import { parseAddressRange } from "../workspace/address-policy.ts";
-import type { VmProviderName } from "../workspace/isolation.ts";
-import { DEFAULT_LIMITS, type SandboxLimits } from "../workspace/limits.ts";
-import type { ProviderName } from "../workspace/types.ts";
+import { parseAddressRange } from "./address-policy.ts";
 import { routeModel } from "./model-route.ts";
 import { DEFAULT_MODEL } from "./models.ts";
 import { loadProviders, type ProviderTable } from "./providers.ts";
+import {
+  DEFAULT_LIMITS,
+  type ProviderName,
+  type SandboxLimits,
+  type VmProviderName,
+} from "./workspace.ts";
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;

@@ -1,7 +1,8 @@
 import { isIP } from "node:net";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { compileAddressPolicy } from "../workspace/address-policy.ts";
+import { compileAddressPolicy } from "./address-policy.ts";
+import { cronProblem } from "./cron.ts";
 import { DEFAULT_MODEL } from "./models.ts";
 import { lineOf } from "./yaml-lines.ts";
 
@@ -85,6 +86,67 @@ const ciShape = {
     .optional(),
 };
 
+/** The events an automation can start on. */
+const AUTOMATION_EVENTS = ["issues.opened"] as const;
+
+const automationSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(
+        /^[a-z0-9][a-z0-9_-]{0,49}$/,
+        "must be lowercase letters, digits, - or _ (at most 50), like weekly-deps",
+      )
+      .describe("Names the automation in its jobs, branches and schedules; unique in the file."),
+    schedule: z
+      .string()
+      .superRefine((expression, ctx) => {
+        const problem = cronProblem(expression);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      })
+      .describe(
+        'When to run, as a five-field cron expression in UTC, e.g. "0 6 * * 1" (Mondays 06:00).',
+      )
+      .optional(),
+    on: z
+      .enum(AUTOMATION_EVENTS, "must be issues.opened")
+      .describe("The GitHub event to run on: issues.opened.")
+      .optional(),
+    prompt: z
+      .string()
+      .trim()
+      .min(1, "must not be empty")
+      .max(4000, "must be at most 4000 characters")
+      .describe("What the agent is asked to do on each run."),
+    mode: z
+      .enum(["fix", "triage"], "must be fix or triage")
+      .describe(
+        "fix (default): change the code and open a pull request when there are changes. triage (with on: issues.opened): apply labels from the repository's labels and post one comment; never changes code.",
+      )
+      .optional(),
+    authors: z
+      .enum(["write", "any"], "must be write or any")
+      .describe(
+        "With on: whose issues start it: write (default) only people who may trigger vmpilot; any: everyone's.",
+      )
+      .optional(),
+  })
+  .superRefine((automation, ctx) => {
+    const issue = (message: string, key?: string) =>
+      ctx.addIssue({ code: "custom", message, ...(key ? { path: [key] } : {}) });
+    if ((automation.schedule === undefined) === (automation.on === undefined)) {
+      issue("must have exactly one trigger: schedule or on");
+    }
+    if (automation.mode === "triage" && automation.on === undefined) {
+      issue("triage works on an issue: use it with on: issues.opened", "mode");
+    }
+    if (automation.authors !== undefined && automation.on === undefined) {
+      issue("only applies to automations with on:", "authors");
+    }
+  });
+
+export type Automation = z.infer<typeof automationSchema>;
+
 /**
  * `.github/vmpilot.yml` and the settings page share this schema. Every key is optional so that
  * each layer (page, file) only overrides what it names.
@@ -132,6 +194,9 @@ const repoConfigSchema = z
     maxDailyCostUsd: money.describe(
       "Most all jobs of this repository may spend per day, in US dollars.",
     ),
+    maxMonthlyCostUsdPerUser: money.describe(
+      "Most one person may spend per calendar month (UTC), in US dollars, before this repository's jobs and chats refuse them: their jobs and chats in every repository this vmpilot runs count. Unset: no limit.",
+    ),
     setup: z
       .array(z.string().trim().min(1, "must not be empty").max(2000))
       .max(20)
@@ -157,6 +222,21 @@ const repoConfigSchema = z
       .describe(
         "Mark vmpilot's draft pull request ready for review, and ask the requester for a review, once its checks pass.",
       ),
+    automations: z
+      .array(automationSchema)
+      .max(20, "must be at most 20")
+      .superRefine((automations, ctx) => {
+        const seen = new Set<string>();
+        for (const [index, { name }] of automations.entries()) {
+          if (seen.has(name)) {
+            ctx.addIssue({ code: "custom", message: "is used twice", path: [index, "name"] });
+          }
+          seen.add(name);
+        }
+      })
+      .describe(
+        "Runs started by a schedule or an event rather than by a person; each is a job like any other, under the same budget.",
+      ),
   })
   .partial();
 
@@ -173,6 +253,8 @@ export interface RepoSettings {
   maxCostUsd: number;
   timeoutMinutes: number;
   maxDailyCostUsd: number;
+  /** Null: no limit. */
+  maxMonthlyCostUsdPerUser: number | null;
   setup: string[];
   network: { allow: string[] };
   isolation: "sandbox" | "vm";
@@ -192,6 +274,7 @@ export const defaults: RepoSettings = {
   maxCostUsd: 5,
   timeoutMinutes: 45,
   maxDailyCostUsd: 50,
+  maxMonthlyCostUsdPerUser: null,
   setup: [],
   network: { allow: [] },
   isolation: "sandbox",
@@ -212,6 +295,7 @@ export const settingKeys = [
   "maxCostUsd",
   "timeoutMinutes",
   "maxDailyCostUsd",
+  "maxMonthlyCostUsdPerUser",
   "setup",
   "network.allow",
   "isolation",
@@ -312,7 +396,7 @@ export function resolveSettings(layers: {
   return { values, sources };
 }
 
-export function getSetting(config: RepoConfig, key: SettingKey): unknown {
+export function getSetting(config: RepoConfig | RepoSettings, key: SettingKey): unknown {
   const [head = "", leaf] = key.split(".");
   const value: unknown = (config as Record<string, unknown>)[head];
   return leaf === undefined ? value : (value as Record<string, unknown> | undefined)?.[leaf];

@@ -4,7 +4,7 @@
 // here, and fenced where it is shown to the model.
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
-import { redact } from "./redact.ts";
+import { redact } from "../log/redact.ts";
 import { sanitize, sanitizePlain } from "./sanitize.ts";
 
 /** Lines of a failed job's log the model sees, from its end, and the most bytes they may take. */

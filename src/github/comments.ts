@@ -1,7 +1,7 @@
 // Issue and pull request comments written by the app. Every body passes secret redaction here, so
 // no caller can post a token by accident.
 import type { ProbotOctokit } from "probot";
-import { redact } from "./redact.ts";
+import { redact } from "../log/redact.ts";
 
 export interface Item {
   owner: string;

@@ -6,8 +6,8 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import http from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
+import { compileAddressPolicy } from "../config/address-policy.ts";
 import type { ImageMediaType } from "../store/message-param.ts";
-import { compileAddressPolicy } from "../workspace/address-policy.ts";
 
 /** The most of one image read; the model APIs take no larger one either. */
 const IMAGE_MAX_BYTES = 5 * 1024 * 1024;
@@ -69,6 +69,30 @@ export function sniffImageType(bytes: Buffer): ImageMediaType | undefined {
 function megabytes(bytes: number): string {
   const mb = bytes / 1024 / 1024;
   return mb >= 1 ? `${Math.round(mb * 10) / 10} MB` : `${Math.ceil(bytes / 1024)} KB`;
+}
+
+/**
+ * An image given inline as a base64 data: URL (a chat client's), held to the limits of a fetched
+ * one: at most `maxBytes` decoded, and a PNG, JPEG, GIF or WebP by its bytes, whatever type the
+ * URL names.
+ */
+export function decodeDataImage(url: string, maxBytes = IMAGE_MAX_BYTES): ImageOutcome {
+  const header = /^data:([^,]*),/i.exec(url);
+  if (!header) return { ok: false, reason: "it is not a data: URL" };
+  if (!/;base64$/i.test(header[1] ?? "")) return { ok: false, reason: "it is not base64-encoded" };
+  const payload = url.slice(header[0].length).replace(/\s+/g, "");
+  // Four characters carry three bytes: an oversize image is refused before it is decoded.
+  const size = Math.floor((payload.length * 3) / 4) - (payload.match(/=+$/)?.[0].length ?? 0);
+  if (size > maxBytes) {
+    return { ok: false, reason: `it is ${megabytes(size)}, over the ${megabytes(maxBytes)} limit` };
+  }
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(payload) || payload.length % 4 === 1) {
+    return { ok: false, reason: "its base64 data is not valid" };
+  }
+  const data = Buffer.from(payload, "base64");
+  const mediaType = sniffImageType(data);
+  if (!mediaType) return { ok: false, reason: "it is not a PNG, JPEG, GIF or WebP image" };
+  return { ok: true, image: { mediaType, data } };
 }
 
 /** Fetches one image; every way it can fail is a reason to tell the model, never a throw. */

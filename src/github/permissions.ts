@@ -1,5 +1,6 @@
 // Who may make vmpilot act: people who can push to the repository, or who are on its allow-list.
 import type { ProbotOctokit } from "probot";
+import { githubStatus } from "./request-status.ts";
 
 const WRITE_ROLES: ReadonlySet<string> = new Set(["admin", "maintain", "write"]);
 
@@ -43,7 +44,7 @@ async function collaboratorRole(octokit: ProbotOctokit, query: PermissionQuery):
     return data.role_name || data.permission || "none";
   } catch (error) {
     // Not a collaborator (or no such user): GitHub answers 404.
-    if ((error as { status?: number }).status === 404) return "none";
+    if (githubStatus(error) === 404) return "none";
     throw error;
   }
 }

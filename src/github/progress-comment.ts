@@ -1,8 +1,9 @@
 // The job's one progress comment: what it says while the job runs, when it ends, and when it
 // fails, plus an updater that edits it in place without hammering the API.
+
+import { redact } from "../log/redact.ts";
 import { jobMarker } from "./comments.ts";
 import { codeSpan, quietMentions } from "./markdown.ts";
-import { redact } from "./redact.ts";
 
 // Its callers (pull request, review) import it from here.
 export { quietMentions };

@@ -1,13 +1,13 @@
 // The draft pull request a chat opens, and keeps updating on later runs: one per chat and branch.
 import { RequestError } from "@octokit/request-error";
 import type { ProbotOctokit } from "probot";
+import { redact } from "../log/redact.ts";
 import {
   formatCost,
   formatDuration,
   quietMentions,
   type TestsSummary,
 } from "./progress-comment.ts";
-import { redact } from "./redact.ts";
 import { githubStatus } from "./request-status.ts";
 
 export interface PullRequestRef {

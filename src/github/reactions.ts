@@ -1,7 +1,7 @@
 // The 👀 acknowledgement on whatever the trigger was written on.
 import type { ProbotOctokit } from "probot";
+import type { TriggerTarget } from "../store/job-context.ts";
 import type { Item } from "./comments.ts";
-import type { TriggerTarget } from "./job-context.ts";
 
 /** Adds 👀; GitHub answers 200 instead of 201 when it is already there, so repeating is harmless. */
 export async function addEyes(

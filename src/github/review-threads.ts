@@ -1,8 +1,8 @@
 // Unresolved review threads of a pull request, gathered into one request for the agent, and the
 // replies that tell each thread what was done.
 import type { ProbotOctokit } from "probot";
+import { redact } from "../log/redact.ts";
 import { quietMentions } from "./progress-comment.ts";
-import { redact } from "./redact.ts";
 import { sanitize } from "./sanitize.ts";
 
 interface ThreadComment {

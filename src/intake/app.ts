@@ -1,7 +1,9 @@
 // The Probot application: webhook handlers of the intake. They touch only the database; GitHub
 // and the model are called later, by the worker.
 import type { ApplicationFunction, Context } from "probot";
+import type { Queue } from "../jobs/queue.ts";
 import { deliveries } from "../metrics.ts";
+import { recordIssueAutomations } from "./automations.ts";
 import { recordBasePush } from "./base-push.ts";
 import {
   type CiIntakeDeps,
@@ -24,7 +26,9 @@ import { recordInstallation } from "./installations.ts";
 import { createIntake, type IntakeDeps, type IntakeResult } from "./record.ts";
 
 export function intakeApp(
-  deps: IntakeDeps & ConfigCheckIntake & CiIntakeDeps,
+  deps: IntakeDeps &
+    ConfigCheckIntake &
+    CiIntakeDeps & { queue: Pick<Queue, "enqueueAutomationSync"> },
 ): ApplicationFunction {
   return (app) => {
     const recordTrigger = createIntake(deps);
@@ -38,6 +42,12 @@ export function intakeApp(
     app.on(["issues.opened", "issues.labeled", "issues.assigned"], (context) =>
       intake(context, fromIssues(context.payload)),
     );
+    // The repository's automations on new issues: jobs of their own, apart from any trigger in
+    // the issue's body. Not counted in the deliveries metric: the trigger intake counts each once.
+    app.on("issues.opened", async (context) => {
+      const jobs = await recordIssueAutomations(deps, context.id, context.payload);
+      if (jobs.length > 0) context.log.debug({ delivery: context.id, jobs }, "automations queued");
+    });
     app.on("issue_comment.created", (context) =>
       intake(context, fromIssueComment(context.payload)),
     );

@@ -4,9 +4,9 @@
 // still merges. No GitHub call here, as everywhere in the intake.
 import type { Context } from "probot";
 import { BRANCH_PREFIX } from "../github/branch-name.ts";
-import { type JobContext, readJobContext } from "../github/job-context.ts";
 import { chatKey } from "../store/chats.ts";
 import { recordDelivery } from "../store/deliveries.ts";
+import { type JobContext, readJobContext } from "../store/job-context.ts";
 import { insertJob } from "../store/jobs.ts";
 import { pullRequestChats } from "../store/pull-request-chats.ts";
 import { withTransaction } from "../store/sql.ts";

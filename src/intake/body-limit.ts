@@ -1,7 +1,7 @@
 // Webhook bodies are read here, capped, before Probot sees them: a forged POST could otherwise
 // be buffered whole in memory. Probot's middleware takes a string `req.body` as the raw payload.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { readCapped, refuse } from "../web/capped-body.ts";
+import { readCapped, refuse } from "../http/capped-body.ts";
 
 /** GitHub caps webhook payloads at 25 MB. */
 const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;

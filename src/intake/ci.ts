@@ -6,12 +6,12 @@
 // GitHub call here, as everywhere in the intake.
 import type { Context } from "probot";
 import { BRANCH_PREFIX } from "../github/branch-name.ts";
-import { type JobContext, readJobContext } from "../github/job-context.ts";
 import type { Queue } from "../jobs/queue.ts";
 import { chatKey } from "../store/chats.ts";
 import { findPushedChat } from "../store/ci-loop.ts";
 import type { Database } from "../store/database.ts";
 import { recordDelivery } from "../store/deliveries.ts";
+import { type JobContext, readJobContext } from "../store/job-context.ts";
 import { insertJob } from "../store/jobs.ts";
 import { withTransaction } from "../store/sql.ts";
 

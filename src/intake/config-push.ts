@@ -1,9 +1,10 @@
 // A push that changes `.github/vmpilot.yml` gets its head checked ("vmpilot config", see
 // config-check.ts), on any branch. On the default branch it also makes what the intake knows of
-// the file stale; the next job's worker reads it again. No GitHub call here, as everywhere in the
-// intake.
+// the file stale; the next job's worker reads it again, and so does a sync of the automations'
+// schedules queued here (jobs/automations.ts). No GitHub call here, as everywhere in the intake.
 import type { Context } from "probot";
 import { REPO_CONFIG_PATH } from "../github/repo-config-loader.ts";
+import type { Queue } from "../jobs/queue.ts";
 import { forgetFileSettings } from "../store/installations.ts";
 import { type ConfigCheckIntake, recordConfigCheck } from "./config-check.ts";
 
@@ -25,7 +26,7 @@ function configChange(payload: PushPayload): "listed" | "unlisted" | undefined {
 
 /** Returns whether the push may have changed the file. */
 export async function recordConfigPush(
-  deps: ConfigCheckIntake,
+  deps: ConfigCheckIntake & { queue: Pick<Queue, "enqueueAutomationSync"> },
   payload: PushPayload,
 ): Promise<boolean> {
   const change = configChange(payload);
@@ -38,6 +39,12 @@ export async function recordConfigPush(
         ? { installationId: payload.installation.id }
         : { repositoryId: repository.id };
     await forgetFileSettings(deps.db.pool, scope);
+    if (payload.installation) {
+      await deps.queue.enqueueAutomationSync({
+        installationId: payload.installation.id,
+        ...("repositoryId" in scope && scope),
+      });
+    }
   }
   const owner = repository.owner?.login;
   // A deleted branch has no head to check.

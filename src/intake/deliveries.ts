@@ -3,7 +3,7 @@
 // MalformedDelivery naming it, not a TypeError from somewhere inside the intake.
 import { z } from "zod";
 import { PermanentError } from "../errors.ts";
-import type { TriggerTarget } from "../github/job-context.ts";
+import type { TriggerTarget } from "../store/job-context.ts";
 import type { TriggerInput } from "./trigger.ts";
 
 export interface TriggerDelivery {

@@ -2,13 +2,13 @@
 // the job rows and the queue entries, so a crash anywhere leaves either all of them or none.
 // Deliveries arriving together share that transaction (group commit, see batcher.ts).
 import type { PoolClient } from "pg";
-import type { JobContext } from "../github/job-context.ts";
 import { CONTROL_VERBS } from "../jobs/acknowledge.ts";
 import type { Queue } from "../jobs/queue.ts";
 import { chatKey, findOrCreateChat } from "../store/chats.ts";
 import type { Database } from "../store/database.ts";
 import { type Repository, upsertRepository } from "../store/installations.ts";
 import { chatLookupKey, recordAndLookUp } from "../store/intake-batch.ts";
+import type { JobContext } from "../store/job-context.ts";
 import { insertJobs, type JobTrigger, type NewJob } from "../store/jobs.ts";
 import { type Commit, holdWrites, type Queryable, withTransaction } from "../store/sql.ts";
 import { createBatcher } from "./batcher.ts";

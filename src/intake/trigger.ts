@@ -49,7 +49,7 @@ const HANDLED_ACTIONS: Record<TriggerInput["event"], string> = {
   pull_request_review: "submitted",
 };
 
-function isBot(sender: { login: string; type: string }): boolean {
+export function isBot(sender: { login: string; type: string }): boolean {
   return sender.type === "Bot" || sender.login.toLowerCase().endsWith("[bot]");
 }
 

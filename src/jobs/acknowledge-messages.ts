@@ -1,7 +1,7 @@
 // The texts of the bot's first answer. Each carries the job's marker so a retry finds it.
 import { jobMarker } from "../github/comments.ts";
-import type { JobContext } from "../github/job-context.ts";
 import { codeSpan } from "../github/markdown.ts";
+import type { JobContext } from "../store/job-context.ts";
 import type { Job, JobStatus } from "../store/jobs.ts";
 
 export function jobUrl(publicUrl: string, jobId: number): string {
@@ -14,10 +14,13 @@ function withMarker(jobId: number, lines: string[]): string {
 
 export function progressBody(job: Job, publicUrl: string): string {
   const verb = job.command ?? "fix";
+  // An automation's run is the app's own: no one to name.
+  const forWhom =
+    job.trigger === "automation" ? "by this repository's automation" : `for @${job.requester}`;
   return withMarker(job.id, [
     `👀 **vmpilot is on it** — [job #${job.id}](${jobUrl(publicUrl, job.id)})`,
     "",
-    `Acknowledged ${codeSpan(verb)} for @${job.requester}; starting work. This comment is updated as ` +
+    `Acknowledged ${codeSpan(verb)} ${forWhom}; starting work. This comment is updated as ` +
       "the job goes on.",
   ]);
 }

@@ -10,11 +10,11 @@ import {
   jobMarker,
   postComment,
 } from "../github/comments.ts";
-import { type JobContext, readJobContext } from "../github/job-context.ts";
-import type { Logger } from "../github/logger.ts";
 import { addEyes } from "../github/reactions.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
+import type { Logger } from "../log/logger.ts";
 import type { Database } from "../store/database.ts";
+import { type JobContext, readJobContext } from "../store/job-context.ts";
 import { claimNotice } from "../store/job-lifecycle.ts";
 import { getIssueJob, type IssueJob, listJobs, updateJob } from "../store/jobs.ts";
 import { claimRefusalNotice } from "../store/refusal-notices.ts";
@@ -49,7 +49,7 @@ export type Acknowledgement =
   | { outcome: "acknowledged"; repoConfig: RepoConfigLoad };
 
 /** Jobs the app starts itself: they answer no one's comment, so they add no 👀. */
-const APP_TRIGGERS: ReadonlySet<string> = new Set(["ci", "base_push"]);
+const APP_TRIGGERS: ReadonlySet<string> = new Set(["ci", "base_push", "automation"]);
 
 /** Verbs answered at once; they never wait behind the chat's running job. */
 export const CONTROL_VERBS: ReadonlySet<string> = new Set(["stop", "status", "help"]);
@@ -143,21 +143,31 @@ async function respond(
   }
   const policy = settings.triggerPolicy;
   // The app itself starts a CI fix (no comment can name that trigger), for work its requester
-  // was allowed to ask for.
+  // was allowed to ask for; an automation, for the issues of whom the file says (authors).
+  const automation = job.trigger === "automation" ? context.automation : undefined;
   const permission =
-    job.trigger === "ci"
+    job.trigger === "ci" || automation?.authors === "any"
       ? { allowed: true, via: "app" }
       : await mayTrigger(
           octokit,
           {
             owner: item.owner,
             repo: item.repo,
-            username: job.requester,
+            username: automation?.author ?? job.requester,
             allowedUsers: deps.allowedUsers,
           },
           settings,
         );
   run.signal.throwIfAborted();
+  if (automation && !permission.allowed) {
+    // Nobody asked: an issue whose author may not start the automation is simply not its work.
+    deps.logger.info(
+      { jobId: job.id, author: automation.author },
+      "automation not for this author",
+    );
+    await updateJob(deps.db.pool, job.id, { status: "ignored" });
+    return "ignored";
+  }
   // An earlier attempt, or a notice that claimed the comment, may have posted it unrecorded.
   const posted = run.attempt > 1 || (job.noticedAt !== null && !notice);
   const answer = (body: string) => answerOnce(deps, octokit, item, job, posted, body);

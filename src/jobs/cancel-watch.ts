@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { Logger } from "../github/logger.ts";
+import type { Logger } from "../log/logger.ts";
 import { cancelRequested } from "../store/job-lifecycle.ts";
 
 export interface CancelWatch {

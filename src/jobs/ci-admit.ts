@@ -5,8 +5,8 @@ import type { ProbotOctokit } from "probot";
 import { z } from "zod";
 import type { RepoSettings } from "../config/repo-config.ts";
 import { postComment } from "../github/comments.ts";
-import type { JobContext } from "../github/job-context.ts";
 import { ciFixAttempts, claimCapNotice, pushState } from "../store/ci-loop.ts";
+import type { JobContext } from "../store/job-context.ts";
 import type { IssueJob } from "../store/jobs.ts";
 import type { Queryable } from "../store/sql.ts";
 

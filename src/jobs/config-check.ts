@@ -13,9 +13,9 @@ import {
   configFailureRun,
   configSuccessRun,
 } from "../github/config-check-run.ts";
-import type { Logger } from "../github/logger.ts";
 import { REPO_CONFIG_PATH, readRepoConfigFile } from "../github/repo-config-loader.ts";
 import { githubStatus } from "../github/request-status.ts";
+import type { Logger } from "../log/logger.ts";
 import type { Database } from "../store/database.ts";
 import { getRepository } from "../store/installations.ts";
 import type { ConfigCheckRequest } from "./queue.ts";

@@ -4,7 +4,7 @@
 import type pg from "pg";
 import type { ProbotOctokit } from "probot";
 import { listInstallationRepositories, listInstallations } from "../github/installations.ts";
-import type { Logger } from "../github/logger.ts";
+import type { Logger } from "../log/logger.ts";
 import {
   databaseTime,
   type ListedRepository,
@@ -22,6 +22,11 @@ export interface InstallationSyncDeps {
   /** An installation's client. */
   auth(installationId: number): Promise<ProbotOctokit>;
   logger: Logger;
+  /**
+   * Runs after each periodic reconciliation, in the same run (one process at a time): the
+   * automations' schedules follow the repositories (automations.ts).
+   */
+  afterSync?: (signal: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -68,6 +73,11 @@ export function startInstallationSync(
       if (changed > 0) deps.logger.info({ changed }, "reconciled the installations with GitHub");
     } catch (error) {
       deps.logger.warn({ err: error }, "could not reconcile the installations with GitHub");
+    }
+    try {
+      await deps.afterSync?.(signal);
+    } catch (error) {
+      deps.logger.warn({ err: error }, "could not bring the automations' schedules up to date");
     }
   });
 }

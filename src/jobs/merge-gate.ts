@@ -5,9 +5,9 @@
 import { setTimeout as delay } from "node:timers/promises";
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
-import { readJobContext } from "../github/job-context.ts";
-import type { Logger } from "../github/logger.ts";
+import type { Logger } from "../log/logger.ts";
 import type { Database } from "../store/database.ts";
+import { readJobContext } from "../store/job-context.ts";
 import { getIssueJob, updateJob } from "../store/jobs.ts";
 import { markPullRequestClosed } from "../store/pull-request-chats.ts";
 

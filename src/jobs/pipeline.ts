@@ -12,17 +12,17 @@ import type { RepoSettings } from "../config/repo-config.ts";
 import { isPermanent } from "../errors.ts";
 import type { ImageFetchOptions } from "../github/images.ts";
 import { gatherIssueContext, type IssueContext } from "../github/issue-context.ts";
-import type { Logger } from "../github/logger.ts";
 import type { ProgressStep } from "../github/progress-comment.ts";
 import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
 import { listUnresolvedThreads } from "../github/review-threads.ts";
+import type { Logger } from "../log/logger.ts";
 import { getChat } from "../store/chats.ts";
 import type { Database } from "../store/database.ts";
 import { getIssueJob, updateJob } from "../store/jobs.ts";
-import type { CommitIdentity } from "../workspace/commit.ts";
+import type { CommitIdentity } from "../workspace/git/commit.ts";
+import { SPARE_REPOSITORIES } from "../workspace/git/spares.ts";
 import type { ProviderName, SandboxLimits } from "../workspace/index.ts";
 import { providerFor, type VmProviderName } from "../workspace/isolation.ts";
-import { SPARE_REPOSITORIES } from "../workspace/spares.ts";
 import type { VmPool } from "../workspace/vm/pool.ts";
 import { runJobAgent } from "./pipeline/agent.ts";
 import { afterPush, ciFailures } from "./pipeline/ci.ts";
@@ -40,6 +40,7 @@ import {
 import { openSession, type PipelineOutcome, type Session } from "./pipeline/session.ts";
 import { jobSettings } from "./pipeline/settings.ts";
 import { chooseTarget, pushes } from "./pipeline/target.ts";
+import { labelPlugin, repositoryLabels, triageEnd } from "./pipeline/triage.ts";
 import { type JobWorkspace, openJobWorkspace } from "./pipeline/workspace.ts";
 import type { Queue, RunningJob } from "./queue.ts";
 
@@ -118,6 +119,7 @@ const STEPS: Record<Mode, ProgressStep[]> = {
   review: ["acknowledged", "workspace", "agent"],
   ci: ["acknowledged", "workspace", "agent", "tests", "pushed"],
   merge: ["acknowledged", "workspace", "agent", "tests", "pushed"],
+  triage: ["acknowledged", "workspace", "agent"],
 };
 
 type Run = Pick<RunningJob, "jobId" | "attempt" | "maxAttempts" | "signal">;
@@ -250,6 +252,10 @@ async function work(
   // What failed, read before the workspace opens: the model's first request carries it.
   const ci = request.mode === "ci" ? await ciFailures(session, run.signal) : undefined;
   if (pushes(request.mode)) await updateJob(db, job.id, { branch: target.branch });
+  // An automation's run on the issue that started it; a retry someone asked for is theirs.
+  const automation = job.trigger === "automation" ? context.automation?.name : undefined;
+  const labels =
+    request.mode === "triage" ? await repositoryLabels(octokit, session.item) : undefined;
 
   const token = await deps.installationToken(job.installationId);
   const ws = await openJobWorkspace({
@@ -266,7 +272,9 @@ async function work(
     allowHosts: settings.settings.network.allow,
     allowPrivate: deps.allowPrivate ?? [],
     limits: deps.sandboxLimits,
-    setup: settings.settings.setup,
+    // A triage only reads the code: the setup (installing dependencies) would be time and money
+    // spent on every new issue for nothing.
+    setup: request.mode === "triage" ? [] : settings.settings.setup,
     signal: run.signal,
     logger: deps.logger,
     onSetupStep: (step) =>
@@ -306,10 +314,13 @@ async function work(
             threads,
             ...(ci && { ci }),
             ...(merge && { merge: { base: merge.base, conflicts: merge.conflicts } }),
+            ...(automation !== undefined && { automation }),
+            ...(labels && { labels }),
             retry: job.command === "retry",
           }),
           images,
         ),
+    ...(labels && { extraPlugins: [labelPlugin(labels)] }),
     ...agentRunDeps(deps, settings),
     progress,
     signal: run.signal,
@@ -326,6 +337,8 @@ async function work(
       result,
     });
   switch (request.mode) {
+    case "triage":
+      return triageEnd(session, result, automation ?? "triage");
     case "plan":
       return session.end("succeeded", planBody(session, result));
     case "review":

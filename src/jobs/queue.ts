@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { type Job as BossJob, type JobWithMetadata, PgBoss } from "pg-boss";
+import { type Job as BossJob, type Clock, type JobWithMetadata, PgBoss } from "pg-boss";
 import { z } from "zod";
 import { MAX_TIMEOUT_MINUTES } from "../config/repo-config.ts";
-import { type Logger, silentLogger } from "../github/logger.ts";
+import { type Logger, silentLogger } from "../log/logger.ts";
 import type { Database } from "../store/database.ts";
 import { appendJobEvent } from "../store/job-events.ts";
 import {
@@ -26,6 +26,10 @@ const NOTICE_QUEUE = "vmpilot-notices";
 const CONFIG_CHECK_QUEUE = "vmpilot-config-checks";
 // Checks whether vmpilot's pull request is ready for review (ready.ts): short, never held by a key.
 const READY_QUEUE = "vmpilot-ready";
+// The repositories' automations (automations.ts): the fires of their schedules, which pg-boss's
+// scheduler sends once per slot across all processes, and re-reads of their files. Short, never
+// held by a key.
+const AUTOMATION_QUEUE = "vmpilot-automations";
 const ERROR_LIMIT = 2000;
 
 interface QueuedJob {
@@ -70,6 +74,34 @@ const ReadyCheckData = z.object({
 });
 export type ReadyCheck = z.infer<typeof ReadyCheckData>;
 
+const AutomationData = z.discriminatedUnion("kind", [
+  /** A schedule's slot came: run the automation, if the file still says so. */
+  z.object({
+    kind: z.literal("schedule"),
+    repositoryId: z.number().int(),
+    name: z.string(),
+    cron: z.string(),
+  }),
+  /** The file may have changed: read it and set the schedules (of one repository, or of all). */
+  z.object({
+    kind: z.literal("sync"),
+    installationId: z.number().int(),
+    repositoryId: z.number().int().optional(),
+  }),
+]);
+export type AutomationMessage = z.infer<typeof AutomationData>;
+export type AutomationSync = Extract<AutomationMessage, { kind: "sync" }>;
+
+/** One of a repository's scheduled automations. */
+export interface ScheduledAutomation {
+  name: string;
+  /** Five-field cron, UTC. */
+  cron: string;
+}
+
+/** Schedules are keyed by repository and automation: `<repositoryId>/<name>`. */
+const scheduleKey = (repositoryId: number, name: string) => `${repositoryId}/${name}`;
+
 export interface RunningJob extends QueuedJob {
   /** 1 on the first run, then one more per retry. */
   attempt: number;
@@ -94,6 +126,11 @@ interface WorkHooks {
   onConfigCheck?: (check: ConfigCheckRequest, signal: AbortSignal) => Promise<void>;
   /** Runs the ready-for-review checks; a throw retries the check. */
   onReady?: (check: ReadyCheck, signal: AbortSignal) => Promise<void>;
+  /**
+   * Runs the automation messages; `id` is the message's own, the same on a retry. A throw retries
+   * the message.
+   */
+  onAutomation?: (message: AutomationMessage, id: string, signal: AbortSignal) => Promise<void>;
 }
 
 export interface QueueOptions {
@@ -127,6 +164,8 @@ export interface QueueOptions {
    * previous instance was running back to the queue at once. Default: a new one, recovering nothing.
    */
   workerId?: string;
+  /** pg-boss's clock, timers and the database's "now" alike; tests pass a TestClock. */
+  clock?: Clock;
   logger?: Logger;
 }
 
@@ -156,6 +195,15 @@ export interface Queue {
     check: ReadyCheck,
     options?: { db?: Queryable; delaySeconds?: number },
   ): Promise<void>;
+  /** Queues a re-read of automations after their file changed. */
+  enqueueAutomationSync(sync: Omit<AutomationSync, "kind">): Promise<void>;
+  /**
+   * Makes a repository's scheduled automations exactly `wanted`, across all processes: each is a
+   * pg-boss schedule whose slots pg-boss sends once, whichever processes check them.
+   */
+  setSchedules(repositoryId: number, wanted: readonly ScheduledAutomation[]): Promise<void>;
+  /** The repositories that have scheduled automations. */
+  scheduledRepositories(): Promise<number[]>;
   /** Starts this process's workers. */
   work(handler: JobHandler, hooks?: WorkHooks): Promise<void>;
   /** Cancels a queued job, or aborts a running one wherever it runs. */
@@ -211,6 +259,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
     max: concurrency + 5,
     superviseIntervalSeconds,
     monitorIntervalSeconds: superviseIntervalSeconds,
+    ...(options.clock && { clock: options.clock }),
   });
   boss.on("error", (error) => logger.error({ err: error }, "queue error"));
   const cancels = watchCancellations(db.pool, options.cancelCheckMs ?? 500, logger);
@@ -337,6 +386,12 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
         retryBackoff: true,
         notify: false,
       });
+      await boss.createQueue(AUTOMATION_QUEUE, {
+        retryLimit: 3,
+        retryDelay: 10,
+        retryBackoff: true,
+        notify: false,
+      });
       const retryBackoff = options.retryBackoff ?? true;
       const settings = {
         retryLimit,
@@ -401,6 +456,35 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
       await boss.insert(READY_QUEUE, [job], inTransaction ? { db: inTransaction } : {});
     },
 
+    async enqueueAutomationSync(sync) {
+      await boss.send(AUTOMATION_QUEUE, { kind: "sync", ...sync });
+    },
+
+    async setSchedules(repositoryId, wanted) {
+      const prefix = scheduleKey(repositoryId, "");
+      const existing = (await boss.getSchedules(AUTOMATION_QUEUE)).filter((schedule) =>
+        schedule.key.startsWith(prefix),
+      );
+      for (const schedule of existing) {
+        if (!wanted.some((w) => scheduleKey(repositoryId, w.name) === schedule.key)) {
+          await boss.unschedule(AUTOMATION_QUEUE, schedule.key);
+        }
+      }
+      for (const { name, cron } of wanted) {
+        const key = scheduleKey(repositoryId, name);
+        if (existing.some((schedule) => schedule.key === key && schedule.cron === cron)) continue;
+        // An upsert: a changed expression replaces the old one under the same key.
+        const data: AutomationMessage = { kind: "schedule", repositoryId, name, cron };
+        await boss.schedule(AUTOMATION_QUEUE, cron, data, { tz: "UTC", key });
+      }
+    },
+
+    async scheduledRepositories() {
+      const schedules = await boss.getSchedules(AUTOMATION_QUEUE);
+      const ids = schedules.map((schedule) => Number(schedule.key.split("/")[0]));
+      return [...new Set(ids.filter(Number.isSafeInteger))];
+    },
+
     async work(handler, hooks = {}) {
       await recoverOrphans();
       // One pg-boss worker per slot rather than one with localConcurrency: wake() can reach only
@@ -431,6 +515,16 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
         workerIds.push(
           await boss.work(NOTICE_QUEUE, { pollingIntervalSeconds }, async ([notice]) => {
             if (notice) await onNotice(NoticeData.parse(notice.data).jobId, notice.signal);
+          }),
+        );
+      }
+      const { onAutomation } = hooks;
+      if (onAutomation) {
+        workerIds.push(
+          await boss.work(AUTOMATION_QUEUE, { pollingIntervalSeconds }, async ([message]) => {
+            if (message) {
+              await onAutomation(AutomationData.parse(message.data), message.id, message.signal);
+            }
           }),
         );
       }

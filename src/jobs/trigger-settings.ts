@@ -7,7 +7,6 @@ import {
   type RepoSettings,
   resolveSettings,
 } from "../config/repo-config.ts";
-import type { JobContext } from "../github/job-context.ts";
 import {
   checkPermission,
   type PermissionQuery,
@@ -20,10 +19,14 @@ import {
   type Repository,
   setRepositoryFileSettings,
 } from "../store/installations.ts";
+import type { JobContext } from "../store/job-context.ts";
 import type { IssueJob } from "../store/jobs.ts";
 import type { Queryable } from "../store/sql.ts";
 
-/** The file's keys the intake, the acknowledgement and the ready-for-review check act on. */
+/**
+ * The file's keys the intake, the acknowledgement, the ready-for-review check and the automations'
+ * schedules act on.
+ */
 const TRIGGER_KEYS = [
   "enabled",
   "label",
@@ -31,6 +34,7 @@ const TRIGGER_KEYS = [
   "allowedUsers",
   "ci",
   "readyForReview",
+  "automations",
 ] as const;
 
 export interface TriggerSettings {

@@ -1,6 +1,6 @@
 // Every worker on a VM provider sweeps now and again for VMs left by attempts that ended or died
 // with their worker (the VM of a killed worker's job is destroyed once its job is retried or ends).
-import type { Logger } from "../github/logger.ts";
+import type { Logger } from "../log/logger.ts";
 import { attemptRunning } from "../store/job-lifecycle.ts";
 import type { Queryable } from "../store/sql.ts";
 import type { ProviderName } from "../workspace/index.ts";

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { lstat, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import type { Logger } from "../github/logger.ts";
+import type { Logger } from "../log/logger.ts";
 import { LockHeldError, lockFile } from "../store/data-dir-lock.ts";
 
 export interface WorkerIdentity {

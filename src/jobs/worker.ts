@@ -1,11 +1,13 @@
 // Runs queued jobs in this process: the acknowledgement, then the agent pipeline; or a turn of
-// the chat face.
+// the chat face; or a scheduled automation's run.
 import { editComment, postComment } from "../github/comments.ts";
-import { readJobContext } from "../github/job-context.ts";
 import { jobDuration } from "../metrics.ts";
+import { readJobContext } from "../store/job-context.ts";
 import { getJob, isIssueJob, updateJob } from "../store/jobs.ts";
 import { type AcknowledgeDeps, acknowledge, acknowledgeWaiting } from "./acknowledge.ts";
 import { deadBody } from "./acknowledge-messages.ts";
+import { handleAutomationMessage } from "./automations.ts";
+import { isScheduledRun, runScheduledAutomation } from "./automations-run.ts";
 import { runChatTurn } from "./chat-turn/run.ts";
 import { runConfigCheck } from "./config-check.ts";
 import { type MergeablePoll, mergeWanted } from "./merge-gate.ts";
@@ -19,15 +21,26 @@ export interface WorkerDeps extends AcknowledgeDeps {
   pipeline?: PipelineDeps;
   /** How long a job for a moved base waits for GitHub to know whether the pull request merges. */
   mergeablePoll?: MergeablePoll;
+  /**
+   * The app's slug, for the jobs of scheduled automations (the app is their requester). Without
+   * it this worker takes no automation messages.
+   */
+  appSlug?: () => Promise<string>;
 }
 
 export async function startWorker(deps: WorkerDeps): Promise<void> {
+  const { appSlug } = deps;
   await deps.queue.work(
     async (run) => {
       const end = jobDuration.startTimer();
       let outcome = "retry";
       try {
-        const trigger = (await getJob(deps.db.pool, run.jobId))?.trigger;
+        const job = await getJob(deps.db.pool, run.jobId);
+        const trigger = job?.trigger;
+        if (job && isScheduledRun(job)) {
+          outcome = deps.pipeline ? await runScheduledAutomation(run, deps.pipeline) : "skipped";
+          return;
+        }
         if (trigger === "chat") {
           const pipeline = deps.pipeline && { ...deps.pipeline, allowedUsers: deps.allowedUsers };
           outcome = pipeline ? await runChatTurn(run, pipeline) : "skipped";
@@ -51,6 +64,10 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
       onNotice: (jobId, signal) => acknowledgeWaiting(deps, jobId, signal),
       onConfigCheck: (check, signal) => runConfigCheck(deps, check, signal),
       onReady: (check, signal) => runReadyCheck(deps, check, signal),
+      ...(appSlug && {
+        onAutomation: (message, id, signal) =>
+          handleAutomationMessage({ ...deps, appSlug }, message, id, signal),
+      }),
     },
   );
 }

@@ -177,8 +177,8 @@ export async function saveChatTurn(db: Queryable, turn: Omit<ChatTurn, "turn">):
 }
 
 /**
- * A new chat holding `chat` as it was when `turn` ended: its messages, compaction and turns up to
- * there. Messages are append-only, so going back in a conversation branches it.
+ * A new chat holding `chat` as it was when `turn` ended: its messages, their images, compaction and
+ * turns up to there. Messages are append-only, so going back in a conversation branches it.
  */
 export async function branchApiChat(
   db: Queryable,
@@ -193,6 +193,12 @@ export async function branchApiChat(
     [chat.id, copy.id, turn.messageCount],
   );
   await db.query("UPDATE chats SET message_count = $2 WHERE id = $1", [copy.id, turn.messageCount]);
+  // The copied messages show images by reference.
+  await db.query(
+    `INSERT INTO chat_images (chat_id, sha256, media_type, data, created_at)
+     SELECT $2, sha256, media_type, data, created_at FROM chat_images WHERE chat_id = $1`,
+    [chat.id, copy.id],
+  );
   await db.query(
     `INSERT INTO chat_compactions (chat_id, covered_messages, messages)
      SELECT $2, covered_messages, messages FROM chat_compactions

@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { PermanentError } from "../errors.ts";
-import { imageMediaType } from "./message-param.ts";
+import { type ImageMediaType, imageMediaType } from "./message-param.ts";
 import type { Queryable } from "./sql.ts";
 import { parseStored } from "./stored-value.ts";
 
@@ -47,16 +47,31 @@ export async function storeImages(
       continue;
     }
     const { media_type, data } = image.data.source;
-    const bytes = Buffer.from(data, "base64");
-    const sha256 = sha256Hex(bytes);
-    await db.query(
-      `INSERT INTO chat_images (chat_id, sha256, media_type, data) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (chat_id, sha256) DO NOTHING`,
-      [chatId, sha256, media_type, bytes],
-    );
-    out.push({ type: "image", source: { type: "chat_image", media_type, sha256 } });
+    const sha256 = await storeImage(db, chatId, media_type, Buffer.from(data, "base64"));
+    out.push(imageReference(media_type, sha256));
   }
   return out;
+}
+
+/** Stores one image for the chat, unless it has it already; resolves to its SHA-256. */
+export async function storeImage(
+  db: Queryable,
+  chatId: number,
+  mediaType: ImageMediaType,
+  bytes: Buffer,
+): Promise<string> {
+  const sha256 = sha256Hex(bytes);
+  await db.query(
+    `INSERT INTO chat_images (chat_id, sha256, media_type, data) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (chat_id, sha256) DO NOTHING`,
+    [chatId, sha256, mediaType, bytes],
+  );
+  return sha256;
+}
+
+/** A stored image's reference block, as messages hold it; loadImages puts its bytes back. */
+export function imageReference(mediaType: ImageMediaType, sha256: string) {
+  return { type: "image", source: { type: "chat_image", media_type: mediaType, sha256 } };
 }
 
 /** Message contents as stored, with the images' bytes put back in place of their references. */

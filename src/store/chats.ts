@@ -93,6 +93,18 @@ export async function findOrCreateChat(
   return created;
 }
 
+/**
+ * A scheduled automation run's conversation: on the repository, on no issue or pull request, so
+ * no trigger on an item ever finds it. Resolves to its id.
+ */
+export async function createAutomationChat(db: Queryable, repositoryId: number): Promise<number> {
+  const { rows } = await db.query(
+    "INSERT INTO chats (repository_id, kind) VALUES ($1, 'automation') RETURNING id",
+    [repositoryId],
+  );
+  return parseStored(z.object({ id: bigint }), rows[0], "a new chats row").id;
+}
+
 /** Records the pull request a chat opened, so triggers on that pull request resume the chat. */
 export async function linkChatToPr(
   db: Queryable,

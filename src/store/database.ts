@@ -1,5 +1,5 @@
 import pg from "pg";
-import { type Logger, silentLogger } from "../github/logger.ts";
+import { type Logger, silentLogger } from "../log/logger.ts";
 import { startEmbeddedPostgres } from "./embedded.ts";
 import { migrate } from "./migrate.ts";
 

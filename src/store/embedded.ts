@@ -2,7 +2,7 @@ import { fork } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Logger, silentLogger } from "../github/logger.ts";
+import { type Logger, silentLogger } from "../log/logger.ts";
 import { DataDirBusyError } from "./data-dir-lock.ts";
 
 export interface EmbeddedPostgres {

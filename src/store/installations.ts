@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { z } from "zod";
 import { type Queryable, withTransaction } from "./sql.ts";
+import { bigint, queryRows } from "./stored-value.ts";
 
 export interface InstallationInput {
   id: number;
@@ -68,29 +69,35 @@ export async function upsertRepository(db: Queryable, input: RepositoryInput): P
   );
 }
 
-interface RepositoryRow {
-  id: string;
-  installation_id: string;
-  full_name: string;
-  settings: Record<string, unknown>;
-  file_settings: Record<string, unknown> | null;
-  removed_at: Date | null;
-}
-
-function toRepository(row: RepositoryRow): Repository {
-  return {
-    id: Number(row.id),
-    installationId: Number(row.installation_id),
-    fullName: row.full_name,
-    settings: row.settings,
-    fileSettings: row.file_settings,
-    removedAt: row.removed_at,
-  };
-}
+const RepositoryRow = z
+  .object({
+    id: bigint,
+    installation_id: bigint,
+    full_name: z.string(),
+    settings: z.record(z.string(), z.unknown()),
+    file_settings: z.record(z.string(), z.unknown()).nullable(),
+    removed_at: z.date().nullable(),
+  })
+  .transform(
+    (row): Repository => ({
+      id: row.id,
+      installationId: row.installation_id,
+      fullName: row.full_name,
+      settings: row.settings,
+      fileSettings: row.file_settings,
+      removedAt: row.removed_at,
+    }),
+  );
 
 export async function getRepository(db: Queryable, id: number): Promise<Repository | undefined> {
-  const { rows } = await db.query<RepositoryRow>("SELECT * FROM repositories WHERE id = $1", [id]);
-  return rows[0] && toRepository(rows[0]);
+  const [repository] = await queryRows(
+    db,
+    "SELECT * FROM repositories WHERE id = $1",
+    [id],
+    RepositoryRow,
+    `repositories row ${id}`,
+  );
+  return repository;
 }
 
 export async function setRepositorySettings(
@@ -139,10 +146,13 @@ const ACTIVE = `SELECT r.* FROM repositories r JOIN installations i ON i.id = r.
 
 /** Repositories the app can act on now: not removed, on a live installation; by name. */
 export async function listActiveRepositories(db: Queryable): Promise<Repository[]> {
-  const { rows } = await db.query<RepositoryRow>(
+  return queryRows(
+    db,
     `${ACTIVE} ORDER BY lower(r.full_name) LIMIT 1000`,
+    [],
+    RepositoryRow,
+    "active repositories",
   );
-  return rows.map(toRepository);
 }
 
 /** The active repository with this name (any case), if the app can act on it now. */
@@ -150,11 +160,14 @@ export async function findActiveRepository(
   db: Queryable,
   fullName: string,
 ): Promise<Repository | undefined> {
-  const { rows } = await db.query<RepositoryRow>(
+  const [repository] = await queryRows(
+    db,
     `${ACTIVE} AND lower(r.full_name) = lower($1) ORDER BY r.id DESC LIMIT 1`,
     [fullName],
+    RepositoryRow,
+    `the active repository ${fullName}`,
   );
-  return rows[0] && toRepository(rows[0]);
+  return repository;
 }
 
 /**

@@ -1,7 +1,7 @@
 // What a job remembers about the GitHub item that triggered it (stored in jobs.context), so the
 // worker can answer without re-reading the webhook.
 import { z } from "zod";
-import { parseStored } from "../store/stored-value.ts";
+import { parseStored } from "./stored-value.ts";
 
 const id = z.number().int();
 
@@ -36,6 +36,13 @@ const jobContextSchema = z.object({
   unknownVerb: z.string().optional(),
   /** A CI fix: the head commit whose checks failed. */
   headSha: z.string().optional(),
+  /**
+   * A run of the repository's automation `name` on an item (trigger "automation"): whose issues
+   * may start it, and who opened this one.
+   */
+  automation: z
+    .object({ name: z.string(), authors: z.enum(["write", "any"]), author: z.string() })
+    .optional(),
 });
 export type JobContext = z.infer<typeof jobContextSchema>;
 

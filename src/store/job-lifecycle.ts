@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Queryable } from "./sql.ts";
+import { bigint, queryRows } from "./stored-value.ts";
 
 // The queue's transitions of a job row. finished_at marks that the queue is done with a job: every
 // transition here checks it, so whichever of worker and canceller gets the row lock first wins.
@@ -13,7 +14,8 @@ export type CancelOutcome =
   | "finished";
 
 export async function requestJobCancel(db: Queryable, jobId: number): Promise<CancelOutcome> {
-  const { rows } = await db.query<{ status: string }>(
+  const [row] = await queryRows(
+    db,
     `UPDATE jobs SET
        cancel_requested_at = coalesce(cancel_requested_at, now()),
        status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
@@ -22,9 +24,11 @@ export async function requestJobCancel(db: Queryable, jobId: number): Promise<Ca
      WHERE id = $1 AND finished_at IS NULL
      RETURNING status`,
     [jobId],
+    z.object({ status: z.string() }),
+    `the cancelled job ${jobId}`,
   );
-  if (!rows[0]) return "finished";
-  return rows[0].status === "cancelled" ? "cancelled" : "requested";
+  if (!row) return "finished";
+  return row.status === "cancelled" ? "cancelled" : "requested";
 }
 
 /** Who runs an attempt: the worker instance's identity and the queue entry it took. */
@@ -120,11 +124,14 @@ export async function markJobDead(
 
 /** Which of these running jobs someone asked to cancel. */
 export async function cancelRequested(db: Queryable, jobIds: number[]): Promise<number[]> {
-  const { rows } = await db.query<{ id: string }>(
+  const rows = await queryRows(
+    db,
     "SELECT id FROM jobs WHERE id = ANY($1::bigint[]) AND cancel_requested_at IS NOT NULL",
     [jobIds],
+    z.object({ id: bigint }),
+    "jobs asked to cancel",
   );
-  return rows.map((r) => Number(r.id));
+  return rows.map((r) => r.id);
 }
 
 /** True while the attempt is the job's current one and the job has not ended. */

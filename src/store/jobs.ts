@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { PermanentError } from "../errors.ts";
 import { type ChatOwner, ownedBy } from "./api-chats.ts";
+import { jobSpender, spenderJobs } from "./spenders.ts";
 import { prepared, type Queryable, withTransaction } from "./sql.ts";
 
 const JOB_STATUSES = [
@@ -38,7 +39,12 @@ export type JobTrigger =
   /** The app's own: a check failed on the head vmpilot pushed last to its pull request. */
   | "ci"
   /** A turn of the chat face: no installation, repository or item when it runs on scratch. */
-  | "chat";
+  | "chat"
+  /**
+   * A run of one of the repository's automations (jobs.context.automation names it): on the issue
+   * that started it, or, on a schedule, on no item (number null).
+   */
+  | "automation";
 
 export interface Job {
   id: number;
@@ -357,16 +363,36 @@ export interface BudgetGrant {
   grantUsd: number;
   dailyLeftUsd: number;
   jobLeftUsd: number;
+  /** Left of the requester's monthly budget; only when the job has a capped, known spender. */
+  monthlyLeftUsd?: number;
 }
 
 /** The class of the advisory locks on scratch budgets (the two-key form, apart from single keys). */
 export const SCRATCH_BUDGET_LOCK = 726_301;
+/** The class of the advisory locks on a person's monthly budget (spenders.ts). */
+export const SPENDER_BUDGET_LOCK = 726_302;
+
+/**
+ * What a set of jobs holds of a budget, the job $2 apart: an unfinished job counts with what it
+ * was granted, a finished one with what it spent.
+ */
+const HELD = `coalesce(sum(CASE WHEN finished_at IS NULL
+                              THEN greatest(cost_usd, coalesce(reserved_usd, 0))
+                              ELSE cost_usd END) FILTER (WHERE id <> $2), 0) AS others,
+              coalesce(sum(cost_usd) FILTER (WHERE id = $2), 0) AS own`;
+
+async function held(client: Queryable, sql: string, params: unknown[]) {
+  const { rows } = await client.query<{ others: string; own: string }>(sql, params);
+  return { others: Number(rows[0]?.others ?? 0), own: Number(rows[0]?.own ?? 0) };
+}
 
 /**
  * Reserves what a job's attempt may spend, under a lock on its budget's owner (its repository's
  * row; for scratch, an advisory lock on the person), so that concurrent jobs never promise more
- * than the day's limit between them: an unfinished job counts with what it was granted, a finished
- * one with what it spent.
+ * than the day's limit between them. With `monthly`, in the same transaction, what the job's
+ * spender (spenders.ts) holds since the month began in every repository counts too, under an
+ * advisory lock on the spender taken after the other, always in that order, so no two
+ * reservations can deadlock.
  */
 export function reserveBudget(
   pool: pg.Pool,
@@ -375,6 +401,8 @@ export function reserveBudget(
     since: Date;
     maxDailyUsd: number;
     maxJobUsd: number;
+    /** The requester's monthly cap (maxMonthlyCostUsdPerUser), counted from `since`. */
+    monthly?: { since: Date; maxUsd: number };
   },
 ): Promise<BudgetGrant> {
   return withTransaction(pool, async (client) => {
@@ -388,23 +416,37 @@ export function reserveBudget(
         lockName(input.scratchOwner),
       ]);
     }
-    const { rows } = await client.query<{ others: string; own: string }>(
-      `SELECT coalesce(sum(CASE WHEN finished_at IS NULL
-                                THEN greatest(cost_usd, coalesce(reserved_usd, 0))
-                                ELSE cost_usd END) FILTER (WHERE id <> $2), 0) AS others,
-              coalesce(sum(cost_usd) FILTER (WHERE id = $2), 0) AS own
-         FROM jobs WHERE ${budgetJobs(input)} AND (created_at >= $3 OR id = $2)`,
+    const { others, own } = await held(
+      client,
+      `SELECT ${HELD} FROM jobs WHERE ${budgetJobs(input)} AND (created_at >= $3 OR id = $2)`,
       [ownerParam(input), input.jobId, input.since],
     );
-    const others = Number(rows[0]?.others ?? 0);
-    const own = Number(rows[0]?.own ?? 0);
     const dailyLeftUsd = input.maxDailyUsd - others - own;
     const jobLeftUsd = input.maxJobUsd - own;
-    const grantUsd = Math.max(0, Math.min(dailyLeftUsd, jobLeftUsd));
+    const spender = input.monthly ? await jobSpender(client, input.jobId) : null;
+    let monthlyLeftUsd: number | undefined;
+    if (input.monthly && spender !== null) {
+      await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [
+        SPENDER_BUDGET_LOCK,
+        spender,
+      ]);
+      const month = await held(client, `SELECT ${HELD} FROM (${spenderJobs(spender)}) p`, [
+        spender,
+        input.jobId,
+        input.monthly.since,
+      ]);
+      monthlyLeftUsd = input.monthly.maxUsd - month.others - month.own;
+    }
+    const grantUsd = Math.max(0, Math.min(dailyLeftUsd, jobLeftUsd, monthlyLeftUsd ?? Infinity));
     await client.query("UPDATE jobs SET reserved_usd = $2 WHERE id = $1", [
       input.jobId,
       own + grantUsd,
     ]);
-    return { grantUsd, dailyLeftUsd, jobLeftUsd };
+    return {
+      grantUsd,
+      dailyLeftUsd,
+      jobLeftUsd,
+      ...(monthlyLeftUsd !== undefined && { monthlyLeftUsd }),
+    };
   });
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { redactDeep } from "../github/redact.ts";
+import { redactDeep } from "../log/redact.ts";
 import { loadImages, storeImages } from "./chat-images.ts";
 import type { Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";

@@ -1,6 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import type pg from "pg";
-import { type Logger, silentLogger } from "../github/logger.ts";
+import { type Logger, silentLogger } from "../log/logger.ts";
 import { withTransaction } from "./sql.ts";
 
 const MIGRATIONS_DIR = new URL("./migrations/", import.meta.url);

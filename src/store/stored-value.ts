@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { PermanentError } from "../errors.ts";
+import type { Queryable } from "./sql.ts";
 
 /**
  * A value read back from the database that does not have the shape its writer gave it. Another
@@ -25,3 +26,18 @@ export function parseStored<T extends z.ZodType>(
 
 /** A bigint column: pg hands it over as a string. */
 export const bigint = z.union([z.string(), z.number()]).transform(Number).pipe(z.number().int());
+
+/**
+ * Runs a query and parses each row with `schema`: a row of another shape is an InvalidStoredValue
+ * naming `where` and the row's index, never a value cast to a type it does not have.
+ */
+export async function queryRows<T extends z.ZodType>(
+  db: Queryable,
+  text: string,
+  values: unknown[],
+  schema: T,
+  where: string,
+): Promise<z.output<T>[]> {
+  const { rows } = await db.query(text, values);
+  return rows.map((row, index) => parseStored(schema, row, `${where} (row ${index})`));
+}

@@ -2,7 +2,7 @@
 import { checkRepoConfig, type RepoConfig, resolveSettings } from "../config/repo-config.ts";
 import { getApiChat } from "../store/api-chats.ts";
 import { getRepository } from "../store/installations.ts";
-import { isIssueJob, type Job } from "../store/jobs.ts";
+import type { Job } from "../store/jobs.ts";
 import { rememberPushableRepositories } from "../store/user-repositories.ts";
 import type { WebServices } from "./context.ts";
 import type { UserRepo } from "./github-user.ts";
@@ -50,24 +50,27 @@ export async function canViewJob(
 ): Promise<boolean> {
   // A chat-face conversation is its owner's alone: a person, by GitHub user id. The operator's
   // chats have no page: no login, "operator" or any other, is the operator.
-  if (!isIssueJob(job)) {
+  if (job.trigger === "chat") {
     if (!session) return false;
     const owner = (await getApiChat(web.pool, job.chatId))?.owner;
     return owner?.kind === "user" && owner.id === session.userId;
   }
+  // An issue's job, or a scheduled automation's (a repository's, with no issue): the repository's.
+  const { repositoryId } = job;
+  if (repositoryId === null) return false;
   if (session) {
-    const access = await web.github(session).repoAccess(job.repositoryId);
+    const access = await web.github(session).repoAccess(repositoryId);
     if (access?.pull) return true;
   }
-  const facts = await web.publicFacts.get(String(job.repositoryId), async () => {
+  const facts = await web.publicFacts.get(String(repositoryId), async () => {
     const anonymous = web.github(null);
-    const access = await anonymous.repoAccess(job.repositoryId);
+    const access = await anonymous.repoAccess(repositoryId);
     if (!access || access.private) return { isPublic: false, file: null };
     const load = await anonymous.repoConfig(access.fullName);
     return { isPublic: true, file: load.ok ? load.config : null };
   });
   if (!facts.isPublic) return false;
-  const repository = await getRepository(web.pool, job.repositoryId);
+  const repository = await getRepository(web.pool, repositoryId);
   const page = pageSettings(repository?.settings);
   const resolved = resolveSettings({ defaults: web.defaults, page, file: facts.file });
   return resolved.values.publicJobs;

@@ -6,7 +6,7 @@ import { type JobEvent, listJobEvents } from "../store/job-events.ts";
 import { getJob, type JobStatus } from "../store/jobs.ts";
 import type { Queryable } from "../store/sql.ts";
 
-export const BATCH = 200;
+const BATCH = 200;
 /** Events kept for streams that join late; one further behind reads its own way up first. */
 const KEPT = 2 * BATCH;
 

@@ -1,7 +1,7 @@
 // Server-Sent Events for a running job's page. Polling job_events by id works the same on PGlite
 // and PostgreSQL; the browser's EventSource resumes with Last-Event-ID after a reconnect.
 import type { ServerResponse } from "node:http";
-import { clientAddress } from "./client-address.ts";
+import { clientAddress } from "../http/client-address.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import { SECURITY_HEADERS } from "./http.ts";
 import { viewableJob } from "./jobs.ts";

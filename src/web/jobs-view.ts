@@ -1,4 +1,4 @@
-import { redact } from "../github/redact.ts";
+import { redact } from "../log/redact.ts";
 import type { JobEvent } from "../store/job-events.ts";
 import type { Job } from "../store/jobs.ts";
 import { type Html, html } from "./html.ts";

@@ -25,6 +25,7 @@ export const FIELD_KINDS: Record<SettingKey, Kind> = {
   maxCostUsd: "number",
   timeoutMinutes: "number",
   maxDailyCostUsd: "number",
+  maxMonthlyCostUsdPerUser: "number",
   setup: "lines",
   "network.allow": "lines",
   isolation: "choice",
@@ -51,7 +52,8 @@ export function valuesFromSettings(settings: RepoSettings): FormValues {
     if (kind === "lines") out[key] = (value as string[]).join("\n");
     else if (kind === "multi") out[key] = [...(value as string[])];
     else if (kind === "checkbox") out[key] = value as boolean;
-    else out[key] = String(value);
+    // A limit the defaults leave unset shows as an empty field, which reads back as unset.
+    else out[key] = value === null ? "" : String(value);
   }
   return out;
 }

@@ -41,6 +41,7 @@ const LABELS: Record<SettingKey, string> = {
   maxCostUsd: "Max cost per job (USD)",
   timeoutMinutes: "Time limit per job (minutes)",
   maxDailyCostUsd: "Max cost per day (USD)",
+  maxMonthlyCostUsdPerUser: "Max cost per person per month (USD)",
   setup: "Setup commands",
   "network.allow": "Network allow-list",
   isolation: "Isolation",

@@ -2,7 +2,7 @@
 // built at once and a page grown event by event look alike.
 
 import { lineDiff } from "../github/line-diff.ts";
-import { redact } from "../github/redact.ts";
+import { redact } from "../log/redact.ts";
 import type { JobEvent } from "../store/job-events.ts";
 import { type Html, html } from "./html.ts";
 

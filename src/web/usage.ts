@@ -1,3 +1,5 @@
+import { startOfUtcMonth } from "../jobs/pipeline/settings.ts";
+import { OPERATOR_SPENDER, spentBySpender } from "../store/spenders.ts";
 import { readableRepos } from "./access.ts";
 import { requireSession } from "./auth.ts";
 import { type Bar, barChart } from "./chart.ts";
@@ -5,7 +7,7 @@ import type { RequestContext, WebServices } from "./context.ts";
 import { html } from "./html.ts";
 import { send } from "./http.ts";
 import { page } from "./layout.ts";
-import { type UsageRow, usageByDay } from "./queries.ts";
+import { type PersonUsageRow, type UsageRow, usageByDay, usageByPerson } from "./queries.ts";
 import { usd } from "./timeline.ts";
 
 const DAYS = 30;
@@ -13,18 +15,19 @@ const DAYS = 30;
 export async function usagePage(web: WebServices, ctx: RequestContext): Promise<void> {
   const session = requireSession(ctx);
   const repos = await readableRepos(web, session);
-  const rows = await usageByDay(
-    web.pool,
-    repos.map((r) => r.id),
-    DAYS,
-    session.userId,
-  );
+  const repositoryIds = repos.map((r) => r.id);
+  const rows = await usageByDay(web.pool, repositoryIds, DAYS, session.userId);
+  const people = await usageByPerson(web.pool, repositoryIds, DAYS, session.userId);
+  // The viewer's own month counts everywhere, as their monthly budget does.
+  const month = await spentBySpender(web.pool, String(session.userId), startOfUtcMonth(new Date()));
   const total = rows.reduce((sum, r) => sum + r.costUsd, 0);
   const body = html`<h1>Usage</h1>
 <p>Tokens and cost of the last ${DAYS} days (UTC) in the repositories you can read, and your scratch chats:
 <strong>${usd(total)}</strong> in total.</p>
+<p>Your own jobs and chats this month (UTC), in every repository: <strong>${usd(month)}</strong>
+(what a repository's <code>maxMonthlyCostUsdPerUser</code> counts).</p>
 ${barChart(dailyBars(rows), `Cost per day, all repositories, last ${DAYS} days`, usd)}
-${rows.length ? usageTable(rows) : html`<p>No jobs in the last ${DAYS} days.</p>`}`;
+${rows.length ? html`${peopleTable(people)}${usageTable(rows)}` : html`<p>No jobs in the last ${DAYS} days.</p>`}`;
   send(ctx.res, 200, page({ title: "Usage", session, nav: "usage", body }));
 }
 
@@ -42,6 +45,30 @@ function usageTable(rows: UsageRow[]) {
 <td class="num">${n(r.jobs)}</td><td class="num">${n(r.inputTokens)}</td><td class="num">${n(r.outputTokens)}</td>
 <td class="num hide-narrow">${n(r.cacheTokens)}</td><td class="num">${usd(r.costUsd)}</td></tr>`,
   )}</tbody></table></div>`;
+}
+
+/** Who spent what: an issue job's requester, a chat's key owner, the operator's key, an app. */
+function peopleTable(rows: PersonUsageRow[]) {
+  const n = (v: number) => v.toLocaleString("en-US");
+  return html`<div class="table-wrap"><table>
+<caption class="muted">Per person, last ${DAYS} days</caption>
+<thead><tr><th scope="col">Person</th><th scope="col" class="num">Jobs</th>
+<th scope="col" class="num">Input tokens</th><th scope="col" class="num">Output tokens</th>
+<th scope="col" class="num">Cost</th></tr></thead>
+<tbody>${rows.map(
+    (r) => html`<tr><td>${personName(r)}</td><td class="num">${n(r.jobs)}</td>
+<td class="num">${n(r.inputTokens)}</td><td class="num">${n(r.outputTokens)}</td><td class="num">${usd(r.costUsd)}</td></tr>`,
+  )}</tbody></table></div>`;
+}
+
+function personName(row: PersonUsageRow) {
+  if (row.spender === OPERATOR_SPENDER) return "operator key";
+  if (row.spender === null) return html`<span class="muted">chats of no known owner</span>`;
+  if (row.spender.startsWith("app:")) return html`${row.login} <span class="muted">(an app)</span>`;
+  if (row.spender.startsWith("login:")) {
+    return html`${row.login} <span class="muted">(jobs without a user id)</span>`;
+  }
+  return row.login ?? "";
 }
 
 /** One bar per day, oldest first, with the days without jobs at zero. */

@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fallbackLogger, type Logger } from "../github/logger.ts";
-import { createLocalAgentWorkspace } from "./agent-local.ts";
-import { SandboxUnavailableError } from "./bwrap.ts";
-import { createHostWorkspace } from "./host.ts";
-import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox.ts";
+import { fallbackLogger, type Logger } from "../log/logger.ts";
+import { createLocalAgentWorkspace } from "./agent/local.ts";
+import { SandboxUnavailableError } from "./sandbox/bwrap.ts";
+import { createHostWorkspace } from "./sandbox/host.ts";
+import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox/sandbox.ts";
 import type { ProviderName, Workspace } from "./types.ts";
 import type { VmEngine } from "./vm/engine.ts";
 import { createVmWorkspace } from "./vm/open.ts";

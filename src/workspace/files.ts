@@ -1,8 +1,8 @@
 import { mkdir, readdir } from "node:fs/promises";
 import { dirname } from "node:path";
-import { handOverWritten, type Owner } from "./owner.ts";
 import { resolveInside } from "./paths.ts";
 import { copyCapped, readCapped, writeRegular } from "./read-capped.ts";
+import { handOverWritten, type Owner } from "./sandbox/owner.ts";
 import type { Workspace } from "./types.ts";
 
 type FileOps = Pick<Workspace, "readFile" | "copyOut" | "writeFile" | "listDir">;

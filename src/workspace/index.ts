@@ -1,9 +1,10 @@
 // The workspace layer's public surface; import from here rather than from single files.
-export { SandboxUnavailableError } from "./bwrap.ts";
-export { type Checkout, prepareCheckout } from "./checkout.ts";
+
 export { checkProvider, createWorkspace } from "./factory.ts";
-export { cleanRepoUrl, type GitAuth } from "./git.ts";
-export { type LimitEnforcement, limitEnforcement, type SandboxLimits } from "./limits.ts";
+export { type Checkout, prepareCheckout } from "./git/checkout.ts";
+export { cleanRepoUrl, type GitAuth } from "./git/git.ts";
+export { SandboxUnavailableError } from "./sandbox/bwrap.ts";
+export { type LimitEnforcement, limitEnforcement, type SandboxLimits } from "./sandbox/limits.ts";
 export { runSetup, type SetupStep } from "./setup.ts";
 export type * from "./types.ts";
 export { VmFailed, VmRefused } from "./vm/engine.ts";

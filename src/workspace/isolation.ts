@@ -1,9 +1,10 @@
 // Which provider a job gets: the operator's (WORKSPACE_PROVIDER), unless the repository asks for a
 // VM and the operator's choice is not one. A repository can ask for more isolation, never less.
-import { PermanentError } from "../errors.ts";
-import type { ProviderName } from "./types.ts";
 
-export type VmProviderName = "fly" | "kubernetes";
+import type { ProviderName, VmProviderName } from "../config/workspace.ts";
+import { PermanentError } from "../errors.ts";
+
+export type { VmProviderName } from "../config/workspace.ts";
 
 export class IsolationUnavailable extends PermanentError {
   override name = "IsolationUnavailable";

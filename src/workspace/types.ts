@@ -1,3 +1,6 @@
+import type { ProviderName } from "../config/workspace.ts";
+
+export type { ProviderName };
 /** What a command run inside a workspace reports back. */
 export interface ExecResult {
   /** Output as the model sees it: capped, with head and tail kept. */
@@ -23,12 +26,6 @@ interface ExecOptions {
   /** Aborting kills the process tree, like a timeout. */
   signal?: AbortSignal;
 }
-
-/**
- * "agent": the workspace agent in a local sandbox, standing in for a VM (agent-local.ts);
- * "fly" and "kubernetes": the agent in a Fly Machine or a pod (vm/).
- */
-export type ProviderName = "sandbox" | "host" | "agent" | "fly" | "kubernetes";
 
 /** A git checkout plus a way to run commands on it. Commands never see the worker's secrets. */
 export interface Workspace {

@@ -8,7 +8,7 @@ import type { AgentEvent } from "../../src/agent/events.ts";
 import { type RunAgentOptions, runAgent } from "../../src/agent/loop.ts";
 import { discoverPlugins, selectPlugins } from "../../src/agent/plugins.ts";
 import { ContextTooLongError } from "../../src/agent/providers/types.ts";
-import { changedSince, headOf } from "../../src/workspace/commit.ts";
+import { changedSince, headOf } from "../../src/workspace/git/commit.ts";
 import {
   call,
   type ScriptedProvider,

@@ -3,8 +3,8 @@ import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { silentLogger } from "../../src/github/logger.ts";
-import { createHostWorkspace } from "../../src/workspace/host.ts";
+import { silentLogger } from "../../src/log/logger.ts";
+import { createHostWorkspace } from "../../src/workspace/sandbox/host.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 
 const run = promisify(execFile);

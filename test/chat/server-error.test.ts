@@ -5,7 +5,7 @@ import OpenAI from "openai";
 import { expect, it } from "vitest";
 import { mountChatFace } from "../../src/chat/server.ts";
 import { defaults } from "../../src/config/repo-config.ts";
-import type { Logger } from "../../src/github/logger.ts";
+import type { Logger } from "../../src/log/logger.ts";
 import type { Database } from "../../src/store/database.ts";
 
 it("answers a failure it did not expect with a 500 naming a request id the log has too", async () => {

@@ -173,7 +173,7 @@ describe("stored CLI conversations", () => {
 
     fake.push({ content: [toolUse("bash", { command: "echo slow-start; sleep 600" })] });
     child.stdin.write("run the slow check\n");
-    await out("→ bash: echo slow-start; sleep 600");
+    await out("→ $ echo slow-start; sleep 600");
     child.kill("SIGINT");
     await out("vmpilot: stopping this turn");
     await out("ended: cancelled");

@@ -25,13 +25,13 @@ function capture(isTTY: boolean) {
 
 describe("progress printer", () => {
   it("prints one plain line per event when not on a terminal", () => {
-    expect(capture(false)).toBe("step 1\n  → bash: npm test\n  cost so far $0.0123\n");
+    expect(capture(false)).toBe("step 1\n  → $ npm test\n  cost so far $0.0123\n");
   });
 
   it("redraws a live step and cost line on a terminal and clears it at the end", () => {
     const out = capture(true);
-    expect(out).toContain("⏳ step 1 · $0.0123 · bash: npm test");
-    expect(out).toContain("  → bash: npm test\n");
+    expect(out).toContain("⏳ step 1 · $0.0123 · $ npm test");
+    expect(out).toContain("  → $ npm test\n");
     expect(out.endsWith("\r\x1b[2K")).toBe(true);
   });
 });

@@ -9,6 +9,7 @@ import {
   toolUse,
 } from "../helpers/anthropic-fake.ts";
 import { CLI as cli, git, run, scratchRepo, vmpilot } from "../helpers/cli.ts";
+import { seedDataDir } from "../helpers/db.ts";
 import { startOpenAiFake } from "../helpers/openai-fake.ts";
 
 /** The edit that makes the scratch project's test pass. */
@@ -27,6 +28,7 @@ describe("vmpilot run", () => {
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), "vmpilot-cli-"));
+    await seedDataDir(join(root, "data"));
     fake = await startAnthropicFake();
   });
   afterAll(async () => {
@@ -136,7 +138,7 @@ describe("vmpilot run", () => {
       files: ["math.sh"],
       branch: "vmpilot/fix-the-failing-test",
     });
-    expect(result.stderr).toContain("→ bash: printf");
+    expect(result.stderr).toContain("→ $ printf");
     expect(result.stderr).toContain("Fixing add.");
     expect(result.stderr).toContain("✗ bash: link");
     expect(result.stderr).not.toContain("\x1b");

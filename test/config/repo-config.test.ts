@@ -51,6 +51,47 @@ publicJobs: true
     });
   });
 
+  it("accepts automations on a schedule (five-field cron, UTC) and on new issues", () => {
+    const text = `
+automations:
+  - name: weekly-deps
+    schedule: "0 6 * * 1"
+    prompt: Update the lockfile and fix what breaks.
+  - name: nightly
+    schedule: "*/30 1-3 1,15 jan-jun mon-fri"
+    prompt: Fix the failing tests on main.
+  - name: triage
+    on: issues.opened
+    mode: triage
+    authors: any
+    prompt: Label the issue and thank its author.
+`;
+    expect(parseRepoConfig(text)).toEqual({
+      ok: true,
+      config: {
+        automations: [
+          {
+            name: "weekly-deps",
+            schedule: "0 6 * * 1",
+            prompt: "Update the lockfile and fix what breaks.",
+          },
+          {
+            name: "nightly",
+            schedule: "*/30 1-3 1,15 jan-jun mon-fri",
+            prompt: "Fix the failing tests on main.",
+          },
+          {
+            name: "triage",
+            on: "issues.opened",
+            mode: "triage",
+            authors: "any",
+            prompt: "Label the issue and thank its author.",
+          },
+        ],
+      },
+    });
+  });
+
   it("treats an empty file or a comment-only file as no settings", () => {
     expect(parseRepoConfig("")).toEqual({ ok: true, config: {} });
     expect(parseRepoConfig("# nothing yet\n")).toEqual({ ok: true, config: {} });
@@ -96,6 +137,41 @@ publicJobs: true
     ["- a list", "must be a mapping of settings"],
     ["label: [unclosed", "invalid YAML"],
     ["label: a\nlabel: b", "invalid YAML: Map keys must be unique"],
+    [
+      "automations:\n  - {name: a, prompt: x}",
+      "automations[0]: must have exactly one trigger: schedule or on",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, schedule: '0 6 * * 1', on: issues.opened}",
+      "automations[0]: must have exactly one trigger: schedule or on",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, schedule: '0 6 * *'}",
+      "automations[0].schedule: must be a cron expression of five fields",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, schedule: '0 24 * * 1'}",
+      "automations[0].schedule: the hour field (24) must be *, a number from 0 to 23",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, schedule: '@weekly'}",
+      "automations[0].schedule: must be a cron expression of five fields",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, schedule: '0 6 * * 1', mode: triage}",
+      "automations[0].mode: triage works on an issue",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, schedule: '0 6 * * 1', authors: any}",
+      "automations[0].authors: only applies to automations with on:",
+    ],
+    ["automations:\n  - {name: a, prompt: x, on: issues.closed}", "automations[0].on: must be"],
+    ["automations:\n  - {name: Weekly, prompt: x, on: issues.opened}", "automations[0].name"],
+    ["automations:\n  - {name: a, prompt: ' ', on: issues.opened}", "prompt: must not be empty"],
+    [
+      "automations:\n  - {name: a, prompt: x, on: issues.opened}\n  - {name: a, prompt: y, on: issues.opened}",
+      "automations[1].name: is used twice",
+    ],
   ])("rejects %j naming the key", (text, expected) => {
     const result = parseRepoConfig(text);
     expect(result.ok).toBe(false);

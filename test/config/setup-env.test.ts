@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appPrivateKey } from "../helpers/app.ts";
+import { seedDataDir } from "../helpers/db.ts";
 
 describe("npm start with the .env of Probot's setup page", () => {
   let root: string;
@@ -18,6 +19,7 @@ describe("npm start with the .env of Probot's setup page", () => {
   });
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), "vmpilot-setup-env-"));
+    await seedDataDir(join(root, "data"));
     await new Promise<void>((done) => github.listen(0, "127.0.0.1", done));
   });
   afterAll(async () => {

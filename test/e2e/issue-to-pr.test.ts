@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
 import { getChat } from "../../src/store/chats.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { getJob, type Job } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";
 import {
@@ -20,7 +20,7 @@ import {
   toolUse,
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
-import { jobFinished } from "../helpers/db.ts";
+import { jobFinished, openTestDatabase } from "../helpers/db.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import {
   expectGitHubDone,
@@ -57,7 +57,7 @@ beforeAll(async () => {
   git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
   fake = await startAnthropicFake();
   compatible = await startOpenAiFake();
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
   mockApp(APP_SLUG);
   server = await startTestServer(db, {
     pipeline: {

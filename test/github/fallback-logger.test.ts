@@ -6,8 +6,8 @@ const run = promisify(execFile);
 
 // The fallback writes to the process's stdout, so it runs in a child whose stdout we read.
 const SCRIPT = `
-import { registerSecret } from "./src/github/redact.ts";
-import { fallbackLogger } from "./src/github/logger.ts";
+import { registerSecret } from "./src/log/redact.ts";
+import { fallbackLogger } from "./src/log/logger.ts";
 registerSecret("registered-secret-value-42");
 fallbackLogger().warn({ detail: "clone failed with registered-secret-value-42" }, "mirror");
 `;

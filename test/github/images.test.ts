@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compileAddressPolicy } from "../../src/config/address-policy.ts";
 import { fetchImage, imageSources, sniffImageType } from "../../src/github/images.ts";
-import { compileAddressPolicy } from "../../src/workspace/address-policy.ts";
 import {
   type AssetServer,
   LOOPBACK_POLICY,

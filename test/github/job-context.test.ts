@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isPermanent } from "../../src/errors.ts";
-import { readJobContext } from "../../src/github/job-context.ts";
+import { readJobContext } from "../../src/store/job-context.ts";
 
 const context = {
   owner: "octo",

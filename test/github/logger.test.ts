@@ -1,8 +1,8 @@
 import { Probot } from "probot";
 import { afterEach, describe, expect, it } from "vitest";
-import { MAX_LOG_FIELD } from "../../src/github/log-cap.ts";
-import { createLogger } from "../../src/github/logger.ts";
-import { clearRegisteredSecrets, registerSecret } from "../../src/github/redact.ts";
+import { MAX_LOG_FIELD } from "../../src/log/log-cap.ts";
+import { createLogger } from "../../src/log/logger.ts";
+import { clearRegisteredSecrets, registerSecret } from "../../src/log/redact.ts";
 import { appPrivateKey } from "../helpers/app.ts";
 
 const token = `ghs_${"Q".repeat(36)}`;

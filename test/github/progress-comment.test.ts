@@ -7,7 +7,7 @@ import {
   renderProgress,
   ThrottledComment,
 } from "../../src/github/progress-comment.ts";
-import { clearRegisteredSecrets, registerSecret } from "../../src/github/redact.ts";
+import { clearRegisteredSecrets, registerSecret } from "../../src/log/redact.ts";
 
 const job = { jobId: 7, jobUrl: "https://vmpilot.example.com/jobs/7" };
 const token = `ghs_${"a1B2".repeat(9)}`;

@@ -6,7 +6,7 @@ import {
   redact,
   redactDeep,
   registerSecret,
-} from "../../src/github/redact.ts";
+} from "../../src/log/redact.ts";
 import { countReplaces } from "../helpers/count-replaces.ts";
 
 const pem = generateKeyPairSync("rsa", { modulusLength: 1024 })

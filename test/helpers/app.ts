@@ -2,10 +2,10 @@
 import { generateKeyPairSync } from "node:crypto";
 import type { Config } from "../../src/config/env.ts";
 import { DEFAULT_MODEL } from "../../src/config/models.ts";
-import { createLogger } from "../../src/github/logger.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { type RunningServer, type StartOptions, startServer } from "../../src/main.ts";
 import type { Database } from "../../src/store/database.ts";
-import { DEFAULT_LIMITS } from "../../src/workspace/limits.ts";
+import { DEFAULT_LIMITS } from "../../src/workspace/sandbox/limits.ts";
 
 export const WEBHOOK_SECRET = "test-webhook-secret-4f2a";
 export const APP_SLUG = "vmpilot-bot";

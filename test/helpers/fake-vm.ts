@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
 import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type LocalAgent, startLocalAgent } from "../../src/workspace/agent-local.ts";
+import { type LocalAgent, startLocalAgent } from "../../src/workspace/agent/local.ts";
 
 export interface FakeVm {
   /** The VM's private address. */

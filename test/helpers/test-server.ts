@@ -2,8 +2,9 @@
 // answers the GET /app at startup), closed after them. Use after useGitHubMock().
 import { afterAll, beforeAll } from "vitest";
 import type { RunningServer, StartOptions } from "../../src/main.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "./app.ts";
+import { openTestDatabase } from "./db.ts";
 import { expectGitHubDone, mockApp } from "./github-mock.ts";
 import { type Delivery, deliver } from "./webhooks.ts";
 
@@ -22,7 +23,7 @@ export function useTestServer(options: Partial<Omit<StartOptions, "db">> = {}): 
   let db: Database | undefined;
   let server: RunningServer | undefined;
   beforeAll(async () => {
-    db = await openDatabase({ dataDir: "memory://" });
+    db = await openTestDatabase();
     mockApp(APP_SLUG);
     server = await startTestServer(db, options);
     expectGitHubDone();

@@ -5,9 +5,10 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, expect, it, vi } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { listJobs } from "../../src/store/jobs.ts";
 import { APP_SLUG, startTestServer, testConfig, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import { mockApp, useGitHubMock } from "../helpers/github-mock.ts";
 import { examplePayload, signature } from "../helpers/webhooks.ts";
 
@@ -34,7 +35,7 @@ it("forwards deliveries from the WEBHOOK_PROXY_URL channel to the webhook endpoi
   });
   await new Promise<void>((done) => channel.listen(0, "127.0.0.1", done));
   const source = `http://127.0.0.1:${(channel.address() as AddressInfo).port}/channel`;
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
   mockApp(APP_SLUG);
   server = await startTestServer(db, {
     role: "web",

@@ -2,9 +2,10 @@
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { loadConfig } from "../../src/config/env.ts";
 import type { RunningServer } from "../../src/main.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { getJob, listJobs } from "../../src/store/jobs.ts";
 import { appPrivateKey, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import {
   github,
   mockApp,
@@ -22,7 +23,7 @@ let db: Database;
 let server: RunningServer;
 
 beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
 });
 
 afterAll(async () => {

@@ -1,9 +1,10 @@
 // The worker dies between enqueue and acknowledgement; the next worker acknowledges exactly once.
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { getJob, type Job, listJobs } from "../../src/store/jobs.ts";
 import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import {
   expectGitHubDone,
   github,
@@ -22,7 +23,7 @@ let db: Database;
 const servers: RunningServer[] = [];
 
 beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
 });
 
 afterAll(async () => {

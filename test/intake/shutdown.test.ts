@@ -3,8 +3,9 @@ import { once } from "node:events";
 import { request } from "node:http";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { WEBHOOK_PATH } from "../../src/main.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { APP_SLUG, startTestServer } from "../helpers/app.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import { mockApp, useGitHubMock } from "../helpers/github-mock.ts";
 
 useGitHubMock();
@@ -12,7 +13,7 @@ useGitHubMock();
 let db: Database;
 
 beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
 });
 
 afterAll(async () => {

@@ -1,15 +1,14 @@
 // The acknowledgement step on its own, against PGlite and PostgreSQL, with GitHub mocked by nock.
 import { Probot } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { JobContext } from "../../src/github/job-context.ts";
-import { createLogger } from "../../src/github/logger.ts";
-import { REDACTED } from "../../src/github/redact.ts";
 import {
   type AcknowledgeDeps,
   acknowledge,
   acknowledgeWaiting,
 } from "../../src/jobs/acknowledge.ts";
 import { reportDead } from "../../src/jobs/worker.ts";
+import { createLogger } from "../../src/log/logger.ts";
+import { REDACTED } from "../../src/log/redact.ts";
 import { findOrCreateChat } from "../../src/store/chats.ts";
 import type { Database } from "../../src/store/database.ts";
 import {
@@ -18,6 +17,7 @@ import {
   setRepositorySettings,
   upsertRepository,
 } from "../../src/store/installations.ts";
+import type { JobContext } from "../../src/store/job-context.ts";
 import { getJob, insertJob, type Job, updateJob } from "../../src/store/jobs.ts";
 import { appPrivateKey } from "../helpers/app.ts";
 import { databases } from "../helpers/db.ts";

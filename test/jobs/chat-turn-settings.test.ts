@@ -5,13 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaults } from "../../src/config/repo-config.ts";
 import { chatTurnSettings } from "../../src/jobs/chat-turn/settings.ts";
 import { type ChatOwner, createApiChat } from "../../src/store/api-chats.ts";
+import { findOrCreateChat } from "../../src/store/chats.ts";
 import type { Database } from "../../src/store/database.ts";
 import {
   setRepositorySettings,
   upsertInstallation,
   upsertRepository,
 } from "../../src/store/installations.ts";
-import { insertJob, type Job, SCRATCH_BUDGET_LOCK } from "../../src/store/jobs.ts";
+import { insertJob, type Job, SCRATCH_BUDGET_LOCK, updateJob } from "../../src/store/jobs.ts";
 import { databases } from "../helpers/db.ts";
 import { mockPermission, mockRepoConfig, useGitHubMock } from "../helpers/github-mock.ts";
 import { testOctokit } from "../helpers/octokit.ts";
@@ -131,6 +132,36 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
     expect(await chatTurnSettings(deps(), await turn("nils", { scratch: true }))).toMatchObject({
       ok: true,
       budgetUsd: 1,
+    });
+  });
+
+  it("holds a key's owner to their monthly budget, counting their issue jobs too", async () => {
+    const petra = ownerOf("petra", false) as { id: number };
+    const issue = await findOrCreateChat(db.pool, { repositoryId: 700, number: 1, kind: "issue" });
+    const asked = await insertJob(db.pool, {
+      chatId: issue.id,
+      installationId: 77,
+      repositoryId: 700,
+      repo: REPO,
+      number: 1,
+      trigger: "label",
+      requester: "petra",
+      context: { requesterId: petra.id },
+    });
+    await updateJob(db.pool, asked.id, { costUsd: 1, status: "succeeded" });
+    // Scratch: the defaults' cap.
+    const capped = { ...deps(), defaults: { ...deps().defaults, maxMonthlyCostUsdPerUser: 1 } };
+    expect(await chatTurnSettings(capped, await turn("petra", { scratch: true }))).toEqual({
+      ok: false,
+      error: expect.stringContaining("You reached the monthly cost limit per person ($1.00,"),
+    });
+    // A repository: its own cap, over the same month.
+    mockRepoConfig(REPO, "maxMonthlyCostUsdPerUser: 1.5\n");
+    mockPermission(REPO, "petra", "write");
+    expect(await chatTurnSettings(deps(), await turn("petra"))).toEqual({
+      ok: true,
+      settings: expect.objectContaining({ maxMonthlyCostUsdPerUser: 1.5 }),
+      budgetUsd: 0.5,
     });
   });
 

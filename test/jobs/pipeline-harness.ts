@@ -6,11 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { discoverPlugins, type Plugin } from "../../src/agent/plugins.ts";
-import type { JobContext } from "../../src/github/job-context.ts";
 import type { PipelineDeps } from "../../src/jobs/pipeline.ts";
 import { type ChatKind, findOrCreateChat } from "../../src/store/chats.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
+import type { JobContext } from "../../src/store/job-context.ts";
 import { insertJob, type NewJob } from "../../src/store/jobs.ts";
 import {
   type AnthropicFake,
@@ -19,6 +19,7 @@ import {
   text,
   toolUse,
 } from "../helpers/anthropic-fake.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { github, useGitHubMock } from "../helpers/github-mock.ts";
 import { testOctokit } from "../helpers/octokit.ts";
@@ -41,6 +42,8 @@ export interface Harness {
   readonly fake: AnthropicFake;
   readonly dataDir: string;
   deps(overrides?: Partial<PipelineDeps>): PipelineDeps;
+  /** Where the loopback git server serves the seeded repository. */
+  cloneUrl(seeded: Seeded): string;
   /** A new repository (value.txt says "broken"; test.sh wants "fixed") and a chat on #number. */
   seedRepo(options?: { number?: number; kind?: ChatKind; branches?: string[] }): Promise<Seeded>;
   /** An acknowledged job with a progress comment. */
@@ -90,7 +93,7 @@ export function usePipelineHarness(): Harness {
     base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-pipeline-")));
     served = join(base, "served");
     git = await startGitHttpServer({ projectRoot: served, token: TOKEN });
-    db = await openDatabase({ dataDir: "memory://" });
+    db = await openTestDatabase();
     plugins = await discoverPlugins();
   });
   beforeEach(async () => {
@@ -132,6 +135,9 @@ export function usePipelineHarness(): Harness {
         streamRetryDelayMs: 1,
         ...overrides,
       };
+    },
+    cloneUrl(seeded) {
+      return git.url(`acme/${seeded.name}.git`);
     },
     async seedRepo(options = {}) {
       const repositoryId = nextRepo++;

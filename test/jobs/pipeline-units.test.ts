@@ -2,10 +2,11 @@
 // logged, what a review becomes, and how the chat is repaired after a crash.
 import nock from "nock";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
+import { describeToolCall } from "../../src/agent/tool-call.ts";
 import type { IssueContext } from "../../src/github/issue-context.ts";
 import { formatDuration, ThrottledComment } from "../../src/github/progress-comment.ts";
 import { loadChat } from "../../src/jobs/pipeline/history.ts";
-import { describeToolCall, JobProgress } from "../../src/jobs/pipeline/progress.ts";
+import { JobProgress } from "../../src/jobs/pipeline/progress.ts";
 import {
   instructionFor,
   resolveRequest,
@@ -16,7 +17,7 @@ import { jobSettings } from "../../src/jobs/pipeline/settings.ts";
 import { chooseTarget } from "../../src/jobs/pipeline/target.ts";
 import { type Chat, findOrCreateChat } from "../../src/store/chats.ts";
 import { saveCompaction } from "../../src/store/compactions.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
 import {
@@ -29,6 +30,7 @@ import {
 } from "../../src/store/jobs.ts";
 import { appendMessage, listMessages } from "../../src/store/messages.ts";
 import { InvalidStoredValue } from "../../src/store/stored-value.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import { GITHUB_API, useGitHubMock } from "../helpers/github-mock.ts";
 import { testOctokit } from "../helpers/octokit.ts";
 
@@ -38,7 +40,7 @@ let db: Database;
 let nextRepo = 9000;
 
 beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
 });
 afterAll(() => db?.close());
 
@@ -400,6 +402,9 @@ describe("JobProgress", () => {
       describeToolCall("str_replace_based_edit_tool", { command: "view", path: "src/a.ts" }),
     ).toBe("view src/a.ts");
     expect(describeToolCall("report_tests", {})).toBe("report_tests");
+    // The model's input, whatever its shape.
+    expect(describeToolCall("bash", { command: 42 })).toBe("$ ");
+    expect(describeToolCall("str_replace_based_edit_tool", "view")).toBe("");
   });
 });
 

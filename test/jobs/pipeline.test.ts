@@ -11,7 +11,7 @@ import { getChat } from "../../src/store/chats.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
 import { getJob } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";
-import { DEFAULT_LIMITS } from "../../src/workspace/limits.ts";
+import { DEFAULT_LIMITS } from "../../src/workspace/sandbox/limits.ts";
 import { type FakeReply, overloaded, text, toolUse } from "../helpers/anthropic-fake.ts";
 import type { EngineFake } from "../helpers/engine-fake.ts";
 import { FLY_APP, startFlyFake } from "../helpers/fly-fake.ts";

@@ -1,5 +1,6 @@
+import { TestClock } from "pg-boss";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { health } from "../../src/jobs/health.ts";
+import { health } from "../../src/health.ts";
 import {
   createQueue,
   type DeadJob,
@@ -244,7 +245,14 @@ describe.each(databases())("queue on $name", (target) => {
   });
 
   it("retries with backoff, then dead-letters, tells onDead, and frees the chat", async () => {
-    const queue = await startQueue(db, { retryLimit: 1, retryDelay: 1, retryBackoff: true });
+    // The backoff passes on the queue's clock, which moves only as the test waits.
+    const clock = new TestClock();
+    const queue = await startQueue(db, {
+      retryLimit: 1,
+      retryDelay: 1,
+      retryBackoff: true,
+      clock,
+    });
     const { chat, key } = await seedChat(db);
     const doomed = await enqueue(queue, chat, key);
     const next = await enqueue(queue, chat, key);
@@ -254,13 +262,18 @@ describe.each(databases())("queue on $name", (target) => {
     const dead = deferred<DeadJob>();
     await queue.work(
       async ({ jobId, attempt, maxAttempts }) => {
-        if (jobId === next) return nextRan.resolve(Date.now());
+        if (jobId === next) return nextRan.resolve(clock.now());
         expect(maxAttempts).toBe(2);
-        attempts.push({ attempt, at: Date.now() });
+        attempts.push({ attempt, at: clock.now() });
         throw new Error(`model overloaded (attempt ${attempt})`);
       },
       { onDead: async (job) => dead.resolve(job) },
     );
+    let done = false;
+    Promise.all([dead.promise, nextRan.promise]).then(() => {
+      done = true;
+    });
+    while (!done) await clock.tick(250);
 
     expect(await dead.promise).toEqual({
       jobId: doomed,

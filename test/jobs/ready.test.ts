@@ -4,9 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runReadyCheck } from "../../src/jobs/ready.ts";
 import { findOrCreateChat, linkChatToPr } from "../../src/store/chats.ts";
 import { recordPush } from "../../src/store/ci-loop.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
 import { insertJob } from "../../src/store/jobs.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import { github, useGitHubMock } from "../helpers/github-mock.ts";
 import { testOctokit } from "../helpers/octokit.ts";
 
@@ -20,7 +21,7 @@ let db: Database;
 let nextRepo = 7000;
 
 beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
 });
 afterAll(async () => {
   await db?.close();

@@ -7,10 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPermanent } from "../../src/errors.ts";
-import { createLogger } from "../../src/github/logger.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import { createLogger } from "../../src/log/logger.ts";
+import type { Database } from "../../src/store/database.ts";
 import { SandboxUnavailableError } from "../../src/workspace/index.ts";
-import { InvalidLaunch, LaunchError } from "../../src/workspace/launcher.ts";
+import { InvalidLaunch, LaunchError } from "../../src/workspace/process/launcher.ts";
 import {
   APP_SLUG,
   appPrivateKey,
@@ -18,6 +18,7 @@ import {
   testConfig,
   WEBHOOK_SECRET,
 } from "../helpers/app.ts";
+import { openTestDatabase, seedDataDir } from "../helpers/db.ts";
 import { github, useGitHubMock } from "../helpers/github-mock.ts";
 
 useGitHubMock();
@@ -41,7 +42,7 @@ async function freePort(): Promise<number> {
 describe("a web process that cannot reach GitHub at startup", () => {
   let db: Database;
   beforeAll(async () => {
-    db = await openDatabase({ dataDir: "memory://" });
+    db = await openTestDatabase();
   });
   afterAll(() => db?.close());
 
@@ -104,6 +105,7 @@ describe("a worker without bubblewrap", () => {
     const bin = join(root, "bin");
     await mkdir(bin);
     await symlink("/usr/bin/git", join(bin, "git"));
+    await seedDataDir(join(root, "data"));
     const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "--role", "worker"], {
       cwd: new URL("../../", import.meta.url).pathname,
       env: {
@@ -118,6 +120,9 @@ describe("a worker without bubblewrap", () => {
         PORT: "0",
         LOG_FORMAT: "json",
         METRICS_TOKEN: "startup-metrics-token",
+        // No reconciliation with GitHub, which is not there (testConfig's default too): on its
+        // way out the worker would wait for the name lookup of api.github.com to fail.
+        INSTALLATION_SYNC_MINUTES: "0",
       },
     });
     try {

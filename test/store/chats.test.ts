@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { clearRegisteredSecrets, REDACTED, registerSecret } from "../../src/github/redact.ts";
+import { clearRegisteredSecrets, REDACTED, registerSecret } from "../../src/log/redact.ts";
 import { findChat, findOrCreateChat, getChat, linkChatToPr } from "../../src/store/chats.ts";
 import type { Database } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";

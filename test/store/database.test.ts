@@ -12,12 +12,14 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vites
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import { loadMigrations, migrate } from "../../src/store/migrate.ts";
 import { withTransaction } from "../../src/store/sql.ts";
-import { connectAgain, databases } from "../helpers/db.ts";
+import { connectAgain, databases, seedDataDir } from "../helpers/db.ts";
 
 describe("embedded database on disk", () => {
   let dataDir: string;
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), "vmpilot-db-"));
+    // Created once already (the first test makes its own): the others reopen it.
+    await seedDataDir(dataDir);
   });
   afterAll(async () => {
     await rm(dataDir, { recursive: true, force: true });

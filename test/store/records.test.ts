@@ -17,6 +17,7 @@ import {
   reserveBudget,
   updateJob,
 } from "../../src/store/jobs.ts";
+import { InvalidStoredValue } from "../../src/store/stored-value.ts";
 import { databases, newJob, seedChat, seedJob } from "../helpers/db.ts";
 
 describe.each(databases())("store records on $name", (target) => {
@@ -288,5 +289,22 @@ describe.each(databases())("store records on $name", (target) => {
     ]);
     expect(events[0]?.at).toBeInstanceOf(Date);
     expect(await listJobEvents(db.pool, job.id, first.id)).toEqual([second]);
+  });
+
+  it("refuses a row of another shape by name, rather than handing it on cast", async () => {
+    const { chat } = await seedChat(db);
+    const job = await seedJob(db, chat);
+    await db.pool.query("INSERT INTO job_events (job_id, type, data) VALUES ($1, 'step', '[1]')", [
+      job.id,
+    ]);
+    const error = await listJobEvents(db.pool, job.id).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidStoredValue);
+    expect(String(error)).toContain(`job_events of job ${job.id} (row 0)`);
+    await db.pool.query("UPDATE repositories SET settings = '\"x\"' WHERE id = $1", [
+      chat.repositoryId,
+    ]);
+    await expect(getRepository(db.pool, chat.repositoryId)).rejects.toBeInstanceOf(
+      InvalidStoredValue,
+    );
   });
 });

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import { Client, startWebHarness, type WebHarness } from "./helpers/harness.ts";
 
 let db: Database;
 beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
 });
 afterAll(async () => {
   await db.close();

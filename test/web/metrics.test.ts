@@ -4,10 +4,9 @@ import nock from "nock";
 import { ProbotOctokit } from "probot";
 import { describe, expect, it } from "vitest";
 import { watchRateLimit } from "../../src/github/rate-limit.ts";
-import { openDatabase } from "../../src/store/database.ts";
 import { updateJob } from "../../src/store/jobs.ts";
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
-import { seedChat, seedJob } from "../helpers/db.ts";
+import { openTestDatabase, seedChat, seedJob } from "../helpers/db.ts";
 import { github, mockApp, useGitHubMock } from "../helpers/github-mock.ts";
 import { useTestServer } from "../helpers/test-server.ts";
 import { examplePayload } from "../helpers/webhooks.ts";
@@ -31,7 +30,7 @@ function sample(text: string, line: string): number {
 
 describe("GET /metrics", () => {
   it("is not served at all without METRICS_TOKEN", async () => {
-    const other = await openDatabase({ dataDir: "memory://" });
+    const other = await openTestDatabase();
     mockApp(APP_SLUG);
     const plain = await startTestServer(other, { role: "web" });
     try {

@@ -1,8 +1,9 @@
 import { ProbotOctokit } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadRepoConfig } from "../../src/github/repo-config-loader.ts";
+import { createAutomationChat } from "../../src/store/chats.ts";
 import { getRepository, setRepositorySettings } from "../../src/store/installations.ts";
-import { type Job, updateJob } from "../../src/store/jobs.ts";
+import { insertJob, type Job, updateJob } from "../../src/store/jobs.ts";
 import type { FakeRepo } from "./helpers/github-fake.ts";
 import { Client, startWebHarness, type WebHarness } from "./helpers/harness.ts";
 
@@ -407,6 +408,22 @@ describe("/jobs", () => {
     expect((await as("alice").get(`/jobs/${job.id}`)).status).toBe(200);
   });
 
+  it("shows a scheduled automation's run, which has no issue, to the repository's readers", async () => {
+    const chatId = await createAutomationChat(h.db.pool, privateApp.id);
+    const run = await insertJob(h.db.pool, {
+      chatId,
+      installationId: privateApp.installationId,
+      repositoryId: privateApp.id,
+      repo: privateApp.fullName,
+      number: null,
+      trigger: "automation",
+      requester: "vmpilot[bot]",
+      instruction: "update the lockfile",
+    });
+    expect((await as("carol").get(`/jobs/${run.id}`)).status).toBe(200);
+    expect((await as("dave").get(`/jobs/${run.id}`)).status).toBe(404);
+  });
+
   it("shows public repositories' jobs to visitors only when publicJobs is on", async () => {
     expect((await new Client(h.url).get(`/jobs/${publicJob.id}`)).status).toBe(404);
     const open = await new Client(h.url).get(`/jobs/${openJob.id}`);
@@ -563,6 +580,34 @@ describe("/usage", () => {
   it("leaves out repositories the user cannot read", async () => {
     const page = await (await as("dave").get("/usage")).text();
     expect(page).toContain("No jobs in the last 30 days.");
+  });
+
+  it("shows who spent what: requesters, the owners of chat keys, the operator's key", async () => {
+    for (const [login, id] of [
+      ["bob", USER_IDS.bob],
+      ["operator", null],
+    ] as const) {
+      const { rows } = await h.db.pool.query<{ id: string }>(
+        `INSERT INTO chats (kind, api_owner, api_owner_id, api_operator, repository_id)
+         VALUES ('api', $1, $2, $3, $4) RETURNING id`,
+        [login, id, id === null, privateApp.id],
+      );
+      await h.db.pool.query(
+        `INSERT INTO jobs (chat_id, installation_id, repository_id, repo, trigger, requester, cost_usd)
+         VALUES ($1, 10, $2, 'acme/private-app', 'chat', $3, 0.5)`,
+        [rows[0]?.id, privateApp.id, login],
+      );
+    }
+    const page = await (await as("bob").get("/usage")).text();
+    expect(page).toContain('<caption class="muted">Per person, last 30 days</caption>');
+    // Bob's chat turns, whatever else he ran here.
+    expect(page).toMatch(/<tr><td>bob<\/td><td class="num">\d+<\/td>/);
+    expect(page).toMatch(/<tr><td>operator key<\/td><td class="num">1<\/td>/);
+    // The harness's issue jobs recorded no requester id: counted by login, and said so.
+    expect(page).toContain('<td>alice <span class="muted">(jobs without a user id)</span></td>');
+    expect(page).toMatch(
+      /Your own jobs and chats this month \(UTC\), in every repository: <strong>\$0\.5000<\/strong>/,
+    );
   });
 });
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/store/database.ts";
 import { insertJob, updateJob } from "../../src/store/jobs.ts";
-import { usageByDay } from "../../src/web/queries.ts";
+import { usageByDay, usageByPerson } from "../../src/web/queries.ts";
 import { databases, newJob, seedChat } from "../helpers/db.ts";
 
 describe.each(databases())("usageByDay on $name", (target) => {
@@ -91,6 +91,86 @@ describe.each(databases())("usageByDay on $name", (target) => {
     const rows = await usageByDay(db.pool, [], 30, 5);
     expect(rows).toEqual([
       expect.objectContaining({ repo: "scratch", jobs: 1, inputTokens: 3, costUsd: 0.5 }),
+    ]);
+  });
+
+  it("sums per person: issue jobs by requester id, else login; chat turns by their key's owner; the operator's key; apps", async () => {
+    const chatOn = async (repositoryId: number | null, owner: [string, number | null]) => {
+      const [login, id] = owner;
+      const { rows } = await db.pool.query<{ id: string }>(
+        `INSERT INTO chats (kind, api_owner, api_owner_id, api_operator, repository_id)
+         VALUES ('api', $1, $2, $3, $4) RETURNING id`,
+        [login, id, id === null, repositoryId],
+      );
+      return Number(rows[0]?.id);
+    };
+    const spend = async (
+      repositoryId: number | null,
+      requester: string,
+      costUsd: number,
+      options: { requesterId?: number; chatId?: number } = {},
+    ) => {
+      const { chat } = await seedChat(db, repositoryId ?? 20);
+      const created = await insertJob(db.pool, {
+        ...newJob(chat),
+        chatId: options.chatId ?? chat.id,
+        installationId: repositoryId === null ? null : 77,
+        repositoryId,
+        repo: repositoryId === null ? "scratch" : `acme/repo-${repositoryId}`,
+        number: options.chatId ? null : chat.number,
+        trigger: options.chatId ? "chat" : "label",
+        requester,
+        context: options.requesterId ? { requesterId: options.requesterId } : {},
+      });
+      await updateJob(db.pool, created.id, { costUsd, usage: { inputTokens: 10 } });
+    };
+    await spend(11, "mona", 1, { requesterId: 55 });
+    // Renamed since; the newest login is the one shown.
+    await spend(12, "mona-renamed", 2, { requesterId: 55 });
+    await spend(12, "mona-renamed", 0.5, { chatId: await chatOn(12, ["mona-renamed", 55]) });
+    await spend(11, "operator", 0.75, { chatId: await chatOn(11, ["operator", null]) });
+    // A job from before requester ids were recorded.
+    await spend(11, "olduser", 0.25);
+    await spend(null, "viewer", 0.1, { chatId: await chatOn(null, ["viewer", 77]) });
+    await spend(12, "vmpilot-bot[bot]", 0.2);
+    // Not counted: a repository the viewer cannot read, someone else's scratch chat.
+    await spend(13, "mona", 99, { requesterId: 55 });
+    await spend(null, "other", 99, { chatId: await chatOn(null, ["other", 78]) });
+
+    expect(await usageByPerson(db.pool, [11, 12], 30, 77)).toEqual([
+      {
+        spender: "55",
+        login: "mona-renamed",
+        jobs: 3,
+        inputTokens: 30,
+        outputTokens: 0,
+        costUsd: 3.5,
+      },
+      {
+        spender: "operator",
+        login: null,
+        jobs: 1,
+        inputTokens: 10,
+        outputTokens: 0,
+        costUsd: 0.75,
+      },
+      {
+        spender: "login:olduser",
+        login: "olduser",
+        jobs: 1,
+        inputTokens: 10,
+        outputTokens: 0,
+        costUsd: 0.25,
+      },
+      {
+        spender: "app:vmpilot-bot[bot]",
+        login: "vmpilot-bot[bot]",
+        jobs: 1,
+        inputTokens: 10,
+        outputTokens: 0,
+        costUsd: 0.2,
+      },
+      { spender: "77", login: "viewer", jobs: 1, inputTokens: 10, outputTokens: 0, costUsd: 0.1 },
     ]);
   });
 });

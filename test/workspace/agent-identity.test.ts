@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { type LocalAgent, startLocalAgent } from "../../src/workspace/agent-local.ts";
-import { createRemoteWorkspace } from "../../src/workspace/remote.ts";
+import { type LocalAgent, startLocalAgent } from "../../src/workspace/agent/local.ts";
+import { createRemoteWorkspace } from "../../src/workspace/agent/remote.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 import { createKubernetesEngine } from "../../src/workspace/vm/kubernetes.ts";
 import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
@@ -142,7 +142,7 @@ describe.skipIf(process.getuid?.() !== 0)("an agent told to run commands as anot
 describe.skipIf(process.getuid?.() !== 0)("a launcher that is not root through and through", () => {
   it("refuses to start a process as another user, which would keep root as its real uid", async () => {
     const launcher = fileURLToPath(
-      new URL("../../src/workspace/launcher-process.ts", import.meta.url),
+      new URL("../../src/workspace/process/launcher-process.ts", import.meta.url),
     );
     // What a launcher restarted by the agent would be, once the agent took the command user.
     const child = spawn(

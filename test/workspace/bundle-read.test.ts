@@ -3,7 +3,7 @@ import { rm, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isPermanent } from "../../src/errors.ts";
-import { bundleWorkspaceCommits, MAX_BUNDLE_BYTES } from "../../src/workspace/publish.ts";
+import { bundleWorkspaceCommits, MAX_BUNDLE_BYTES } from "../../src/workspace/git/publish.ts";
 import { FileRefusedError } from "../../src/workspace/read-capped.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 import { makeRepo, type TestRepo } from "../agent/setup.ts";

@@ -1,9 +1,9 @@
 import { stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createJobCgroup, inCgroup } from "../../src/workspace/cgroup.ts";
-import { cgroupSupport, ownCgroups } from "../../src/workspace/cgroup-support.ts";
-import { launch } from "../../src/workspace/launcher.ts";
+import { launch } from "../../src/workspace/process/launcher.ts";
+import { createJobCgroup, inCgroup } from "../../src/workspace/sandbox/cgroup.ts";
+import { cgroupSupport, ownCgroups } from "../../src/workspace/sandbox/cgroup-support.ts";
 import { waitUntil } from "./helpers.ts";
 
 const mountLine = (id: number, root: string, point: string, type: string, options: string) =>

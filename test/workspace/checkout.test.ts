@@ -14,11 +14,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { prepareCheckout } from "../../src/workspace/checkout.ts";
-import { authEnv, cleanRepoUrl, validateBranchName } from "../../src/workspace/git.ts";
-import { maintainMirror, syncMirror } from "../../src/workspace/mirror.ts";
-import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
-import { sparesSettled } from "../../src/workspace/spares.ts";
+import { prepareCheckout } from "../../src/workspace/git/checkout.ts";
+import { authEnv, cleanRepoUrl, validateBranchName } from "../../src/workspace/git/git.ts";
+import { maintainMirror, syncMirror } from "../../src/workspace/git/mirror.ts";
+import { sparesSettled } from "../../src/workspace/git/spares.ts";
+import { createSandboxWorkspace } from "../../src/workspace/sandbox/sandbox.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { commitFile, recordingLogger } from "./helpers.ts";
 

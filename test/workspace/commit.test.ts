@@ -1,8 +1,8 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { commitInWorkspace } from "../../src/workspace/commit.ts";
-import { launchAndCollect } from "../../src/workspace/launcher.ts";
+import { commitInWorkspace } from "../../src/workspace/git/commit.ts";
+import { launchAndCollect } from "../../src/workspace/process/launcher.ts";
 import { makeRepo, type TestRepo } from "../agent/setup.ts";
 
 let repo: TestRepo;

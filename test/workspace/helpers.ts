@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
-import { ownCgroups } from "../../src/workspace/cgroup-support.ts";
+import { ownCgroups } from "../../src/workspace/sandbox/cgroup-support.ts";
 
 /** A process that has exited but not been reaped is dead for our purposes. */
 export async function isAlive(pid: number): Promise<boolean> {

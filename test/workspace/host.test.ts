@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, readFile, realpath, rm, symlink } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createHostWorkspace } from "../../src/workspace/host.ts";
 import { PathEscapeError } from "../../src/workspace/paths.ts";
+import { createHostWorkspace } from "../../src/workspace/sandbox/host.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 import { isAlive, recordingLogger, waitUntil } from "./helpers.ts";
 

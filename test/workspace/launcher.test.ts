@@ -10,7 +10,7 @@ import {
   LaunchError,
   launch,
   launchAndCollect,
-} from "../../src/workspace/launcher.ts";
+} from "../../src/workspace/process/launcher.ts";
 import { isAlive, processesWith, waitUntil } from "./helpers.ts";
 
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
@@ -130,7 +130,7 @@ describe("process launcher", () => {
 
   it("answers malformed requests sent straight to it with an error, and keeps serving", async () => {
     const launcher = fork(
-      fileURLToPath(new URL("../../src/workspace/launcher-process.ts", import.meta.url)),
+      fileURLToPath(new URL("../../src/workspace/process/launcher-process.ts", import.meta.url)),
       {
         execArgv: [],
         serialization: "advanced",

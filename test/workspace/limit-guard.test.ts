@@ -1,6 +1,6 @@
 import { afterEach, expect, it, vi } from "vitest";
-import type { DiskMeter } from "../../src/workspace/disk-meter.ts";
-import { FAST_CHECK_MS, limitGuard } from "../../src/workspace/limit-guard.ts";
+import type { DiskMeter } from "../../src/workspace/sandbox/disk-meter.ts";
+import { FAST_CHECK_MS, limitGuard } from "../../src/workspace/sandbox/limit-guard.ts";
 import type { ExecResult } from "../../src/workspace/types.ts";
 import { recordingLogger } from "./helpers.ts";
 

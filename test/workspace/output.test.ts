@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { capStreams, capText, OutputCapture } from "../../src/workspace/output.ts";
+import { capStreams, capText, OutputCapture } from "../../src/workspace/process/output.ts";
 
 describe("capText", () => {
   it("leaves short text alone", () => {

@@ -6,8 +6,8 @@ import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { compileAddressPolicy, parseAddressRange } from "../../src/workspace/address-policy.ts";
-import { compileAllowList, startAllowListProxy } from "../../src/workspace/proxy.ts";
+import { compileAddressPolicy, parseAddressRange } from "../../src/config/address-policy.ts";
+import { compileAllowList, startAllowListProxy } from "../../src/workspace/sandbox/proxy.ts";
 import { recordingLogger } from "./helpers.ts";
 
 describe("compileAllowList", () => {

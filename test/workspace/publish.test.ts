@@ -14,9 +14,13 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { prepareCheckout } from "../../src/workspace/checkout.ts";
-import { assertPushAllowed, PushRefused, publishWorkspace } from "../../src/workspace/publish.ts";
-import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
+import { prepareCheckout } from "../../src/workspace/git/checkout.ts";
+import {
+  assertPushAllowed,
+  PushRefused,
+  publishWorkspace,
+} from "../../src/workspace/git/publish.ts";
+import { createSandboxWorkspace } from "../../src/workspace/sandbox/sandbox.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { commitFile } from "./helpers.ts";

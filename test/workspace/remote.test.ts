@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_EXEC_ANSWER_BYTES } from "../../src/workspace/agent/protocol.ts";
-import { createRemoteWorkspace } from "../../src/workspace/remote.ts";
+import { createRemoteWorkspace } from "../../src/workspace/agent/remote.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 import {
   type Answer,

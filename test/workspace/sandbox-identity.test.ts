@@ -13,9 +13,9 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SANDBOX_GROUP, SANDBOX_PASSWD, sandboxArgs } from "../../src/workspace/bwrap.ts";
-import { UNPRIVILEGED_OWNER } from "../../src/workspace/owner.ts";
-import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
+import { SANDBOX_GROUP, SANDBOX_PASSWD, sandboxArgs } from "../../src/workspace/sandbox/bwrap.ts";
+import { UNPRIVILEGED_OWNER } from "../../src/workspace/sandbox/owner.ts";
+import { createSandboxWorkspace } from "../../src/workspace/sandbox/sandbox.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 
 const asRoot = process.getuid?.() === 0;

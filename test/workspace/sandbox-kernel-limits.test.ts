@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, realpath, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { kernelSupport } from "../../src/workspace/limits.ts";
-import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
+import { kernelSupport } from "../../src/workspace/sandbox/limits.ts";
+import { createSandboxWorkspace } from "../../src/workspace/sandbox/sandbox.ts";
 import { jobCgroupDirs, mountedAt } from "./helpers.ts";
 
 // What this machine allows: a test that needs more is skipped, saying why.

@@ -2,7 +2,7 @@ import { mkdtemp, realpath, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
+import { createSandboxWorkspace } from "../../src/workspace/sandbox/sandbox.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 import { recordingLogger } from "./helpers.ts";
 

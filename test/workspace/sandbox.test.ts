@@ -5,8 +5,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { SandboxUnavailableError } from "../../src/workspace/bwrap.ts";
-import { createSandboxWorkspace } from "../../src/workspace/sandbox.ts";
+import { SandboxUnavailableError } from "../../src/workspace/sandbox/bwrap.ts";
+import { createSandboxWorkspace } from "../../src/workspace/sandbox/sandbox.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 import { processesWith, recordingLogger, waitUntil } from "./helpers.ts";
 

@@ -3,9 +3,9 @@ import { mkdir, mkdtemp, realpath, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { sweepCgroups } from "../../src/workspace/cgroup.ts";
-import { kernelSupport } from "../../src/workspace/limits.ts";
-import { sweepScratchDisks } from "../../src/workspace/scratch-disk.ts";
+import { sweepCgroups } from "../../src/workspace/sandbox/cgroup.ts";
+import { kernelSupport } from "../../src/workspace/sandbox/limits.ts";
+import { sweepScratchDisks } from "../../src/workspace/sandbox/scratch-disk.ts";
 import { jobCgroupDirs, mountedAt } from "./helpers.ts";
 
 const kernel = await kernelSupport();
@@ -17,7 +17,7 @@ afterEach(async () => {
 
 /** A worker that opens a sandbox, prints its command's cgroups, and waits to be killed. */
 const WORKER = `
-import { createSandboxWorkspace } from "./src/workspace/sandbox.ts";
+import { createSandboxWorkspace } from "./src/workspace/sandbox/sandbox.ts";
 const workspace = await createSandboxWorkspace(process.env.ROOT, { stateDir: process.env.STATE });
 const result = await workspace.exec("cat /proc/self/cgroup");
 process.stdout.write(JSON.stringify(result.stdout) + "\\n");

@@ -1,4 +1,4 @@
-import { DEFAULT_TIMEOUT_MS } from "../../workspace/exec.ts";
+import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/exec.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type {
   PluginTool,

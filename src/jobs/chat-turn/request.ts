@@ -1,6 +1,7 @@
 // What the web side records for a chat turn in its job row's context, read back by the worker.
 import { z } from "zod";
 import type { Job } from "../../store/jobs.ts";
+import { imageMediaType } from "../../store/message-param.ts";
 import { parseStored } from "../../store/stored-value.ts";
 
 const chatTurnRequest = z.object({
@@ -25,6 +26,11 @@ const chatTurnRequest = z.object({
    * person's.
    */
   operator: z.boolean().default(false),
+  /**
+   * The images the new message carries, stored in the chat's chat_images by the web side; they go
+   * to the model after the message's text.
+   */
+  images: z.array(z.object({ mediaType: imageMediaType, sha256: z.string() })).default([]),
 });
 
 export type ChatTurnRequest = z.infer<typeof chatTurnRequest>;

@@ -7,12 +7,13 @@ import type { AgentResult } from "../../agent/loop.ts";
 import { runTitle } from "../../agent/summary.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import { isPermanent } from "../../errors.ts";
-import { redact } from "../../github/redact.ts";
+import { redact } from "../../log/redact.ts";
 import { type ApiChat, getApiChat, lastTurn, saveChatTurn } from "../../store/api-chats.ts";
 import { appendJobEvent, listJobEvents } from "../../store/job-events.ts";
 import { getJob, type Job, updateJob } from "../../store/jobs.ts";
-import { commitInWorkspace, VMPILOT_AUTHOR } from "../../workspace/commit.ts";
-import { gitClient } from "../../workspace/git.ts";
+import { commitInWorkspace, VMPILOT_AUTHOR } from "../../workspace/git/commit.ts";
+import { gitClient } from "../../workspace/git/git.ts";
+import { restoreTurnBundle, saveTurnBundle } from "../../workspace/git/turn-bundle.ts";
 import {
   type Checkout,
   createWorkspace,
@@ -20,7 +21,6 @@ import {
   type Workspace,
 } from "../../workspace/index.ts";
 import { providerFor } from "../../workspace/isolation.ts";
-import { restoreTurnBundle, saveTurnBundle } from "../../workspace/turn-bundle.ts";
 import { runJobAgent, testsOf } from "../pipeline/agent.ts";
 import { loadChat } from "../pipeline/history.ts";
 import { JobProgress } from "../pipeline/progress.ts";
@@ -28,6 +28,7 @@ import { RESUME_INSTRUCTION } from "../pipeline/request.ts";
 import { agentRunDeps, type PipelineDeps } from "../pipeline.ts";
 import type { RunningJob } from "../queue.ts";
 import { extendHash } from "./history-hash.ts";
+import { withMessageImages } from "./images.ts";
 import { openChatPullRequest } from "./pull-request.ts";
 import { REPLY_END, renderReply } from "./reply.ts";
 import { type ChatTurnRequest, chatBranch, readChatTurnRequest } from "./request.ts";
@@ -71,7 +72,8 @@ export async function runChatTurn(
     ws = await openTurnWorkspace(deps, run, job, chat, request, settings.settings);
     const history = await loadChat(db, chat.id, job.id);
     // A message that only asks for the pull request runs no agent.
-    const asked = job.instruction.trim() !== "" || request.transcript !== "";
+    const asked =
+      job.instruction.trim() !== "" || request.transcript !== "" || request.images.length > 0;
     const result = !asked
       ? undefined
       : await runJobAgent({
@@ -87,7 +89,7 @@ export async function runChatTurn(
           instruction:
             run.attempt > 1 && history.fromThisJob > 0
               ? RESUME_INSTRUCTION
-              : instruction(job, request),
+              : await withMessageImages(db, chat.id, instruction(job, request), request.images),
           clientSystem: request.system,
           ...agentRunDeps(deps, settings),
           progress,

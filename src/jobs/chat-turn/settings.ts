@@ -1,7 +1,8 @@
 // A chat turn's settings and budget: a repository's as for its issue jobs (defaults, settings page,
 // `.github/vmpilot.yml`, the same gate, daily limit shared with them); a scratch workspace's from
 // the defaults, with the daily limit counted per chat owner (the operator, or a person by GitHub
-// user id). Either budget is reserved, so concurrent turns never promise more than the day allows.
+// user id). Either budget is reserved, with the chat owner's monthly one where the settings cap it,
+// so concurrent turns never promise more than the day or the month allows.
 import {
   checkRepoConfig,
   defaults,
@@ -11,8 +12,8 @@ import {
 import { loadRepoConfig } from "../../github/repo-config-loader.ts";
 import { getApiChat } from "../../store/api-chats.ts";
 import { getRepository } from "../../store/installations.ts";
-import { type Job, reserveBudget } from "../../store/jobs.ts";
-import { startOfUtcDay } from "../pipeline/settings.ts";
+import { type BudgetGrant, type Job, reserveBudget } from "../../store/jobs.ts";
+import { monthlyBudget, monthlyLimitText, startOfUtcDay } from "../pipeline/settings.ts";
 import type { PipelineDeps } from "../pipeline.ts";
 import { mayTrigger, rememberFileSettings } from "../trigger-settings.ts";
 import { readChatTurnRequest } from "./request.ts";
@@ -28,12 +29,13 @@ export type ChatTurnDeps = Pick<PipelineDeps, "db" | "auth" | "defaults"> & {
 
 export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<TurnSettings> {
   const db = deps.db.pool;
-  const since = startOfUtcDay(new Date());
+  const now = new Date();
   const limits = (settings: RepoSettings) => ({
     jobId: job.id,
-    since,
+    since: startOfUtcDay(now),
     maxDailyUsd: settings.maxDailyCostUsd,
     maxJobUsd: settings.maxCostUsd,
+    monthly: monthlyBudget(settings, now),
   });
   const chatOwner = (await getApiChat(db, job.chatId))?.owner;
   // A chat stored before owners were ids, whose owner could not be told, is nobody's to go on.
@@ -44,6 +46,7 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
     if (budget.dailyLeftUsd <= 0) {
       return { ok: false, error: dailyLimit(settings, "Your scratch chats") };
     }
+    if (monthlyReached(budget)) return { ok: false, error: monthlyLimit(settings) };
     return { ok: true, settings, budgetUsd: budget.grantUsd };
   }
   const repository = await getRepository(db, job.repositoryId);
@@ -80,8 +83,15 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
   if (budget.dailyLeftUsd <= 0) {
     return { ok: false, error: dailyLimit(settings, "This repository") };
   }
+  if (monthlyReached(budget)) return { ok: false, error: monthlyLimit(settings) };
   return { ok: true, settings, budgetUsd: budget.grantUsd };
 }
+
+const monthlyReached = (budget: BudgetGrant) =>
+  budget.monthlyLeftUsd !== undefined && budget.monthlyLeftUsd <= 0;
+
+const monthlyLimit = (settings: RepoSettings) =>
+  monthlyLimitText(settings.maxMonthlyCostUsdPerUser ?? 0, "you");
 
 function dailyLimit(settings: RepoSettings, who: string): string {
   return `${who} reached the daily cost limit ($${settings.maxDailyCostUsd.toFixed(2)}); try again tomorrow (UTC), or a maintainer can raise maxDailyCostUsd.`;

@@ -8,12 +8,12 @@ import { buildSystemPrompt } from "../../agent/prompt.ts";
 import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
 import type { ProviderTable } from "../../config/providers.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
-import type { Logger } from "../../github/logger.ts";
 import type { TestsSummary } from "../../github/progress-comment.ts";
+import type { Logger } from "../../log/logger.ts";
 import { saveCompaction } from "../../store/compactions.ts";
 import { appendMessage } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
-import { changedSince } from "../../workspace/commit.ts";
+import { changedSince } from "../../workspace/git/commit.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type { JobProgress } from "./progress.ts";
 import type { Mode } from "./request.ts";
@@ -38,6 +38,8 @@ export interface JobAgentInput {
   instruction: string | Anthropic.ContentBlockParam[];
   /** A chat client's system message, for a chat turn. */
   clientSystem?: string;
+  /** Plugins of this run alone (triage's apply_labels), offered even in a read-only mode. */
+  extraPlugins?: readonly Plugin[];
   settings: RepoSettings;
   /** The most this run may spend (job and daily limits). */
   budgetUsd: number;
@@ -52,10 +54,13 @@ export interface JobAgentInput {
   signal: AbortSignal;
 }
 
+/** The modes that change no file: bash to read with, and no editor. */
+const READ_ONLY: ReadonlySet<Mode> = new Set(["plan", "review", "triage"]);
+
 /** Read-only modes get no tests to report and no editor; reviews get the code_review guidance. */
 function pluginsFor(mode: Mode, enabled: readonly string[], available: readonly Plugin[]) {
   let names = enabled.length > 0 ? [...enabled] : [...DEFAULT_ENABLED_PLUGINS];
-  if (mode === "plan" || mode === "review") names = names.filter((n) => n !== "testing");
+  if (READ_ONLY.has(mode)) names = names.filter((n) => n !== "testing");
   if (mode === "review" && !names.includes("code_review")) names.push("code_review");
   return selectPlugins(available, names);
 }
@@ -66,7 +71,8 @@ export function testsOf(result: AgentResult): TestsSummary | undefined {
 }
 
 export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
-  const selected = pluginsFor(input.mode, input.settings.plugins, input.available);
+  const extra = input.extraPlugins ?? [];
+  const selected = [...pluginsFor(input.mode, input.settings.plugins, input.available), ...extra];
   const plugins = input.conversational
     ? selected.map((plugin) => ({ ...plugin, finishCheck: undefined }))
     : selected;
@@ -74,7 +80,7 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
     input.anthropic && "messages" in input.anthropic
       ? input.anthropic
       : createClient(input.anthropic);
-  const readOnly = input.mode === "plan" || input.mode === "review";
+  const readOnly = READ_ONLY.has(input.mode);
   const { progress, startSha } = input;
   let stored = input.storedCount;
   let compacted = Promise.resolve();
@@ -97,7 +103,9 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
     ...(startSha !== undefined && {
       changed: () => changedSince(input.workspace, startSha),
     }),
-    ...(readOnly && { tools: ["bash"] }),
+    ...(readOnly && {
+      tools: ["bash", ...extra.flatMap((plugin) => plugin.tools.map((tool) => tool.name))],
+    }),
     onEvent: (event) => {
       if (event.type === "tool_call" && event.name === "report_tests") progress.step("tests");
       if (event.type === "compacted") {

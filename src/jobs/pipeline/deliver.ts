@@ -7,8 +7,8 @@ import {
   publishPullRequest,
   renderPullRequestBody,
 } from "../../github/pull-request.ts";
-import type { CommitIdentity } from "../../workspace/commit.ts";
-import { publishWorkspace } from "../../workspace/publish.ts";
+import type { CommitIdentity } from "../../workspace/git/commit.ts";
+import { publishWorkspace } from "../../workspace/git/publish.ts";
 import type { JobWorkspace } from "./workspace.ts";
 
 export interface DeliverInput {
@@ -75,7 +75,11 @@ export async function deliver(input: DeliverInput): Promise<Delivered> {
     commit: {
       message: input.title,
       author: input.author,
-      coAuthors: [await coAuthor(input.octokit, input.requester, input.requesterId)],
+      // The app's own run (an automation) has no one else to credit.
+      coAuthors:
+        input.requester === input.author.name
+          ? []
+          : [await coAuthor(input.octokit, input.requester, input.requesterId)],
     },
     // Our own branch may be rewritten, but only from what it was when the job began.
     lease: input.served ? undefined : ws.remoteSha,

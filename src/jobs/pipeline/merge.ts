@@ -1,9 +1,9 @@
 // The merge mode: the base branch merged into the pull request's branch inside the workspace
 // (where the agent's commands run, for the reason commitInWorkspace gives), what git cannot merge
 // left to the agent, then the merge commit pushed as a fast-forward of the branch.
-import { type CommitIdentity, VMPILOT_AUTHOR } from "../../workspace/commit.ts";
-import { gitClient, validateBranchName } from "../../workspace/git.ts";
-import { publishWorkspace } from "../../workspace/publish.ts";
+import { type CommitIdentity, VMPILOT_AUTHOR } from "../../workspace/git/commit.ts";
+import { gitClient, validateBranchName } from "../../workspace/git/git.ts";
+import { publishWorkspace } from "../../workspace/git/publish.ts";
 import type { JobWorkspace } from "./workspace.ts";
 
 export interface MergeStart {

@@ -12,7 +12,7 @@ import {
 import { type Chat, linkChatToPr } from "../../store/chats.ts";
 import { updateJob } from "../../store/jobs.ts";
 import type { Queryable } from "../../store/sql.ts";
-import type { CommitIdentity } from "../../workspace/commit.ts";
+import type { CommitIdentity } from "../../workspace/git/commit.ts";
 import { testsOf } from "./agent.ts";
 import { type Delivered, deliver } from "./deliver.ts";
 import { finishMerge, type MergeStart } from "./merge.ts";

@@ -1,15 +1,16 @@
 // Where a running job reports: its session log (job_events, redacted), its cost on the job row,
 // and its progress comment on GitHub (throttled).
 import type { AgentEvent } from "../../agent/events.ts";
+import { describeToolCall } from "../../agent/tool-call.ts";
 import type { UsageTotals } from "../../agent/usage.ts";
-import type { Logger } from "../../github/logger.ts";
 import {
   type ProgressStep,
   type ProgressView,
   renderProgress,
   type ThrottledComment,
 } from "../../github/progress-comment.ts";
-import { redact, redactDeep } from "../../github/redact.ts";
+import type { Logger } from "../../log/logger.ts";
+import { redact, redactDeep } from "../../log/redact.ts";
 import { modelCost, modelTokens } from "../../metrics.ts";
 import { appendJobEvent } from "../../store/job-events.ts";
 import { updateJob } from "../../store/jobs.ts";
@@ -17,21 +18,8 @@ import type { Queryable } from "../../store/sql.ts";
 
 // The page cuts outputs at 100,000 characters; storing more only grows the table.
 const LOG_CAP = 200_000;
-const ACTIVITY_CAP = 200;
 // The elapsed time moves on while a long test run or model turn sends no events.
 const HEARTBEAT_MS = 30_000;
-
-/** One line for the progress comment: what the agent is doing now. */
-export function describeToolCall(name: string, input: unknown): string {
-  const i = (input ?? {}) as Record<string, unknown>;
-  const first = (value: unknown) =>
-    String(value ?? "")
-      .split("\n")[0]
-      ?.slice(0, ACTIVITY_CAP) ?? "";
-  if (name === "bash") return i.restart ? "bash: restart" : `$ ${first(i.command)}`;
-  if (name === "str_replace_based_edit_tool") return `${first(i.command)} ${first(i.path)}`.trim();
-  return name;
-}
 
 function capped(text: unknown): unknown {
   return typeof text === "string" && text.length > LOG_CAP

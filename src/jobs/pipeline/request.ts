@@ -1,4 +1,5 @@
-// What a job asks of the agent: the mode (fix, plan, review, review threads), and the user turn.
+// What a job asks of the agent: the mode (fix, plan, review, review threads, triage), and the user
+// turn.
 import type Anthropic from "@anthropic-ai/sdk";
 import { buildInstruction, type IssueContext, renderContext } from "../../github/issue-context.ts";
 import { type ReviewThread, threadsInstruction } from "../../github/review-threads.ts";
@@ -6,7 +7,7 @@ import { type Job, listJobs } from "../../store/jobs.ts";
 import type { Queryable } from "../../store/sql.ts";
 import type { JobImages } from "./images.ts";
 
-export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci";
+export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci" | "triage";
 
 export interface WorkRequest {
   mode: Mode;
@@ -42,17 +43,19 @@ export async function resolveRequest(
   }
   const verb = source.command ?? "fix";
   const mode: Mode =
-    source.trigger === "ci"
-      ? "ci"
-      : source.trigger === "base_push"
-        ? "merge"
-        : verb === "plan"
-          ? "plan"
-          : verb === "review"
-            ? "review"
-            : source.trigger === "review" || source.trigger === "review_comment"
-              ? "threads"
-              : "fix";
+    source.trigger === "automation" && verb === "triage"
+      ? "triage"
+      : source.trigger === "ci"
+        ? "ci"
+        : source.trigger === "base_push"
+          ? "merge"
+          : verb === "plan"
+            ? "plan"
+            : verb === "review"
+              ? "review"
+              : source.trigger === "review" || source.trigger === "review_comment"
+                ? "threads"
+                : "fix";
   const before = earlier.filter((j) => j.id < source.id);
   const approvesPlan =
     mode === "fix" &&
@@ -80,6 +83,10 @@ export interface InstructionParts {
   merge?: { base: string; conflicts: readonly string[] };
   /** ci: what failed on the head vmpilot pushed, rendered and fenced (ci-failures.ts). */
   ci?: { sha: string; failures: string };
+  /** An automation's run: the automation's name; its prompt is the request. */
+  automation?: string;
+  /** triage: the repository's labels, the only ones the run may apply. */
+  labels?: readonly string[];
   retry: boolean;
 }
 
@@ -91,9 +98,13 @@ function quoted(text: string): string {
     .join("\n");
 }
 
+/** Labels listed in a triage instruction; a repository with more shows these. */
+const LABELS_SHOWN = 300;
+
 /** The user turn for a job. Only the requester's words are instructions; the rest is fenced. */
 export function instructionFor(parts: InstructionParts): string {
   const { request, requester } = parts;
+  if (parts.automation !== undefined) return automationInstruction(parts, parts.automation);
   const noun = parts.kind === "pull_request" ? "pull request" : "issue";
   const words = request.request.trim() ? `\n\n${quoted(request.request)}` : "";
   const context = () => renderContext(parts.context, { itemSeen: parts.itemSeen });
@@ -114,6 +125,8 @@ export function instructionFor(parts: InstructionParts): string {
       break;
     case "merge":
       return mergeInstruction(parts.merge ?? { base: "the base branch", conflicts: [] });
+    case "triage":
+      return automationInstruction(parts, "triage");
     case "fix":
       if (request.approvesPlan) {
         lead = `@${requester} approved the plan you proposed above: carry it out now, with tests.`;
@@ -166,6 +179,29 @@ export function withImages(
   }
   if (notes) blocks.push({ type: "text", text: notes });
   return blocks;
+}
+
+/**
+ * The user turn of an automation's run on an issue: the automation's prompt is the instruction
+ * (the repository's maintainers wrote it into the file), the issue is context.
+ */
+function automationInstruction(parts: InstructionParts, name: string): string {
+  const asks = `The repository's automation \`${name.replaceAll("`", "'")}\` asks (this is your instruction):\n\n${quoted(parts.request.request)}`;
+  const context = renderContext(parts.context, { itemSeen: parts.itemSeen });
+  if (parts.request.mode !== "triage") {
+    return `${asks}\n\nIt runs on issue #${parts.number}, which was just opened.\n\n${context}`;
+  }
+  const labels = (parts.labels ?? []).slice(0, LABELS_SHOWN);
+  const choices =
+    labels.length > 0
+      ? `The repository's labels, the only ones apply_labels takes:\n${labels.map((label) => `- ${JSON.stringify(label)}`).join("\n")}`
+      : "The repository has no labels: apply none.";
+  return [
+    asks,
+    `This is a triage of issue #${parts.number}, which was just opened. Do not change any files: read the code with read-only commands where it helps. Apply the labels that fit with apply_labels (once, with all of them). Your final reply is posted on the issue as it is, as one comment: write it to the issue's author.`,
+    choices,
+    context,
+  ].join("\n\n");
 }
 
 /** The app's own turn after the base branch moved: resolve what git could not, then test. */

@@ -2,7 +2,7 @@
 // on the lines it points at (`path:line — text`, as the code_review plugin asks).
 import type { ProbotOctokit } from "probot";
 import { quietMentions } from "../../github/progress-comment.ts";
-import { redact } from "../../github/redact.ts";
+import { redact } from "../../log/redact.ts";
 
 export interface InlineComment {
   path: string;

@@ -2,11 +2,11 @@
 // comment, which every way out of the pipeline ends by editing exactly once more.
 import type { ProbotOctokit } from "probot";
 import { editComment, type Item, postComment } from "../../github/comments.ts";
-import { type JobContext, readJobContext } from "../../github/job-context.ts";
-import type { Logger } from "../../github/logger.ts";
 import { renderFailure, renderNotice, ThrottledComment } from "../../github/progress-comment.ts";
-import { redact } from "../../github/redact.ts";
+import type { Logger } from "../../log/logger.ts";
+import { redact } from "../../log/redact.ts";
 import type { Database } from "../../store/database.ts";
+import { type JobContext, readJobContext } from "../../store/job-context.ts";
 import { type IssueJob, type JobStatus, updateJob } from "../../store/jobs.ts";
 import { jobUrl } from "../acknowledge-messages.ts";
 import { JobProgress } from "./progress.ts";

@@ -4,7 +4,7 @@
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { PermanentError } from "../../errors.ts";
-import type { Logger } from "../../github/logger.ts";
+import type { Logger } from "../../log/logger.ts";
 import { workspaceErrors } from "../../metrics.ts";
 import {
   type Checkout,

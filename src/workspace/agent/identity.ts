@@ -5,7 +5,7 @@
 // command no capability and no way back; and the agent itself then takes the command user as its
 // effective uid, so the files it reads and writes are the commands' own and nothing more. Its real
 // uid stays root: a process of the command user cannot signal it, trace it or read its /proc.
-import type { Owner } from "../owner.ts";
+import type { Owner } from "../sandbox/owner.ts";
 
 /** What the agent's commands run as: VMPILOT_AGENT_COMMAND_USER, `uid:gid`. */
 export function parseCommandUser(text: string): Owner | undefined {

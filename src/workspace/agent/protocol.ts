@@ -1,7 +1,7 @@
 // The workspace agent's wire format, shared by the agent (inside the VM) and the worker's client.
 // Plain JSON over HTTP; file contents travel as raw bytes.
 import { z } from "zod";
-import { LOG_OUTPUT_CAP, MODEL_OUTPUT_CAP } from "../output.ts";
+import { LOG_OUTPUT_CAP, MODEL_OUTPUT_CAP } from "../process/output.ts";
 
 export const execRequest = z.strictObject({
   /** Names the command for /v1/cancel. */

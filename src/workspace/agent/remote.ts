@@ -8,7 +8,11 @@ import { type IncomingMessage, request } from "node:http";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { z } from "zod";
-import { readCapped } from "../web/capped-body.ts";
+import { readCapped } from "../../http/capped-body.ts";
+import { PathEscapeError } from "../paths.ts";
+import { DEFAULT_TIMEOUT_MS } from "../process/exec.ts";
+import { FileRefusedError } from "../read-capped.ts";
+import type { BlockedConnection, ProviderName, Workspace } from "../types.ts";
 import {
   ANSWER_ENVELOPE_BYTES,
   agentError,
@@ -18,11 +22,7 @@ import {
   MAX_EXEC_ANSWER_BYTES,
   MAX_FILE_BYTES,
   MAX_LIST_ANSWER_BYTES,
-} from "./agent/protocol.ts";
-import { DEFAULT_TIMEOUT_MS } from "./exec.ts";
-import { PathEscapeError } from "./paths.ts";
-import { FileRefusedError } from "./read-capped.ts";
-import type { BlockedConnection, ProviderName, Workspace } from "./types.ts";
+} from "./protocol.ts";
 
 /**
  * Where the agent listens: a unix socket (local) or an http://host:port base (a VM's address).
@@ -74,7 +74,7 @@ interface Answer {
 type Body = Buffer | { file: string; size: number };
 
 /** A signal that aborts after `ms`; tests pass their own, fired by hand. */
-export type Deadline = (ms: number) => AbortSignal;
+type Deadline = (ms: number) => AbortSignal;
 
 interface Call {
   path: string;

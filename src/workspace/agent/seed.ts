@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { runProcess } from "../exec.ts";
-import type { Owner } from "../owner.ts";
+import { runProcess } from "../process/exec.ts";
+import type { Owner } from "../sandbox/owner.ts";
 import { MAX_SEED_BYTES } from "./protocol.ts";
 
 export class SeedRefused extends Error {

@@ -1,4 +1,4 @@
-import { fallbackLogger, type Logger } from "../github/logger.ts";
+import { fallbackLogger, type Logger } from "../../log/logger.ts";
 import { type GitAuth, gitClient, validateBranchName } from "./git.ts";
 import { defaultBranch, sharedClone, syncMirror } from "./mirror.ts";
 import { claimSpare, refreshSpare, replenishSpare } from "./spares.ts";

@@ -1,4 +1,4 @@
-import type { Workspace } from "./types.ts";
+import type { Workspace } from "../types.ts";
 
 export interface CommitIdentity {
   name: string;

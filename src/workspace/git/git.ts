@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from "node:path";
-import { isValidBranchName } from "../github/branch-name.ts";
-import { launchAndCollect } from "./launcher.ts";
+import { isValidBranchName } from "../../github/branch-name.ts";
+import { launchAndCollect } from "../process/launcher.ts";
 
 /** Credentials for one clone or fetch. They travel in the environment of that command only. */
 export interface GitAuth {

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { access, mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { fallbackLogger, type Logger } from "../github/logger.ts";
+import { fallbackLogger, type Logger } from "../../log/logger.ts";
 import { cleanRepoUrl, type GitAuth, gitClient } from "./git.ts";
 
 /** A readable, collision-free directory name for one repository URL. */

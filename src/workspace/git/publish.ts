@@ -13,12 +13,12 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PermanentError } from "../errors.ts";
-import { BRANCH_PREFIX } from "../github/branch-name.ts";
-import type { ChangedFile } from "../github/pull-request.ts";
+import { PermanentError } from "../../errors.ts";
+import { BRANCH_PREFIX } from "../../github/branch-name.ts";
+import type { ChangedFile } from "../../github/pull-request.ts";
+import type { Workspace } from "../types.ts";
 import { type CommitOptions, commitInWorkspace } from "./commit.ts";
 import { type GitAuth, gitClient, validateBranchName } from "./git.ts";
-import type { Workspace } from "./types.ts";
 
 export interface PushTarget {
   branch: string;

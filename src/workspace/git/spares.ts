@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
-import type { Logger } from "../github/logger.ts";
+import type { Logger } from "../../log/logger.ts";
 import { gitClient, validateBranchName } from "./git.ts";
 import { defaultBranch, type Mirror, sharedClone } from "./mirror.ts";
 

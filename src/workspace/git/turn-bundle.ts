@@ -1,7 +1,7 @@
 // A chat-face workspace between turns: its commits since the checkout's base as a git bundle, kept
 // in the database, so whichever worker takes the next turn (or goes back to this one) rebuilds it.
 // Both ends run inside the workspace: the agent may have planted hooks or filters in its .git.
-import type { Workspace } from "./types.ts";
+import type { Workspace } from "../types.ts";
 
 const FILE = ".git/vmpilot-turn.bundle";
 /** The sandbox writes the bundle, so its size is checked before the worker reads it. */

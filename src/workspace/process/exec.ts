@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import type { ExecResult } from "../types.ts";
 import {
   type Exit,
   type Launched,
@@ -7,7 +8,6 @@ import {
   type OutputHandler,
 } from "./launcher.ts";
 import { capStreams, MODEL_OUTPUT_CAP, OutputCapture } from "./output.ts";
-import type { ExecResult } from "./types.ts";
 
 export const DEFAULT_TIMEOUT_MS = 120_000;
 

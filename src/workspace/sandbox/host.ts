@@ -1,11 +1,11 @@
 import { homedir } from "node:os";
 import { resolve } from "node:path";
-import { fallbackLogger, type Logger } from "../github/logger.ts";
-import { baseEnv, withExtraEnv } from "./env.ts";
-import { runProcess } from "./exec.ts";
-import { fileOps } from "./files.ts";
-import { resolveInside } from "./paths.ts";
-import type { Workspace } from "./types.ts";
+import { fallbackLogger, type Logger } from "../../log/logger.ts";
+import { fileOps } from "../files.ts";
+import { resolveInside } from "../paths.ts";
+import { baseEnv, withExtraEnv } from "../process/env.ts";
+import { runProcess } from "../process/exec.ts";
+import type { Workspace } from "../types.ts";
 
 export interface HostWorkspaceOptions {
   logger?: Logger;

@@ -1,30 +1,10 @@
+import type { SandboxLimits } from "../../config/workspace.ts";
+import type { ExecResult } from "../types.ts";
 import { sweepCgroups } from "./cgroup.ts";
 import { type CgroupSupport, cgroupSupport } from "./cgroup-support.ts";
 import { scratchDiskProblem, sweepScratchDisks } from "./scratch-disk.ts";
-import type { ExecResult } from "./types.ts";
 
-/**
- * What one sandbox may use. Where the host allows, the kernel holds the job as a whole: a cgroup
- * for memory and processes, a filesystem of the limit's size for /tmp and HOME. Always, rlimits in
- * the command's shell hold each process, and disk use is measured around and during commands.
- */
-export interface SandboxLimits {
-  /** Processes and threads: the job's cgroup (pids.max), and RLIMIT_NPROC per command. */
-  processes: number;
-  /** Memory of the whole job, swap and memfds included (cgroup), and per process (RLIMIT_DATA). */
-  memoryMb: number;
-  /** Largest file a command may write (RLIMIT_FSIZE), in MB. */
-  fileMb: number;
-  /** The checkout, /tmp and HOME together, in MB. */
-  diskMb: number;
-}
-
-export const DEFAULT_LIMITS: SandboxLimits = {
-  processes: 1024,
-  memoryMb: 8192,
-  fileMb: 2048,
-  diskMb: 20_480,
-};
+export { DEFAULT_LIMITS, type SandboxLimits } from "../../config/workspace.ts";
 
 /**
  * The rlimits, set on the command's own line so that bash's line numbers in errors stay right.

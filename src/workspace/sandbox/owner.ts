@@ -1,6 +1,6 @@
 import { lchown } from "node:fs/promises";
 import { dirname } from "node:path";
-import { launchAndCollect } from "./launcher.ts";
+import { launchAndCollect } from "../process/launcher.ts";
 
 /** A host uid and gid that files in a checkout are handed to. */
 export interface Owner {

@@ -3,9 +3,9 @@ import { lookup } from "node:dns/promises";
 import http from "node:http";
 import net from "node:net";
 import type { Duplex } from "node:stream";
-import type { Logger } from "../github/logger.ts";
-import { compileAddressPolicy } from "./address-policy.ts";
-import type { BlockedConnection } from "./types.ts";
+import { compileAddressPolicy } from "../../config/address-policy.ts";
+import type { Logger } from "../../log/logger.ts";
+import type { BlockedConnection } from "../types.ts";
 
 /** Enough to report what a run tried to reach, without letting a loop grow memory forever. */
 const MAX_RECORDED = 1000;

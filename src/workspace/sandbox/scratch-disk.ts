@@ -5,7 +5,7 @@
 import { chmod, mkdtemp, open, readFile, rm, statfs, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { launchAndCollect } from "./launcher.ts";
+import { launchAndCollect } from "../process/launcher.ts";
 import { parseMountInfo } from "./mountinfo.ts";
 import { ownerGone, ownerTag } from "./stale.ts";
 

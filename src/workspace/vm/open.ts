@@ -5,15 +5,15 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Logger } from "../../github/logger.ts";
-import { gitClient } from "../git.ts";
-import { startAllowListProxy } from "../proxy.ts";
+import type { Logger } from "../../log/logger.ts";
 import {
   agentHealthy,
   createRemoteWorkspace,
   seedRemoteCheckout,
   waitForAgent,
-} from "../remote.ts";
+} from "../agent/remote.ts";
+import { gitClient } from "../git/git.ts";
+import { startAllowListProxy } from "../sandbox/proxy.ts";
 import type { Workspace } from "../types.ts";
 import { endpointOf, type Vm, type VmEngine } from "./engine.ts";
 import type { EgressGateway } from "./gateway.ts";

@@ -3,8 +3,8 @@
 // returned, so no VM is reused across jobs or repositories. Pooled VMs are labelled
 // `pool-<worker>-<boot>`: a restarted worker destroys its previous boot's (sweep.ts).
 import { randomBytes } from "node:crypto";
-import type { Logger } from "../../github/logger.ts";
-import { agentHealthy, waitForAgent } from "../remote.ts";
+import type { Logger } from "../../log/logger.ts";
+import { agentHealthy, waitForAgent } from "../agent/remote.ts";
 import { endpointOf, type Vm, type VmEngine } from "./engine.ts";
 
 interface StartedVm {

@@ -1,9 +1,9 @@
 // The VM engines' settings, read from the environment, so the worker, the chat turns and the CLI
 // configure an engine the same way. Missing or malformed settings name the variables.
 import { z } from "zod";
-import type { Logger } from "../../github/logger.ts";
-import { registerSecret } from "../../github/redact.ts";
-import { SandboxUnavailableError } from "../bwrap.ts";
+import type { Logger } from "../../log/logger.ts";
+import { registerSecret } from "../../log/redact.ts";
+import { SandboxUnavailableError } from "../sandbox/bwrap.ts";
 import type { VmEngine } from "./engine.ts";
 import { createFlyEngine } from "./fly.ts";
 import { createEgressGateway, type EgressGateway } from "./gateway.ts";
