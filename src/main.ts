@@ -21,7 +21,7 @@ import { intakeApp } from "./intake/app.ts";
 import { capWebhookBody } from "./intake/body-limit.ts";
 import { syncAutomations } from "./jobs/automations.ts";
 import { startInstallationSync } from "./jobs/installation-sync.ts";
-import type { PipelineDeps } from "./jobs/pipeline.ts";
+import type { PipelineDeps } from "./jobs/pipeline/run.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue.ts";
 import { Readiness } from "./jobs/readiness.ts";
 import { type Backoff, untilReachable } from "./jobs/until-reachable.ts";

@@ -19,7 +19,7 @@ import { JobProgress } from "./pipeline/progress.ts";
 import { RESUME_INSTRUCTION } from "./pipeline/request.ts";
 import { jobSettings } from "./pipeline/settings.ts";
 import { type JobWorkspace, openJobWorkspace } from "./pipeline/workspace.ts";
-import { agentRunDeps, type PipelineDeps } from "./pipeline.ts";
+import { agentRunDeps, type PipelineDeps } from "./pipeline/run.ts";
 import type { RunningJob } from "./queue.ts";
 
 type Run = Pick<RunningJob, "jobId" | "attempt" | "maxAttempts" | "signal">;

@@ -11,7 +11,7 @@ import { isScheduledRun, runScheduledAutomation } from "./automations-run.ts";
 import { runChatTurn } from "./chat-turn/run.ts";
 import { runConfigCheck } from "./config-check.ts";
 import { type MergeablePoll, mergeWanted } from "./merge-gate.ts";
-import { type PipelineDeps, runPipeline } from "./pipeline.ts";
+import { type PipelineDeps, runPipeline } from "./pipeline/run.ts";
 import type { DeadJob, Queue } from "./queue.ts";
 import { runReadyCheck } from "./ready.ts";
 

@@ -6,7 +6,7 @@ import { recordIssueAutomations } from "../../src/intake/automations.ts";
 import { acknowledge } from "../../src/jobs/acknowledge.ts";
 import { type ScheduledContext, syncAutomations } from "../../src/jobs/automations.ts";
 import { runScheduledAutomation } from "../../src/jobs/automations-run.ts";
-import { runPipeline } from "../../src/jobs/pipeline.ts";
+import { runPipeline } from "../../src/jobs/pipeline/run.ts";
 import { createAutomationChat } from "../../src/store/chats.ts";
 import { getRepository, setRepositoryFileSettings } from "../../src/store/installations.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { discoverPlugins, type Plugin } from "../../src/agent/plugins.ts";
-import type { PipelineDeps } from "../../src/jobs/pipeline.ts";
+import type { PipelineDeps } from "../../src/jobs/pipeline/run.ts";
 import { type ChatKind, findOrCreateChat } from "../../src/store/chats.ts";
 import type { Database } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";

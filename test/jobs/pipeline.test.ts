@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { type PipelineDeps, runPipeline } from "../../src/jobs/pipeline.ts";
+import { type PipelineDeps, runPipeline } from "../../src/jobs/pipeline/run.ts";
 import { modelTokens, workspaceErrors } from "../../src/metrics.ts";
 import { getChat } from "../../src/store/chats.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";

@@ -8,7 +8,7 @@ import { VMPILOT_AUTHOR } from "../../workspace/git/commit.ts";
 import { publishWorkspace } from "../../workspace/git/publish.ts";
 import type { Checkout, Workspace } from "../../workspace/index.ts";
 import { testsOf } from "../pipeline/agent.ts";
-import type { PipelineDeps } from "../pipeline.ts";
+import type { PipelineDeps } from "../pipeline/run.ts";
 import { readChatTurnRequest } from "./request.ts";
 
 export interface ChatPullRequestInput {

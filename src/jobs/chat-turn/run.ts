@@ -25,7 +25,7 @@ import { runJobAgent, testsOf } from "../pipeline/agent.ts";
 import { loadChat } from "../pipeline/history.ts";
 import { JobProgress } from "../pipeline/progress.ts";
 import { RESUME_INSTRUCTION } from "../pipeline/request.ts";
-import { agentRunDeps, type PipelineDeps } from "../pipeline.ts";
+import { agentRunDeps, type PipelineDeps } from "../pipeline/run.ts";
 import type { RunningJob } from "../queue.ts";
 import { extendHash } from "./history-hash.ts";
 import { withMessageImages } from "./images.ts";

@@ -4,47 +4,47 @@
 // another.
 import type Anthropic from "@anthropic-ai/sdk";
 import type { ProbotOctokit } from "probot";
-import type { ClientOptions } from "../agent/model-call.ts";
-import type { Plugin } from "../agent/plugins.ts";
-import type { OpenAiProviderOptions } from "../agent/providers/openai.ts";
-import type { ProviderTable } from "../config/providers.ts";
-import type { RepoSettings } from "../config/repo-config.ts";
-import { isPermanent } from "../errors.ts";
-import type { ImageFetchOptions } from "../github/images.ts";
-import { gatherIssueContext, type IssueContext } from "../github/issue-context.ts";
-import type { ProgressStep } from "../github/progress-comment.ts";
-import type { RepoConfigLoad } from "../github/repo-config-loader.ts";
-import { listUnresolvedThreads } from "../github/review-threads.ts";
-import type { Logger } from "../log/logger.ts";
-import { getChat } from "../store/chats.ts";
-import type { Database } from "../store/database.ts";
-import { getIssueJob, updateJob } from "../store/jobs.ts";
-import type { CommitIdentity } from "../workspace/git/commit.ts";
-import { SPARE_REPOSITORIES } from "../workspace/git/spares.ts";
-import type { ProviderName, SandboxLimits } from "../workspace/index.ts";
-import { providerFor, type VmProviderName } from "../workspace/isolation.ts";
-import type { VmPool } from "../workspace/vm/pool.ts";
-import { runJobAgent } from "./pipeline/agent.ts";
-import { afterPush, ciFailures } from "./pipeline/ci.ts";
-import { loadChat } from "./pipeline/history.ts";
-import { NO_IMAGES, readJobImages } from "./pipeline/images.ts";
-import { startMerge } from "./pipeline/merge.ts";
-import { fixBody, mergeBody, planBody, reviewBody } from "./pipeline/outcome.ts";
+import type { ClientOptions } from "../../agent/model-call.ts";
+import type { Plugin } from "../../agent/plugins.ts";
+import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
+import type { ProviderTable } from "../../config/providers.ts";
+import type { RepoSettings } from "../../config/repo-config.ts";
+import { isPermanent } from "../../errors.ts";
+import type { ImageFetchOptions } from "../../github/images.ts";
+import { gatherIssueContext, type IssueContext } from "../../github/issue-context.ts";
+import type { ProgressStep } from "../../github/progress-comment.ts";
+import type { RepoConfigLoad } from "../../github/repo-config-loader.ts";
+import { listUnresolvedThreads } from "../../github/review-threads.ts";
+import type { Logger } from "../../log/logger.ts";
+import { getChat } from "../../store/chats.ts";
+import type { Database } from "../../store/database.ts";
+import { getIssueJob, updateJob } from "../../store/jobs.ts";
+import type { CommitIdentity } from "../../workspace/git/commit.ts";
+import { SPARE_REPOSITORIES } from "../../workspace/git/spares.ts";
+import type { ProviderName, SandboxLimits } from "../../workspace/index.ts";
+import { providerFor, type VmProviderName } from "../../workspace/isolation.ts";
+import type { VmPool } from "../../workspace/vm/pool.ts";
+import { runJobAgent } from "./agent.ts";
+import { afterPush, ciFailures } from "./ci.ts";
+import { loadChat } from "./history.ts";
+import { NO_IMAGES, readJobImages } from "./images.ts";
+import { startMerge } from "./merge.ts";
+import { fixBody, mergeBody, planBody, reviewBody } from "./outcome.ts";
 import {
   instructionFor,
   type Mode,
   RESUME_INSTRUCTION,
   resolveRequest,
   withImages,
-} from "./pipeline/request.ts";
-import { openSession, type PipelineOutcome, type Session } from "./pipeline/session.ts";
-import { jobSettings } from "./pipeline/settings.ts";
-import { chooseTarget, pushes } from "./pipeline/target.ts";
-import { labelPlugin, repositoryLabels, triageEnd } from "./pipeline/triage.ts";
-import { type JobWorkspace, openJobWorkspace } from "./pipeline/workspace.ts";
-import type { Queue, RunningJob } from "./queue.ts";
+} from "./request.ts";
+import { openSession, type PipelineOutcome, type Session } from "./session.ts";
+import { jobSettings } from "./settings.ts";
+import { chooseTarget, pushes } from "./target.ts";
+import { labelPlugin, repositoryLabels, triageEnd } from "./triage.ts";
+import { type JobWorkspace, openJobWorkspace } from "./workspace.ts";
+import type { Queue, RunningJob } from "../queue.ts";
 
-export type { PipelineOutcome } from "./pipeline/session.ts";
+export type { PipelineOutcome } from "./session.ts";
 
 export interface PipelineDeps {
   db: Database;
