@@ -1,8 +1,10 @@
 import type pg from "pg";
+import { z } from "zod";
 import { PermanentError } from "../errors.ts";
 import { type ChatOwner, ownedBy } from "./api-chats.ts";
 import { jobSpender, spenderJobs } from "./spenders.ts";
 import { prepared, type Queryable, withTransaction } from "./sql.ts";
+import { bigint, queryRows } from "./stored-value.ts";
 
 const JOB_STATUSES = [
   "queued",
@@ -27,24 +29,26 @@ const FINAL_STATUSES: readonly JobStatus[] = [
   "dead",
 ];
 
-export type JobTrigger =
-  | "label"
-  | "assigned"
-  | "mention"
-  | "command"
-  | "review"
-  | "review_comment"
-  /** The app's own: the base branch of the chat's pull request moved (merge it in if it conflicts). */
-  | "base_push"
-  /** The app's own: a check failed on the head vmpilot pushed last to its pull request. */
-  | "ci"
-  /** A turn of the chat face: no installation, repository or item when it runs on scratch. */
-  | "chat"
-  /**
-   * A run of one of the repository's automations (jobs.context.automation names it): on the issue
-   * that started it, or, on a schedule, on no item (number null).
-   */
-  | "automation";
+/**
+ * What started a job. base_push and ci are the app's own (the base of the chat's pull request
+ * moved; a check failed on the head vmpilot pushed last); chat is a turn of the chat face (no
+ * installation, repository or item on scratch); automation is a run of one of the repository's
+ * automations (jobs.context.automation names it), on the issue that started it or, on a
+ * schedule, on no item.
+ */
+const JOB_TRIGGERS = [
+  "label",
+  "assigned",
+  "mention",
+  "command",
+  "review",
+  "review_comment",
+  "base_push",
+  "ci",
+  "chat",
+  "automation",
+] as const;
+export type JobTrigger = (typeof JOB_TRIGGERS)[number];
 
 export interface Job {
   id: number;
@@ -118,69 +122,67 @@ export interface JobPatch {
   finishedAt?: Date | null;
 }
 
-interface JobRow {
-  id: string;
-  chat_id: string;
-  installation_id: string | null;
-  repository_id: string | null;
-  repo: string;
-  number: number | null;
-  trigger: JobTrigger;
-  command: string | null;
-  requester: string;
-  instruction: string;
-  status: JobStatus;
-  branch: string | null;
-  pr_number: number | null;
-  trigger_comment_id: string | null;
-  progress_comment_id: string | null;
-  delivery_id: string | null;
-  context: Record<string, unknown>;
-  error: string | null;
-  attempts: number;
-  cancel_requested_at: Date | null;
-  noticed_at: Date | null;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-  updated_at: Date;
-  usage: Record<string, unknown>;
-  cost_usd: string;
-}
-
-const optionalNumber = (v: string | null) => (v === null ? null : Number(v));
-
-function toJob(row: JobRow): Job {
-  return {
-    id: Number(row.id),
-    chatId: Number(row.chat_id),
-    installationId: optionalNumber(row.installation_id),
-    repositoryId: optionalNumber(row.repository_id),
-    repo: row.repo,
-    number: row.number,
-    trigger: row.trigger,
-    command: row.command,
-    requester: row.requester,
-    instruction: row.instruction,
-    status: row.status,
-    branch: row.branch,
-    prNumber: row.pr_number,
-    triggerCommentId: optionalNumber(row.trigger_comment_id),
-    progressCommentId: optionalNumber(row.progress_comment_id),
-    deliveryId: row.delivery_id,
-    context: row.context,
-    error: row.error,
-    attempts: row.attempts,
-    cancelRequestedAt: row.cancel_requested_at,
-    noticedAt: row.noticed_at,
-    createdAt: row.created_at,
-    startedAt: row.started_at,
-    finishedAt: row.finished_at,
-    updatedAt: row.updated_at,
-    usage: row.usage,
-    costUsd: Number(row.cost_usd),
-  };
-}
+const JobRow = z
+  .object({
+    id: bigint,
+    chat_id: bigint,
+    installation_id: bigint.nullable(),
+    repository_id: bigint.nullable(),
+    repo: z.string(),
+    number: z.number().int().nullable(),
+    trigger: z.enum(JOB_TRIGGERS),
+    command: z.string().nullable(),
+    requester: z.string(),
+    instruction: z.string(),
+    status: z.enum(JOB_STATUSES),
+    branch: z.string().nullable(),
+    pr_number: z.number().int().nullable(),
+    trigger_comment_id: bigint.nullable(),
+    progress_comment_id: bigint.nullable(),
+    delivery_id: z.string().nullable(),
+    context: z.record(z.string(), z.unknown()),
+    error: z.string().nullable(),
+    attempts: z.number().int(),
+    cancel_requested_at: z.date().nullable(),
+    noticed_at: z.date().nullable(),
+    created_at: z.date(),
+    started_at: z.date().nullable(),
+    finished_at: z.date().nullable(),
+    updated_at: z.date(),
+    usage: z.record(z.string(), z.unknown()),
+    cost_usd: z.union([z.string(), z.number()]).transform(Number),
+  })
+  .transform(
+    (row): Job => ({
+      id: row.id,
+      chatId: row.chat_id,
+      installationId: row.installation_id,
+      repositoryId: row.repository_id,
+      repo: row.repo,
+      number: row.number,
+      trigger: row.trigger,
+      command: row.command,
+      requester: row.requester,
+      instruction: row.instruction,
+      status: row.status,
+      branch: row.branch,
+      prNumber: row.pr_number,
+      triggerCommentId: row.trigger_comment_id,
+      progressCommentId: row.progress_comment_id,
+      deliveryId: row.delivery_id,
+      context: row.context,
+      error: row.error,
+      attempts: row.attempts,
+      cancelRequestedAt: row.cancel_requested_at,
+      noticedAt: row.noticed_at,
+      createdAt: row.created_at,
+      startedAt: row.started_at,
+      finishedAt: row.finished_at,
+      updatedAt: row.updated_at,
+      usage: row.usage,
+      costUsd: row.cost_usd,
+    }),
+  );
 
 // How a NewJob fills the jobs table, for the one-row and the many-row insert: column, array type
 // for unnest, and the value.
@@ -212,11 +214,15 @@ const INSERT_JOBS = `
   SELECT * FROM unnest($1::bigint[], ${placeholders((type) => `::${type}[]`, 1)})`;
 
 export async function insertJob(db: Queryable, job: NewJob): Promise<Job> {
-  const { rows } = await db.query<JobRow>(
+  const [inserted] = await queryRows(
+    db,
     INSERT_JOB,
     NEW_JOB_COLUMNS.map(([, , value]) => value(job)),
+    JobRow,
+    "a new jobs row",
   );
-  return toJob(rows[0] as JobRow);
+  if (!inserted) throw new Error("the jobs insert returned no row");
+  return inserted;
 }
 
 /**
@@ -231,8 +237,8 @@ export async function insertJobs(db: Queryable, ids: number[], jobs: NewJob[]): 
 }
 
 export async function getJob(db: Queryable, id: number): Promise<Job | undefined> {
-  const { rows } = await db.query<JobRow>("SELECT * FROM jobs WHERE id = $1", [id]);
-  return rows[0] && toJob(rows[0]);
+  const [job] = await queryRows(db, "SELECT * FROM jobs WHERE id = $1", [id], JobRow, `job ${id}`);
+  return job;
 }
 
 /** The job, when it is an issue job; a chat turn is no job of the GitHub pipeline. */
@@ -273,11 +279,14 @@ export async function updateJob(
     sets.push("finished_at = coalesce(finished_at, now())");
   }
   sets.push("updated_at = now()");
-  const { rows } = await db.query<JobRow>(
+  const [job] = await queryRows(
+    db,
     `UPDATE jobs SET ${sets.join(", ")} WHERE id = $1 RETURNING *`,
     values,
+    JobRow,
+    `the updated job ${id}`,
   );
-  return rows[0] && toJob(rows[0]);
+  return job;
 }
 
 export interface JobFilter {
@@ -317,12 +326,14 @@ export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<J
   if (filter.beforeId !== undefined) add("id < ?", filter.beforeId);
   if (filter.unfinished) where.push("finished_at IS NULL");
   values.push(filter.limit ?? 50);
-  const { rows } = await db.query<JobRow>(
+  return queryRows(
+    db,
     `SELECT * FROM jobs ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
      ORDER BY id DESC LIMIT $${values.length}`,
     values,
+    JobRow,
+    "listed jobs",
   );
-  return rows.map(toJob);
 }
 
 /**
