@@ -1,7 +1,13 @@
 // A turn's session-log events, relayed to the client as they are stored: OpenAI's streamed chunks
 // (`chat.completion.chunk`, then `[DONE]`), or one `chat.completion` at the end.
 import type { ServerResponse } from "node:http";
-import { REPLY_END, replyPiece, WORKING } from "../jobs/chat-turn/reply.ts";
+import { pieceOf, WORKING } from "../jobs/chat-turn/reply.ts";
+import {
+  REPLY_END,
+  readJobEvent,
+  type StoredUsage,
+  storedUsage,
+} from "../store/job-event-kinds.ts";
 import { jobEventMark, waitForJobEvent } from "../store/job-event-signal.ts";
 import { listJobEvents } from "../store/job-events.ts";
 import { getJob } from "../store/jobs.ts";
@@ -20,16 +26,13 @@ export interface Usage {
   prompt_tokens_details: { cached_tokens: number };
 }
 
-function usageOf(value: unknown): Usage {
-  const u = (value ?? {}) as Record<string, unknown>;
-  const n = (key: string) => Number(u[key] ?? 0) || 0;
-  const cached = n("cacheReadInputTokens");
-  const prompt = n("inputTokens") + cached + n("cacheCreationInputTokens");
-  const completion = n("outputTokens");
+function usageOf(u: StoredUsage): Usage {
+  const cached = u.cacheReadInputTokens;
+  const prompt = u.inputTokens + cached + u.cacheCreationInputTokens;
   return {
     prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: prompt + completion,
+    completion_tokens: u.outputTokens,
+    total_tokens: prompt + u.outputTokens,
     prompt_tokens_details: { cached_tokens: cached },
   };
 }
@@ -110,9 +113,10 @@ export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
     const events = await listJobEvents(options.db, options.jobId, after, 200);
     for (const event of events) {
       after = event.id;
-      const piece = replyPiece(event);
+      const kind = readJobEvent(event);
+      const piece = pieceOf(kind);
       if (piece) options.onPiece(piece);
-      if (event.type === REPLY_END) return usageOf(event.data.usage);
+      if (kind.type === REPLY_END) return usageOf(kind.data.usage);
     }
     if (events.length > 0) {
       wait = options.pollMs;
@@ -122,7 +126,7 @@ export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
       // Cancelled or dead before it could write its ending.
       const job = await getJob(options.db, options.jobId);
       options.onPiece(`---\n**Stopped:** the turn ended (${job?.status ?? "gone"}).\n`);
-      return usageOf(job?.usage);
+      return usageOf(storedUsage(job?.usage));
     }
     // The status only when idle, and one more read after it: events stored before the job
     // finished are then certain to be seen.

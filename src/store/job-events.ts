@@ -9,6 +9,7 @@ export interface JobEvent {
   jobId: number;
   at: Date;
   type: string;
+  /** As stored; readJobEvent (job-event-kinds.ts) reads it for the renderers. */
   data: Record<string, unknown>;
 }
 

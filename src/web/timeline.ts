@@ -3,6 +3,13 @@
 
 import { lineDiff } from "../github/line-diff.ts";
 import { redact } from "../log/redact.ts";
+import {
+  type JobEventKind,
+  REPLY_END,
+  readJobEvent,
+  type StoredUsage,
+  toolCallInput,
+} from "../store/job-event-kinds.ts";
 import type { JobEvent } from "../store/job-events.ts";
 import { type Html, html } from "./html.ts";
 
@@ -10,59 +17,66 @@ import { type Html, html } from "./html.ts";
 const MAX_OUTPUT = 100_000;
 
 export function renderEvent(event: JobEvent): Html {
-  const d = event.data;
+  const kind = readJobEvent(event);
   const id = `ev-${event.id}`;
   const time = html`<time datetime="${event.at.toISOString()}">${clock(event.at)}</time>`;
-  switch (event.type) {
+  switch (kind.type) {
     case "step_started":
-      return html`<li id="${id}" class="step"><h3>Step ${num(d.step)}</h3></li>`;
+      return html`<li id="${id}" class="step"><h3>Step ${num(kind.data.step)}</h3></li>`;
     case "text":
-      return html`<li id="${id}" class="text">${time}<div class="model-text">${clean(d.text)}</div></li>`;
+      return html`<li id="${id}" class="text">${time}<div class="model-text">${redact(kind.data.text)}</div></li>`;
     case "tool_call":
-      return html`<li id="${id}" class="tool-call">${time} ${renderToolCall(str(d.name), d.input)}</li>`;
+      return html`<li id="${id}" class="tool-call">${time} ${renderToolCall(kind.data.name, kind.data.input)}</li>`;
     case "tool_result":
-      return renderToolResult(id, d);
+      return renderToolResult(id, kind.data);
     case "usage":
-      return html`<li id="${id}" class="usage muted">${usageLine(d.turn, d.totals)}</li>`;
-    case "compacted":
+      return html`<li id="${id}" class="usage muted">${usageLine(kind.data.turn, kind.data.totals)}</li>`;
+    case "compacted": {
+      const d = kind.data;
       return html`<li id="${id}" class="muted">${time} Context compacted: ${num(d.clearedToolResults)} old
         tool results cleared, ${num(d.summarizedMessages)} messages summarised
         (${num(d.tokensBefore)} → about ${num(d.tokensAfter)} tokens).</li>`;
-    case "finished":
-      return html`<li id="${id}" class="finished">${time} <strong>Finished</strong> (${str(d.reason)})
-        after ${num(d.steps)} steps. ${clean(d.detail)}
-        ${d.finalText ? html`<div class="model-text">${clean(d.finalText)}</div>` : ""}</li>`;
+    }
+    case "finished": {
+      const d = kind.data;
+      return html`<li id="${id}" class="finished">${time} <strong>Finished</strong> (${d.reason})
+        after ${num(d.steps)} steps. ${redact(d.detail ?? "")}
+        ${d.finalText ? html`<div class="model-text">${redact(d.finalText)}</div>` : ""}</li>`;
+    }
     case "failed":
-      return html`<li id="${id}" class="failed">${time} <strong>Failed</strong> (${str(d.code)}):
-        ${clean(d.error)}</li>`;
-    default:
-      return renderOther(id, time, event);
+      return html`<li id="${id}" class="failed">${time} <strong>Failed</strong> (${kind.data.code}):
+        ${redact(kind.data.error)}</li>`;
+    case REPLY_END:
+      // The reply's facts belong to the chat client; the log shows them as stored.
+      return renderOther(id, time, event.type, undefined, event.data);
+    case "other":
+      return renderOther(id, time, kind.name, kind.message, kind.details);
   }
 }
 
 function renderToolCall(name: string, input: unknown): Html {
-  const i = (input ?? {}) as Record<string, unknown>;
-  if (name === "bash") {
-    if (i.restart) return html`<span class="muted">Restarted the shell</span>`;
-    return html`<pre class="command"><span aria-hidden="true">$ </span>${clean(i.command)}</pre>`;
+  const call = toolCallInput(name, input);
+  if (call?.tool === "bash") {
+    if (call.restart) return html`<span class="muted">Restarted the shell</span>`;
+    return html`<pre class="command"><span aria-hidden="true">$ </span>${redact(call.command)}</pre>`;
   }
-  if (name === "str_replace_based_edit_tool" || name === "str_replace_editor") {
-    const path = html`<code>${clean(i.path)}</code>`;
-    switch (i.command) {
+  if (call?.tool === "editor") {
+    const path = html`<code>${redact(call.path)}</code>`;
+    switch (call.command) {
       case "view":
         return html`Viewed ${path}`;
       case "create":
-        return html`Created ${path}${diffBlock("", str(i.file_text))}`;
+        return html`Created ${path}${diffBlock("", call.file_text)}`;
       case "str_replace":
-        return html`Edited ${path}${diffBlock(str(i.old_str), str(i.new_str))}`;
+        return html`Edited ${path}${diffBlock(call.old_str, call.new_str)}`;
       case "insert":
-        return html`Inserted into ${path} after line ${num(i.insert_line)}${diffBlock("", str(i.insert_text ?? i.new_str))}`;
+        return html`Inserted into ${path} after line ${num(call.insert_line)}${diffBlock("", call.insert_text)}`;
       case "undo_edit":
         return html`Undid the last edit of ${path}`;
     }
   }
   return html`Called <code>${name}</code>
-    <details><summary>Input</summary><pre>${clean(JSON.stringify(input, null, 2))}</pre></details>`;
+    <details><summary>Input</summary><pre>${redact(JSON.stringify(input, null, 2) ?? "")}</pre></details>`;
 }
 
 function diffBlock(before: string, after: string): Html {
@@ -74,56 +88,46 @@ function diffBlock(before: string, after: string): Html {
   return html`<pre class="diff" aria-label="Diff">${lines}</pre>`;
 }
 
-function renderToolResult(id: string, d: Record<string, unknown>): Html {
-  let output = str(d.log ?? d.output);
+type ToolResult = Extract<JobEventKind, { type: "tool_result" }>["data"];
+
+function renderToolResult(id: string, d: ToolResult): Html {
+  let output = d.log ?? d.output;
   const cut = output.length > MAX_OUTPUT;
   if (cut) output = output.slice(0, MAX_OUTPUT);
   const lines = output ? output.split("\n").length : 0;
   const what = d.isError ? "Error from" : "Output of";
-  const duration =
-    typeof d.durationMs === "number" ? `, ${(d.durationMs / 1000).toFixed(1)} s` : "";
+  const duration = d.durationMs !== undefined ? `, ${(d.durationMs / 1000).toFixed(1)} s` : "";
   return html`<li id="${id}" class="tool-result${d.isError ? " tool-error" : ""}">
-<details><summary>${what} ${str(d.name)} (${lines} ${lines === 1 ? "line" : "lines"}${duration})</summary>
+<details><summary>${what} ${d.name} (${lines} ${lines === 1 ? "line" : "lines"}${duration})</summary>
 <pre>${redact(output)}${cut ? "\n… cut here on the page" : ""}</pre></details></li>`;
 }
 
-function renderOther(id: string, time: Html, event: JobEvent): Html {
-  const { message, ...rest } = event.data;
-  const details = Object.keys(rest).length
-    ? html`<details><summary>Details</summary><pre>${clean(JSON.stringify(rest, null, 2))}</pre></details>`
+function renderOther(
+  id: string,
+  time: Html,
+  name: string,
+  message: string | undefined,
+  details: Record<string, unknown>,
+): Html {
+  const more = Object.keys(details).length
+    ? html`<details><summary>Details</summary><pre>${redact(JSON.stringify(details, null, 2))}</pre></details>`
     : "";
-  return html`<li id="${id}" class="event">${time} <strong>${humanize(event.type)}</strong>${
-    message !== undefined ? html`: ${clean(message)}` : ""
-  }${details}</li>`;
+  return html`<li id="${id}" class="event">${time} <strong>${humanize(name)}</strong>${
+    message !== undefined ? html`: ${redact(message)}` : ""
+  }${more}</li>`;
 }
 
-function usageLine(turn: unknown, totals: unknown): string {
-  const t = (turn ?? {}) as Record<string, unknown>;
-  const all = (totals ?? {}) as Record<string, unknown>;
-  const cache = Number(t.cacheReadInputTokens ?? 0) + Number(t.cacheCreationInputTokens ?? 0);
-  return `Tokens: ${num(t.inputTokens)} in, ${num(t.outputTokens)} out, ${cache.toLocaleString("en-US")} cache · cost ${usd(t.costUsd)} (job so far ${usd(all.costUsd)})`;
+function usageLine(turn: StoredUsage, totals: StoredUsage): string {
+  const cache = turn.cacheReadInputTokens + turn.cacheCreationInputTokens;
+  return `Tokens: ${num(turn.inputTokens)} in, ${num(turn.outputTokens)} out, ${num(cache)} cache · cost ${usd(turn.costUsd)} (job so far ${usd(totals.costUsd)})`;
 }
 
-export function usd(value: unknown): string {
-  const n = Number(value ?? 0);
+export function usd(n: number): string {
   return `$${n < 1 && n > 0 ? n.toFixed(4) : n.toFixed(2)}`;
 }
 
-function num(value: unknown): string {
-  const n = Number(value);
-  return Number.isFinite(n) ? n.toLocaleString("en-US") : "?";
-}
-
-function str(value: unknown): string {
-  return typeof value === "string"
-    ? value
-    : value === undefined || value === null
-      ? ""
-      : String(value);
-}
-
-function clean(value: unknown): string {
-  return redact(str(value));
+function num(n: number): string {
+  return n.toLocaleString("en-US");
 }
 
 function humanize(type: string): string {

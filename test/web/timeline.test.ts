@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { REPLY_END, renderReply } from "../../src/jobs/chat-turn/reply.ts";
 import type { JobEvent } from "../../src/store/job-events.ts";
 import { renderEvent } from "../../src/web/timeline.ts";
 
@@ -56,5 +57,31 @@ describe("renderEvent", () => {
     expect(
       render("finished", { reason: "max_cost", steps: 4, detail: "Cost cap reached" }),
     ).toContain("Cost cap reached");
+  });
+
+  it("shows events stored in odd shapes by name and fields, and a chat reply still ends", () => {
+    // Stored as free JSON by every version of the app: a shape this one does not expect must
+    // neither break the page nor run a chat reply past its end.
+    const odd: Pick<JobEvent, "type" | "data">[] = [
+      { type: "tool_call", data: { name: "bash", input: "rm -rf /" } },
+      { type: "tool_call", data: { name: "str_replace_based_edit_tool", input: { command: 7 } } },
+      { type: "usage", data: { turn: { inputTokens: 1 }, totals: [1, 2] } },
+      { type: "text", data: { text: ["not", "text"] } },
+      { type: "tool_result", data: { name: "bash", output: { lines: 2 } } },
+      { type: "refused", data: { message: { why: "no" } } },
+      { type: REPLY_END, data: { usage: [3], costUsd: "a lot", tests: 1 } },
+      { type: "text", data: { text: "after the end" } },
+    ];
+    const page = odd.map(({ type, data }) => render(type, data));
+    expect(page[0]).toContain("Called <code>bash</code>");
+    expect(page[0]).toContain("&quot;rm -rf /&quot;");
+    expect(page[1]).toContain("Called <code>str_replace_based_edit_tool</code>");
+    expect(page[2]).toContain("<strong>Usage</strong><details>");
+    expect(page[3]).toContain("<strong>Text</strong><details>");
+    expect(page[4]).toContain("<strong>Tool result</strong><details>");
+    expect(page[5]).toContain("&quot;why&quot;: &quot;no&quot;");
+    expect(renderReply(odd)).toBe(
+      "_bash_\n\n_str_replace_based_edit_tool_\n\n---\nTokens: 0 in, 0 out · cost $0.0000\n",
+    );
   });
 });

@@ -5,17 +5,23 @@
 // the answer alone (history-hash.ts treats the two as the same reply).
 import { type DiffLine, lineDiff } from "../../github/line-diff.ts";
 import { formatCost } from "../../github/progress-comment.ts";
+import {
+  type JobEventKind,
+  REPLY_END,
+  readJobEvent,
+  toolCallInput,
+} from "../../store/job-event-kinds.ts";
 import { fenceLanguage } from "./language.ts";
+
+export { REPLY_END };
 
 /** A stream's first piece, sent before the turn has even been queued. */
 export const WORKING = "_working…_\n\n";
-/** The event that ends a turn's reply; nothing after it is part of the reply. */
-export const REPLY_END = "chat_reply_end";
 
 // Outputs are shown with head and tail, like the model's view of them but shorter.
 const OUTPUT_CAP = 6_000;
 
-interface EventLike {
+interface StoredEvent {
   type: string;
   data: Record<string, unknown>;
 }
@@ -34,8 +40,6 @@ function cut(text: string): string {
   return `${text.slice(0, half)}\n[… ${skipped} characters cut …]\n${text.slice(-half)}`;
 }
 
-const str = (value: unknown) => (typeof value === "string" ? value : "");
-
 function diff(path: string, before: string, after: string): string {
   const body = lineDiff(before, after)
     .map((line: DiffLine) =>
@@ -45,19 +49,19 @@ function diff(path: string, before: string, after: string): string {
   return fenced(`--- a/${path}\n+++ b/${path}\n${body}`, "diff");
 }
 
-function toolCall(name: string, input: Record<string, unknown>): string {
-  if (name === "bash") {
-    return input.restart ? "_restarted the shell_\n\n" : fenced(`$ ${str(input.command)}`, "bash");
+function toolCall(name: string, input: unknown): string {
+  const call = toolCallInput(name, input);
+  if (call?.tool === "bash") {
+    return call.restart ? "_restarted the shell_\n\n" : fenced(`$ ${call.command}`, "bash");
   }
-  if (name === "str_replace_based_edit_tool") {
-    const path = str(input.path);
-    switch (input.command) {
+  if (call?.tool === "editor") {
+    switch (call.command) {
       case "create":
-        return diff(path, "", str(input.file_text));
+        return diff(call.path, "", call.file_text);
       case "str_replace":
-        return diff(path, str(input.old_str), str(input.new_str));
+        return diff(call.path, call.old_str, call.new_str);
       case "insert":
-        return diff(path, "", str(input.insert_text ?? input.new_str));
+        return diff(call.path, "", call.insert_text);
       default:
         return "";
     }
@@ -65,46 +69,49 @@ function toolCall(name: string, input: Record<string, unknown>): string {
   return `_${name}_\n\n`;
 }
 
-function ending(d: Record<string, unknown>): string {
+function ending(end: Extract<JobEventKind, { type: typeof REPLY_END }>["data"]): string {
   const lines: string[] = [];
-  if (typeof d.error === "string") lines.push(`**Failed:** ${d.error}`);
-  else if (typeof d.detail === "string" && d.detail) lines.push(`_${d.detail}_`);
-  if (typeof d.pullRequestUrl === "string") lines.push(`Draft pull request: ${d.pullRequestUrl}`);
-  if (typeof d.tests === "string") lines.push(`Tests: ${d.tests}`);
-  const usage = (d.usage ?? {}) as Record<string, unknown>;
-  const tokens = `${Number(usage.inputTokens ?? 0)} in, ${Number(usage.outputTokens ?? 0)} out`;
-  lines.push(
-    `Tokens: ${tokens} · cost ${formatCost(Number(d.costUsd ?? 0), d.priceKnown !== false)}`,
-  );
+  if (end.error !== undefined) lines.push(`**Failed:** ${end.error}`);
+  else if (end.detail) lines.push(`_${end.detail}_`);
+  if (end.pullRequestUrl !== undefined) lines.push(`Draft pull request: ${end.pullRequestUrl}`);
+  if (end.tests !== undefined) lines.push(`Tests: ${end.tests}`);
+  const tokens = `${end.usage.inputTokens} in, ${end.usage.outputTokens} out`;
+  lines.push(`Tokens: ${tokens} · cost ${formatCost(end.costUsd, end.priceKnown)}`);
   return `---\n${lines.join("  \n")}\n`;
 }
 
-/** The markdown an event adds to the reply; empty for events the client need not see. */
-export function replyPiece(event: EventLike): string {
-  const d = event.data;
+/** The markdown a parsed event adds to the reply; empty for events the client need not see. */
+export function pieceOf(event: JobEventKind): string {
   switch (event.type) {
     case "text":
-      return `${str(d.text).trim()}\n\n`;
+      return `${event.data.text.trim()}\n\n`;
     case "tool_call":
-      return toolCall(str(d.name), (d.input ?? {}) as Record<string, unknown>);
+      return toolCall(event.data.name, event.data.input);
     case "tool_result": {
-      if (d.name !== "bash" && !d.isError) return "";
-      const output = cut(str(d.output));
-      if (d.name !== "bash") return fenced(output, "text");
+      const { name, isError } = event.data;
+      if (name !== "bash" && !isError) return "";
+      const output = cut(event.data.output);
+      if (name !== "bash") return fenced(output, "text");
       // A failed command's output ends with its exit code already.
-      return `${fenced(output, fenceLanguage(output))}${d.isError ? "" : "_exit 0_\n\n"}`;
+      return `${fenced(output, fenceLanguage(output))}${isError ? "" : "_exit 0_\n\n"}`;
     }
     case REPLY_END:
-      return ending(d);
+      return ending(event.data);
     default:
       return "";
   }
 }
 
+/** The markdown a stored event adds to the reply. */
+export function replyPiece(event: StoredEvent): string {
+  return pieceOf(readJobEvent(event));
+}
+
 /** The whole reply of a turn from its events, up to the end marker. */
-export function renderReply(events: readonly EventLike[]): string {
+export function renderReply(events: readonly StoredEvent[]): string {
   let reply = "";
   for (const event of events) {
+    // The end marker is read as one whatever its fields hold, so its stored type is enough here.
     reply += replyPiece(event);
     if (event.type === REPLY_END) break;
   }
