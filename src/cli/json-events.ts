@@ -1,10 +1,16 @@
 // `vmpilot run --json`: one JSON object per line on stdout for scripts, each with a `type`.
+import { z } from "zod";
 import type { AgentEvent } from "../agent/events.ts";
 import type { ProgressOutput } from "./progress.ts";
 
+// The model's input, whatever its shape: fields of another kind are left out.
+const CallFields = z
+  .looseObject({ command: z.unknown().optional(), path: z.unknown().optional() })
+  .catch({});
+
 /** What a tool call is, for a script: a command, an edit, or another tool. */
 function callObject(event: Extract<AgentEvent, { type: "tool_call" }>): Record<string, unknown> {
-  const input = (event.input ?? {}) as Record<string, unknown>;
+  const input = CallFields.parse(event.input ?? {});
   if (event.name === "bash") {
     return { type: "command", step: event.step, command: input.command ?? null };
   }

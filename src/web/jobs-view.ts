@@ -1,4 +1,5 @@
 import { redact } from "../log/redact.ts";
+import { storedUsage } from "../store/job-event-kinds.ts";
 import type { JobEvent } from "../store/job-events.ts";
 import type { Job } from "../store/jobs.ts";
 import { type Html, html } from "./html.ts";
@@ -28,10 +29,12 @@ export function jobsTable(jobs: Job[], webUrl: string): Html {
 
 export function jobPage(job: Job, events: JobEvent[], webUrl: string): Html {
   const live = job.finishedAt === null;
-  const usage = job.usage as Record<string, unknown>;
-  const tokens = ["inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens"]
-    .map((k) => Number(usage[k] ?? 0))
-    .reduce((a, b) => a + b, 0);
+  const usage = storedUsage(job.usage);
+  const tokens =
+    usage.inputTokens +
+    usage.outputTokens +
+    usage.cacheCreationInputTokens +
+    usage.cacheReadInputTokens;
   const lastId = events.at(-1)?.id ?? 0;
   const title =
     job.number === null ? `${job.repo} chat ${job.chatId}` : `${job.repo}#${job.number}`;
