@@ -1,52 +1,36 @@
 // `npm start`: the webhook server and/or the job worker (--role web|worker|all), or Probot's
 // setup page when no GitHub App is configured yet.
 import "./node-version.ts";
-import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { Logger } from "pino";
-import { createNodeMiddleware, Probot, run } from "probot";
+import { Probot, type ProbotOctokit, run } from "probot";
 import { SmeeClient } from "smee-client";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins } from "./agent/plugins.ts";
-import { type ChatFaceDeps, mountChatFace } from "./chat/server.ts";
 import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
 import { routeModel } from "./config/model-route.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
-import { watchRateLimit } from "./github/rate-limit.ts";
 import { health, healthHandler } from "./health.ts";
-import { intakeApp } from "./intake/app.ts";
-import { capWebhookBody } from "./intake/body-limit.ts";
-import { syncAutomations } from "./jobs/automations.ts";
-import { startInstallationSync } from "./jobs/installation-sync.ts";
 import type { PipelineDeps } from "./jobs/pipeline/run.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue.ts";
 import { Readiness } from "./jobs/readiness.ts";
-import { type Backoff, untilReachable } from "./jobs/until-reachable.ts";
-import { startVmSweeper } from "./jobs/vm-sweeper.ts";
-import { startWorker } from "./jobs/worker.ts";
+import type { Backoff } from "./jobs/until-reachable.ts";
 import { claimWorkerIdentity } from "./jobs/worker-identity.ts";
 import { createLogger } from "./log/logger.ts";
 import { redact, registerSecret } from "./log/redact.ts";
-import { workspaceErrors } from "./metrics.ts";
-import { sharedSecret } from "./store/app-secrets.ts";
+import type { Cleanup, Handler, RoleContext } from "./roles/context.ts";
+import { type ChatOverrides, forwardWebhooks, startWeb } from "./roles/web.ts";
+import { startWorkerRole } from "./roles/worker.ts";
 import { type Database, openDatabase } from "./store/database.ts";
-import { mountWeb } from "./web/index.ts";
 import { metricsHandler } from "./web/metrics.ts";
-import {
-  checkProvider,
-  type LimitEnforcement,
-  limitEnforcement,
-  type ProviderName,
-} from "./workspace/index.ts";
-import { createVmPool, poolOwner, type VmPool } from "./workspace/vm/pool.ts";
-import { engineFor, startFlyNetwork } from "./workspace/vm/settings.ts";
+import type { LimitEnforcement } from "./workspace/index.ts";
 
+export { WEBHOOK_PATH } from "./roles/web.ts";
 export const ROLES = ["web", "worker", "all"] as const;
 export type Role = (typeof ROLES)[number];
-export const WEBHOOK_PATH = "/api/github/webhooks";
 
 export interface StartOptions {
   config: Config;
@@ -59,13 +43,16 @@ export interface StartOptions {
   /** Overrides for the agent pipeline (tests point it at fakes); false ends jobs once acknowledged. */
   pipeline?: Partial<PipelineDeps> | false;
   /** Overrides for the chat face (tests point clone URLs at their git server). */
-  chat?: Partial<
-    Pick<ChatFaceDeps, "cloneUrl" | "pollIntervalMs" | "githubCallsPerMinute" | "imageFetch">
-  >;
+  chat?: ChatOverrides;
   /** Backoff between attempts to reach GitHub at startup; default 1 s doubling up to 30 s. */
   githubRetry?: Backoff;
   /** Called once the HTTP server listens, before GitHub has been reached. */
   onListening?(url: string): void;
+  /**
+   * The class Probot makes its GitHub clients from; default Probot's own. Tests pass one whose
+   * throttling does not space each installation's writes a second apart.
+   */
+  Octokit?: typeof ProbotOctokit;
 }
 
 export interface RunningServer {
@@ -80,9 +67,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Answers a request and returns true, or returns false (or nothing) to pass it on. */
-type Handler = (req: IncomingMessage, res: ServerResponse) => unknown;
-
 /** Starts the configured roles and an HTTP server on config.host:config.port (0 picks a port). */
 export async function startServer(options: StartOptions): Promise<RunningServer> {
   const { config } = options;
@@ -90,46 +74,23 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   if (config.appId === undefined || !config.privateKey) {
     throw new Error("APP_ID and PRIVATE_KEY are required; without them run the setup page");
   }
-  const providerKeys = [...config.providers.values()].map((p) => p.apiKey);
-  for (const secret of [
-    config.webhookSecret,
-    config.privateKey,
-    config.anthropicApiKey,
-    config.apiKey,
-    ...providerKeys,
-  ]) {
-    registerSecret(secret);
-  }
+  registerSecrets(config);
   const logger =
     options.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
-  const cleanup: Array<() => Promise<unknown> | unknown> = [];
+  const cleanup: Cleanup = [];
   const close = async () => {
     for (const step of cleanup.reverse()) await step();
     cleanup.length = 0;
   };
   try {
-    const db =
-      options.db ??
-      (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
-    if (!options.db) cleanup.push(() => db.close());
-    // Only workers run jobs, so only they have jobs of a previous instance to recover.
-    const identity = role === "web" ? undefined : await claimWorkerIdentity(config.dataDir, logger);
-    if (identity) cleanup.push(() => identity.release());
-    const queue = createQueue(db, {
-      concurrency: config.workerConcurrency,
-      workerId: identity?.id,
-      drainSeconds: config.shutdownDrainSeconds,
-      ...options.queue,
-      logger,
-    });
-    await queue.start();
-    cleanup.push(() => queue.stop());
+    const { db, identity, queue } = await openStore(options, role, logger, cleanup);
     const probot = new Probot({
       appId: config.appId,
       privateKey: config.privateKey,
       secret: config.webhookSecret,
       baseUrl: config.baseUrl,
       log: logger,
+      ...(options.Octokit && { Octokit: options.Octokit }),
     });
     const readiness = new Readiness();
     if (role !== "worker") readiness.wait("github", "connecting");
@@ -143,161 +104,30 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     const url = await listen(handlers, config, logger, cleanup);
     options.onListening?.(url);
     const plugins = await discoverPlugins();
-    const settingsDefaults: RepoSettings = {
-      ...repoDefaults,
-      label: config.label,
-      allowedUsers: config.allowedUsers,
-      plugins: [...DEFAULT_ENABLED_PLUGINS],
-      model: config.model,
+    const defaults = settingsDefaults(config);
+    const ctx: RoleContext = {
+      config,
+      db,
+      queue,
+      probot,
+      readiness,
+      logger,
+      cleanup,
+      plugins,
+      defaults,
     };
-    let appSlug: string | undefined;
-    if (role !== "worker") {
-      const web = mountWeb({
-        db,
-        logger,
-        config: {
-          publicUrl: config.publicUrl,
-          sessionSecret: await webSessionSecret(config, db),
-          oauth: config.oauth,
-          githubApiUrl: config.baseUrl,
-          githubWebUrl: config.githubWebUrl,
-          defaults: settingsDefaults,
-          plugins: plugins.map((plugin) => plugin.name),
-          providers: config.providers,
-          clientAddressHeader: config.clientAddressHeader,
+    const appSlug = role === "worker" ? undefined : await startWeb(ctx, handlers, options);
+    if (role !== "web") {
+      await startWorkerRole(ctx, {
+        identity,
+        appSlug,
+        pipeline: options.pipeline,
+        onSandboxLimits: (found) => {
+          sandboxLimits = found;
         },
       });
-      // Live job pages hold their connections open; the server cannot close before they end.
-      cleanup.push(() => web.close());
-      appSlug = await untilReachable(() => fetchAppSlug(probot), {
-        ...options.githubRetry,
-        readiness,
-        logger,
-        cleanup,
-      });
-      const chat = mountChatFace({
-        db,
-        queue,
-        operatorKey: config.apiKey,
-        auth: (id) => probot.auth(id),
-        allowedUsers: config.allowedUsers,
-        cloneUrl: (fullName) => `${config.githubWebUrl}/${fullName}.git`,
-        defaults: settingsDefaults,
-        ratePerMinute: config.chatRatePerMinute,
-        clientAddressHeader: config.clientAddressHeader,
-        logger,
-        ...options.chat,
-      });
-      cleanup.push(() => chat.close());
-      const intake = intakeApp({
-        db,
-        queue,
-        appSlug,
-        label: config.label,
-        command: config.command,
-      });
-      // Webhooks first: they are the hot path, and need no trip through the page router.
-      const webhooks = await createNodeMiddleware(intake, { probot, webhooksPath: WEBHOOK_PATH });
-      handlers.push(capWebhookBody(WEBHOOK_PATH, webhooks));
-      handlers.push(chat.handler);
-      handlers.push(web.handler);
     }
-    if (role !== "web") {
-      let vmPool: VmPool | undefined;
-      if (options.pipeline !== false) {
-        const provider = options.pipeline?.provider ?? config.workspaceProvider;
-        checkSandbox(provider, readiness, logger);
-        if (provider === "sandbox" || provider === "agent") {
-          void reportSandboxLimits(logger).then((found) => {
-            sandboxLimits = found;
-          });
-        }
-        if (provider === "fly" || config.vmProvider === "fly") void startFlyNetwork(logger);
-        const pool = identity && poolOwner(identity.id, randomBytes(4).toString("hex"));
-        if (pool && config.warmPool > 0 && (provider === "fly" || provider === "kubernetes")) {
-          try {
-            const started = createVmPool(engineFor(provider), config.warmPool, pool.owner, logger);
-            cleanup.push(() => started.close());
-            vmPool = started;
-          } catch {
-            // Bad engine settings: checkSandbox logs them and keeps the worker unready.
-          }
-        }
-        cleanup.push(startVmSweeper(provider, db.pool, logger, pool?.stale));
-      }
-      const auth = async (installationId: number) => {
-        const octokit = await probot.auth(installationId);
-        watchRateLimit(octokit, String(installationId));
-        return octokit;
-      };
-      // Scheduled automations' jobs are the app's own: the web role knows its slug already.
-      let slug = appSlug === undefined ? undefined : Promise.resolve(appSlug);
-      const knownSlug = () => {
-        slug ??= fetchAppSlug(probot).catch((error: unknown) => {
-          slug = undefined;
-          throw error;
-        });
-        return slug;
-      };
-      await startWorker({
-        db,
-        queue,
-        auth,
-        appSlug: knownSlug,
-        allowedUsers: config.allowedUsers,
-        defaults: settingsDefaults,
-        publicUrl: config.publicUrl,
-        logger,
-        pipeline:
-          options.pipeline === false
-            ? undefined
-            : {
-                db,
-                auth,
-                installationToken: (id) => installationToken(probot, id),
-                publicUrl: config.publicUrl,
-                dataDir: config.dataDir,
-                spareCheckouts: config.spareCheckouts,
-                provider: config.workspaceProvider,
-                vmProvider: config.vmProvider,
-                vmPool,
-                allowPrivate: config.networkAllowPrivate,
-                sandboxLimits: config.sandboxLimits,
-                logger,
-                plugins,
-                anthropic: { apiKey: config.anthropicApiKey },
-                providers: config.providers,
-                defaults: settingsDefaults,
-                readyQueue: queue,
-                ...options.pipeline,
-              },
-      });
-      const automations = {
-        db,
-        queue,
-        auth,
-        appSlug: knownSlug,
-        defaults: settingsDefaults,
-        logger,
-      };
-      const sync = await startInstallationSync(queue, config.installationSyncMinutes, {
-        pool: db.pool,
-        app: () => probot.auth(),
-        auth,
-        logger,
-        afterSync: (signal) => syncAutomations(automations, {}, signal),
-      });
-      cleanup.push(sync);
-    }
-    if (config.webhookProxyUrl && role !== "worker") {
-      const smee = new SmeeClient({
-        source: config.webhookProxyUrl,
-        target: `${url}${WEBHOOK_PATH}`,
-        logger: { info: (msg) => logger.info(msg), error: (msg) => logger.error(msg) },
-      });
-      await smee.start();
-      cleanup.push(() => smee.stop());
-    }
+    if (role !== "worker") await forwardWebhooks(ctx, url);
     logger.info({ url, role, embedded: db.embedded, appSlug }, "vmpilot started");
     return { url, role, db, queue, probot, appSlug, close };
   } catch (error) {
@@ -306,57 +136,58 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
   }
 }
 
-/**
- * SESSION_SECRET, or one made once and kept in the database: the .env that Probot's setup page
- * writes has none, and every web process behind the database must sign cookies alike.
- */
-async function webSessionSecret(config: Config, db: Database): Promise<string> {
-  const secret = config.sessionSecret ?? (await sharedSecret(db.pool, "web-session"));
-  registerSecret(secret);
-  return secret;
-}
-
-async function installationToken(probot: Probot, installationId: number): Promise<string> {
-  const octokit = await probot.auth(installationId);
-  const { token } = (await octokit.auth({ type: "installation" })) as { token: string };
-  return token;
-}
-
-async function fetchAppSlug(probot: Probot): Promise<string> {
-  const octokit = await probot.auth();
-  // untilReachable does the retrying, with backoff that Octokit's retry plugin does not have.
-  const { data } = await octokit.rest.apps.getAuthenticated({ request: { retries: 0 } });
-  if (!data?.slug) throw new Error("GET /app did not return the app's slug");
-  return data.slug;
-}
-
-/** Finds out at startup whether jobs can get a workspace, and keeps the worker unready if not. */
-function checkSandbox(provider: ProviderName, readiness: Readiness, logger: Logger): void {
-  readiness.wait("sandbox", "checking");
-  checkProvider(provider).then(
-    () => readiness.ready("sandbox"),
-    (error: Error) => {
-      workspaceErrors.inc({ kind: "sandbox_unavailable" });
-      readiness.wait("sandbox", "unavailable");
-      logger.error(`jobs cannot run: ${error.message}`);
-    },
-  );
-}
-
-/** Says once at startup which sandbox limits the kernel does not hold here, and why. */
-async function reportSandboxLimits(logger: Logger): Promise<LimitEnforcement> {
-  const found = await limitEnforcement();
-  if (!found.kernel) {
-    logger.warn({ sandboxLimits: found }, "some sandbox limits are only best effort on this host");
+/** Every secret the configuration holds, so that no log line shows one. */
+function registerSecrets(config: Config): void {
+  const providerKeys = [...config.providers.values()].map((p) => p.apiKey);
+  for (const secret of [
+    config.webhookSecret,
+    config.privateKey,
+    config.anthropicApiKey,
+    config.apiKey,
+    ...providerKeys,
+  ]) {
+    registerSecret(secret);
   }
-  return found;
+}
+
+/** What both roles stand on: the database, the queue, and a worker's identity. */
+async function openStore(options: StartOptions, role: Role, logger: Logger, cleanup: Cleanup) {
+  const { config } = options;
+  const db =
+    options.db ??
+    (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger }));
+  if (!options.db) cleanup.push(() => db.close());
+  // Only workers run jobs, so only they have jobs of a previous instance to recover.
+  const identity = role === "web" ? undefined : await claimWorkerIdentity(config.dataDir, logger);
+  if (identity) cleanup.push(() => identity.release());
+  const queue = createQueue(db, {
+    concurrency: config.workerConcurrency,
+    workerId: identity?.id,
+    drainSeconds: config.shutdownDrainSeconds,
+    ...options.queue,
+    logger,
+  });
+  await queue.start();
+  cleanup.push(() => queue.stop());
+  return { db, identity, queue };
+}
+
+/** The built-in settings with the operator's: what a repository without settings runs with. */
+function settingsDefaults(config: Config): RepoSettings {
+  return {
+    ...repoDefaults,
+    label: config.label,
+    allowedUsers: config.allowedUsers,
+    plugins: [...DEFAULT_ENABLED_PLUGINS],
+    model: config.model,
+  };
 }
 
 async function listen(
   handlers: Handler[],
   config: Config,
   logger: Logger,
-  cleanup: Array<() => Promise<unknown> | unknown>,
+  cleanup: Cleanup,
 ): Promise<string> {
   let closing = false;
   const server = createServer(async (req, res) => {

@@ -17,6 +17,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ["agent"],
   ["jobs"],
   ["intake", "chat", "web", "cli"],
+  // main.ts's web and worker roles, which put the faces and the jobs together.
+  ["roles"],
   ["main.ts", "health.ts", "node-version.ts"],
 ];
 

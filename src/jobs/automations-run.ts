@@ -8,21 +8,18 @@ import { editComment, postComment } from "../github/comments.ts";
 import { renderFinal } from "../github/progress-comment.ts";
 import { redact } from "../log/redact.ts";
 import { getJob, type Job, type JobStatus, updateJob } from "../store/jobs.ts";
-import { SPARE_REPOSITORIES } from "../workspace/git/spares.ts";
-import { providerFor } from "../workspace/isolation.ts";
 import { jobUrl } from "./acknowledge-messages.ts";
 import { readScheduledContext, type ScheduledContext } from "./automations.ts";
-import { runJobAgent, testsOf } from "./pipeline/agent.ts";
+import { testsOf } from "./pipeline/agent.ts";
+import { runAgentTurn } from "./pipeline/agent-turn.ts";
 import { type Delivered, deliver } from "./pipeline/deliver.ts";
 import { loadChat } from "./pipeline/history.ts";
+import { openWorkspace } from "./pipeline/open-workspace.ts";
 import { JobProgress } from "./pipeline/progress.ts";
-import { RESUME_INSTRUCTION } from "./pipeline/request.ts";
+import type { PipelineDeps, Run } from "./pipeline/run.ts";
 import { jobSettings } from "./pipeline/settings.ts";
-import { type JobWorkspace, openJobWorkspace } from "./pipeline/workspace.ts";
-import { agentRunDeps, type PipelineDeps } from "./pipeline/run.ts";
-import type { RunningJob } from "./queue.ts";
+import type { JobWorkspace } from "./pipeline/workspace.ts";
 
-type Run = Pick<RunningJob, "jobId" | "attempt" | "maxAttempts" | "signal">;
 type Outcome = Extract<JobStatus, "succeeded" | "failed" | "cancelled" | "ignored">;
 type ScheduledJob = Job & { installationId: number; repositoryId: number };
 
@@ -96,52 +93,26 @@ export async function runScheduledAutomation(
     const branch = runBranch(context, job.id);
     await updateJob(db, job.id, { branch });
     progress.step("workspace", `scheduled run of ${context.automation.name}`);
-    ws = await openJobWorkspace({
-      dataDir: deps.dataDir,
-      provider: providerFor(
-        deps.provider ?? "sandbox",
-        settings.settings.isolation,
-        deps.vmProvider,
-      ),
-      spareCheckouts: deps.spareCheckouts ?? SPARE_REPOSITORIES,
-      pool: deps.vmPool,
-      jobId: job.id,
-      attempt: run.attempt,
+    ws = await openWorkspace(deps, run, {
+      job,
+      settings: settings.settings,
       cloneUrl: context.cloneUrl,
-      auth: { token: await deps.installationToken(job.installationId) },
       branch,
       defaultBranch: context.defaultBranch,
-      allowHosts: settings.settings.network.allow,
-      allowPrivate: deps.allowPrivate ?? [],
-      limits: deps.sandboxLimits,
-      setup: settings.settings.setup,
-      signal: run.signal,
-      logger: deps.logger,
-      onSetupStep: (step) =>
-        progress.log("setup", {
-          message: `\`${step.command}\` exited ${step.result.exitCode}`,
-          output: `${step.result.fullStdout}\n${step.result.fullStderr}`.slice(-20_000),
-        }),
+      setup: true,
+      progress,
     });
     progress.step("agent", `workspace ready on ${branch}`);
     const history = await loadChat(db, job.chatId, job.id);
-    const result = await runJobAgent({
-      db,
+    const result = await runAgentTurn(deps, run, settings, {
       chatId: job.chatId,
       jobId: job.id,
       mode: "fix",
       workspace: ws.workspace,
       startSha: ws.checkout.baseSha,
-      history: history.messages,
-      storedCount: history.storedCount,
-      // An attempt after a crash goes on from what the earlier attempt stored.
-      instruction:
-        run.attempt > 1 && history.fromThisJob > 0
-          ? RESUME_INSTRUCTION
-          : instruction(context, job.instruction),
-      ...agentRunDeps(deps, settings),
+      history,
+      turn: () => instruction(context, job.instruction),
       progress,
-      signal: run.signal,
     });
     if (result.reason === "cancelled" || run.signal.aborted) return await end("cancelled");
     if (result.reason === "error") {

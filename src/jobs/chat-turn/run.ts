@@ -21,12 +21,11 @@ import {
   type Workspace,
 } from "../../workspace/index.ts";
 import { providerFor } from "../../workspace/isolation.ts";
-import { runJobAgent, testsOf } from "../pipeline/agent.ts";
+import { testsOf } from "../pipeline/agent.ts";
+import { runAgentTurn } from "../pipeline/agent-turn.ts";
 import { loadChat } from "../pipeline/history.ts";
 import { JobProgress } from "../pipeline/progress.ts";
-import { RESUME_INSTRUCTION } from "../pipeline/request.ts";
-import { agentRunDeps, type PipelineDeps } from "../pipeline/run.ts";
-import type { RunningJob } from "../queue.ts";
+import type { PipelineDeps, Run } from "../pipeline/run.ts";
 import { extendHash } from "./history-hash.ts";
 import { withMessageImages } from "./images.ts";
 import { openChatPullRequest } from "./pull-request.ts";
@@ -34,7 +33,6 @@ import { REPLY_END, renderReply } from "./reply.ts";
 import { type ChatTurnRequest, chatBranch, readChatTurnRequest } from "./request.ts";
 import { type ChatTurnDeps, chatTurnSettings } from "./settings.ts";
 
-type Run = Pick<RunningJob, "jobId" | "attempt" | "maxAttempts" | "signal">;
 export type TurnOutcome = "succeeded" | "failed" | "cancelled" | "skipped";
 
 interface TurnWorkspace {
@@ -76,24 +74,16 @@ export async function runChatTurn(
       job.instruction.trim() !== "" || request.transcript !== "" || request.images.length > 0;
     const result = !asked
       ? undefined
-      : await runJobAgent({
-          db,
+      : await runAgentTurn(deps, run, settings, {
           chatId: chat.id,
           jobId: job.id,
           mode: "fix",
           conversational: true,
           workspace: ws.workspace,
-          history: history.messages,
-          storedCount: history.storedCount,
-          // An attempt after a crash goes on from what the earlier attempt stored.
-          instruction:
-            run.attempt > 1 && history.fromThisJob > 0
-              ? RESUME_INSTRUCTION
-              : await withMessageImages(db, chat.id, instruction(job, request), request.images),
+          history,
+          turn: () => withMessageImages(db, chat.id, instruction(job, request), request.images),
           clientSystem: request.system,
-          ...agentRunDeps(deps, settings),
           progress,
-          signal: run.signal,
         });
     if (result?.reason === "cancelled" || run.signal.aborted) return "cancelled";
     if (result) {

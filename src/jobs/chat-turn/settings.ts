@@ -13,8 +13,8 @@ import { loadRepoConfig } from "../../github/repo-config-loader.ts";
 import { getApiChat } from "../../store/api-chats.ts";
 import { getRepository } from "../../store/installations.ts";
 import { type BudgetGrant, type Job, reserveBudget } from "../../store/jobs.ts";
-import { monthlyBudget, monthlyLimitText, startOfUtcDay } from "../pipeline/settings.ts";
 import type { PipelineDeps } from "../pipeline/run.ts";
+import { monthlyBudget, monthlyLimitText, startOfUtcDay } from "../pipeline/settings.ts";
 import { mayTrigger, rememberFileSettings } from "../trigger-settings.ts";
 import { readChatTurnRequest } from "./request.ts";
 

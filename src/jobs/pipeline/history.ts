@@ -67,3 +67,8 @@ export async function loadChat(
   }
   return { messages, fromThisJob, storedCount };
 }
+
+/** An attempt after a crash goes on from what the earlier attempt stored. */
+export function resumes(attempt: number, chat: LoadedChat): boolean {
+  return attempt > 1 && chat.fromThisJob > 0;
+}

@@ -3,6 +3,7 @@ import { chooseIssueBranch, isValidBranchName } from "../../github/branch-name.t
 import type { IssueContext } from "../../github/issue-context.ts";
 import type { Chat } from "../../store/chats.ts";
 import type { IssueJob } from "../../store/jobs.ts";
+import { MODES } from "./modes/index.ts";
 import type { Mode } from "./request.ts";
 
 export type Target =
@@ -15,10 +16,6 @@ export type Target =
       prNumber: number | null;
     }
   | { ok: false; headline: string; text: string };
-
-export function pushes(mode: Mode): boolean {
-  return mode === "fix" || mode === "threads" || mode === "ci";
-}
 
 export function chooseTarget(input: {
   chat: Chat;
@@ -49,7 +46,7 @@ export function chooseTarget(input: {
   }
   if (!pr) throw new Error(`pull request #${job.number} has no pull request data`);
   if (pr.fromFork) {
-    if (pushes(mode)) {
+    if (MODES[mode].pushes) {
       return {
         ok: false,
         headline: "Cannot push to a fork",

@@ -1,0 +1,35 @@
+// The merge mode, after the base branch moved on: git merges the base into the pull request's
+// branch in the workspace, the agent resolves what git could not, and vmpilot pushes the merge.
+import { startMerge } from "../merge.ts";
+import { mergeBody } from "../outcome.ts";
+import { onPushed, type PipelineMode } from "./mode.ts";
+
+export const merge: PipelineMode = {
+  steps: ["acknowledged", "workspace", "agent", "tests", "pushed"],
+  pushes: false,
+  // It needs nothing of the pull request but its branch, which the chat knows.
+  readsItem: false,
+  runsSetup: true,
+  async inWorkspace({ session, run, target }, ws) {
+    const { defaultBranch } = session.context;
+    const started = await startMerge(ws, defaultBranch, run.signal);
+    if (started) return { merge: started };
+    const text = `\`${target.branch}\` already holds \`${defaultBranch}\`.`;
+    return { ended: await session.notice("succeeded", "ℹ️", "Nothing to merge", text) };
+  },
+  async finish(job, { ws, result, extras }) {
+    const { deps, session } = job;
+    if (!extras.merge) throw new Error(`job ${session.job.id} has no merge to finish`);
+    const merged = await mergeBody({
+      session,
+      ws,
+      merge: extras.merge,
+      token: () => deps.installationToken(session.job.installationId),
+      result,
+      author: deps.commitAuthor,
+      signal: job.run.signal,
+      onPushed: onPushed(job, result),
+    });
+    return session.end(merged.ok ? "succeeded" : "failed", merged.body);
+  },
+};

@@ -1,0 +1,42 @@
+// The modes that change no file and push nothing: plan (a plan in the comment, for approval),
+// review (a posted pull request review) and triage (an automation's labels and one comment).
+import { planBody, reviewBody } from "../outcome.ts";
+import { labelPlugin, repositoryLabels, triageEnd } from "../triage.ts";
+import type { PipelineMode } from "./mode.ts";
+
+const STEPS = ["acknowledged", "workspace", "agent"] as const;
+
+export const plan: PipelineMode = {
+  steps: STEPS,
+  pushes: false,
+  readsItem: true,
+  runsSetup: true,
+  finish: ({ session }, { result }) => session.end("succeeded", planBody(session, result)),
+};
+
+export const review: PipelineMode = {
+  steps: STEPS,
+  pushes: false,
+  readsItem: true,
+  readsDiff: true,
+  runsSetup: true,
+  async finish({ session, target, issue }, { result }) {
+    const number = target.prNumber ?? session.job.number;
+    return session.end("succeeded", await reviewBody(session, result, number, issue));
+  },
+};
+
+export const triage: PipelineMode = {
+  steps: STEPS,
+  pushes: false,
+  readsItem: true,
+  // It only reads the code: the setup (installing dependencies) would be time and money spent on
+  // every new issue for nothing.
+  runsSetup: false,
+  async prepare({ session }) {
+    const labels = await repositoryLabels(session.octokit, session.item);
+    return { labels, plugins: [labelPlugin(labels)] };
+  },
+  finish: ({ session, automation }, { result }) =>
+    triageEnd(session, result, automation ?? "triage"),
+};

@@ -1,0 +1,168 @@
+// The worker role: jobs from the queue, run in workspaces (sandboxes or VMs), and the periodic
+// reconciliation of the installations with GitHub, which also sets the automations' schedules.
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import type { Probot } from "probot";
+import { watchRateLimit } from "../github/rate-limit.ts";
+import { syncAutomations } from "../jobs/automations.ts";
+import { startInstallationSync } from "../jobs/installation-sync.ts";
+import type { PipelineDeps } from "../jobs/pipeline/run.ts";
+import type { Readiness } from "../jobs/readiness.ts";
+import { startVmSweeper } from "../jobs/vm-sweeper.ts";
+import { startWorker } from "../jobs/worker.ts";
+import type { WorkerIdentity } from "../jobs/worker-identity.ts";
+import { workspaceErrors } from "../metrics.ts";
+import {
+  checkProvider,
+  type LimitEnforcement,
+  limitEnforcement,
+  type ProviderName,
+} from "../workspace/index.ts";
+import { createVmPool, poolOwner, type VmPool } from "../workspace/vm/pool.ts";
+import { engineFor, startFlyNetwork } from "../workspace/vm/settings.ts";
+import { fetchAppSlug, type RoleContext } from "./context.ts";
+
+export interface WorkerRoleOptions {
+  /** This worker's identity, kept across restarts. */
+  identity: WorkerIdentity | undefined;
+  /** The app's slug, when the web role of this process fetched it already. */
+  appSlug: string | undefined;
+  /** Overrides for the agent pipeline (tests point it at fakes); false ends jobs once acknowledged. */
+  pipeline: Partial<PipelineDeps> | false | undefined;
+  /** What the kernel holds of the sandbox limits, once known (for /healthz). */
+  onSandboxLimits(found: LimitEnforcement): void;
+}
+
+export async function startWorkerRole(ctx: RoleContext, options: WorkerRoleOptions) {
+  const { config, db, queue, probot, logger } = ctx;
+  const vmPool =
+    options.pipeline === false
+      ? undefined
+      : startWorkspaces(ctx, options.pipeline?.provider ?? config.workspaceProvider, options);
+  const auth = async (installationId: number) => {
+    const octokit = await probot.auth(installationId);
+    watchRateLimit(octokit, String(installationId));
+    return octokit;
+  };
+  const appSlug = knownSlug(probot, options.appSlug);
+  await startWorker({
+    db,
+    queue,
+    auth,
+    appSlug,
+    allowedUsers: config.allowedUsers,
+    defaults: ctx.defaults,
+    publicUrl: config.publicUrl,
+    logger,
+    pipeline:
+      options.pipeline === false
+        ? undefined
+        : { ...pipelineDeps(ctx, auth, vmPool), ...options.pipeline },
+  });
+  const automations = { db, queue, auth, appSlug, defaults: ctx.defaults, logger };
+  const sync = await startInstallationSync(queue, config.installationSyncMinutes, {
+    pool: db.pool,
+    app: () => probot.auth(),
+    auth,
+    logger,
+    afterSync: (signal) => syncAutomations(automations, {}, signal),
+  });
+  ctx.cleanup.push(sync);
+}
+
+/**
+ * Checks the workspace provider, starts what its VMs need (the Fly network, the warm pool) and the
+ * sweeper of VMs left behind; resolves to the warm pool, if any.
+ */
+function startWorkspaces(
+  ctx: RoleContext,
+  provider: ProviderName,
+  options: Pick<WorkerRoleOptions, "identity" | "onSandboxLimits">,
+): VmPool | undefined {
+  const { config, logger, cleanup } = ctx;
+  checkSandbox(provider, ctx.readiness, logger);
+  if (provider === "sandbox" || provider === "agent") {
+    void reportSandboxLimits(logger).then(options.onSandboxLimits);
+  }
+  if (provider === "fly" || config.vmProvider === "fly") void startFlyNetwork(logger);
+  const pool = options.identity && poolOwner(options.identity.id, randomBytes(4).toString("hex"));
+  let vmPool: VmPool | undefined;
+  if (pool && config.warmPool > 0 && (provider === "fly" || provider === "kubernetes")) {
+    try {
+      const started = createVmPool(engineFor(provider), config.warmPool, pool.owner, logger);
+      cleanup.push(() => started.close());
+      vmPool = started;
+    } catch {
+      // Bad engine settings: checkSandbox logs them and keeps the worker unready.
+    }
+  }
+  cleanup.push(startVmSweeper(provider, ctx.db.pool, logger, pool?.stale));
+  return vmPool;
+}
+
+function pipelineDeps(
+  ctx: RoleContext,
+  auth: PipelineDeps["auth"],
+  vmPool: VmPool | undefined,
+): PipelineDeps {
+  const { config, db, probot, logger } = ctx;
+  return {
+    db,
+    auth,
+    installationToken: (id) => installationToken(probot, id),
+    publicUrl: config.publicUrl,
+    dataDir: config.dataDir,
+    spareCheckouts: config.spareCheckouts,
+    provider: config.workspaceProvider,
+    vmProvider: config.vmProvider,
+    vmPool,
+    allowPrivate: config.networkAllowPrivate,
+    sandboxLimits: config.sandboxLimits,
+    logger,
+    plugins: ctx.plugins,
+    anthropic: { apiKey: config.anthropicApiKey },
+    providers: config.providers,
+    defaults: ctx.defaults,
+    readyQueue: ctx.queue,
+  };
+}
+
+/** Scheduled automations' jobs are the app's own: the web role knows its slug already. */
+function knownSlug(probot: Probot, known: string | undefined): () => Promise<string> {
+  let slug = known === undefined ? undefined : Promise.resolve(known);
+  return () => {
+    slug ??= fetchAppSlug(probot).catch((error: unknown) => {
+      slug = undefined;
+      throw error;
+    });
+    return slug;
+  };
+}
+
+async function installationToken(probot: Probot, installationId: number): Promise<string> {
+  const octokit = await probot.auth(installationId);
+  const { token } = (await octokit.auth({ type: "installation" })) as { token: string };
+  return token;
+}
+
+/** Finds out at startup whether jobs can get a workspace, and keeps the worker unready if not. */
+function checkSandbox(provider: ProviderName, readiness: Readiness, logger: Logger): void {
+  readiness.wait("sandbox", "checking");
+  checkProvider(provider).then(
+    () => readiness.ready("sandbox"),
+    (error: Error) => {
+      workspaceErrors.inc({ kind: "sandbox_unavailable" });
+      readiness.wait("sandbox", "unavailable");
+      logger.error(`jobs cannot run: ${error.message}`);
+    },
+  );
+}
+
+/** Says once at startup which sandbox limits the kernel does not hold here, and why. */
+async function reportSandboxLimits(logger: Logger): Promise<LimitEnforcement> {
+  const found = await limitEnforcement();
+  if (!found.kernel) {
+    logger.warn({ sandboxLimits: found }, "some sandbox limits are only best effort on this host");
+  }
+  return found;
+}
