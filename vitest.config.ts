@@ -1,8 +1,32 @@
 import { defineConfig } from "vitest/config";
 
+// unit: no database, no server, no process of the app's, no sandbox: seconds, for `npm run
+// test:unit`. e2e: the app as a person runs it (its processes, the binary, `npm start`, a browser).
+// integration: everything else, so a new test file runs with `npm test` wherever it lands.
+const UNIT = [
+  "test/layers.test.ts",
+  "test/agent/**/*.test.ts",
+  "test/github/**/*.test.ts",
+  "test/chat/reply.test.ts",
+  "test/cli/{args,progress,terminal-text}.test.ts",
+  "test/config/{deploy,repo-config}.test.ts",
+  "test/fuzz/trigger.test.ts",
+  "test/intake/{batcher,deliveries,trigger}.test.ts",
+  "test/jobs/worker-identity.test.ts",
+  "test/web/{hsts,html,installation-permissions,session,settings-form,timeline}.test.ts",
+  "test/workspace/{commit,isolation,limit-guard,output,paths,proxy}.test.ts",
+];
+const E2E = [
+  "test/e2e/**/*.test.ts",
+  "test/cli/{conversation,conversations,run}.test.ts",
+  "test/config/{env,node-version,setup-env}.test.ts",
+  "test/web/browser.test.ts",
+];
+// The store, migrated once per run for every test file that opens one (test/helpers/db.ts).
+const DATABASE_TEMPLATES = ["test/helpers/db-templates.ts"];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     // A bound for hangs, not a speed check: on a loaded 2-core machine a test that starts the CLI
     // (a cold TypeScript start, a sandbox, git) was seen taking 30 s once, 10 s alone.
     testTimeout: 60_000,
@@ -10,5 +34,19 @@ export default defineConfig({
     // Several suites spawn bwrap, git and database servers; two cores are the budget.
     maxWorkers: 2,
     fileParallelism: true,
+    projects: [
+      // Unit files share their workers' modules: importing the app once per file was most of
+      // their time. The others keep a fresh module graph per file, as their state needs.
+      { test: { name: "unit", include: UNIT, isolate: false } },
+      {
+        test: {
+          name: "integration",
+          include: ["test/**/*.test.ts"],
+          exclude: [...UNIT, ...E2E],
+          globalSetup: DATABASE_TEMPLATES,
+        },
+      },
+      { test: { name: "e2e", include: E2E, globalSetup: DATABASE_TEMPLATES } },
+    ],
   },
 });

@@ -7,7 +7,7 @@ import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
 import { createApiKey } from "../../src/store/api-keys.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { upsertInstallation, upsertRepository } from "../../src/store/installations.ts";
 import { getJob } from "../../src/store/jobs.ts";
 import { seedServedRepo } from "../e2e/remote.ts";
@@ -18,6 +18,7 @@ import {
   toolUse,
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import {
   expectGitHubDone,
@@ -51,7 +52,7 @@ beforeAll(async () => {
   base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-chat-")));
   fake = await startAnthropicFake();
   git = await startGitHttpServer({ projectRoot: join(base, "served"), token: GIT_TOKEN });
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
   await upsertInstallation(db.pool, { id: 77, accountLogin: "acme", accountType: "Organization" });
   await upsertRepository(db.pool, { id: 700, installationId: 77, fullName: REPO });
   mockApp(APP_SLUG);

@@ -6,7 +6,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
 import { createApiKey } from "../../src/store/api-keys.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import {
   forgetFileSettings,
   getRepository,
@@ -16,6 +16,7 @@ import {
   upsertRepository,
 } from "../../src/store/installations.ts";
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import {
   expectGitHubDone,
   github,
@@ -58,7 +59,7 @@ function ask(client: OpenAI, model: string, content = TITLE_CHORE) {
 }
 
 beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
   mockApp(APP_SLUG);
   server = await startTestServer(db, { config: testConfig(), role: "web" });
   expectGitHubDone();

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { type GitHubFake, startGitHubFake } from "../e2e/github-fake.ts";
 import { seedServedRepo } from "../e2e/remote.ts";
 import {
@@ -18,6 +18,7 @@ import {
   toolUse,
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 
 const OPERATOR_KEY = `op-${"i".repeat(40)}`;
@@ -41,7 +42,7 @@ beforeAll(async () => {
     installations: [{ id: 55, account: "acme", repositories: [{ id: 701, fullName: REPO }] }],
   });
   fake = await startAnthropicFake();
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
   server = await startTestServer(db, {
     config: testConfig({
       baseUrl: gh.url,

@@ -5,10 +5,11 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
 import { createApiKey } from "../../src/store/api-keys.ts";
-import { type Database, openDatabase } from "../../src/store/database.ts";
+import type { Database } from "../../src/store/database.ts";
 import { upsertInstallation } from "../../src/store/installations.ts";
 import { rememberPushableRepositories } from "../../src/store/user-repositories.ts";
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
+import { openTestDatabase } from "../helpers/db.ts";
 import {
   expectGitHubDone,
   github,
@@ -29,7 +30,7 @@ let server: RunningServer;
 let tokenMocked = false;
 
 beforeAll(async () => {
-  db = await openDatabase({ dataDir: "memory://" });
+  db = await openTestDatabase();
   await upsertInstallation(db.pool, { id: INSTALLATION, accountLogin: "acme" });
   // Each repository's file is known: only permissions are asked.
   await db.pool.query(

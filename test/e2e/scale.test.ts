@@ -2,13 +2,17 @@
 // to its end exactly once (one job row, its two model turns, one pull request and one comment), also
 // when one of the workers is killed with SIGKILL while it holds jobs; pg-boss hands those to the
 // others once their heartbeat lapses. bench/scale.ts measures the same setup for throughput.
+import { once } from "node:events";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { QueueOptions } from "../../src/jobs/queue.ts";
 import type { Database } from "../../src/store/database.ts";
 import { databases } from "../helpers/db.ts";
 import { type Scale, startScale, type Tally } from "./scale.ts";
 
-const JOBS = 30;
+// As many jobs as the three workers hold at once, so that each takes some: the smallest run that
+// still shows each job once and, killing one worker, none lost. Throughput is bench/scale.ts's.
+const CONCURRENCY = 2;
+const JOBS = 3 * CONCURRENCY;
 // pg-boss presumes a worker dead once its job misses heartbeats this long (10 s is the least).
 const QUEUE: Omit<QueueOptions, "logger" | "concurrency"> = {
   heartbeatSeconds: 10,
@@ -17,6 +21,9 @@ const QUEUE: Omit<QueueOptions, "logger" | "concurrency"> = {
   retryDelay: 0,
   retryBackoff: false,
 };
+// What every run shares. Unpaced: Probot's second between an installation's writes would only
+// stretch each job.
+const WORLD = { jobs: JOBS, concurrency: CONCURRENCY, queue: QUEUE, paced: false };
 const postgres = databases().find((target) => target.name === "postgres");
 
 /** Every job once: its row, a final status, one pull request, one comment, nothing left over. */
@@ -51,7 +58,7 @@ describe.skipIf(!postgres)("one web and three worker processes on PostgreSQL", (
   });
 
   it(`runs ${JOBS} webhook-delivered jobs exactly once each`, { timeout: 120_000 }, async () => {
-    scale = await startScale(db, { jobs: JOBS, turnMs: 200, concurrency: 4, queue: QUEUE });
+    scale = await startScale(db, { ...WORLD, turnMs: 200 });
     await Promise.all([scale.addWorker(), scale.addWorker(), scale.addWorker()]);
     await scale.deliverAll();
     await scale.allFinished(90_000);
@@ -71,7 +78,7 @@ describe.skipIf(!postgres)("one web and three worker processes on PostgreSQL", (
     timeout: 120_000,
   }, async () => {
     // Long turns, so the killed worker surely holds jobs between two model replies.
-    scale = await startScale(db, { jobs: JOBS, turnMs: 500, concurrency: 4, queue: QUEUE });
+    scale = await startScale(db, { ...WORLD, turnMs: 500 });
     const [victim] = await Promise.all([scale.addWorker(), scale.addWorker(), scale.addWorker()]);
     await scale.deliverAll();
     const live = scale;
@@ -79,6 +86,9 @@ describe.skipIf(!postgres)("one web and three worker processes on PostgreSQL", (
       .poll(() => live.runningIn(victim), { timeout: 30_000, interval: 20 })
       .toBeGreaterThan(0);
     victim.process.kill("SIGKILL");
+    await once(victim.process, "exit");
+    // The ten seconds pg-boss waits before it presumes the victim dead, passed at once.
+    expect(await scale.lapseHeartbeats(victim)).toBeGreaterThan(0);
     await scale.allFinished(100_000);
 
     const tally = await scale.tally();

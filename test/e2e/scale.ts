@@ -56,6 +56,8 @@ export interface ScaleOptions {
   concurrency: number;
   /** Queue tuning for every process (polling, heartbeat, retries). */
   queue: Omit<QueueOptions, "logger" | "concurrency">;
+  /** Probot's pacing of each installation's writes, a second apart. Default on, as in production. */
+  paced?: boolean;
 }
 
 export interface ScaleWorker {
@@ -94,6 +96,12 @@ export interface Scale {
   allFinished(timeoutMs: number): Promise<void>;
   /** Jobs running right now in a worker (their workspaces are open). */
   runningIn(worker: ScaleWorker): Promise<number>;
+  /**
+   * For a worker that is dead: moves its running jobs' last heartbeats back by the heartbeat time,
+   * as the wait for them to lapse would, so the live processes' supervisors hand them on at once.
+   * Returns how many it moved.
+   */
+  lapseHeartbeats(worker: ScaleWorker): Promise<number>;
   tally(): Promise<Tally>;
   close(): Promise<void>;
 }
@@ -130,7 +138,12 @@ function countBy<T>(items: T[], key: (item: T) => number): Map<number, number> {
 
 function spawnServer(
   role: Role,
-  options: { config: Partial<Config>; queue: ScaleOptions["queue"]; pipeline?: object },
+  options: {
+    config: Partial<Config>;
+    queue: ScaleOptions["queue"];
+    paced?: boolean;
+    pipeline?: object;
+  },
 ): Promise<{ process: ChildProcess; url: string }> {
   return spawnServerProcess({ role, ...options });
 }
@@ -175,7 +188,8 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
     stops.push(() => gate.close());
 
     const config = { baseUrl: gh.url, databaseUrl: db.url, workerConcurrency: options.concurrency };
-    const web = await spawnServer("web", { config, queue: options.queue });
+    const { queue, paced } = options;
+    const web = await spawnServer("web", { config, queue, paced });
     children.push(web.process);
 
     let started = 0;
@@ -190,7 +204,7 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
         progressIntervalMs: 60_000,
         streamRetryDelayMs: 1,
       };
-      const child = await spawnServer("worker", { config, queue: options.queue, pipeline });
+      const child = await spawnServer("worker", { config, queue, paced, pipeline });
       children.push(child.process);
       const worker = { process: child.process, dataDir };
       workers.push(worker);
@@ -251,6 +265,20 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
     const runningIn = async (worker: ScaleWorker) =>
       (await readdir(join(worker.dataDir, "workspaces")).catch(() => [])).length;
 
+    const lapseHeartbeats = async (worker: ScaleWorker) => {
+      // A dead worker's jobs are those whose workspaces it left: job-<id>-<attempt>.
+      const held = (await readdir(join(worker.dataDir, "workspaces")).catch(() => []))
+        .map((name) => Number(/^job-(\d+)-\d+$/.exec(name)?.[1]))
+        .filter(Number.isSafeInteger);
+      const { rowCount } = await db.pool.query(
+        `UPDATE pgboss.job SET heartbeat_on = heartbeat_on - heartbeat_seconds * interval '1 second'
+         WHERE state = 'active'
+           AND id IN (SELECT queue_job_id FROM jobs WHERE id = ANY($1) AND finished_at IS NULL)`,
+        [held],
+      );
+      return rowCount ?? 0;
+    };
+
     const tally = async (): Promise<Tally> => {
       const all = (await jobs()).reverse();
       const first = Math.min(...all.map((job) => job.createdAt.getTime()));
@@ -269,7 +297,18 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
       };
     };
 
-    return { gh, fake, workers, addWorker, deliverAll, allFinished, runningIn, tally, close };
+    return {
+      gh,
+      fake,
+      workers,
+      addWorker,
+      deliverAll,
+      allFinished,
+      runningIn,
+      lapseHeartbeats,
+      tally,
+      close,
+    };
   } catch (error) {
     await close();
     throw error;

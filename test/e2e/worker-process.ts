@@ -3,17 +3,19 @@
 // parent passes the configuration, role, queue and pipeline options as JSON in
 // VMPILOT_TEST_WORKER, and waits for "ready" on stdout; the line before it is "url <server URL>".
 import type { Config } from "../../src/config/env.ts";
-import { createLogger } from "../../src/github/logger.ts";
-import type { PipelineDeps } from "../../src/jobs/pipeline.ts";
+import type { PipelineDeps } from "../../src/jobs/pipeline/run.ts";
 import type { QueueOptions } from "../../src/jobs/queue.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import { type Role, startServer } from "../../src/main.ts";
-import { testConfig } from "../helpers/app.ts";
+import { TestProbotOctokit, testConfig } from "../helpers/app.ts";
 
 interface WorkerOptions {
   config: Partial<Config>;
   role?: Role;
   queue?: Omit<QueueOptions, "logger">;
   pipeline?: Partial<PipelineDeps>;
+  /** Probot's pacing of each installation's writes, a second apart; default on, as in production. */
+  paced?: boolean;
 }
 
 const options = JSON.parse(process.env.VMPILOT_TEST_WORKER ?? "{}") as WorkerOptions;
@@ -23,6 +25,7 @@ const server = await startServer({
   logger: createLogger({ level: "silent", format: "json" }),
   queue: options.queue,
   pipeline: options.pipeline,
+  ...(options.paced === false && { Octokit: TestProbotOctokit }),
 });
 console.log(`url ${server.url}`);
 console.log("ready");

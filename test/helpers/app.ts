@@ -1,5 +1,6 @@
 // The real server, started in-process for tests: test configuration with a generated app key.
 import { generateKeyPairSync } from "node:crypto";
+import { ProbotOctokit } from "probot";
 import type { Config } from "../../src/config/env.ts";
 import { DEFAULT_MODEL } from "../../src/config/models.ts";
 import { createLogger } from "../../src/log/logger.ts";
@@ -57,6 +58,20 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
 }
 
 /**
+ * The app's client class for servers under test (StartOptions.Octokit): Probot's, with retry
+ * delays of a millisecond and throttling off, which would space an installation's writes a second
+ * apart.
+ */
+export const TestProbotOctokit = ProbotOctokit.defaults((options: object) => {
+  const { retry, throttle } = options as { retry?: object; throttle?: object };
+  return {
+    ...options,
+    retry: { ...retry, retryAfterBaseValue: 1 },
+    throttle: { ...throttle, enabled: false },
+  };
+});
+
+/**
  * startServer on a loopback port with quiet logs and a fast-polling queue. Jobs end once
  * acknowledged unless the caller passes pipeline options.
  */
@@ -69,6 +84,7 @@ export function startTestServer(
     role: "all",
     pipeline: false,
     logger: createLogger({ level: config.logLevel, format: "json" }),
+    Octokit: TestProbotOctokit,
     ...options,
     config,
     db,

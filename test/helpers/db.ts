@@ -1,10 +1,12 @@
 import { randomBytes } from "node:crypto";
-import pg from "pg";
-import { vi } from "vitest";
+import { cp, mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { inject, vi } from "vitest";
 import { chatKey, findOrCreateChat } from "../../src/store/chats.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
 import { getJob, insertJob, type Job, type NewJob } from "../../src/store/jobs.ts";
+import { adminQuery, type DatabaseTemplates } from "./db-templates.ts";
 
 export interface TestDatabaseTarget {
   name: "pglite" | "postgres";
@@ -12,19 +14,56 @@ export interface TestDatabaseTarget {
   open(options?: { migrate?: boolean }): Promise<Database>;
 }
 
+/** The run's templates (db-templates.ts); none outside vitest, as in the benchmarks. */
+function templates(): DatabaseTemplates | undefined {
+  return process.env.VITEST ? inject("databaseTemplates") : undefined;
+}
+
+/**
+ * A PGlite data dir of its own under `dataDir`, initialised and (unless migrate: false) migrated,
+ * for a process that opens the embedded database itself (`npm start`, the CLI). Without the run's
+ * templates the process creates it.
+ */
+export async function seedDataDir(dataDir: string, options?: { migrate?: boolean }): Promise<void> {
+  const from = templates();
+  if (!from) return;
+  const template = options?.migrate === false ? from.fresh : from.migrated;
+  await cp(join(template, "pglite"), join(dataDir, "pglite"), { recursive: true });
+}
+
+/**
+ * A fresh embedded (PGlite) database for a test file or a test, migrated unless migrate: false:
+ * a copy of the run's template, thrown away on close(). The in-memory database it stands for
+ * would run initdb each time.
+ */
+export async function openTestDatabase(options?: { migrate?: boolean }): Promise<Database> {
+  const root = templates()?.root;
+  if (!root) return openDatabase({ dataDir: "memory://", migrate: options?.migrate });
+  const dataDir = await mkdtemp(join(root, "db-"));
+  try {
+    await seedDataDir(dataDir, options);
+    const db = await openDatabase({ dataDir, migrate: options?.migrate });
+    return {
+      ...db,
+      async close() {
+        await db.close();
+        await rm(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
 let warned = false;
 
 /**
- * The databases a store suite runs against: in-memory PGlite always, and a throwaway database on
+ * The databases a store suite runs against: embedded PGlite always, and a throwaway database on
  * the PostgreSQL server at TEST_DATABASE_URL when that is set. Use with describe.each.
  */
 export function databases(): TestDatabaseTarget[] {
-  const targets: TestDatabaseTarget[] = [
-    {
-      name: "pglite",
-      open: (options) => openDatabase({ dataDir: "memory://", migrate: options?.migrate }),
-    },
-  ];
+  const targets: TestDatabaseTarget[] = [{ name: "pglite", open: openTestDatabase }];
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (adminUrl) {
     targets.push({ name: "postgres", open: (options) => openPostgres(adminUrl, options) });
@@ -40,16 +79,12 @@ export function connectAgain(db: Database): Promise<Database> {
   return openDatabase({ databaseUrl: db.url, dataDir: "", migrate: false });
 }
 
-// Parallel test files each get their own database, dropped on close.
+// Parallel test files each get their own database, dropped on close: a clone of the run's
+// migrated template, or an empty one.
 async function openPostgres(adminUrl: string, options?: { migrate?: boolean }): Promise<Database> {
   const name = `vmpilot_test_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
+  const template = options?.migrate === false ? undefined : templates()?.postgres;
+  await adminQuery(adminUrl, `CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ""}`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   const db = await openDatabase({
@@ -61,13 +96,7 @@ async function openPostgres(adminUrl: string, options?: { migrate?: boolean }): 
     ...db,
     async close() {
       await db.close();
-      const dropper = new pg.Client({ connectionString: adminUrl });
-      await dropper.connect();
-      try {
-        await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await dropper.end();
-      }
+      await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };
 }

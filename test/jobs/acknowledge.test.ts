@@ -19,7 +19,7 @@ import {
 } from "../../src/store/installations.ts";
 import type { JobContext } from "../../src/store/job-context.ts";
 import { getJob, insertJob, type Job, updateJob } from "../../src/store/jobs.ts";
-import { appPrivateKey } from "../helpers/app.ts";
+import { appPrivateKey, TestProbotOctokit } from "../helpers/app.ts";
 import { databases } from "../helpers/db.ts";
 import {
   github,
@@ -32,7 +32,12 @@ import {
 useGitHubMock();
 
 const logger = createLogger({ level: "silent", format: "json" });
-const probot = new Probot({ appId: 1, privateKey: appPrivateKey(), log: logger });
+const probot = new Probot({
+  appId: 1,
+  privateKey: appPrivateKey(),
+  log: logger,
+  Octokit: TestProbotOctokit,
+});
 let nextInstallation = 1;
 let nextRepository = 5000;
 

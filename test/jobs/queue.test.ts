@@ -24,6 +24,20 @@ function deferred<T = void>() {
 
 const FAST: QueueOptions = { pollingIntervalSeconds: 0.5, cancelCheckMs: 100, concurrency: 3 };
 
+/**
+ * Moves the queues' clock on, a poll at a time, until `settled` settles: polls, the supervisor and
+ * retry delays come as they fall due, without the test waiting them out.
+ */
+async function ticking<T>(clock: TestClock, settled: Promise<T>): Promise<T> {
+  let done = false;
+  const end = () => {
+    done = true;
+  };
+  settled.then(end, end);
+  while (!done) await clock.tick(500);
+  return settled;
+}
+
 describe.each(databases())("queue on $name", (target) => {
   // Two pools on one database: two worker processes.
   let db: Database;
@@ -85,7 +99,8 @@ describe.each(databases())("queue on $name", (target) => {
   });
 
   it("enqueues a batch in one call, with the caller's transaction or not at all", async () => {
-    const queue = await startQueue(db);
+    const clock = new TestClock();
+    const queue = await startQueue(db, { clock });
     const a = await seedChat(db);
     const b = await seedChat(db);
     const enqueueBatch = (fail: boolean) =>
@@ -114,7 +129,7 @@ describe.each(databases())("queue on $name", (target) => {
       ran.push(jobId);
       if (ran.length === jobs.length) allRan.resolve();
     });
-    await allRan.promise;
+    await ticking(clock, allRan.promise);
     expect([...ran].sort((x, y) => x - y)).toEqual(jobs.map((j) => j.jobId));
     // One transaction gives the batch one created_on: a's jobs still run in the order enqueued.
     const aJobs = jobs.filter((j) => j.chatKey === a.key).map((j) => j.jobId);
@@ -168,10 +183,12 @@ describe.each(databases())("queue on $name", (target) => {
       active.set(chatKey, (active.get(chatKey) ?? 0) - 1);
       if ([...runs.values()].reduce((a, b) => a + b, 0) >= ids.length) allRan.resolve();
     };
-    const first = await startQueue(db);
-    const second = await startQueue(otherDb);
+    // One clock for both, as two processes share the database's.
+    const clock = new TestClock();
+    const first = await startQueue(db, { clock });
+    const second = await startQueue(otherDb, { clock });
     await Promise.all([first.work(handler), second.work(handler)]);
-    await allRan.promise;
+    await ticking(clock, allRan.promise);
     await Promise.all([first.stop(), second.stop()]);
 
     expect([...runs.keys()].sort((a, b) => a - b)).toEqual(ids);
@@ -186,7 +203,8 @@ describe.each(databases())("queue on $name", (target) => {
   });
 
   it("holds a chat's next job while its first runs, and runs other chats meanwhile", async () => {
-    const queue = await startQueue(db);
+    const clock = new TestClock();
+    const queue = await startQueue(db, { clock });
     const a = await seedChat(db);
     const b = await seedChat(db);
     const a1 = await enqueue(queue, a.chat, a.key);
@@ -205,7 +223,7 @@ describe.each(databases())("queue on $name", (target) => {
       events.push(`end ${jobId}`);
       if (jobId === a2) a2Done.resolve();
     });
-    await a2Done.promise;
+    await ticking(clock, a2Done.promise);
 
     expect(events.indexOf(`start ${b1}`)).toBeLessThan(events.indexOf(`end ${a1}`));
     expect(events.indexOf(`start ${a2}`)).toBeGreaterThan(events.indexOf(`end ${a1}`));
@@ -269,11 +287,7 @@ describe.each(databases())("queue on $name", (target) => {
       },
       { onDead: async (job) => dead.resolve(job) },
     );
-    let done = false;
-    Promise.all([dead.promise, nextRan.promise]).then(() => {
-      done = true;
-    });
-    while (!done) await clock.tick(250);
+    await ticking(clock, Promise.all([dead.promise, nextRan.promise]));
 
     expect(await dead.promise).toEqual({
       jobId: doomed,

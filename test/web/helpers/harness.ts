@@ -2,11 +2,12 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { findOrCreateChat } from "../../../src/store/chats.ts";
-import { type Database, openDatabase } from "../../../src/store/database.ts";
+import type { Database } from "../../../src/store/database.ts";
 import { upsertRepository } from "../../../src/store/installations.ts";
 import { appendJobEvent } from "../../../src/store/job-events.ts";
 import { insertJob, type Job, type JobPatch, updateJob } from "../../../src/store/jobs.ts";
 import { mountWeb, type Web } from "../../../src/web/index.ts";
+import { openTestDatabase } from "../../helpers/db.ts";
 import { type FakeRepo, type GitHubFake, startGitHubFake } from "./github-fake.ts";
 
 /** mountWeb served on a loopback port, on an in-memory PGlite store, against a fake GitHub. */
@@ -25,7 +26,7 @@ export async function startWebHarness(
   options: { oauth?: boolean /** Shared, and left open on close. */; db?: Database } = {},
 ): Promise<WebHarness> {
   const github = await startGitHubFake();
-  const db = options.db ?? (await openDatabase({ dataDir: "memory://" }));
+  const db = options.db ?? (await openTestDatabase());
   let web: Web | undefined;
   const server: Server = createServer(async (req, res) => {
     if (!(await web?.handler(req, res))) res.writeHead(404).end("not found");
