@@ -57,10 +57,18 @@ describe("Dockerfile", () => {
     expect(args("COPY").some((a) => a.startsWith("--from=deps"))).toBe(true);
   });
 
-  it("builds the workspace image as its own stage: the agent as entry, no app files, a numeric user", () => {
+  it("builds the workspace image as its own stage: the agent as entry, no app files, commands as another user", () => {
     const workspace = all.find((stage) => /\bAS workspace$/i.test(stage[0]?.args ?? "")) ?? [];
     expect(args("CMD", workspace).at(-1)).toBe('["node", "src/workspace/agent/main.ts"]');
-    expect(args("USER", workspace).at(-1)).toMatch(/^[1-9]\d*$/);
+    // The agent is root with only setuid, setgid and kill, under no_new_privs; its commands run as
+    // a numeric user of their own, who can neither signal nor read it.
+    expect(args("USER", workspace).at(-1)).toBe("0");
+    const entry = args("ENTRYPOINT", workspace).at(-1) ?? "";
+    expect(entry).toContain('"--bounding-set=-all,+setuid,+setgid,+kill"');
+    expect(entry).toContain('"--no-new-privs"');
+    expect(args("ENV", workspace).join(" ")).toMatch(
+      /VMPILOT_AGENT_COMMAND_USER=[1-9]\d*:[1-9]\d*/,
+    );
     const copied = args("COPY", workspace).join(" ");
     expect(copied).not.toMatch(/app\.yml|\.env|bin\b|plugins/);
     expect(all.indexOf(workspace)).toBeLessThan(all.length - 1);
