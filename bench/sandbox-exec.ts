@@ -14,10 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
-import { createLocalAgentWorkspace } from "../src/workspace/agent-local.ts";
+import { createLocalAgentWorkspace } from "../src/workspace/agent/local.ts";
 import { createWorkspace } from "../src/workspace/factory.ts";
-import { createHostWorkspace } from "../src/workspace/host.ts";
-import { createSandboxWorkspace } from "../src/workspace/sandbox.ts";
+import { createHostWorkspace } from "../src/workspace/sandbox/host.ts";
+import { createSandboxWorkspace } from "../src/workspace/sandbox/sandbox.ts";
 import type { Workspace } from "../src/workspace/types.ts";
 import { flyEngine, startFlyFake } from "../test/helpers/fly-fake.ts";
 

@@ -4,11 +4,9 @@
 // VMPILOT_AGENT_HOME, and VMPILOT_AGENT_LISTEN: `host:port` (a VM's private address) or an
 // absolute unix socket path; optionally VMPILOT_AGENT_DEADLINE_SECONDS, and
 // VMPILOT_AGENT_COMMAND_USER (`uid:gid`, see identity.ts), without which commands run as the
-// agent's own uid, and VMPILOT_AGENT_COMMAND_SANDBOX=1: each command in a bubblewrap sandbox of
-// its own (the `agent` provider, agent/local.ts). Prints "ready" once it listens.
+// agent's own uid. Prints "ready" once it listens.
 import { readFileSync, rmSync } from "node:fs";
 import { baseEnv } from "../process/env.ts";
-import { commandSandbox } from "../sandbox/bwrap.ts";
 import { becomeCommandUser, commandUserProblem, parseCommandUser } from "./identity.ts";
 import { createAgentServer } from "./server.ts";
 
@@ -21,7 +19,6 @@ const deadline = Number(env.VMPILOT_AGENT_DEADLINE_SECONDS ?? 0);
 const commandUser = env.VMPILOT_AGENT_COMMAND_USER
   ? parseCommandUser(env.VMPILOT_AGENT_COMMAND_USER)
   : undefined;
-const nested = env.VMPILOT_AGENT_COMMAND_SANDBOX === "1";
 // Commands never see the agent's own environment; it is dropped here all the same.
 delete env.VMPILOT_AGENT_SECRET;
 if (
@@ -65,24 +62,17 @@ const server = createAgentServer({
   // checkout, so a VM that waited in a warm pool still gives its job the whole time.
   onCheckout: () => setDeadline(),
   commandUser,
-  commandSandbox: nested ? commandSandbox(commandUser) : undefined,
 });
-if (keyFile) rmSync(keyFile, { force: true });
-// A unix socket is bound here and now, while the agent may still write the directory it is in.
-if (listen.startsWith("/")) {
-  server.listen(listen);
-} else {
-  const colon = listen.lastIndexOf(":");
-  server.listen(Number(listen.slice(colon + 1)), listen.slice(0, colon).replace(/^\[|\]$/g, ""));
-}
 // After the server: its first waiting shell started the process launcher, which stays root to
 // start and stop commands as the command user.
 if (commandUser) becomeCommandUser(commandUser);
-else if (!nested) {
+else {
   log({
     msg: "commands run as the agent's own uid: they can stop the agent and read its secret; set VMPILOT_AGENT_COMMAND_USER",
   });
 }
+// As the command user when there is one: the key file sits in the commands' /tmp (agent-local.ts).
+if (keyFile) rmSync(keyFile, { force: true });
 let timer: NodeJS.Timeout | undefined;
 function setDeadline(): void {
   if (deadline === 0) return;
@@ -94,6 +84,12 @@ function setDeadline(): void {
   }, deadline * 1000);
 }
 setDeadline();
+if (listen.startsWith("/")) {
+  server.listen(listen);
+} else {
+  const colon = listen.lastIndexOf(":");
+  server.listen(Number(listen.slice(colon + 1)), listen.slice(0, colon).replace(/^\[|\]$/g, ""));
+}
 server.once("listening", () => console.log("ready"));
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   process.once(signal, () => server.close(() => process.exit(0)));

@@ -14,10 +14,9 @@ import type { Owner } from "../sandbox/owner.ts";
 import type { ExecResult } from "../types.ts";
 
 // The command's own variables are unset before it runs; `exec </dev/null` gives it what a cold
-// start gives, and the shell's stdin (the agent's pipe) is closed. Should the kernel have to kill
-// a process for memory, a command's go first: the agent's going would end the whole workspace.
+// start gives, and the shell's stdin (the agent's pipe) is closed.
 const PRELUDE =
-  'echo 1000 2>/dev/null >/proc/self/oom_score_adj; IFS= read -r -d "" d && IFS= read -r -d "" c && cd -- "$d" && exec </dev/null || exit 126; unset d OLDPWD; eval "unset c; $c"';
+  'IFS= read -r -d "" d && IFS= read -r -d "" c && cd -- "$d" && exec </dev/null || exit 126; unset d OLDPWD; eval "unset c; $c"';
 
 interface Spare {
   env: Record<string, string>;
@@ -47,18 +46,8 @@ export interface WarmShell {
   close(): void;
 }
 
-/**
- * `user`: who commands run as (agent/identity.ts); default the agent's own uid. `sandbox`: a
- * program and its arguments each shell starts under (bwrap.ts, commandSandbox), which then drops
- * to `user` itself.
- */
-export function createWarmShell(user?: Owner, sandbox: readonly string[] = []): WarmShell {
-  /** `bash` with `args`, under the sandbox when there is one. */
-  const shell = (args: string[]) => {
-    if (sandbox.length === 0) return { file: "bash", args, user };
-    const [file = "bwrap", ...rest] = sandbox;
-    return { file, args: [...rest, "bash", ...args], user: undefined };
-  };
+/** `user`: who commands run as (agent/identity.ts); default the agent's own uid. */
+export function createWarmShell(user?: Owner): WarmShell {
   let spare: Spare | undefined;
   /** The environment most commands run with (the agent's), which the waiting shell is started with. */
   let base: Record<string, string> | undefined;
@@ -67,7 +56,7 @@ export function createWarmShell(user?: Owner, sandbox: readonly string[] = []): 
   /** A shell given its directory and command now (`input`), or waiting for them. */
   function start(env: Record<string, string>, onOutput: OutputHandler, input?: string): Launched {
     const later = input === undefined ? { inputLater: true } : { input };
-    const spec = { ...shell(["-c", PRELUDE]), cwd: "/", env, group: true };
+    const spec = { file: "bash", args: ["-c", PRELUDE], cwd: "/", env, group: true, user };
     return launch({ ...spec, ...later }, onOutput);
   }
 
@@ -110,7 +99,7 @@ export function createWarmShell(user?: Owner, sandbox: readonly string[] = []): 
     async run(command, cwd, env, options) {
       // A NUL byte would cut the shell's input short: the launcher refuses it as an argument.
       if (command.includes("\0") || cwd.includes("\0")) {
-        return runProcess({ ...shell(["-c", command]), cwd, env }, options);
+        return runProcess({ file: "bash", args: ["-c", command], cwd, env, user }, options);
       }
       const taken = take(env);
       const input = `${cwd}\0${command}\0`;

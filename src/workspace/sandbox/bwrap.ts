@@ -2,7 +2,7 @@ import { lstat, readlink, realpath } from "node:fs/promises";
 import { dirname, isAbsolute, relative } from "node:path";
 import { PermanentError } from "../../errors.ts";
 import { type LaunchError, launchAndCollect } from "../process/launcher.ts";
-import { type Owner, UNPRIVILEGED_OWNER } from "./owner.ts";
+import { UNPRIVILEGED_OWNER } from "./owner.ts";
 
 /** The sandbox cannot be used; the message names the fix and fits on one line. */
 export class SandboxUnavailableError extends PermanentError {
@@ -12,8 +12,6 @@ export class SandboxUnavailableError extends PermanentError {
 /** Where things live inside every sandbox. */
 export const SANDBOX_HOME = "/home/sandbox";
 export const SANDBOX_PROXY_SOCKET = "/run/vmpilot/proxy.sock";
-/** The workspace agent's own directory (its socket and key): hidden from its commands. */
-export const AGENT_DIR = "/run/vmpilot/agent";
 
 /** Commands run as this uid and gid inside the sandbox's user namespace, never as root. */
 const SANDBOX_ID = 1000;
@@ -61,12 +59,10 @@ export interface SandboxLayout {
   /** The worker is root: bwrap mounts as root, then commands drop to UNPRIVILEGED_OWNER. */
   asRoot: boolean;
   /**
-   * The workspace agent runs here, and starts each command in a sandbox of its own inside this
-   * one (commandSandbox): set to the host directory bound at AGENT_DIR for it. As root, the agent
-   * stays root with CAP_SETUID, CAP_SETGID and CAP_KILL only; otherwise it may make the user
-   * namespace its commands need. Kernel knobs are then made read-only by the command's sandbox.
+   * As root, commands stay root with CAP_SETUID, CAP_SETGID and CAP_KILL only and no user
+   * namespace: the workspace agent, which starts its own commands as UNPRIVILEGED_OWNER.
    */
-  agentDir?: string;
+  supervisor?: boolean;
 }
 
 function isWithin(parent: string, child: string): boolean {
@@ -109,9 +105,8 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     // A fresh /proc for the new PID namespace.
     "--proc",
     "/proc",
-    // As root, and under the agent, the inner bwrap makes these read-only: it must first disable
-    // user namespaces there.
-    ...(layout.asRoot || layout.agentDir ? [] : READ_ONLY_KNOBS),
+    // As root, the inner bwrap makes these read-only: it must first disable user namespaces there.
+    ...(layout.asRoot ? [] : READ_ONLY_KNOBS),
     "--dev",
     "/dev",
     "--bind",
@@ -135,9 +130,6 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     args.push(...mountPoint(SANDBOX_PROXY_SOCKET, layout.asRoot));
     args.push("--ro-bind", layout.proxySocket, SANDBOX_PROXY_SOCKET);
   }
-  if (layout.agentDir) {
-    args.push(...mountPoint(AGENT_DIR, layout.asRoot), "--bind", layout.agentDir, AGENT_DIR);
-  }
   for (const path of layout.hidden) {
     if (bound.some((b) => isWithin(b, path))) args.push("--tmpfs", path);
   }
@@ -155,8 +147,8 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     "ALL",
     ...(layout.asRoot
       ? ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-      : ["--unshare-user", ...(layout.agentDir ? IDENTITY : USER_NAMESPACE)]),
-    ...(layout.asRoot && layout.agentDir ? ["--cap-add", "CAP_KILL"] : []),
+      : ["--unshare-user", ...USER_NAMESPACE]),
+    ...(layout.asRoot && layout.supervisor ? ["--cap-add", "CAP_KILL"] : []),
     "--clearenv",
   );
   return args;
@@ -172,10 +164,15 @@ const READ_ONLY_KNOBS = [
   "/proc/sysrq-trigger",
 ];
 
-const IDENTITY = ["--uid", String(SANDBOX_ID), "--gid", String(SANDBOX_ID)];
-
 /** A fixed identity, and no nested user namespaces (kernel attack surface, and a way to root). */
-const USER_NAMESPACE = [...IDENTITY, "--disable-userns", "--assert-userns-disabled"];
+const USER_NAMESPACE = [
+  "--uid",
+  String(SANDBOX_ID),
+  "--gid",
+  String(SANDBOX_ID),
+  "--disable-userns",
+  "--assert-userns-disabled",
+];
 
 /**
  * What runs between bwrap and the command. As root, bwrap made its mounts with root's access (the
@@ -199,43 +196,6 @@ export function dropPrivileges(asRoot: boolean): string[] {
     ...READ_ONLY_KNOBS,
     "--unshare-user",
     ...USER_NAMESPACE,
-  ];
-}
-
-/**
- * What the workspace agent starts each command under, inside its own sandbox: the sandbox's
- * identity in a user namespace of the command's own that can make no other, the kernel knobs
- * read-only, the agent's directory hidden, and a PID namespace of the command's own. So a command
- * can neither signal nor trace the agent (a process of an outer user namespace), nor reach its
- * socket, and whatever it leaves running dies with it. `user`: the host user it runs as, when the
- * agent is root (it drops to it first, without a way back); otherwise the agent's own.
- */
-export function commandSandbox(user: Owner | undefined, bwrapPath = "bwrap"): string[] {
-  const drop = user
-    ? [
-        "setpriv",
-        `--reuid=${user.uid}`,
-        `--regid=${user.gid}`,
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--no-new-privs",
-      ]
-    : [];
-  return [
-    ...drop,
-    bwrapPath,
-    "--dev-bind",
-    "/",
-    "/",
-    ...READ_ONLY_KNOBS,
-    "--tmpfs",
-    AGENT_DIR,
-    "--unshare-user",
-    ...USER_NAMESPACE,
-    "--unshare-pid",
-    "--die-with-parent",
-    "--new-session",
-    "--",
   ];
 }
 

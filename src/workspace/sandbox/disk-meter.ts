@@ -10,10 +10,7 @@ export interface DiskMeter {
    * files on the measured filesystems that the job's processes hold open after deleting them.
    */
   usedMb(): Promise<number>;
-  /**
-   * Bytes in use on the measured paths' whole filesystems and the scratch disk: a cheap call per
-   * filesystem, so fast growth shows at once.
-   */
+  /** Bytes in use on the checkout's whole filesystem: one cheap call, so fast growth shows at once. */
   hostUsedBytes(): Promise<number>;
 }
 
@@ -68,11 +65,8 @@ export function diskMeter(options: {
 }): DiskMeter {
   const { paths, scratch, processes } = options;
   // The scratch disk's own count already holds its deleted files; memfds are memory.
-  const stats = Promise.all(paths.map((path) => stat(path)));
-  const devices = stats.then((all) => new Set(all.map((s) => s.dev)));
-  /** One measured path per filesystem. */
-  const filesystems = stats.then((all) =>
-    paths.filter((_, i) => all.findIndex((s) => s.dev === all[i]?.dev) === i),
+  const devices = Promise.all(paths.map((path) => stat(path))).then(
+    (stats) => new Set(stats.map((s) => s.dev)),
   );
   return {
     async usedMb() {
@@ -84,14 +78,8 @@ export function diskMeter(options: {
       return du + Math.ceil((scratchBytes + deleted) / MIB);
     },
     async hostUsedBytes() {
-      const used = await Promise.all([
-        ...(await filesystems).map(async (path) => {
-          const fs = await statfs(path);
-          return (fs.blocks - fs.bfree) * fs.bsize;
-        }),
-        scratch?.usedBytes() ?? 0,
-      ]);
-      return used.reduce((sum, bytes) => sum + bytes, 0);
+      const stats = await statfs(paths[0]);
+      return (stats.blocks - stats.bfree) * stats.bsize;
     },
   };
 }

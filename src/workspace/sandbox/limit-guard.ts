@@ -61,66 +61,39 @@ function watchDisk(
   };
 }
 
-/** Runs one command of the job's (`run`) under the disk limit; see limitGuard. */
-export type LimitGuard = (run: Run) => Promise<ExecResult>;
-
-/** A full measurement, and what the filesystems showed in use when it began. */
-interface Measured {
-  mb: number | undefined;
-  hostBytes: number | undefined;
-}
-
-type Hits = { oomKills: number; forksRefused: number } | undefined;
-
 /**
  * Runs commands under the disk limit and explains any limit a command hit. Disk use is measured
- * in full from the start and after each command that changed what the filesystems hold; while one
- * runs, it is watched (watchDisk) and the command stopped when over. Once over, commands run
- * unable to write files until deletions bring the workspace back under: a string of quick
- * commands cannot add up past the limit. A measurement after a command runs while its result goes
- * back, unless the filesystems' growth could have taken the workspace over; the next command
- * waits for it. So a command costs no `du` of its own, and the one that went over says so.
+ * before the first command and after each one; while one runs, it is watched (watchDisk) and the
+ * command stopped when over. Once over, commands run unable to write files until deletions bring
+ * the workspace back under: a string of quick commands cannot add up past the limit.
  */
 export function limitGuard(
   meter: DiskMeter,
   limits: SandboxLimits,
   logger: Logger,
   cgroup?: JobCgroup,
-): LimitGuard {
-  const hostUsed = () => meter.hostUsedBytes().catch(() => undefined);
-  const measure = async (): Promise<Measured> => {
-    // Before `du`: what grows meanwhile counts as growth after it.
-    const hostBytes = await hostUsed();
-    const mb = await meter.usedMb().catch((error: unknown) => {
+) {
+  let usedMb: number | undefined;
+  const measure = () =>
+    meter.usedMb().catch((error: unknown) => {
       logger.warn({ err: error }, "could not measure disk use");
       return undefined;
     });
-    return { mb, hostBytes };
-  };
-  /** At most what the workspace uses, given the filesystems' growth since `base`. */
-  const estimate = (base: Measured, hostBytes: number | undefined) =>
-    hostBytes === undefined || base.hostBytes === undefined || base.mb === undefined
-      ? undefined
-      : base.mb + Math.max(0, hostBytes - base.hostBytes) / MIB;
-  let measured = measure();
-  let hits: Promise<Hits> | undefined;
 
   return async function guarded(run: Run): Promise<ExecResult> {
-    let base = await measured;
-    let [hostBytes, hitsBefore] = await Promise.all([hostUsed(), hits ?? cgroup?.hits()]);
-    if ((estimate(base, hostBytes) ?? 0) > limits.diskMb && (base.mb ?? 0) <= limits.diskMb) {
-      measured = measure();
-      base = await measured;
-      hostBytes = base.hostBytes;
-    }
-    const startMb = base.mb ?? 0;
+    usedMb ??= await measure();
+    const startMb = usedMb ?? 0;
     const overDisk = startMb > limits.diskMb;
+    const [hostBytes, hitsBefore] = await Promise.all([
+      meter.hostUsedBytes().catch(() => undefined),
+      cgroup?.hits(),
+    ]);
     const stop = new AbortController();
     let stoppedMb: number | undefined;
     // Over the limit already, the command may still delete: only growth past the start stops it.
     const close = watchDisk(
       meter,
-      { mb: Math.ceil(estimate(base, hostBytes) ?? startMb), hostBytes },
+      { mb: startMb, hostBytes },
       Math.max(limits.diskMb, startMb),
       (mb) => {
         stoppedMb = mb;
@@ -134,23 +107,14 @@ export function limitGuard(
     } finally {
       close();
     }
-    const after = await hostUsed();
-    const grown = estimate(base, after);
-    let usedMb: number | undefined;
-    if (stoppedMb !== undefined || grown === undefined || grown > limits.diskMb || overDisk) {
-      measured = measure();
-      usedMb = (await measured).mb;
-    } else if (after !== base.hostBytes) {
-      measured = measure();
-    }
+    usedMb = await measure();
     const notices: string[] = [];
     if (stoppedMb !== undefined) notices.push(diskNotice(stoppedMb, limits, "stopped"));
     else if (overDisk) notices.push(diskNotice(startMb, limits, "before"));
     else if (usedMb !== undefined && usedMb > limits.diskMb) {
       notices.push(diskNotice(usedMb, limits, "after"));
     }
-    hits = cgroup?.hits();
-    const hitsAfter = await hits;
+    const hitsAfter = await cgroup?.hits();
     const kernel =
       hitsBefore &&
       hitsAfter &&
