@@ -1,17 +1,10 @@
-// A check fails on the head vmpilot pushed last to its pull request: a real check_run payload
-// through the intake, the queue and the worker, with real git against the loopback git server, the
-// real sandbox, the Anthropic fake and GitHub's API mocked with nock. Then the checks pass, and the
-// draft is marked ready for review.
-import { join } from "node:path";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { fromCheckRun, fromCheckSuite, recordCiRun } from "../../src/intake/ci.ts";
 import { createQueue, type Queue } from "../../src/jobs/queue.ts";
 import { startWorker } from "../../src/jobs/worker.ts";
-import { linkChatToPr } from "../../src/store/chats.ts";
 import { pushState, recordPush } from "../../src/store/ci-loop.ts";
 import { getJob, insertJob, updateJob } from "../../src/store/jobs.ts";
-import { appendMessage } from "../../src/store/messages.ts";
 import { jobFinished } from "../helpers/db.ts";
 import { github, mockRepoConfig } from "../helpers/github-mock.ts";
 import { testOctokit } from "../helpers/octokit.ts";
@@ -20,6 +13,7 @@ import {
   captureComment,
   fixScript,
   type Seeded,
+  seedPullRequestChat,
   sh,
   usePipelineHarness,
 } from "./pipeline-harness.ts";
@@ -62,31 +56,18 @@ interface PushedPr {
  * value.txt says "fixd", so the repository's test fails.
  */
 async function pushedPr(): Promise<PushedPr> {
-  const seeded = await h.seedRepo();
-  const asked = await h.seedJob(seeded, {}, { requesterId: 583231 });
-  await updateJob(h.db.pool, asked.job.id, { status: "succeeded" });
-  await linkChatToPr(h.db.pool, seeded.chatId, PR, BRANCH);
-  await appendMessage(h.db.pool, {
-    chatId: seeded.chatId,
-    role: "user",
-    content: "Fix the crash on empty input",
-    jobId: asked.job.id,
+  const { seeded, jobId, work } = await seedPullRequestChat(h, {
+    pr: PR,
+    branch: BRANCH,
+    answer: "value.txt now says fixd.",
   });
-  await appendMessage(h.db.pool, {
-    chatId: seeded.chatId,
-    role: "assistant",
-    content: [{ type: "text", text: "value.txt now says fixd." }],
-    jobId: asked.job.id,
-  });
-  const work = join(h.dataDir, "..", `work-${seeded.name}`);
-  sh(join(h.dataDir, ".."), `git clone -q ${seeded.remote} ${work}`);
   sh(
     work,
     `git checkout -qb ${BRANCH} && echo fixd > value.txt && git commit -qam fix && git push -q origin ${BRANCH}`,
   );
   const head = sh(work, "git rev-parse HEAD");
-  await recordPush(h.db.pool, seeded.chatId, head, asked.job.id);
-  const context = (await getJob(h.db.pool, asked.job.id))?.context as { cloneUrl: string };
+  await recordPush(h.db.pool, seeded.chatId, head, jobId);
+  const context = (await getJob(h.db.pool, jobId))?.context as { cloneUrl: string };
   const repository = {
     ...examplePayload("check_run", "completed").repository,
     id: seeded.repositoryId,
@@ -96,7 +77,7 @@ async function pushedPr(): Promise<PushedPr> {
     clone_url: context.cloneUrl,
     default_branch: "main",
   };
-  return { seeded, head, requestJobId: asked.job.id, repository };
+  return { seeded, head, requestJobId: jobId, repository };
 }
 
 function pullRequests(pushed: PushedPr, sha: string) {

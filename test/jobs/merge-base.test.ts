@@ -9,10 +9,8 @@ import { recordBasePush } from "../../src/intake/base-push.ts";
 import { mergeWanted } from "../../src/jobs/merge-gate.ts";
 import { createQueue, type Queue } from "../../src/jobs/queue.ts";
 import { startWorker } from "../../src/jobs/worker.ts";
-import { linkChatToPr } from "../../src/store/chats.ts";
 import { pushState } from "../../src/store/ci-loop.ts";
-import { getJob, updateJob } from "../../src/store/jobs.ts";
-import { appendMessage } from "../../src/store/messages.ts";
+import { getJob } from "../../src/store/jobs.ts";
 import { type FakeStep, text, toolUse } from "../helpers/anthropic-fake.ts";
 import { jobFinished } from "../helpers/db.ts";
 import { github, mockPermission, mockRepoConfig } from "../helpers/github-mock.ts";
@@ -22,6 +20,7 @@ import {
   captureComment,
   lastTurn,
   type Seeded,
+  seedPullRequestChat,
   sh,
   usePipelineHarness,
 } from "./pipeline-harness.ts";
@@ -57,25 +56,12 @@ afterEach(async () => {
  * Returns the pushed base's payload and the pull request's head before the merge.
  */
 async function seedMovedBase(baseNotes: string) {
-  const seeded = await h.seedRepo();
-  const person = await h.seedJob(seeded, {}, { requesterId: 583231 });
-  await updateJob(h.db.pool, person.job.id, { status: "succeeded" });
-  await linkChatToPr(h.db.pool, seeded.chatId, PR, BRANCH);
   // The conversation so far, which the merge continues.
-  await appendMessage(h.db.pool, {
-    chatId: seeded.chatId,
-    role: "user",
-    content: "Fix the crash on empty input",
-    jobId: person.job.id,
+  const { seeded, jobId, work } = await seedPullRequestChat(h, {
+    pr: PR,
+    branch: BRANCH,
+    answer: "Fixed value.txt and noted it.",
   });
-  await appendMessage(h.db.pool, {
-    chatId: seeded.chatId,
-    role: "assistant",
-    content: [{ type: "text", text: "Fixed value.txt and noted it." }],
-    jobId: person.job.id,
-  });
-  const work = join(h.dataDir, "..", `work-${seeded.name}`);
-  sh(join(h.dataDir, ".."), `git clone -q ${seeded.remote} ${work}`);
   sh(
     work,
     `git checkout -qb ${BRANCH} && echo fixed > value.txt && printf 'notes\\npr: value.txt says fixed\\n' > notes.txt && git add -A && git commit -qm fix && git push -q origin ${BRANCH}`,
@@ -84,7 +70,7 @@ async function seedMovedBase(baseNotes: string) {
     work,
     `git checkout -q main && printf '${baseNotes}' > notes.txt && git add -A && git commit -qm base && git push -q origin main`,
   );
-  const context = (await getJob(h.db.pool, person.job.id))?.context as { cloneUrl: string };
+  const context = (await getJob(h.db.pool, jobId))?.context as { cloneUrl: string };
   return {
     seeded,
     payload: pushPayload(seeded, context.cloneUrl, sh(work, "git rev-parse main")),

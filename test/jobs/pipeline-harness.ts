@@ -7,11 +7,12 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { discoverPlugins, type Plugin } from "../../src/agent/plugins.ts";
 import type { PipelineDeps } from "../../src/jobs/pipeline/run.ts";
-import { type ChatKind, findOrCreateChat } from "../../src/store/chats.ts";
+import { type ChatKind, findOrCreateChat, linkChatToPr } from "../../src/store/chats.ts";
 import type { Database } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
 import type { JobContext } from "../../src/store/job-context.ts";
-import { insertJob, type NewJob } from "../../src/store/jobs.ts";
+import { insertJob, type NewJob, updateJob } from "../../src/store/jobs.ts";
+import { appendMessage } from "../../src/store/messages.ts";
 import {
   type AnthropicFake,
   type FakeReply,
@@ -278,4 +279,35 @@ export function toolResults(body: any): string[] {
           .map((b: { content: unknown }) => JSON.stringify(b.content))
       : [],
   );
+}
+
+/**
+ * Issue #4's conversation after its job opened draft pull request `pr` from `branch`: the request,
+ * the model's `answer`, and a clone of the repository to push the branch from.
+ */
+export async function seedPullRequestChat(
+  h: Harness,
+  input: { pr: number; branch: string; answer: string },
+) {
+  const seeded = await h.seedRepo();
+  const asked = await h.seedJob(seeded, {}, { requesterId: 583231 });
+  await updateJob(h.db.pool, asked.job.id, { status: "succeeded" });
+  await linkChatToPr(h.db.pool, seeded.chatId, input.pr, input.branch);
+  const jobId = asked.job.id;
+  await appendMessage(h.db.pool, {
+    chatId: seeded.chatId,
+    role: "user",
+    content: "Fix the crash on empty input",
+    jobId,
+  });
+  const answer = [{ type: "text" as const, text: input.answer }];
+  await appendMessage(h.db.pool, {
+    chatId: seeded.chatId,
+    role: "assistant",
+    content: answer,
+    jobId,
+  });
+  const work = join(h.dataDir, "..", `work-${seeded.name}`);
+  sh(join(h.dataDir, ".."), `git clone -q ${seeded.remote} ${work}`);
+  return { seeded, jobId, work };
 }
