@@ -452,20 +452,8 @@ describe("a mention while the issue's job runs", () => {
       });
     const notice = mockComment(n, 730, []);
     const second = await send("issue_comment", mention);
-
-    expect(await seen, "the first job's state when the mention got its 👀").toBe("running");
-    expect(await jobFinished(db, first.id)).toMatchObject({ status: "succeeded", prNumber });
-    expect(notice[0]).toBe(
-      [
-        `👀 **vmpilot got it** — [job #${second.id}](https://vmpilot.test/jobs/${second.id})`,
-        "",
-        `Queued \`fix\` for @Codertocat behind [job #${first.id}](https://vmpilot.test/jobs/${first.id}). It continues the same conversation when those are done; this comment is updated then.`,
-        "",
-        `<!-- vmpilot:job:${second.id} -->`,
-      ].join("\n"),
-    );
-
-    // Its own turn: the same chat, the same branch and pull request, the notice's comment edited.
+    // Its own turn, set up now: it starts the moment the first job ends. The same chat, the same
+    // branch and pull request, the notice's comment edited.
     mockPermission(REPO, "Codertocat", "write");
     mockReads(n, [
       {
@@ -485,6 +473,19 @@ describe("a mention while the issue's job runs", () => {
       .patch(`/repos/${REPO}/pulls/${prNumber}`)
       .reply(200, { number: prNumber });
     fake.push(...fixScript("sed -i 's/Hello World/Hello World!/' README.md", "Summary: Exclaim"));
+
+    expect(await seen, "the first job's state when the mention got its 👀").toBe("running");
+    expect(await jobFinished(db, first.id)).toMatchObject({ status: "succeeded", prNumber });
+    expect(notice[0]).toBe(
+      [
+        `👀 **vmpilot got it** — [job #${second.id}](https://vmpilot.test/jobs/${second.id})`,
+        "",
+        `Queued \`fix\` for @Codertocat behind [job #${first.id}](https://vmpilot.test/jobs/${first.id}). It continues the same conversation when those are done; this comment is updated then.`,
+        "",
+        `<!-- vmpilot:job:${second.id} -->`,
+      ].join("\n"),
+    );
+
     const done = await jobFinished(db, second.id);
 
     expect(done).toMatchObject({ status: "succeeded", prNumber, chatId: first.chatId });
