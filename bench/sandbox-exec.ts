@@ -1,16 +1,19 @@
 /**
- * Sandboxed exec overhead: 200 runs of `true` through the sandbox workspace against a raw spawn of
- * `true`, plus the host workspace and a sandbox with the network proxy bridge for context, and the
- * workspace agent (in a local sandbox, over its unix socket), and the same agent as a Fly Machine's,
- * reached over TCP on loopback through the Fly API fake.
- * The agent keeps a shell started ahead for the next command (agent/warm-shell.ts), started once
- * a command ends: back to back, each command still waits for that start; paced as a model sends
- * commands (here 20 ms apart; a model's turn takes seconds), none does. Both are printed.
- * Goals: the sandbox's median at most 10 ms above the raw spawn's; the agent's (paced) at most 3 ms.
+ * Sandboxed exec overhead: 200 runs of `true` against a raw spawn of `true` in the same run, for
+ * the host workspace, the sandbox per command (`sandbox`, and with the network proxy bridge), the
+ * workspace agent in one sandbox per job (`agent`, the default provider: over its unix socket,
+ * each command in a light sandbox of its own started ahead), and the same agent as a Fly
+ * Machine's, reached over TCP on loopback through the Fly API fake.
+ * The agent keeps a shell (and its sandbox) started ahead for the next command
+ * (agent/warm-shell.ts), started once a command ends: back to back, each command still waits for
+ * that start; paced as a model sends commands (here 20 ms apart; a model's turn takes seconds),
+ * none does. Both are printed.
+ * Goal: the default provider's median (paced) at most 1 ms above the raw spawn's, printed also as
+ * a ratio to it; machine load (others' tests) moves every figure, the ratio least.
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { pino } from "pino";
@@ -22,8 +25,7 @@ import type { Workspace } from "../src/workspace/types.ts";
 import { flyEngine, startFlyFake } from "../test/helpers/fly-fake.ts";
 
 const RUNS = 200;
-const GOAL_EXTRA_MS = 10;
-const GOAL_AGENT_MS = 3;
+const GOAL_EXTRA_MS = 1;
 const PACE_MS = 20;
 const quiet = pino({ level: "silent" });
 
@@ -52,7 +54,7 @@ const pct = (sorted: number[], p: number) =>
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
 function report(name: string, sorted: number[]): void {
-  console.log(`${name.padEnd(30)} median ${fmt(pct(sorted, 50))}  p90 ${fmt(pct(sorted, 90))}`);
+  console.log(`${name.padEnd(44)} median ${fmt(pct(sorted, 50))}  p90 ${fmt(pct(sorted, 90))}`);
 }
 
 async function execTrue(workspace: Workspace): Promise<void> {
@@ -85,26 +87,22 @@ try {
   const agentBackToBack = await measure(RUNS, () => execTrue(agent));
   const agentTimes = await measure(RUNS, () => execTrue(agent), PACE_MS);
   const machineTimes = await measure(RUNS, () => execTrue(machine), PACE_MS);
-  console.log(`${RUNS} runs of \`true\``);
+  console.log(`${RUNS} runs of \`true\`, load ${loadavg()[0]?.toFixed(1)} at the start`);
+  const rawMedian = pct(raw, 50);
+  const line = (name: string, sorted: number[]) =>
+    report(`${name} (${(pct(sorted, 50) / rawMedian).toFixed(2)}× raw)`, sorted);
   report("raw spawn", raw);
-  report("host workspace (bash -c)", hostTimes);
-  report("sandbox workspace", sandboxTimes);
-  report(`sandbox + proxy bridge (${RUNS / 4})`, networkedTimes);
-  report("agent, back to back", agentBackToBack);
-  report(`agent, paced (${PACE_MS} ms apart)`, agentTimes);
-  report("agent on a Fly Machine, paced", machineTimes);
-  const extra = pct(sandboxTimes, 50) - pct(raw, 50);
-  const extraP90 = pct(sandboxTimes, 90) - pct(raw, 90);
+  line("host workspace (bash -c)", hostTimes);
+  line("sandbox per command", sandboxTimes);
+  line(`sandbox + proxy bridge (${RUNS / 4})`, networkedTimes);
+  line("agent, back to back", agentBackToBack);
+  line(`agent, paced (${PACE_MS} ms apart)`, agentTimes);
+  line("agent on a Fly Machine, paced", machineTimes);
+  const extra = (sorted: number[]) => pct(sorted, 50) - rawMedian;
+  const signed = (ms: number) => `${ms < 0 ? "−" : "+"}${fmt(Math.abs(ms))}`;
+  const agentExtra = extra(agentTimes);
   console.log(
-    `sandbox extra: median ${fmt(extra)}, p90 ${fmt(extraP90)} (goal ≤ ${GOAL_EXTRA_MS} ms: ${extra <= GOAL_EXTRA_MS ? "met" : "missed"})`,
-  );
-  const agentMedian = pct(agentTimes, 50);
-  console.log(
-    `workspace agent, paced: median ${fmt(agentMedian)} (goal ≤ ${GOAL_AGENT_MS} ms: ${agentMedian <= GOAL_AGENT_MS ? "met" : "missed"}); ${(pct(sandboxTimes, 50) / agentMedian).toFixed(1)}× faster than the sandbox, ${(pct(raw, 50) / agentMedian).toFixed(1)}× faster than a raw spawn of \`true\` on this machine`,
-  );
-  const machineMedian = pct(machineTimes, 50);
-  console.log(
-    `agent over TCP loopback, paced: median ${fmt(machineMedian)} (goal ≤ ${GOAL_AGENT_MS} ms: ${machineMedian <= GOAL_AGENT_MS ? "met" : "missed"})`,
+    `default provider (agent, paced) over a raw spawn: median ${signed(agentExtra)}, ${(pct(agentTimes, 50) / rawMedian).toFixed(2)}× (goal ≤ +${GOAL_EXTRA_MS} ms: ${agentExtra <= GOAL_EXTRA_MS ? "met" : "missed"}); sandbox per command ${signed(extra(sandboxTimes))}, ${(pct(sandboxTimes, 50) / rawMedian).toFixed(2)}×`,
   );
 } finally {
   await Promise.all([host.dispose(), sandbox.dispose(), networked.dispose(), agent.dispose()]);

@@ -122,7 +122,7 @@ const schema = z.object({
         ["sandbox", "agent", "fly", "kubernetes"],
         "must be sandbox, agent (the workspace agent in a sandbox), fly or kubernetes",
       )
-      .default("sandbox"),
+      .default("agent"),
   ),
   WORKSPACE_VM_PROVIDER: z.preprocess(
     blankToUndefined,

@@ -13,7 +13,7 @@ import type { VmPool } from "./vm/pool.ts";
 import { egressFor, engineFor } from "./vm/settings.ts";
 
 export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "logger"> {
-  /** Default "sandbox". "host" must be asked for: it has no isolation. */
+  /** Default "agent". "host" must be asked for: it has no isolation. */
   provider?: ProviderName;
   /** The checkout directory; a VM provider sends it to the VM and works on the VM's copy. */
   root: string;
@@ -35,7 +35,7 @@ const sessionOwner = () => `cli-${process.pid}`;
 /** Opens a workspace on a checkout with the chosen provider; never downgrades isolation on its own. */
 export async function createWorkspace(options: CreateWorkspaceOptions): Promise<Workspace> {
   const {
-    provider = "sandbox",
+    provider = "agent",
     root,
     logger,
     owner,

@@ -19,8 +19,9 @@ import { createAgentServer } from "../../src/workspace/agent/server.ts";
 import { PathEscapeError } from "../../src/workspace/paths.ts";
 import { baseEnv } from "../../src/workspace/process/env.ts";
 import { FileRefusedError } from "../../src/workspace/read-capped.ts";
+import { AGENT_DIR } from "../../src/workspace/sandbox/bwrap.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
-import { recordingLogger, waitUntil } from "./helpers.ts";
+import { processesWith, recordingLogger, waitUntil } from "./helpers.ts";
 
 let base: string;
 let root: string;
@@ -78,27 +79,34 @@ describe("the agent provider (the workspace agent in a local sandbox)", () => {
   });
 
   it("kills the whole process tree on timeout and on abort", async () => {
-    const timed = await workspace.exec("sleep 1000 & echo $! > child.pid; wait", {
+    const token = () => `${Math.floor(Math.random() * 1e6)}.${Math.floor(Math.random() * 1e6)}`;
+    const timedOut = token();
+    const timed = await workspace.exec(`sleep ${timedOut} & (sleep ${timedOut} & wait) & wait`, {
       timeoutMs: 300,
     });
     expect(timed).toMatchObject({ timedOut: true, exitCode: null });
-    const child = Number(await readFile(join(root, "child.pid"), "utf8"));
-    // The sandbox has its own pid namespace: the pid is checked from inside.
-    expect(
-      (await workspace.exec(`kill -0 ${child} 2>/dev/null && echo alive || echo gone`)).stdout,
-    ).toBe("gone\n");
+    expect(await waitUntil(async () => (await processesWith(timedOut)).length === 0)).toBe(true);
 
+    const aborted = token();
     const controller = new AbortController();
-    const running = workspace.exec("sleep 1000 & echo $! > aborted.pid; wait", {
-      signal: controller.signal,
-    });
-    expect(
-      await waitUntil(
-        async () => (await readFile(join(root, "aborted.pid"), "utf8").catch(() => "")) !== "",
-      ),
-    ).toBe(true);
+    const running = workspace.exec(`sleep ${aborted} & wait`, { signal: controller.signal });
+    expect(await waitUntil(async () => (await processesWith(aborted)).length > 0)).toBe(true);
     controller.abort();
     expect(await running).toMatchObject({ timedOut: false, exitCode: null });
+    expect(await waitUntil(async () => (await processesWith(aborted)).length === 0)).toBe(true);
+  });
+
+  it("keeps its socket and key out of its commands' sight, and out of their reach", async () => {
+    const look = await workspace.exec(
+      `ls -A ${AGENT_DIR}; find /run /tmp /home -name 'agent.*' 2>/dev/null; echo looked`,
+    );
+    expect(look.stdout).toBe("looked\n");
+    // What a command puts there is its own: the worker still reaches the agent.
+    const planted = await workspace.exec(
+      `ln -s /etc/passwd ${AGENT_DIR}/agent.sock && echo planted`,
+    );
+    expect(planted.stdout).toBe("planted\n");
+    expect((await workspace.exec("echo reached")).stdout).toBe("reached\n");
   });
 
   it("reads, writes and lists files inside the checkout only, refusing what is not a regular file", async () => {

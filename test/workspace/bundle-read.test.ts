@@ -28,7 +28,7 @@ function swappingBundle(plant: (bundle: string) => Promise<void>): Workspace {
     ...repo.workspace,
     async exec(command, options) {
       const result = await repo.workspace.exec(command, options);
-      if (command.includes("git bundle create")) await plant(bundle);
+      if (command.includes("bundle create")) await plant(bundle);
       return result;
     },
   };

@@ -343,6 +343,45 @@ describe("prepareCheckout", () => {
     );
   });
 
+  it("carries the mirror's tags, annotated ones included, and origin's HEAD into a checkout", async () => {
+    const source = join(served, "acme", "tagged");
+    execFileSync("git", ["init", "-q", "-b", "main", source]);
+    commitFile(source, "README.md", "v1\n");
+    git(source, "tag", "light");
+    git(
+      source,
+      "-c",
+      "user.name=t",
+      "-c",
+      "user.email=t@example.com",
+      "tag",
+      "-a",
+      "v1",
+      "-m",
+      "one",
+    );
+    const options = {
+      dataDir: join(base, "tagged-data"),
+      repo: server.url("acme/tagged"),
+      auth: { token: TOKEN },
+      keepSpare: true,
+    };
+    for (const name of ["tagged-1", "tagged-2"]) {
+      const dest = join(base, "work", name);
+      const checkout = await prepareCheckout({ ...options, dest, branch: name });
+      await sparesSettled();
+      expect(checkout.fromSpare).toBe(name === "tagged-2");
+      expect(git(dest, "describe", "--tags", "--exact-match")).toMatch(/^(v1|light)$/);
+      expect(git(dest, "rev-parse", "v1^{commit}", "light")).toBe(
+        `${checkout.baseSha}\n${checkout.baseSha}`,
+      );
+      expect(git(dest, "symbolic-ref", "refs/remotes/origin/HEAD")).toBe(
+        "refs/remotes/origin/main",
+      );
+      expect(git(dest, "status", "--porcelain")).toBe("");
+    }
+  });
+
   it("works from a local path, and git works inside the sandbox on the shared clone", async () => {
     const dest = join(base, "work", "local");
     const source = join(served, "acme", "app");

@@ -74,3 +74,49 @@ it("runs no full measurement while the filesystem leaves room, until its second 
   stop.abort();
   expect((await running).stderr).toBe("");
 });
+
+/** A command that writes `mb` to the workspace, of which the filesystem shows `shownMb`. */
+function writes(disk: ReturnType<typeof fakeDisk>["disk"], mb: number, shownMb = mb) {
+  return async (_signal: AbortSignal, overDisk: boolean) => {
+    if (!overDisk) {
+      disk.usedMb += mb;
+      disk.hostBytes += shownMb * MIB;
+    }
+    return { ...ended, exitCode: 0 };
+  };
+}
+
+it("measures no more than a look at the filesystem after a command that changed nothing", async () => {
+  const { disk, meter } = fakeDisk();
+  const guarded = limitGuard(meter, limits, recordingLogger());
+  await guarded(writes(disk, 0));
+  await guarded(writes(disk, 0));
+  expect(disk.measured).toBe(1);
+  await guarded(writes(disk, 1));
+  await guarded(writes(disk, 0));
+  expect(disk.measured).toBe(2);
+});
+
+it("tells the command that took the workspace over the limit, and refuses the next one writes", async () => {
+  const { disk, meter } = fakeDisk();
+  const guarded = limitGuard(meter, limits, recordingLogger());
+  const over = await guarded(writes(disk, 10));
+  expect(over.stderr).toContain(
+    "uses 12 MB of disk, over its limit of 8 MB (SANDBOX_MAX_DISK_MB); until it is under",
+  );
+  const next = await guarded(writes(disk, 1));
+  expect(next.stderr).toContain("so this command could not write files");
+  expect(disk.usedMb).toBe(12);
+});
+
+it("refuses the next command writes when files freed elsewhere hid a command's growth", async () => {
+  const { disk, meter } = fakeDisk();
+  const guarded = limitGuard(meter, limits, recordingLogger());
+  // Another job deleted more than this command wrote: the filesystem as a whole shrank.
+  const hidden = await guarded(writes(disk, 10, -5));
+  expect(hidden.stderr).toBe("");
+  disk.hostBytes += MIB;
+  const next = await guarded(writes(disk, 1));
+  expect(next.stderr).toContain("uses 12 MB of disk, over its limit of 8 MB");
+  expect(next.stderr).toContain("so this command could not write files");
+});

@@ -1,15 +1,21 @@
-// The `agent` provider: the workspace agent in a bubblewrap sandbox on this machine, standing in
-// for a VM. Commands reach the checkout only through the agent, exactly as they would on a Fly
-// Machine or a Kubernetes pod, so every workspace contract runs against the agent for real.
+// The `agent` provider: one bubblewrap sandbox for the whole job, with the workspace agent in it,
+// which starts each command in a light sandbox of its own (bwrap.ts, commandSandbox) from a shell
+// started ahead (warm-shell.ts). The agent runs as the sandbox's user, as its commands do: what
+// keeps them apart is their own user and PID namespaces, not a uid. The job's limits hold as they
+// do for a sandbox per command: the cgroup and the scratch disk are the sandbox's, and the worker
+// guards every command. Commands reach the checkout only through the agent, exactly as they would
+// on a Fly Machine or a Kubernetes pod, so every workspace contract runs against the agent for
+// real.
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { fallbackLogger } from "../../log/logger.ts";
-import { SANDBOX_HOME } from "../sandbox/bwrap.ts";
-import { UNPRIVILEGED_OWNER } from "../sandbox/owner.ts";
-import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "../sandbox/sandbox.ts";
+import { AGENT_DIR, SANDBOX_HOME } from "../sandbox/bwrap.ts";
+import type { LimitGuard } from "../sandbox/limit-guard.ts";
+import { type SandboxLimits, ulimitPrefix } from "../sandbox/limits.ts";
+import { handOverWritten, UNPRIVILEGED_OWNER } from "../sandbox/owner.ts";
+import { openSandbox, type SandboxWorkspaceOptions } from "../sandbox/sandbox.ts";
 import type { BlockedConnection, Workspace } from "../types.ts";
 import { agentHealthy, createRemoteWorkspace } from "./remote.ts";
 
@@ -26,6 +32,7 @@ function quote(text: string): string {
 }
 
 export interface LocalAgent {
+  /** Where the worker reaches the agent: a host path no command can see. */
   socketPath: string;
   /** The checkout, as the agent (and the sandbox) sees it. */
   root: string;
@@ -33,6 +40,9 @@ export interface LocalAgent {
   /** Settles when the agent process has ended, by itself or stopped. */
   exited: Promise<void>;
   blockedConnections(): readonly BlockedConnection[];
+  /** Runs one of the job's commands under the sandbox's disk limit (limit-guard.ts). */
+  guarded: LimitGuard;
+  limits: SandboxLimits;
 }
 
 /**
@@ -47,36 +57,33 @@ export async function startLocalAgent(
   agentEnv: Record<string, string> = {},
 ): Promise<LocalAgent> {
   const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), "vmpilot-agent-")));
-  await mkdir(join(stateDir, "tmp"), { recursive: true });
-  // As root, the agent stays root (with CAP_SETUID, CAP_SETGID and CAP_KILL only) and runs its
-  // commands as the user the sandbox hands the checkout to, as it does in a VM (agent/identity.ts).
-  // Otherwise the sandbox has one uid only, which the agent shares with its commands, and says so.
-  const supervisor = process.getuid?.() === 0;
-  if (!supervisor) {
-    (options.logger ?? fallbackLogger()).warn(
-      "workspace provider 'agent' runs commands as the agent's own uid when the worker is not root: they can stop the agent",
-    );
-  }
-  const sandbox = await createSandboxWorkspace(dir, {
+  const removeState = () =>
+    options.stateDir ? Promise.resolve() : rm(stateDir, { recursive: true, force: true });
+  const sandbox = await openSandbox(dir, {
     ...options,
     stateDir,
     readOnlyPaths: [...(options.readOnlyPaths ?? []), ...AGENT_FILES],
-    supervisor,
+    agent: true,
+  }).catch(async (error: unknown) => {
+    await removeState();
+    throw error;
   });
-  // The sandbox's /tmp is this directory; the agent removes the key file once read.
-  await writeFile(join(stateDir, "tmp", "vmpilot-agent.key"), secret, { mode: 0o600 });
-  const { uid, gid } = UNPRIVILEGED_OWNER;
-  const socketPath = join(stateDir, "tmp", "vmpilot-agent.sock");
+  const agentDir = sandbox.agentDir as string;
+  // Read, then removed, by the agent; its directory is out of its commands' sight.
+  const keyFile = join(agentDir, "agent.key");
+  await writeFile(keyFile, secret, { mode: 0o600 });
+  if (process.getuid?.() === 0) await handOverWritten(UNPRIVILEGED_OWNER, keyFile);
+  const socketPath = join(agentDir, "agent.sock");
   const stop = new AbortController();
   const flags = process.features.typescript ? "" : "--experimental-strip-types ";
-  const agent = sandbox.exec(`exec ${quote(process.execPath)} ${flags}${quote(MAIN)}`, {
+  const agent = sandbox.run(`exec ${quote(process.execPath)} ${flags}${quote(MAIN)}`, {
     env: {
       ...agentEnv,
-      ...(supervisor ? { VMPILOT_AGENT_COMMAND_USER: `${uid}:${gid}` } : {}),
-      VMPILOT_AGENT_KEY_FILE: "/tmp/vmpilot-agent.key",
+      VMPILOT_AGENT_COMMAND_SANDBOX: "1",
+      VMPILOT_AGENT_KEY_FILE: `${AGENT_DIR}/agent.key`,
       VMPILOT_AGENT_ROOT: sandbox.root,
       VMPILOT_AGENT_HOME: SANDBOX_HOME,
-      VMPILOT_AGENT_LISTEN: "/tmp/vmpilot-agent.sock",
+      VMPILOT_AGENT_LISTEN: `${AGENT_DIR}/agent.sock`,
     },
     timeoutMs: DAY_MS,
     signal: stop.signal,
@@ -89,7 +96,7 @@ export async function startLocalAgent(
     stop.abort();
     await agent.catch(() => undefined);
     await sandbox.dispose();
-    if (!options.stateDir) await rm(stateDir, { recursive: true, force: true });
+    await removeState();
   };
   // Polled: the agent's "ready" line is only seen once its command ends.
   const deadline = Date.now() + READY_MS;
@@ -109,6 +116,8 @@ export async function startLocalAgent(
       () => undefined,
     ),
     blockedConnections: () => sandbox.blockedConnections(),
+    guarded: sandbox.guarded,
+    limits: sandbox.limits,
   };
 }
 
@@ -120,7 +129,7 @@ export async function createLocalAgentWorkspace(
 ): Promise<Workspace> {
   const secret = randomBytes(32).toString("base64url");
   const agent = await startLocalAgent(dir, secret, options);
-  return createRemoteWorkspace({
+  const remote = createRemoteWorkspace({
     provider: "agent",
     root: agent.root,
     endpoint: { socketPath: agent.socketPath },
@@ -129,4 +138,15 @@ export async function createLocalAgentWorkspace(
     blockedConnections: agent.blockedConnections,
     signal,
   });
+  return {
+    ...remote,
+    // The rlimits on the command's own line, as the sandbox per command sets them.
+    exec: (command, opts = {}) =>
+      agent.guarded((stop, overDisk) =>
+        remote.exec(ulimitPrefix(agent.limits, overDisk) + command, {
+          ...opts,
+          signal: opts.signal ? AbortSignal.any([stop, opts.signal]) : stop,
+        }),
+      ),
+  };
 }

@@ -4,9 +4,14 @@
 // VMPILOT_AGENT_HOME, and VMPILOT_AGENT_LISTEN: `host:port` (a VM's private address) or an
 // absolute unix socket path; optionally VMPILOT_AGENT_DEADLINE_SECONDS, and
 // VMPILOT_AGENT_COMMAND_USER (`uid:gid`, see identity.ts), without which commands run as the
-// agent's own uid. Prints "ready" once it listens.
+// agent's own uid, and VMPILOT_AGENT_COMMAND_SANDBOX=1: each command in a bubblewrap sandbox of
+// its own, where it cannot reach the agent even as the same uid (the `agent` provider,
+// agent/local.ts). Prints "ready" once it listens.
 import { readFileSync, rmSync } from "node:fs";
 import { baseEnv } from "../process/env.ts";
+import { launchHere } from "../process/launcher.ts";
+import { programPath } from "../process/program.ts";
+import { commandSandbox } from "../sandbox/bwrap.ts";
 import { becomeCommandUser, commandUserProblem, parseCommandUser } from "./identity.ts";
 import { createAgentServer } from "./server.ts";
 
@@ -19,6 +24,9 @@ const deadline = Number(env.VMPILOT_AGENT_DEADLINE_SECONDS ?? 0);
 const commandUser = env.VMPILOT_AGENT_COMMAND_USER
   ? parseCommandUser(env.VMPILOT_AGENT_COMMAND_USER)
   : undefined;
+const nested = env.VMPILOT_AGENT_COMMAND_SANDBOX === "1";
+// Never changing its user, the agent is as small a process to fork from as a launcher would be.
+if (!commandUser) launchHere();
 // Commands never see the agent's own environment; it is dropped here all the same.
 delete env.VMPILOT_AGENT_SECRET;
 if (
@@ -62,16 +70,16 @@ const server = createAgentServer({
   // checkout, so a VM that waited in a warm pool still gives its job the whole time.
   onCheckout: () => setDeadline(),
   commandUser,
+  commandSandbox: nested ? commandSandbox(programPath("bwrap")) : undefined,
 });
 // After the server: its first waiting shell started the process launcher, which stays root to
 // start and stop commands as the command user.
 if (commandUser) becomeCommandUser(commandUser);
-else {
+else if (!nested) {
   log({
     msg: "commands run as the agent's own uid: they can stop the agent and read its secret; set VMPILOT_AGENT_COMMAND_USER",
   });
 }
-// As the command user when there is one: the key file sits in the commands' /tmp (agent-local.ts).
 if (keyFile) rmSync(keyFile, { force: true });
 let timer: NodeJS.Timeout | undefined;
 function setDeadline(): void {

@@ -61,6 +61,17 @@ const FILE_CALL_MS = 120_000;
 /** The checkout: the agent writes the bundle and runs git init, fetch and reset (30 min each). */
 const SEED_MS = 60 * 60_000;
 
+/** What a command killed before it could answer reports. */
+const KILLED = {
+  stdout: "",
+  stderr: "",
+  exitCode: null,
+  timedOut: false,
+  truncated: false,
+  fullStdout: "",
+  fullStderr: "",
+};
+
 class AgentError extends Error {
   override name = "AgentError";
 }
@@ -322,6 +333,7 @@ export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspac
       };
       if (stop.aborted) onAbort();
       else stop.addEventListener("abort", onAbort, { once: true });
+      const started = performance.now();
       try {
         const answer = await post(
           "/v1/exec",
@@ -335,6 +347,10 @@ export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspac
         );
         check(answer, opts.cwd ?? ".", "a command");
         return parse(execResult, answer, "a command");
+      } catch (error) {
+        // Disposing the workspace ends what runs in it: killed, as the local providers say.
+        if (!lifetime.signal.aborted) throw error;
+        return { ...KILLED, durationMs: performance.now() - started };
       } finally {
         stop.removeEventListener("abort", onAbort);
       }

@@ -38,6 +38,8 @@ export interface AgentOptions {
   onCheckout?(): void;
   /** Who commands (and git's checkout) run as (agent/identity.ts); default the agent's own uid. */
   commandUser?: Owner;
+  /** What each command starts under (bwrap.ts, commandSandbox), which drops to commandUser. */
+  commandSandbox?: readonly string[];
 }
 
 class BadRequest extends Error {}
@@ -79,7 +81,7 @@ export function createAgentServer(options: AgentOptions): Server {
   const files = fileOps(options.root);
   // The checkout may add the worker's egress proxy for this job's commands (agent/protocol.ts).
   let env = options.env;
-  const shell = createWarmShell(options.commandUser);
+  const shell = createWarmShell(options.commandUser, options.commandSandbox);
   shell.warm(env);
   const running = new Map<string, AbortController>();
   /** Cancels that arrived before their command (both are sent at once on an early abort). */

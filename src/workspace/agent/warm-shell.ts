@@ -14,9 +14,10 @@ import type { Owner } from "../sandbox/owner.ts";
 import type { ExecResult } from "../types.ts";
 
 // The command's own variables are unset before it runs; `exec </dev/null` gives it what a cold
-// start gives, and the shell's stdin (the agent's pipe) is closed.
+// start gives, and the shell's stdin (the agent's pipe) is closed. Should the kernel have to kill
+// a process for memory, a command's go first: the agent's going would end the whole workspace.
 const PRELUDE =
-  'IFS= read -r -d "" d && IFS= read -r -d "" c && cd -- "$d" && exec </dev/null || exit 126; unset d OLDPWD; eval "unset c; $c"';
+  'echo 1000 2>/dev/null >/proc/self/oom_score_adj; IFS= read -r -d "" d && IFS= read -r -d "" c && cd -- "$d" && exec </dev/null || exit 126; unset d OLDPWD; eval "unset c; $c"';
 
 interface Spare {
   env: Record<string, string>;
@@ -46,8 +47,16 @@ export interface WarmShell {
   close(): void;
 }
 
-/** `user`: who commands run as (agent/identity.ts); default the agent's own uid. */
-export function createWarmShell(user?: Owner): WarmShell {
+/**
+ * `user`: who commands run as (agent/identity.ts); default the agent's own uid. `sandbox`: a
+ * program and its arguments each shell starts under (bwrap.ts, commandSandbox).
+ */
+export function createWarmShell(user?: Owner, sandbox: readonly string[] = []): WarmShell {
+  /** `bash` with `args`, under the sandbox when there is one. */
+  const shell = (args: string[]) => {
+    const [file = "bash", ...rest] = [...sandbox, "bash", ...args];
+    return { file, args: rest, user };
+  };
   let spare: Spare | undefined;
   /** The environment most commands run with (the agent's), which the waiting shell is started with. */
   let base: Record<string, string> | undefined;
@@ -56,7 +65,7 @@ export function createWarmShell(user?: Owner): WarmShell {
   /** A shell given its directory and command now (`input`), or waiting for them. */
   function start(env: Record<string, string>, onOutput: OutputHandler, input?: string): Launched {
     const later = input === undefined ? { inputLater: true } : { input };
-    const spec = { file: "bash", args: ["-c", PRELUDE], cwd: "/", env, group: true, user };
+    const spec = { ...shell(["-c", PRELUDE]), cwd: "/", env, group: true };
     return launch({ ...spec, ...later }, onOutput);
   }
 
@@ -99,7 +108,7 @@ export function createWarmShell(user?: Owner): WarmShell {
     async run(command, cwd, env, options) {
       // A NUL byte would cut the shell's input short: the launcher refuses it as an argument.
       if (command.includes("\0") || cwd.includes("\0")) {
-        return runProcess({ file: "bash", args: ["-c", command], cwd, env, user }, options);
+        return runProcess({ ...shell(["-c", command]), cwd, env }, options);
       }
       const taken = take(env);
       const input = `${cwd}\0${command}\0`;
@@ -112,8 +121,10 @@ export function createWarmShell(user?: Owner): WarmShell {
         }, options);
       } finally {
         // Only now: the launcher is busy while it starts a process, and would hold back the exit
-        // of a command that ends meanwhile.
-        if (base) warm(base);
+        // of a command that ends meanwhile. And only once this result is on its way: a process
+        // that starts its children itself waits for each to start.
+        const next = base;
+        if (next) setImmediate(() => warm(next));
       }
     },
     close() {

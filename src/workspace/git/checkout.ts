@@ -1,7 +1,8 @@
 import { fallbackLogger, type Logger } from "../../log/logger.ts";
-import { type GitAuth, gitClient, validateBranchName } from "./git.ts";
-import { defaultBranch, sharedClone, syncMirror } from "./mirror.ts";
-import { claimSpare, refreshSpare, replenishSpare } from "./spares.ts";
+import { writeCheckout } from "./checkout-files.ts";
+import { type GitAuth, validateBranchName } from "./git.ts";
+import { defaultBranch, mirrorRefs, syncMirror } from "./mirror.ts";
+import { claimSpare, refreshSpare, replenishSpare, targetRefs } from "./spares.ts";
 
 export interface CheckoutOptions {
   /** The app's data directory; mirrors live in `<dataDir>/mirrors`. */
@@ -44,69 +45,46 @@ export interface Checkout {
   continued: boolean;
 }
 
-/** The mirror's branches and the commits they point at. */
-async function mirrorHeads(mirror: string): Promise<Map<string, string>> {
-  const out = await gitClient(mirror).raw([
-    "for-each-ref",
-    "--format=%(objectname) %(refname:lstrip=2)",
-    "refs/heads/",
-  ]);
-  const heads = new Map<string, string>();
-  for (const line of out.split("\n")) {
-    const [sha, name] = line.split(" ");
-    if (sha && name) heads.set(name, sha);
-  }
-  return heads;
-}
-
-/**
- * Creates a new branch at HEAD and switches to it. The tree is the same, so only refs change:
- * `checkout -b` would rewrite the whole index for nothing.
- */
-async function createBranch(root: string, name: string): Promise<void> {
-  const git = gitClient(root);
-  const ref = `refs/heads/${validateBranchName(name)}`;
-  // The empty old value makes git refuse a branch that exists already.
-  await git.raw(["update-ref", ref, "HEAD", ""]);
-  await git.raw(["symbolic-ref", "HEAD", ref]);
-}
-
 /**
  * Makes a job's checkout: refresh the bare mirror, then either claim a spare checkout and move
- * it to the base branch's commit in the mirror, or clone the mirror with `--shared`; the job's
- * branch is created there (an existing branch is itself the base). Credentials are used for the
- * fetch only and written nowhere.
+ * it to the base branch's commit in the mirror, or write a checkout that borrows the mirror's
+ * objects (checkout-files.ts); the job's branch is created there (an existing branch is itself
+ * the base). Credentials are used for the fetch only and written nowhere.
  */
 export async function prepareCheckout(options: CheckoutOptions): Promise<Checkout> {
   validateBranchName(options.branch);
   if (options.baseBranch !== undefined) validateBranchName(options.baseBranch);
   const logger = options.logger ?? fallbackLogger();
   const mirror = await syncMirror(options.dataDir, options.repo, options.auth, logger);
-  const [heads, defaultName] = await Promise.all([
-    mirrorHeads(mirror.path),
-    options.baseBranch ?? defaultBranch(mirror),
+  const { baseBranch: asked } = options;
+  const [{ heads, tags }, defaultName] = await Promise.all([
+    mirrorRefs(mirror),
+    // Asked for a base, a job can do without knowing the default (origin/HEAD, the spare).
+    asked === undefined ? defaultBranch(mirror) : defaultBranch(mirror).catch(() => asked),
   ]);
   const continued =
     options.existingBranch === "if-present"
       ? heads.has(options.branch)
       : options.existingBranch === true;
-  const baseBranch = continued ? options.branch : defaultName;
+  const baseBranch = continued ? options.branch : (asked ?? defaultName);
   const sha = heads.get(baseBranch);
   if (sha === undefined) throw new Error(`${mirror.url} has no branch ${baseBranch}`);
+  const target = {
+    branch: options.branch,
+    baseBranch,
+    sha,
+    heads,
+    tags,
+    defaultBranch: defaultName,
+  };
 
   const fromSpare =
     options.keepSpare === true && (await claimSpare(options.dataDir, mirror, options.dest));
-  let baseSha = sha;
-  if (fromSpare) {
-    await refreshSpare(options.dest, { branch: options.branch, baseBranch, sha, heads });
-  } else {
-    await sharedClone(mirror, options.dest, baseBranch);
-    if (!continued) await createBranch(options.dest, options.branch);
-    // Another job's fetch may have moved the mirror since its branches were read.
-    baseSha = (await gitClient(options.dest).raw(["rev-parse", "HEAD"])).trim();
-  }
+  if (fromSpare) await refreshSpare(options.dest, target);
+  else
+    await writeCheckout(options.dest, { mirror: mirror.path, url: mirror.url }, targetRefs(target));
   if (options.keepSpare) {
-    replenishSpare(options.dataDir, mirror, logger, options.spareLimit);
+    replenishSpare(options.dataDir, mirror, target, logger, options.spareLimit);
   }
 
   return {
@@ -114,7 +92,7 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     url: mirror.url,
     mirror: mirror.path,
     baseBranch,
-    baseSha,
+    baseSha: sha,
     branch: options.branch,
     fromSpare,
     continued,

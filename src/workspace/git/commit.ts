@@ -25,7 +25,7 @@ export interface CommitResult {
 }
 
 /** Single quotes for bash, so identities and messages reach git as single arguments. */
-function quote(text: string): string {
+export function quote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
@@ -38,6 +38,32 @@ function withoutNul(text: string): string {
 }
 
 /**
+ * Git as the worker runs it inside the workspace: with no `maintenance run --auto` or `gc --auto`
+ * after it, processes of their own for nothing the job needs.
+ */
+export const GIT = "git -c maintenance.auto=false -c gc.auto=0";
+
+/** The commit message with its co-author trailers, as git keeps it. */
+export function commitMessage(options: CommitOptions): string {
+  const trailers = (options.coAuthors ?? []).map(
+    (who) => `Co-authored-by: ${who.name} <${who.email}>`,
+  );
+  return withoutNul([options.message.trim(), trailers.join("\n")].filter(Boolean).join("\n\n"));
+}
+
+/** Author and committer, for the commit's environment. */
+export function commitIdentity(options: CommitOptions): Record<string, string> {
+  const name = withoutNul(options.author.name);
+  const email = withoutNul(options.author.email);
+  return {
+    GIT_AUTHOR_NAME: name,
+    GIT_AUTHOR_EMAIL: email,
+    GIT_COMMITTER_NAME: name,
+    GIT_COMMITTER_EMAIL: email,
+  };
+}
+
+/**
  * Commits everything the agent changed. It runs inside the workspace on purpose: the agent could
  * have planted hooks, filters or an fsmonitor in `.git/config`, and those must execute where the
  * agent's own commands do, never in the worker next to its secrets. Resolves to null when there
@@ -47,21 +73,8 @@ export async function commitInWorkspace(
   workspace: Workspace,
   options: CommitOptions,
 ): Promise<CommitResult | null> {
-  const trailers = (options.coAuthors ?? []).map(
-    (who) => `Co-authored-by: ${who.name} <${who.email}>`,
-  );
-  const message = withoutNul(
-    [options.message.trim(), trailers.join("\n")].filter(Boolean).join("\n\n"),
-  );
-  const name = withoutNul(options.author.name);
-  const email = withoutNul(options.author.email);
-  const identity = {
-    GIT_AUTHOR_NAME: name,
-    GIT_AUTHOR_EMAIL: email,
-    GIT_COMMITTER_NAME: name,
-    GIT_COMMITTER_EMAIL: email,
-  };
-  const staged = await workspace.exec("git add -A && git diff --cached --name-only -z", {
+  const identity = commitIdentity(options);
+  const staged = await workspace.exec(`${GIT} add -A && ${GIT} diff --cached --name-only -z`, {
     env: identity,
   });
   if (staged.exitCode !== 0) throw new Error(`git add failed: ${staged.stderr.trim()}`);
@@ -69,7 +82,7 @@ export async function commitInWorkspace(
   if (files.length === 0) return null;
 
   const commit = await workspace.exec(
-    `git -c core.hooksPath=/dev/null commit --quiet --no-verify -m ${quote(message)} && git rev-parse HEAD`,
+    `${GIT} -c core.hooksPath=/dev/null commit --quiet --no-verify -m ${quote(commitMessage(options))} && ${GIT} rev-parse HEAD`,
     { env: identity },
   );
   if (commit.exitCode !== 0) {
@@ -87,10 +100,15 @@ export async function headOf(workspace: Workspace): Promise<string> {
 /**
  * Whether the workspace holds work since `start`, the commit it began at: files differ from HEAD
  * (untracked ones too), or HEAD moved because the agent committed itself. Runs inside the workspace
- * for the reason commitInWorkspace does; a git that cannot tell counts as a change.
+ * for the reason commitInWorkspace does, one git that says both; a git that cannot tell counts as
+ * a change.
  */
 export async function changedSince(workspace: Workspace, start: string): Promise<boolean> {
-  if ((await headOf(workspace)) !== start) return true;
-  const status = await workspace.exec("git status --porcelain");
-  return status.exitCode !== 0 || status.fullStdout.trim() !== "";
+  const status = await workspace.exec(`${GIT} status --porcelain=v2 --branch`);
+  if (status.exitCode !== 0) return true;
+  const lines = status.fullStdout.split("\n").filter(Boolean);
+  const head = lines.find((line) => line.startsWith("# branch.oid "))?.slice(13);
+  // A repository without commits says "(initial)", where HEAD is "".
+  if ((head === "(initial)" ? "" : head) !== start) return true;
+  return lines.some((line) => !line.startsWith("# "));
 }

@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from "node:path";
 import { isValidBranchName } from "../../github/branch-name.ts";
 import { launchAndCollect } from "../process/launcher.ts";
+import { programPath } from "../process/program.ts";
 
 /** Credentials for one clone or fetch. They travel in the environment of that command only. */
 export interface GitAuth {
@@ -35,19 +36,39 @@ export function cleanRepoUrl(repo: string): { url: string; auth?: GitAuth } {
   return { url: url.toString(), auth };
 }
 
-/** Git reads `http.extraHeader` from these variables; nothing is written to any config file. */
-export function authEnv(auth: GitAuth | undefined): Record<string, string> {
-  if (!auth) return {};
+/** Settings given to git in its environment (GIT_CONFIG_COUNT), written to no config file. */
+function configEnv(settings: readonly (readonly [string, string])[]): Record<string, string> {
+  if (settings.length === 0) return {};
+  const env: Record<string, string> = { GIT_CONFIG_COUNT: String(settings.length) };
+  settings.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  return env;
+}
+
+function authHeader(auth: GitAuth): readonly [string, string] {
   const value =
     auth.scheme === "bearer"
       ? `Authorization: Bearer ${auth.token}`
       : `Authorization: Basic ${Buffer.from(`${auth.username ?? "x-access-token"}:${auth.token}`).toString("base64")}`;
-  return {
-    GIT_CONFIG_COUNT: "1",
-    GIT_CONFIG_KEY_0: "http.extraHeader",
-    GIT_CONFIG_VALUE_0: value,
-  };
+  return ["http.extraHeader", value];
 }
+
+/** Git reads `http.extraHeader` from these variables; nothing is written to any config file. */
+export function authEnv(auth: GitAuth | undefined): Record<string, string> {
+  return auth ? configEnv([authHeader(auth)]) : {};
+}
+
+/**
+ * No `git maintenance run --auto` or `gc --auto` after the worker's commands: each would start
+ * processes of its own for every job, and mirrors are repacked on their own (mirror.ts), checkouts
+ * thrown away.
+ */
+const NO_HOUSEKEEPING = [
+  ["maintenance.auto", "false"],
+  ["gc.auto", "0"],
+] as const;
 
 /** A git command that failed; the message carries git's own error output. */
 class GitError extends Error {
@@ -57,22 +78,40 @@ class GitError extends Error {
 export interface GitClient {
   /** Runs `git <args>` in the client's directory, `input` on stdin, and resolves to its stdout. */
   raw(args: readonly string[], input?: string): Promise<string>;
+  /** The same with the file `path` on stdin (a shell opens it, then becomes git). */
+  rawFrom(path: string, args: readonly string[]): Promise<string>;
 }
 
 function client(baseDir: string, env: Record<string, string>, lockFile?: string): GitClient {
+  const run = async (
+    args: readonly string[],
+    started: { file: string; args: readonly string[] },
+    input?: string,
+  ) => {
+    const spec = { ...started, cwd: baseDir, env, group: false, input };
+    const result = await launchAndCollect(spec);
+    if (result.code === 0) return result.stdout;
+    // `push --porcelain` reports rejections on stdout.
+    const why =
+      [result.stderr.trim(), result.stdout.trim()].filter(Boolean).join("\n") ||
+      `exit code ${result.code ?? result.signal}`;
+    const command = args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "-c");
+    throw new GitError(`git ${command ?? ""} failed: ${why}`);
+  };
   return {
-    async raw(args, input) {
-      // flock(1) holds the lock for the command's lifetime, also against other worker processes.
-      const locked = lockFile ? { file: "flock", args: [lockFile, "git", ...args] } : undefined;
-      const spec = { file: "git", args, cwd: baseDir, env, group: false, input, ...locked };
-      const result = await launchAndCollect(spec);
-      if (result.code === 0) return result.stdout;
-      // `push --porcelain` reports rejections on stdout.
-      const why =
-        [result.stderr.trim(), result.stdout.trim()].filter(Boolean).join("\n") ||
-        `exit code ${result.code ?? result.signal}`;
-      const command = args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "-c");
-      throw new GitError(`git ${command ?? ""} failed: ${why}`);
+    raw(args, input) {
+      const git = programPath("git");
+      // flock(1) holds the lock for the command's lifetime, also against other worker processes;
+      // it becomes git rather than waiting for it in a process of its own.
+      const started = lockFile
+        ? { file: programPath("flock"), args: ["--no-fork", lockFile, git, ...args] }
+        : { file: git, args };
+      return run(args, started, input);
+    },
+    rawFrom(path, args) {
+      const script = 'file=$1; shift; exec "$@" <"$file"';
+      const shell = [script, "git-input", path, programPath("git"), ...args];
+      return run(args, { file: programPath("sh"), args: ["-c", ...shell] });
     },
   };
 }
@@ -91,7 +130,7 @@ export function gitClient(
     HOME: process.env.HOME ?? "/",
     LANG: "C",
     GIT_TERMINAL_PROMPT: "0",
-    ...authEnv(auth),
+    ...configEnv([...NO_HOUSEKEEPING, ...(auth ? [authHeader(auth)] : [])]),
   };
   return client(baseDir, env, options.lockFile);
 }

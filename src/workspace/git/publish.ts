@@ -1,24 +1,25 @@
 // Commit and push without trusting the checkout. The agent controls everything in it, `.git`
 // included: config (fsmonitor, filters), hooks, refs and alternates. So the worker never runs git
-// in the checkout. The commit and a bundle of the new commits are made inside the workspace
-// (where the agent's commands run anyway); the worker only reads that bundle as data into the
-// mirror, and pushes from the mirror with the token in the push command's environment.
+// in the checkout. The commit and a pack of the new commits are made inside the workspace
+// (where the agent's commands run anyway, transfer.ts); the worker only reads that pack as data
+// into the mirror, and pushes from the mirror with the token in the push command's environment.
 //
-// Why a bundle rather than `git fetch <checkout>`: fetching runs upload-pack on the checkout's
+// Why a pack rather than `git fetch <checkout>`: fetching runs upload-pack on the checkout's
 // `.git`, which follows its symlinked refs and its alternates with the worker's rights. A planted
 // `packed-refs -> <another mirror>/packed-refs` plus an alternate to that mirror's objects would
 // push another repository's history here. Inside the sandbox those paths do not exist.
 
-import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import { PermanentError } from "../../errors.ts";
 import { BRANCH_PREFIX } from "../../github/branch-name.ts";
 import type { ChangedFile } from "../../github/pull-request.ts";
 import type { Workspace } from "../types.ts";
-import { type CommitOptions, commitInWorkspace } from "./commit.ts";
+import type { CommitOptions } from "./commit.ts";
 import { type GitAuth, gitClient, validateBranchName } from "./git.ts";
+import { packWorkspaceCommits } from "./transfer.ts";
+
+// The CLI takes the commits as a bundle (src/cli/deliver.ts).
+export { bundleWorkspaceCommits, MAX_BUNDLE_BYTES } from "./transfer.ts";
 
 export interface PushTarget {
   branch: string;
@@ -53,7 +54,7 @@ export interface PublishOptions extends PushTarget {
   workspace: Workspace;
   /** The bare mirror the checkout was made from (trusted: only the worker writes it). */
   mirror: string;
-  /** The remote URL, without credentials. */
+  /** The remote URL, without credentials: the mirror's origin. */
   url: string;
   auth: GitAuth;
   /** The commit the checkout started from. */
@@ -75,19 +76,6 @@ export interface PublishResult {
   files: ChangedFile[];
 }
 
-const BUNDLE = ".git/vmpilot-publish.bundle";
-/** The sandbox writes the bundle, so its size is checked before the worker copies it out. */
-export const MAX_BUNDLE_BYTES = 500_000_000;
-const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
-
-async function inside(workspace: Workspace, command: string, signal?: AbortSignal) {
-  const result = await workspace.exec(command, { signal, timeoutMs: 5 * 60_000 });
-  if (result.exitCode !== 0) {
-    throw new Error(`${command.split(" ").slice(0, 3).join(" ")} failed: ${result.stderr.trim()}`);
-  }
-  return result.fullStdout.trim();
-}
-
 /** `git diff --name-status -z --no-renames`: status and path alternate. */
 function parseNameStatus(output: string): ChangedFile[] {
   const fields = output.split("\0").filter(Boolean);
@@ -98,46 +86,18 @@ function parseNameStatus(output: string): ChangedFile[] {
   return files;
 }
 
-/**
- * Writes the commits since `baseSha` to a bundle file in a fresh temporary directory of the
- * worker's, made inside the workspace and read through its containment check. Resolves to null
- * when HEAD is still the base. The caller removes `dir`.
- */
-export async function bundleWorkspaceCommits(
-  workspace: Workspace,
-  baseSha: string,
-  signal?: AbortSignal,
-): Promise<{ sha: string; file: string; dir: string } | null> {
-  if (!SHA.test(baseSha)) throw new Error(`bad base sha ${baseSha}`);
-  const sha = await inside(workspace, "git rev-parse HEAD", signal);
-  if (sha === baseSha) return null;
-  await inside(
-    workspace,
-    `rm -f ${BUNDLE} && git bundle create -q ${BUNDLE} HEAD ^${baseSha}`,
-    signal,
-  );
-  const dir = await mkdtemp(join(tmpdir(), "vmpilot-publish-"));
-  const file = join(dir, "work.bundle");
-  try {
-    await workspace.copyOut(BUNDLE, file, MAX_BUNDLE_BYTES);
-  } catch (error) {
-    await rm(dir, { recursive: true, force: true });
-    throw error;
-  }
-  return { sha, file, dir };
-}
-
 export async function publishWorkspace(options: PublishOptions): Promise<PublishResult> {
   assertPushAllowed(options);
   const { workspace, signal } = options;
-  await commitInWorkspace(workspace, options.commit);
-  const bundle = await bundleWorkspaceCommits(workspace, options.baseSha, signal);
-  if (!bundle) return { pushed: false, sha: options.baseSha, files: [] };
-  const ref = `refs/vmpilot/publish/${randomUUID()}`;
+  const pack = await packWorkspaceCommits(workspace, options.baseSha, options.commit, signal);
+  if (!pack) return { pushed: false, sha: options.baseSha, files: [] };
   const mirror = gitClient(options.mirror);
   try {
-    await mirror.raw(["fetch", "--no-write-fetch-head", "--no-tags", bundle.file, `+HEAD:${ref}`]);
-    const sha = (await mirror.raw(["rev-parse", ref])).trim();
+    // The objects only, under no ref: the push names the commit, and finds any object missing.
+    // Indexing needs the objects the pack's deltas build on; a fetch would walk the whole history
+    // once more to check what the push checks anyway.
+    await mirror.rawFrom(pack.file, ["index-pack", "--stdin", "--fix-thin"]);
+    const { sha } = pack;
     const base = `refs/heads/${validateBranchName(options.defaultBranch)}`;
     const files = parseNameStatus(
       await mirror.raw(["diff", "--name-status", "-z", "--no-renames", `${base}...${sha}`]),
@@ -147,18 +107,21 @@ export async function publishWorkspace(options: PublishOptions): Promise<Publish
       options.lease === undefined
         ? []
         : [`--force-with-lease=refs/heads/${options.branch}:${options.lease ?? ""}`];
+    // To the mirror's origin, pushing to `url` only: git then records the branch in the mirror as
+    // a fetch would, and the next job's fetch has nothing new of ours to bring and check.
     await gitClient(options.mirror, options.auth).raw([
       "-c",
       "http.followRedirects=false",
+      "-c",
+      `remote.origin.pushurl=${options.url}`,
       "push",
       "--porcelain",
       ...lease,
-      options.url,
+      "origin",
       `${sha}:refs/heads/${options.branch}`,
     ]);
     return { pushed: true, sha, files };
   } finally {
-    await mirror.raw(["update-ref", "-d", ref]).catch(() => undefined);
-    await rm(bundle.dir, { recursive: true, force: true });
+    await rm(pack.dir, { recursive: true, force: true });
   }
 }

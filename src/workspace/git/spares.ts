@@ -2,8 +2,15 @@ import { randomUUID } from "node:crypto";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { Logger } from "../../log/logger.ts";
+import {
+  type CheckoutRefs,
+  type Ref,
+  readBranches,
+  writeCheckout,
+  writeRefs,
+} from "./checkout-files.ts";
 import { gitClient, validateBranchName } from "./git.ts";
-import { defaultBranch, type Mirror, sharedClone } from "./mirror.ts";
+import type { Mirror } from "./mirror.ts";
 
 /**
  * One ready-made checkout per repository, kept in `<dataDir>/spares/<mirror>/`. Writing a large
@@ -37,13 +44,34 @@ export async function claimSpare(dataDir: string, mirror: Mirror, dest: string):
   return false;
 }
 
+/** What a job's checkout is made at: in a spare it claimed, or anew (checkout.ts). */
 export interface SpareTarget {
   /** The branch the job works on; created at `sha` unless it is `baseBranch` itself. */
   branch: string;
   baseBranch: string;
   sha: string;
-  /** The mirror's branches and their commits, which become the spare's remote-tracking refs. */
+  /** The mirror's branches and their commits, which become the checkout's remote-tracking refs. */
   heads: ReadonlyMap<string, string>;
+  tags: readonly Ref[];
+  /** The branch the mirror's HEAD names. */
+  defaultBranch: string;
+}
+
+/** The refs of a checkout of `target`, keeping local branches it already has. */
+export function targetRefs(
+  target: SpareTarget,
+  branches: ReadonlyMap<string, string> = new Map(),
+): CheckoutRefs {
+  const local = new Map(branches);
+  local.set(target.baseBranch, target.sha);
+  local.set(validateBranchName(target.branch), target.sha);
+  return {
+    head: target.branch,
+    branches: local,
+    remote: target.heads,
+    remoteHead: target.defaultBranch,
+    tags: target.tags,
+  };
 }
 
 /** Paths that `git diff-tree -r -z` reports, split into those to delete and those to write. */
@@ -62,38 +90,31 @@ function parseDiffTree(output: string): { removed: string[]; written: string[] }
  * Moves a claimed spare to the target commit, whose objects it already sees through alternates.
  * Only the paths that differ are touched: a whole-tree `read-tree -m -u` walks and compares all
  * 50,000 entries of a large repository (~100 ms), a path-limited checkout reads and writes the
- * split index only (~20 ms).
+ * split index only (~20 ms). Still at that commit, as it mostly is, it needs no git at all.
  */
 export async function refreshSpare(root: string, target: SpareTarget): Promise<void> {
   const git = gitClient(root);
-  const [diff, remotes] = await Promise.all([
-    git.raw(["diff-tree", "-r", "-z", "--no-renames", "HEAD", target.sha]),
-    git.raw(["for-each-ref", "--format=%(refname)", "refs/remotes/origin/"]),
-  ]);
-  const { removed, written } = parseDiffTree(diff);
-  // Deletions first: a file may be replaced by a directory of the same name, or the reverse.
-  // Without preloading, git stats only the named paths, not all 50,000 (400 ms when the inodes
-  // have left the cache, as they do on a busy worker).
-  const paths = ["-c", "core.preloadIndex=false", "--literal-pathspecs"];
-  const fromFile = ["--pathspec-from-file=-", "--pathspec-file-nul"];
-  if (removed.length > 0) await git.raw([...paths, "rm", "-q", ...fromFile], removed.join("\0"));
-  if (written.length > 0) {
-    await git.raw([...paths, "checkout", target.sha, ...fromFile], written.join("\0"));
+  const spare = await readBranches(root);
+  if (spare.head !== target.sha) {
+    const diff = await git.raw(["diff-tree", "-r", "-z", "--no-renames", "HEAD", target.sha]);
+    const { removed, written } = parseDiffTree(diff);
+    // Deletions first: a file may be replaced by a directory of the same name, or the reverse.
+    // Without preloading, git stats only the named paths, not all 50,000 (400 ms when the inodes
+    // have left the cache, as they do on a busy worker).
+    const paths = ["-c", "core.preloadIndex=false", "--literal-pathspecs"];
+    const fromFile = ["--pathspec-from-file=-", "--pathspec-file-nul"];
+    if (removed.length > 0) await git.raw([...paths, "rm", "-q", ...fromFile], removed.join("\0"));
+    if (written.length > 0) {
+      await git.raw([...paths, "checkout", target.sha, ...fromFile], written.join("\0"));
+    }
   }
-  const updates = [`update refs/heads/${target.baseBranch} ${target.sha}`];
-  if (target.branch !== target.baseBranch) {
-    updates.push(`create refs/heads/${validateBranchName(target.branch)} ${target.sha}`);
-  }
-  for (const [name, sha] of target.heads) updates.push(`update refs/remotes/origin/${name} ${sha}`);
-  for (const ref of remotes.split("\n")) {
-    const name = ref.slice("refs/remotes/origin/".length);
-    if (name && name !== "HEAD" && !target.heads.has(name)) updates.push(`delete ${ref}`);
-  }
-  await git.raw(["update-ref", "--stdin"], `${updates.join("\n")}\n`);
-  await git.raw(["symbolic-ref", "HEAD", `refs/heads/${target.branch}`]);
+  await writeRefs(root, targetRefs(target, spare.branches));
 }
 
-async function makeSpare(dataDir: string, mirror: Mirror): Promise<void> {
+/** What a spare is made from: the mirror's refs as a job just read them. */
+type MirrorRefs = Pick<SpareTarget, "heads" | "tags" | "defaultBranch">;
+
+async function makeSpare(dataDir: string, mirror: Mirror, refs: MirrorRefs): Promise<void> {
   const dir = sparesDir(dataDir, mirror);
   await mkdir(dir, { recursive: true });
   const entries = await readdir(dir);
@@ -104,10 +125,13 @@ async function makeSpare(dataDir: string, mirror: Mirror): Promise<void> {
   }
   if (entries.some((name) => !name.startsWith("."))) return;
   const partial = join(dir, `${PARTIAL}${randomUUID()}`);
+  const sha = refs.heads.get(refs.defaultBranch);
+  if (sha === undefined) return;
+  const target = { ...refs, branch: refs.defaultBranch, baseBranch: refs.defaultBranch, sha };
   try {
-    await sharedClone(mirror, partial, await defaultBranch(mirror));
-    // A split index makes the claiming job's index write a few KB instead of the whole index.
-    await gitClient(partial).raw(["-c", "core.splitIndex=true", "update-index", "--split-index"]);
+    await writeCheckout(partial, { mirror: mirror.path, url: mirror.url }, targetRefs(target), {
+      splitIndex: true,
+    });
     await rename(partial, join(dir, randomUUID()));
   } catch (error) {
     await rm(partial, { recursive: true, force: true });
@@ -148,12 +172,13 @@ export const SPARE_REPOSITORIES = 20;
 export function replenishSpare(
   dataDir: string,
   mirror: Mirror,
+  refs: MirrorRefs,
   logger: Logger,
   limit = SPARE_REPOSITORIES,
 ): void {
   const key = sparesDir(dataDir, mirror);
   if (pending.has(key)) return;
-  const task = makeSpare(dataDir, mirror)
+  const task = makeSpare(dataDir, mirror, refs)
     .then(() => evictSpares(dataDir, limit))
     .catch((error: unknown) => {
       logger.warn({ err: error, mirror: mirror.path }, "could not prepare a spare checkout");

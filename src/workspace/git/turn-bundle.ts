@@ -2,6 +2,7 @@
 // in the database, so whichever worker takes the next turn (or goes back to this one) rebuilds it.
 // Both ends run inside the workspace: the agent may have planted hooks or filters in its .git.
 import type { Workspace } from "../types.ts";
+import { GIT } from "./commit.ts";
 
 const FILE = ".git/vmpilot-turn.bundle";
 /** The sandbox writes the bundle, so its size is checked before the worker reads it. */
@@ -30,7 +31,7 @@ export async function saveTurnBundle(
   if (head.exitCode !== 0 || sha === baseSha) return null;
   if (!SHA.test(sha)) throw new Error(`git rev-parse printed ${sha.slice(0, 80)}`);
   const range = baseSha === null ? "HEAD" : `HEAD ^${baseSha}`;
-  await inside(workspace, `rm -f ${FILE} && git bundle create -q ${FILE} ${range}`);
+  await inside(workspace, `rm -f ${FILE} && ${GIT} bundle create -q ${FILE} ${range}`);
   const bundle = await workspace.readFile(FILE, MAX_TURN_BUNDLE_BYTES);
   await inside(workspace, `rm -f ${FILE}`);
   return { sha, bundle };
@@ -41,6 +42,6 @@ export async function restoreTurnBundle(workspace: Workspace, bundle: Buffer): P
   await workspace.writeFile(FILE, bundle);
   await inside(
     workspace,
-    `git fetch -q --no-tags ${FILE} HEAD && git reset -q --hard FETCH_HEAD && git clean -qfdx && rm -f ${FILE}`,
+    `${GIT} fetch -q --no-tags ${FILE} HEAD && ${GIT} reset -q --hard FETCH_HEAD && git clean -qfdx && rm -f ${FILE}`,
   );
 }

@@ -1,22 +1,13 @@
 // The process launcher: a small Node process that starts the worker's child processes on its
 // behalf (see launcher.ts for why). It imports only Node built-ins, so it starts fast with Node's
 // own type stripping and stays small: its own forks stay cheap.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type Child, startChild } from "./child.ts";
 import { type LauncherReply, type LaunchSpec, specProblem } from "./launcher-protocol.ts";
 
-const children = new Map<number, { child: ChildProcess; group: boolean }>();
+const children = new Map<number, Child>();
 
 function reply(message: LauncherReply): void {
   if (process.connected) process.send?.(message);
-}
-
-function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // The group is already gone.
-  }
 }
 
 /** A request that cannot be started fails alone: the launcher serves every job's commands. */
@@ -33,54 +24,19 @@ function start(id: number, spec: unknown): void {
     reply({ type: "failed", id, code: "EPERM", message: "Only root starts a process as a user" });
     return;
   }
-  let child: ChildProcess;
-  try {
-    child = spawnSpec(spec as LaunchSpec);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException | undefined)?.code;
-    const message = error instanceof Error ? error.message : String(error);
-    reply({ type: "failed", id, code: typeof code === "string" ? code : "EINVAL", message });
-    return;
-  }
-  watch(id, spec as LaunchSpec, child);
-}
-
-function spawnSpec(spec: LaunchSpec): ChildProcess {
-  return spawn(spec.file, spec.args, {
-    cwd: spec.cwd,
-    env: spec.env,
-    detached: spec.group,
-    uid: spec.user?.uid,
-    gid: spec.user?.gid,
-    stdio: [spec.input === undefined && !spec.inputLater ? "ignore" : "pipe", "pipe", "pipe"],
-  });
-}
-
-function watch(id: number, spec: LaunchSpec, child: ChildProcess): void {
-  let settled = false;
-  children.set(id, { child, group: spec.group });
-  child.stdin?.on("error", () => {
-    // A process that exits without reading its input closes the pipe; its exit code tells.
-  });
-  if (!spec.inputLater) child.stdin?.end(spec.input);
-  child.stdout?.on("data", (chunk: Buffer) => reply({ type: "output", id, stream: 1, chunk }));
-  child.stderr?.on("data", (chunk: Buffer) => reply({ type: "output", id, stream: 2, chunk }));
-  child.on("error", (error: NodeJS.ErrnoException) => {
-    if (settled) return;
-    settled = true;
+  let ended = false;
+  const end = (message: LauncherReply) => {
+    ended = true;
     children.delete(id);
-    reply({ type: "failed", id, code: error.code, message: error.message });
+    reply(message);
+  };
+  const child = startChild(spec as LaunchSpec, {
+    output: (stream, chunk) => reply({ type: "output", id, stream, chunk }),
+    exited: (code, signal) => end({ type: "exited", id, code, signal }),
+    failed: (code, message) => end({ type: "failed", id, code, message }),
   });
-  if (spec.group) {
-    // Leftover background processes would hold the pipes open and keep running unseen.
-    child.on("exit", () => killGroup(child.pid, "SIGKILL"));
-  }
-  child.on("close", (code, signal) => {
-    if (settled) return;
-    settled = true;
-    children.delete(id);
-    reply({ type: "exited", id, code, signal });
-  });
+  // One that could not start has ended already.
+  if (!ended) children.set(id, child);
 }
 
 process.on("message", (message: unknown) => {
@@ -89,27 +45,14 @@ process.on("message", (message: unknown) => {
   // Without a numeric id there is nobody to answer; the worker never sends such a message.
   if (typeof id !== "number") return;
   if (type === "launch") return start(id, spec);
-  const entry = children.get(id);
-  if (!entry) return;
-  if (type === "input") {
-    // Only once, and only to a process started to wait for it (its stdin is still open).
-    if (typeof input === "string" && entry.child.stdin?.writable) entry.child.stdin.end(input);
-    return;
-  }
-  if (type !== "kill") return;
-  try {
-    if (entry.group) killGroup(entry.child.pid, signal as NodeJS.Signals);
-    else entry.child.kill(signal as NodeJS.Signals);
-  } catch {
-    // An unknown signal name: nothing to send.
-  }
+  const child = children.get(id);
+  if (!child) return;
+  if (type === "input" && typeof input === "string") child.write(input);
+  if (type === "kill") child.kill(signal as NodeJS.Signals);
 });
 
 // The worker is gone: nothing it started may outlive it.
 process.on("disconnect", () => {
-  for (const { child, group } of children.values()) {
-    if (group) killGroup(child.pid, "SIGKILL");
-    else child.kill("SIGKILL");
-  }
+  for (const child of children.values()) child.kill("SIGKILL");
   process.exit(0);
 });

@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { type Child, startChild } from "./child.ts";
 import {
   type LauncherReply,
   type LauncherRequest,
@@ -114,6 +115,45 @@ function send(launcher: Launcher, request: LauncherRequest): void {
   launcher.process.send(request);
 }
 
+/** Set by launchHere: this process starts its children itself. */
+let here = false;
+
+/**
+ * From now on, this process starts its children itself, saving the hop through the launcher: for
+ * a process as small as the launcher, which never changes its own user (the workspace agent with
+ * its commands in sandboxes of their own).
+ */
+export function launchHere(): void {
+  here = true;
+}
+
+function launchDirectly(spec: LaunchSpec, onOutput?: OutputHandler): Launched {
+  let child: Child | undefined;
+  let ended = false;
+  const done = new Promise<Exit>((resolve, reject) => {
+    child = startChild(spec, {
+      output: (stream, chunk) => onOutput?.(stream === 1 ? "stdout" : "stderr", chunk),
+      exited(code, signal) {
+        ended = true;
+        resolve({ code, signal });
+      },
+      failed(code, message) {
+        ended = true;
+        reject(new LaunchError(message, code));
+      },
+    });
+  });
+  return {
+    done,
+    kill: (signal = "SIGKILL") => {
+      if (!ended) child?.kill(signal);
+    },
+    write: (input) => {
+      if (!ended) child?.write(input);
+    },
+  };
+}
+
 /**
  * Starts a process through the launcher; its output arrives through `onOutput`. Throws an
  * InvalidLaunch at once for a spec that can never start, such as one with a NUL byte.
@@ -122,6 +162,7 @@ export function launch(spec: LaunchSpec, onOutput?: OutputHandler): Launched {
   const problem = specProblem(spec);
   if (problem !== undefined)
     throw new InvalidLaunch(`Cannot start ${JSON.stringify(spec.file)}: ${problem}`);
+  if (here) return launchDirectly(spec, onOutput);
   current ??= startLauncher();
   const launcher = current;
   const id = nextId++;

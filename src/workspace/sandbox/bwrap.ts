@@ -12,6 +12,8 @@ export class SandboxUnavailableError extends PermanentError {
 /** Where things live inside every sandbox. */
 export const SANDBOX_HOME = "/home/sandbox";
 export const SANDBOX_PROXY_SOCKET = "/run/vmpilot/proxy.sock";
+/** The workspace agent's own directory (its socket and key): hidden from its commands. */
+export const AGENT_DIR = "/run/vmpilot/agent";
 
 /** Commands run as this uid and gid inside the sandbox's user namespace, never as root. */
 const SANDBOX_ID = 1000;
@@ -59,10 +61,13 @@ export interface SandboxLayout {
   /** The worker is root: bwrap mounts as root, then commands drop to UNPRIVILEGED_OWNER. */
   asRoot: boolean;
   /**
-   * As root, commands stay root with CAP_SETUID, CAP_SETGID and CAP_KILL only and no user
-   * namespace: the workspace agent, which starts its own commands as UNPRIVILEGED_OWNER.
+   * The workspace agent runs here, and starts each command in a sandbox of its own inside this
+   * one (commandSandbox): set to the host directory bound at AGENT_DIR for it. The agent may make
+   * the user namespace its commands need, and their /proc: so its own /proc is one that shows all
+   * (as root: made by the unprivileged bwrap of dropPrivileges), and kernel knobs are made
+   * read-only by the command's sandbox.
    */
-  supervisor?: boolean;
+  agentDir?: string;
 }
 
 function isWithin(parent: string, child: string): boolean {
@@ -101,12 +106,16 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     if (type === "dir") args.push("--tmpfs", secret);
     else if (type === "file") args.push("--ro-bind", "/dev/null", secret);
   }
+  // As root under the agent, the unprivileged bwrap of dropPrivileges mounts the /proc the agent
+  // sees: this bwrap's would hide parts of itself, and a user namespace made below could then
+  // mount no /proc of its own. Until then, the host's serves (this bwrap runs no command).
+  const rootAgent = layout.asRoot && layout.agentDir !== undefined;
   args.push(
     // A fresh /proc for the new PID namespace.
-    "--proc",
-    "/proc",
-    // As root, the inner bwrap makes these read-only: it must first disable user namespaces there.
-    ...(layout.asRoot ? [] : READ_ONLY_KNOBS),
+    ...(rootAgent ? ["--dev-bind", "/proc", "/proc"] : ["--proc", "/proc"]),
+    // As root, and under the agent, the inner bwrap makes these read-only: it must first disable
+    // user namespaces there.
+    ...(layout.asRoot || layout.agentDir ? [] : READ_ONLY_KNOBS),
     "--dev",
     "/dev",
     "--bind",
@@ -130,6 +139,9 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     args.push(...mountPoint(SANDBOX_PROXY_SOCKET, layout.asRoot));
     args.push("--ro-bind", layout.proxySocket, SANDBOX_PROXY_SOCKET);
   }
+  if (layout.agentDir) {
+    args.push(...mountPoint(AGENT_DIR, layout.asRoot), "--bind", layout.agentDir, AGENT_DIR);
+  }
   for (const path of layout.hidden) {
     if (bound.some((b) => isWithin(b, path))) args.push("--tmpfs", path);
   }
@@ -147,8 +159,7 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     "ALL",
     ...(layout.asRoot
       ? ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-      : ["--unshare-user", ...USER_NAMESPACE]),
-    ...(layout.asRoot && layout.supervisor ? ["--cap-add", "CAP_KILL"] : []),
+      : ["--unshare-user", ...(layout.agentDir ? IDENTITY : USER_NAMESPACE)]),
     "--clearenv",
   );
   return args;
@@ -164,22 +175,18 @@ const READ_ONLY_KNOBS = [
   "/proc/sysrq-trigger",
 ];
 
+const IDENTITY = ["--uid", String(SANDBOX_ID), "--gid", String(SANDBOX_ID)];
+
 /** A fixed identity, and no nested user namespaces (kernel attack surface, and a way to root). */
-const USER_NAMESPACE = [
-  "--uid",
-  String(SANDBOX_ID),
-  "--gid",
-  String(SANDBOX_ID),
-  "--disable-userns",
-  "--assert-userns-disabled",
-];
+const USER_NAMESPACE = [...IDENTITY, "--disable-userns", "--assert-userns-disabled"];
 
 /**
  * What runs between bwrap and the command. As root, bwrap made its mounts with root's access (the
  * checkout may sit under a 0700 directory); the command then drops to an unprivileged host uid
- * without a way back, and a second bwrap gives it the same user namespace as a non-root worker.
+ * without a way back, and a second bwrap gives it the same user namespace as a non-root worker:
+ * for the agent (`agent`), with the PID namespace and the /proc the first one left out.
  */
-export function dropPrivileges(asRoot: boolean): string[] {
+export function dropPrivileges(asRoot: boolean, agent = false): string[] {
   if (!asRoot) return [];
   return [
     "setpriv",
@@ -193,9 +200,36 @@ export function dropPrivileges(asRoot: boolean): string[] {
     "--dev-bind",
     "/",
     "/",
+    ...(agent
+      ? ["--unshare-pid", "--proc", "/proc", "--die-with-parent", "--unshare-user", ...IDENTITY]
+      : [...READ_ONLY_KNOBS, "--unshare-user", ...USER_NAMESPACE]),
+  ];
+}
+
+/**
+ * What the workspace agent starts each command under, inside its own sandbox: the sandbox's
+ * identity in a user namespace of the command's own that can make no other, a PID namespace and
+ * /proc of its own, the kernel knobs read-only and the agent's directory hidden. So a command can
+ * neither signal, trace nor see the agent (a process of an outer user and PID namespace), nor
+ * reach its socket, and whatever it leaves running dies with it, as in a sandbox per command.
+ */
+export function commandSandbox(bwrapPath = "bwrap"): string[] {
+  return [
+    bwrapPath,
+    "--dev-bind",
+    "/",
+    "/",
+    "--proc",
+    "/proc",
     ...READ_ONLY_KNOBS,
+    "--tmpfs",
+    AGENT_DIR,
     "--unshare-user",
     ...USER_NAMESPACE,
+    "--unshare-pid",
+    "--die-with-parent",
+    "--new-session",
+    "--",
   ];
 }
 
@@ -219,15 +253,21 @@ function mountPoint(path: string, asRoot: boolean): string[] {
 const probes = new Map<string, Promise<void>>();
 
 /**
- * Starts one sandbox with `true` the first time a bwrap binary is used, and remembers the
- * outcome, so a missing or unusable bwrap is reported once, clearly, and never per command.
+ * Starts one sandbox with `true` the first time a bwrap binary is used for a kind of sandbox
+ * (per command, or the agent's with a command's inside), and remembers the outcome, so a missing
+ * or unusable bwrap is reported once, clearly, and never per command.
  */
-export function probeBwrap(bwrapPath: string, args: readonly string[]): Promise<void> {
-  let probe = probes.get(bwrapPath);
+export function probeBwrap(
+  bwrapPath: string,
+  args: readonly string[],
+  kind: "sandbox" | "agent" = "sandbox",
+): Promise<void> {
+  const key = `${kind} ${bwrapPath}`;
+  let probe = probes.get(key);
   if (!probe) {
     probe = runProbe(bwrapPath, args);
-    probes.set(bwrapPath, probe);
-    probe.catch(() => probes.delete(bwrapPath));
+    probes.set(key, probe);
+    probe.catch(() => probes.delete(key));
   }
   return probe;
 }

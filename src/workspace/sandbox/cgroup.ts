@@ -1,9 +1,11 @@
 // A cgroup per job, so that the kernel holds the job's memory (swap, memfds and shared memory
 // included, which rlimits per process do not count) and its processes as a whole.
 import { randomBytes } from "node:crypto";
-import { access, mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { access, mkdir, readdir, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
+import { programPath } from "../process/program.ts";
 import { type CgroupSupport, CONTROLLERS, limitFile, readPids } from "./cgroup-support.ts";
 import { ownerGone, ownerTag } from "./stale.ts";
 
@@ -24,8 +26,17 @@ const exists = (file: string) =>
     () => false,
   );
 
-async function counter(file: string, name: string): Promise<number> {
-  const text = await readFile(file, "utf8").catch(() => "");
+/**
+ * Read around every command: a small file the kernel makes up on the spot, read at once rather
+ * than through the thread pool, which costs more than the read.
+ */
+function counter(file: string, name: string): number {
+  let text = "";
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    // No such controller file: nothing counted.
+  }
   return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
 }
 
@@ -131,11 +142,10 @@ export async function createJobCgroup(
     pids: () => readPids(first),
     async hits() {
       const events = memoryDir?.version === 2 ? "memory.events" : "memory.oom_control";
-      const [oomKills, forksRefused] = await Promise.all([
-        memoryDir ? counter(join(memoryDir.dir, events), "oom_kill") : 0,
-        pidsDir ? counter(join(pidsDir, "pids.events"), "max") : 0,
-      ]);
-      return { oomKills, forksRefused };
+      return {
+        oomKills: memoryDir ? counter(join(memoryDir.dir, events), "oom_kill") : 0,
+        forksRefused: pidsDir ? counter(join(pidsDir, "pids.events"), "max") : 0,
+      };
     },
     remove,
   };
@@ -155,7 +165,7 @@ export function inCgroup(
     'while [ "$1" != -- ]; do echo $$ > "$1" || ' +
     '{ echo "vmpilot: could not enter the job\'s cgroup" >&2; exit 125; }; shift; done; shift; exec "$@"';
   return {
-    file: "sh",
+    file: programPath("sh"),
     args: ["-c", script, "vmpilot-cgroup", ...cgroup.procsFiles, "--", file, ...args],
   };
 }

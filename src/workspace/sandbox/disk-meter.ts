@@ -1,5 +1,7 @@
-import { readdir, readlink, stat, statfs } from "node:fs/promises";
+import { statfsSync } from "node:fs";
+import { readdir, readlink, stat } from "node:fs/promises";
 import { launchAndCollect } from "../process/launcher.ts";
+import { programPath } from "../process/program.ts";
 import type { ScratchDisk } from "./scratch-disk.ts";
 
 const MIB = 1024 * 1024;
@@ -10,14 +12,17 @@ export interface DiskMeter {
    * files on the measured filesystems that the job's processes hold open after deleting them.
    */
   usedMb(): Promise<number>;
-  /** Bytes in use on the checkout's whole filesystem: one cheap call, so fast growth shows at once. */
+  /**
+   * Bytes in use on the measured paths' whole filesystems and the scratch disk: a cheap call per
+   * filesystem, so fast growth shows at once.
+   */
   hostUsedBytes(): Promise<number>;
 }
 
 /** Megabytes used under the paths, on their own filesystems; hard links counted once. */
 async function diskUsageMb(paths: readonly string[]): Promise<number> {
   const result = await launchAndCollect({
-    file: "du",
+    file: programPath("du"),
     args: ["-s", "-x", "-c", "--block-size=1M", "--", ...paths],
     cwd: "/",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
@@ -65,8 +70,11 @@ export function diskMeter(options: {
 }): DiskMeter {
   const { paths, scratch, processes } = options;
   // The scratch disk's own count already holds its deleted files; memfds are memory.
-  const devices = Promise.all(paths.map((path) => stat(path))).then(
-    (stats) => new Set(stats.map((s) => s.dev)),
+  const stats = Promise.all(paths.map((path) => stat(path)));
+  const devices = stats.then((all) => new Set(all.map((s) => s.dev)));
+  /** One measured path per filesystem. */
+  const filesystems = stats.then((all) =>
+    paths.filter((_, i) => all.findIndex((s) => s.dev === all[i]?.dev) === i),
   );
   return {
     async usedMb() {
@@ -78,8 +86,13 @@ export function diskMeter(options: {
       return du + Math.ceil((scratchBytes + deleted) / MIB);
     },
     async hostUsedBytes() {
-      const stats = await statfs(paths[0]);
-      return (stats.blocks - stats.bfree) * stats.bsize;
+      // Before and after every command: a syscall each, cheaper than a trip through the thread pool.
+      let used = (await scratch?.usedBytes()) ?? 0;
+      for (const path of await filesystems) {
+        const fs = statfsSync(path);
+        used += (fs.blocks - fs.bfree) * fs.bsize;
+      }
+      return used;
     },
   };
 }

@@ -5,6 +5,7 @@ import { fileOps } from "../files.ts";
 import { resolveInside } from "../paths.ts";
 import { baseEnv, withExtraEnv } from "../process/env.ts";
 import { runProcess } from "../process/exec.ts";
+import { programPath } from "../process/program.ts";
 import type { Workspace } from "../types.ts";
 
 export interface HostWorkspaceOptions {
@@ -31,8 +32,9 @@ export function createHostWorkspace(dir: string, options: HostWorkspaceOptions =
     async exec(command, opts = {}) {
       if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
       const cwd = opts.cwd === undefined ? root : await resolveInside(root, opts.cwd);
+      const commandEnv = withExtraEnv(env, opts.env);
       return runProcess(
-        { file: "bash", args: ["-c", command], cwd, env: withExtraEnv(env, opts.env) },
+        { file: programPath("bash", commandEnv.PATH), args: ["-c", command], cwd, env: commandEnv },
         {
           timeoutMs: opts.timeoutMs,
           signal: opts.signal ? AbortSignal.any([opts.signal, lifetime.signal]) : lifetime.signal,

@@ -61,39 +61,84 @@ function watchDisk(
   };
 }
 
+/** Runs one command of the job's (`run`) under the disk limit; see limitGuard. */
+export type LimitGuard = (run: Run) => Promise<ExecResult>;
+
+/** A full measurement, and what the filesystems showed in use when it began. */
+interface Measured {
+  mb: number | undefined;
+  hostBytes: number | undefined;
+}
+
+type Hits = { oomKills: number; forksRefused: number } | undefined;
+
 /**
  * Runs commands under the disk limit and explains any limit a command hit. Disk use is measured
- * before the first command and after each one; while one runs, it is watched (watchDisk) and the
- * command stopped when over. Once over, commands run unable to write files until deletions bring
- * the workspace back under: a string of quick commands cannot add up past the limit.
+ * in full from the start and after commands that changed what the filesystems hold; while one
+ * runs, it is watched (watchDisk) and the command stopped when over. Once over, commands run
+ * unable to write files until deletions bring the workspace back under: a string of quick
+ * commands cannot add up past the limit. The measurement after a command runs while its result
+ * goes back (the next command waits for it), unless all the filesystems grew (at least what the
+ * workspace did, unless files freed elsewhere on them hide it) could have taken the workspace
+ * over. So a command costs no `du` of its own, and the one that went over says so.
  */
 export function limitGuard(
   meter: DiskMeter,
   limits: SandboxLimits,
   logger: Logger,
   cgroup?: JobCgroup,
-) {
-  let usedMb: number | undefined;
-  const measure = () =>
-    meter.usedMb().catch((error: unknown) => {
+): LimitGuard {
+  const hostUsed = () => meter.hostUsedBytes().catch(() => undefined);
+  const measure = async (): Promise<Measured> => {
+    // Before `du`: what grows meanwhile counts as growth after it.
+    const hostBytes = await hostUsed();
+    const mb = await meter.usedMb().catch((error: unknown) => {
       logger.warn({ err: error }, "could not measure disk use");
       return undefined;
     });
+    return { mb, hostBytes };
+  };
+  /** At most what the workspace uses, given the filesystems' growth since `base`. */
+  const estimate = (base: Measured, hostBytes: number | undefined) =>
+    hostBytes === undefined || base.hostBytes === undefined || base.mb === undefined
+      ? undefined
+      : base.mb + Math.max(0, hostBytes - base.hostBytes) / MIB;
+  /** The latest full measurement to have ended, once one has. */
+  let latest: Measured | undefined;
+  let started = 0;
+  let ended = 0;
+  /** The measurement under way in the background, if any. */
+  let running: Promise<Measured> | undefined;
+  const remeasure = (): Promise<Measured> => {
+    const order = ++started;
+    const next = measure().then((measured) => {
+      // One that began earlier and ended later is older.
+      if (order > ended) [latest, ended] = [measured, order];
+      if (running === next) running = undefined;
+      return measured;
+    });
+    running = next;
+    return next;
+  };
+  remeasure();
+  let hits: Promise<Hits> | undefined;
 
   return async function guarded(run: Run): Promise<ExecResult> {
-    usedMb ??= await measure();
-    const startMb = usedMb ?? 0;
+    await running;
+    let base = latest as Measured;
+    let [hostBytes, hitsBefore] = await Promise.all([hostUsed(), hits ?? cgroup?.hits()]);
+    if ((estimate(base, hostBytes) ?? 0) > limits.diskMb && (base.mb ?? 0) <= limits.diskMb) {
+      base = await remeasure();
+      hostBytes = base.hostBytes;
+    }
+    const startMb = base.mb ?? 0;
     const overDisk = startMb > limits.diskMb;
-    const [hostBytes, hitsBefore] = await Promise.all([
-      meter.hostUsedBytes().catch(() => undefined),
-      cgroup?.hits(),
-    ]);
     const stop = new AbortController();
     let stoppedMb: number | undefined;
     // Over the limit already, the command may still delete: only growth past the start stops it.
     const close = watchDisk(
       meter,
-      { mb: startMb, hostBytes },
+      { mb: Math.ceil(estimate(base, hostBytes) ?? startMb), hostBytes },
       Math.max(limits.diskMb, startMb),
       (mb) => {
         stoppedMb = mb;
@@ -107,14 +152,21 @@ export function limitGuard(
     } finally {
       close();
     }
-    usedMb = await measure();
+    hits = cgroup?.hits();
+    const [after, hitsAfter] = await Promise.all([hostUsed(), hits]);
+    const grown = estimate(base, after);
+    let usedMb: number | undefined;
+    if (stoppedMb !== undefined || grown === undefined || grown > limits.diskMb || overDisk) {
+      usedMb = (await remeasure()).mb;
+    } else if (after !== (latest ?? base).hostBytes && running === undefined) {
+      void remeasure();
+    }
     const notices: string[] = [];
     if (stoppedMb !== undefined) notices.push(diskNotice(stoppedMb, limits, "stopped"));
     else if (overDisk) notices.push(diskNotice(startMb, limits, "before"));
     else if (usedMb !== undefined && usedMb > limits.diskMb) {
       notices.push(diskNotice(usedMb, limits, "after"));
     }
-    const hitsAfter = await cgroup?.hits();
     const kernel =
       hitsBefore &&
       hitsAfter &&

@@ -6,8 +6,10 @@ import { fileOps } from "../files.ts";
 import { resolveInside } from "../paths.ts";
 import { baseEnv, NODE_BIN_DIR, proxyEnv, withExtraEnv } from "../process/env.ts";
 import { runProcess } from "../process/exec.ts";
-import type { Workspace } from "../types.ts";
+import { programPath } from "../process/program.ts";
+import type { BlockedConnection, ExecResult, Workspace } from "../types.ts";
 import {
+  commandSandbox,
   dropPrivileges,
   probeBwrap,
   SANDBOX_GROUP,
@@ -19,7 +21,7 @@ import {
 } from "./bwrap.ts";
 import { createJobCgroup, inCgroup, type JobCgroup } from "./cgroup.ts";
 import { diskMeter } from "./disk-meter.ts";
-import { limitGuard } from "./limit-guard.ts";
+import { type LimitGuard, limitGuard } from "./limit-guard.ts";
 import { DEFAULT_LIMITS, kernelSupport, type SandboxLimits, ulimitPrefix } from "./limits.ts";
 import { handOver, UNPRIVILEGED_OWNER } from "./owner.ts";
 import { type AllowListProxy, startAllowListProxy } from "./proxy.ts";
@@ -49,11 +51,33 @@ export interface SandboxWorkspaceOptions {
   stateDir?: string;
   bwrapPath?: string;
   socatPath?: string;
-  /**
-   * As root, commands keep root's uid with only CAP_SETUID, CAP_SETGID and CAP_KILL, and start at
-   * /: for the workspace agent (agent-local.ts), which runs its own commands as UNPRIVILEGED_OWNER.
-   */
-  supervisor?: boolean;
+}
+
+/** One run of `bash -c` in the sandbox, as the job's processes run: in its cgroup. */
+interface SandboxRun {
+  env?: Record<string, string>;
+  /** Absolute, inside the checkout; default the checkout. */
+  cwd?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * A job's sandbox: its layout, cgroup, scratch disk and proxy, made once. Each command may run in
+ * a sandbox of its own (createSandboxWorkspace), or the workspace agent runs in it for the whole
+ * job and starts the commands (agent/local.ts).
+ */
+export interface Sandbox {
+  readonly root: string;
+  readonly limits: SandboxLimits;
+  /** The host directory the agent has for its socket and key (with `agent`), else undefined. */
+  readonly agentDir: string | undefined;
+  /** Runs `command` under bash in the sandbox; its rlimits are the command's own business. */
+  run(command: string, options?: SandboxRun): Promise<ExecResult>;
+  /** Runs one of the job's commands under the disk limit and explains the limits it hit. */
+  guarded: LimitGuard;
+  blockedConnections(): readonly BlockedConnection[];
+  dispose(): Promise<void>;
 }
 
 /** Inside the sandbox, the proxy's unix socket is reached at this loopback port. */
@@ -122,18 +146,19 @@ async function requireSocat(socatPath: string): Promise<void> {
 }
 
 /**
- * A workspace whose commands run under bubblewrap: host system directories read-only, the
- * checkout the only writable host directory, private /tmp and HOME, new PID/IPC/UTS/network
- * namespaces, no capabilities, and an environment built from an allow-list. The network is
- * reachable only through an allow-list proxy, which records every refusal.
+ * Makes a job's sandbox on `dir`: host system directories read-only, the checkout the only
+ * writable host directory, private /tmp and HOME, new PID/IPC/UTS/network namespaces, no
+ * capabilities, and an environment built from an allow-list. The network is reachable only
+ * through an allow-list proxy, which records every refusal. With `agent`, it is made for the
+ * workspace agent (bwrap.ts, SandboxLayout.agentDir).
  */
-export async function createSandboxWorkspace(
+export async function openSandbox(
   dir: string,
-  options: SandboxWorkspaceOptions = {},
-): Promise<Workspace> {
+  options: SandboxWorkspaceOptions & { agent?: boolean } = {},
+): Promise<Sandbox> {
   const root = await realpath(dir);
   const logger = options.logger ?? fallbackLogger();
-  const bwrapPath = options.bwrapPath ?? "bwrap";
+  const bwrapPath = options.bwrapPath ?? programPath("bwrap");
   const socatPath = options.socatPath ?? "/usr/bin/socat";
   const allowHosts = options.allowHosts ?? [];
   const networked = allowHosts.length > 0;
@@ -146,8 +171,8 @@ export async function createSandboxWorkspace(
   const homeDir = join(stateDir, "home");
   const proxySocket = join(stateDir, "proxy.sock");
   const accounts = join(stateDir, "accounts");
+  const agentDir = options.agent ? join(stateDir, "agent") : undefined;
   const asRoot = process.getuid?.() === 0;
-  const supervisor = asRoot && options.supervisor === true;
   let scratch: ScratchDisk | undefined;
   let cgroup: JobCgroup | undefined;
   let proxy: AllowListProxy | undefined;
@@ -156,12 +181,13 @@ export async function createSandboxWorkspace(
     await cgroup?.remove();
     await proxy?.close();
     if (options.stateDir) await rm(proxySocket, { force: true });
+    if (options.stateDir && agentDir) await rm(agentDir, { recursive: true, force: true });
     await scratch?.unmount();
     if (!options.stateDir) await rm(stateDir, { recursive: true, force: true });
   };
 
   let prefix: string[];
-  const inner = dropPrivileges(asRoot && !supervisor);
+  const inner = dropPrivileges(asRoot, agentDir !== undefined);
   try {
     if (kernel.scratchProblem === undefined) {
       scratch = await mountScratchDisk(stateDir, limits.diskMb);
@@ -169,6 +195,8 @@ export async function createSandboxWorkspace(
     await mkdir(tmpDir, { recursive: true });
     await mkdir(homeDir, { recursive: true });
     await mkdir(accounts, { recursive: true });
+    // The agent's alone: its commands never see it (bwrap.ts, commandSandbox).
+    if (agentDir) await mkdir(agentDir, { mode: 0o700 });
     await writeFile(join(accounts, "passwd"), SANDBOX_PASSWD);
     await writeFile(join(accounts, "group"), SANDBOX_GROUP);
 
@@ -187,7 +215,7 @@ export async function createSandboxWorkspace(
       proxySocket: networked ? proxySocket : undefined,
       accounts,
       asRoot,
-      supervisor,
+      agentDir,
     });
 
     // The probe binds the proxy socket, so the proxy starts first.
@@ -201,8 +229,10 @@ export async function createSandboxWorkspace(
       });
       if (asRoot) await handOver([proxySocket]);
     }
-    await probeBwrap(bwrapPath, [...prefix, ...inner]);
-    if (asRoot) await handOver([root, tmpDir, homeDir]);
+    if (agentDir) {
+      await probeBwrap(bwrapPath, [...prefix, ...inner, ...commandSandbox()], "agent");
+    } else await probeBwrap(bwrapPath, [...prefix, ...inner]);
+    if (asRoot) await handOver([root, tmpDir, homeDir, ...(agentDir ? [agentDir] : [])]);
     cgroup = await createJobCgroup(limits, kernel.cgroups);
   } catch (error) {
     await release();
@@ -212,7 +242,7 @@ export async function createSandboxWorkspace(
   const env = networked
     ? { ...baseEnv(SANDBOX_HOME), ...proxyEnv(`http://127.0.0.1:${PROXY_PORT}`) }
     : baseEnv(SANDBOX_HOME);
-  const run = networked ? ["bash", "-c", bridgeScript(socatPath), "vmpilot"] : ["bash", "-c"];
+  const shell = networked ? ["bash", "-c", bridgeScript(socatPath), "vmpilot"] : ["bash", "-c"];
   const lifetime = new AbortController();
   const jobCgroup = cgroup;
   const meter = diskMeter({
@@ -220,38 +250,60 @@ export async function createSandboxWorkspace(
     scratch,
     processes: jobCgroup && (() => jobCgroup.pids()),
   });
-  const guarded = limitGuard(meter, limits, logger, jobCgroup);
 
   return {
-    provider: "sandbox",
     root,
-    ...fileOps(root, asRoot ? UNPRIVILEGED_OWNER : undefined),
-    async exec(command, opts = {}) {
+    limits,
+    agentDir,
+    async run(command, opts = {}) {
       if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
-      const cwd = opts.cwd === undefined ? root : await resolveInside(root, opts.cwd);
+      const cwd = opts.cwd ?? root;
       const args = [...prefix];
       for (const [name, value] of Object.entries(withExtraEnv(env, opts.env))) {
         args.push("--setenv", name, value);
       }
       // As root, the outer bwrap has no capability to enter a directory only the sandbox user may.
       if (inner.length > 0) args.push("--chdir", "/", ...inner, "--chdir", cwd, "--");
-      else args.push("--chdir", supervisor ? "/" : cwd);
-      return guarded((stop, overDisk) => {
-        const started = inCgroup(jobCgroup, bwrapPath, [
-          ...args,
-          ...run,
-          ulimitPrefix(limits, overDisk) + command,
-        ]);
-        const spec = { ...started, cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } };
-        const signals = [stop, lifetime.signal, ...(opts.signal ? [opts.signal] : [])];
-        return runProcess(spec, { timeoutMs: opts.timeoutMs, signal: AbortSignal.any(signals) });
-      });
+      else args.push("--chdir", cwd);
+      const started = inCgroup(jobCgroup, bwrapPath, [...args, ...shell, command]);
+      const spec = { ...started, cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } };
+      const signals = [lifetime.signal, ...(opts.signal ? [opts.signal] : [])];
+      return runProcess(spec, { timeoutMs: opts.timeoutMs, signal: AbortSignal.any(signals) });
     },
+    guarded: limitGuard(meter, limits, logger, jobCgroup),
     blockedConnections: () => proxy?.blocked() ?? [],
     async dispose() {
       if (lifetime.signal.aborted) return;
       lifetime.abort();
       await release();
     },
+  };
+}
+
+/** A workspace whose commands each run in a sandbox of their own (openSandbox), started anew. */
+export async function createSandboxWorkspace(
+  dir: string,
+  options: SandboxWorkspaceOptions = {},
+): Promise<Workspace> {
+  const sandbox = await openSandbox(dir, options);
+  const { root, limits } = sandbox;
+  const asRoot = process.getuid?.() === 0;
+  return {
+    provider: "sandbox",
+    root,
+    ...fileOps(root, asRoot ? UNPRIVILEGED_OWNER : undefined),
+    async exec(command, opts = {}) {
+      const cwd = opts.cwd === undefined ? root : await resolveInside(root, opts.cwd);
+      return sandbox.guarded((stop, overDisk) =>
+        sandbox.run(ulimitPrefix(limits, overDisk) + command, {
+          env: opts.env,
+          cwd,
+          timeoutMs: opts.timeoutMs,
+          signal: opts.signal ? AbortSignal.any([stop, opts.signal]) : stop,
+        }),
+      );
+    },
+    blockedConnections: () => sandbox.blockedConnections(),
+    dispose: () => sandbox.dispose(),
   };
 }
