@@ -4,7 +4,7 @@
 // on the head vmpilot pushed last, becomes one fix job per head (deduplicated durably by the
 // delivery's trigger key); a check suite that passed there becomes a ready-for-review check. No
 // GitHub call here, as everywhere in the intake.
-import type { Context } from "probot";
+import { z } from "zod";
 import { BRANCH_PREFIX } from "../github/branch-name.ts";
 import type { Queue } from "../jobs/queue.ts";
 import { chatKey } from "../store/chats.ts";
@@ -14,16 +14,52 @@ import { recordDelivery } from "../store/deliveries.ts";
 import { type JobContext, readJobContext } from "../store/job-context.ts";
 import { insertJob } from "../store/jobs.ts";
 import { withTransaction } from "../store/sql.ts";
+import { MalformedDelivery } from "./deliveries.ts";
 
-type CheckRunPayload = Context<"check_run.completed">["payload"];
-type CheckSuitePayload = Context<"check_suite.completed">["payload"];
-type WorkflowRunPayload = Context<"workflow_run.completed">["payload"];
-type Repository = CheckRunPayload["repository"];
+// Probot checks the signature, not the shape: only the fields read here are parsed, as for the
+// trigger deliveries (deliveries.ts).
+const id = z.number().int();
+const Repository = z.object({
+  id,
+  full_name: z.string(),
+  html_url: z.string(),
+  clone_url: z.string(),
+  default_branch: z.string(),
+});
+type Repository = z.infer<typeof Repository>;
+const PullRef = z.object({
+  number: id,
+  head: z.object({ repo: z.object({ id }) }),
+  base: z.object({ repo: z.object({ id }) }),
+});
+type PullRef = z.infer<typeof PullRef>;
+const Run = z.object({
+  status: z.string().nullable(),
+  conclusion: z.string().nullable(),
+  head_sha: z.string(),
+  pull_requests: z.array(PullRef.nullable()),
+});
+const common = { repository: Repository, installation: z.object({ id }).optional() };
+const CheckRunPayload = z.object({
+  ...common,
+  check_run: Run.extend({ check_suite: z.object({ head_branch: z.string().nullish() }) }),
+});
+const CheckSuitePayload = z.object({
+  ...common,
+  check_suite: Run.extend({ id, head_branch: z.string().nullable() }),
+});
+const WorkflowRunPayload = z.object({
+  ...common,
+  workflow_run: Run.extend({ head_branch: z.string().nullable() }),
+});
 
-interface PullRef {
-  number: number;
-  head: { repo: { id: number } };
-  base: { repo: { id: number } };
+function parsePayload<T>(schema: z.ZodType<T>, raw: unknown, event: string): T {
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const first = parsed.error.issues[0];
+  throw new MalformedDelivery(
+    `malformed ${event} webhook: ${first?.path.join(".") || "payload"}: ${first?.message}`,
+  );
 }
 
 /** One completed run, whichever of the three events told of it. */
@@ -55,7 +91,8 @@ function ownPullRequests(repository: Repository, pulls: ReadonlyArray<PullRef | 
   );
 }
 
-export function fromCheckRun(payload: CheckRunPayload): CiRun {
+export function fromCheckRun(raw: unknown): CiRun {
+  const payload = parsePayload(CheckRunPayload, raw, "check_run");
   const run = payload.check_run;
   return {
     event: "check_run",
@@ -69,7 +106,8 @@ export function fromCheckRun(payload: CheckRunPayload): CiRun {
   };
 }
 
-export function fromCheckSuite(payload: CheckSuitePayload): CiRun {
+export function fromCheckSuite(raw: unknown): CiRun {
+  const payload = parsePayload(CheckSuitePayload, raw, "check_suite");
   const suite = payload.check_suite;
   return {
     event: "check_suite",
@@ -84,7 +122,8 @@ export function fromCheckSuite(payload: CheckSuitePayload): CiRun {
   };
 }
 
-export function fromWorkflowRun(payload: WorkflowRunPayload): CiRun {
+export function fromWorkflowRun(raw: unknown): CiRun {
+  const payload = parsePayload(WorkflowRunPayload, raw, "workflow_run");
   const run = payload.workflow_run;
   return {
     event: "workflow_run",
