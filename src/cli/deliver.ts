@@ -20,14 +20,16 @@ export async function deliverBranch(options: {
 }): Promise<void> {
   const bundle = await bundleWorkspaceCommits(options.workspace, options.baseSha);
   if (!bundle) return;
-  const ref = `+HEAD:refs/heads/${options.branch}`;
+  const ref = `HEAD:refs/heads/${options.branch}`;
   try {
     if (options.local) {
+      // Not forced: the turn's commits descend from the branch as it was; if it has moved since
+      // (the user committed to it), git refuses rather than dropping the user's commits.
       await userGitClient(options.repoUrl).raw(["fetch", bundle.file, ref]);
       return;
     }
     const mirror = userGitClient(options.mirror);
-    await mirror.raw(["fetch", bundle.file, ref]);
+    await mirror.raw(["fetch", bundle.file, `+${ref}`]);
     await mirror.raw(["push", options.repoUrl, `refs/heads/${options.branch}`]);
   } finally {
     await rm(bundle.dir, { recursive: true, force: true });

@@ -169,11 +169,15 @@ async function looseRefs(path: string, dir: string): Promise<Map<string, string>
 export async function mirrorRefs(
   mirror: Mirror,
 ): Promise<{ heads: Map<string, string>; tags: Ref[] }> {
-  const [packed, heads, tags] = await Promise.all([
-    readFile(join(mirror.path, "packed-refs"), "utf8").catch(() => ""),
+  // Loose refs first, then packed-refs, as git reads them: a `pack-refs --prune` (maintenance,
+  // here or in another process) writes packed-refs before it deletes the loose files, so a ref
+  // missed among the loose ones is in the packed-refs read after. Read the other way round, a
+  // pack between the two reads hides the branch, and a continued branch would start afresh.
+  const [heads, tags] = await Promise.all([
     looseRefs(mirror.path, "refs/heads"),
     looseRefs(mirror.path, "refs/tags"),
   ]);
+  const packed = await readFile(join(mirror.path, "packed-refs"), "utf8").catch(() => "");
   const peeled = new Map<string, string>();
   let last: string | undefined;
   for (const line of packed.split("\n")) {
