@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # vmpilot: one image for both process groups (npm start -- --role web|worker).
 
-# Production dependencies only; TypeScript runs through tsx, so there is no compile step.
+# Production dependencies only; Node runs the TypeScript itself (bin/typescript.js), so there is no
+# compile step.
 FROM node:24-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./

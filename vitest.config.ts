@@ -1,3 +1,5 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { defineConfig } from "vitest/config";
 
 // unit: no database, no server, no process of the app's, no sandbox: seconds, for `npm run
@@ -34,6 +36,10 @@ export default defineConfig({
     // Several suites spawn bwrap, git and database servers; two cores are the budget.
     maxWorkers: 2,
     fileParallelism: true,
+    // The servers, CLIs and database processes the tests start keep V8's compiled code (and the
+    // stripped TypeScript) between starts, as bin/typescript.js does for people: about half
+    // their start-up CPU.
+    env: { NODE_COMPILE_CACHE: join(tmpdir(), "node-compile-cache") },
     projects: [
       // Unit files share their workers' modules: importing the app once per file was most of
       // their time. The others keep a fresh module graph per file, as their state needs.

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// Loads the TypeScript CLI through tsx so `npx vmpilot` works from a checkout without a build step.
-import { register } from "tsx/esm/api";
+// The CLI, from a checkout or an install, without a build step.
+import { runTypeScript } from "./typescript.js";
 
-register();
-await import("../src/cli/main.ts");
+await runTypeScript(new URL("../src/cli/main.ts", import.meta.url).href);

@@ -1,10 +1,9 @@
-// `npm start`: the webhook server and/or the job worker (--role web|worker|all), or Probot's
+// `npm start` (bin/start.js): the webhook server and/or the job worker (--role web|worker|all), or Probot's
 // setup page when no GitHub App is configured yet.
 import "./node-version.ts";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import type { Logger } from "pino";
 import { Probot, type ProbotOctokit, run } from "probot";
@@ -284,8 +283,4 @@ function onSignal(stop: () => Promise<unknown>) {
   };
   process.once("SIGINT", handle);
   process.once("SIGTERM", handle);
-}
-
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  await main();
 }

@@ -7,11 +7,10 @@ export interface DescribedError {
 
 /** A run failure the loop itself detects (as opposed to an API error). */
 export class AgentFailure extends Error {
-  constructor(
-    readonly code: FailureCode,
-    message: string,
-  ) {
+  readonly code: FailureCode;
+  constructor(code: FailureCode, message: string) {
     super(message);
+    this.code = code;
     this.name = "AgentFailure";
   }
 }

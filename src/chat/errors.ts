@@ -2,14 +2,22 @@
 import type { ServerResponse } from "node:http";
 
 export class ApiError extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly code: string | null;
+  readonly headers: Record<string, string>;
   constructor(
-    readonly status: number,
-    readonly type: string,
-    readonly code: string | null,
+    status: number,
+    type: string,
+    code: string | null,
     message: string,
-    readonly headers: Record<string, string> = {},
+    headers: Record<string, string> = {},
   ) {
     super(message);
+    this.status = status;
+    this.type = type;
+    this.code = code;
+    this.headers = headers;
     this.name = "ApiError";
   }
 

@@ -11,11 +11,14 @@ export class PermitCache {
   #swept = 0;
   #perPerson = 1000;
 
-  constructor(
-    /** How long an answer is kept, and a person without requests. */
-    private readonly keepMs: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+  /** How long an answer is kept, and a person without requests. */
+  private readonly keepMs: number;
+  private readonly now: () => number;
+
+  constructor(keepMs: number, now: () => number = Date.now) {
+    this.keepMs = keepMs;
+    this.now = now;
+  }
 
   /** The answer for the person under `key`, if one is no older than `maxAgeMs`. */
   get(person: number, key: string, maxAgeMs: number): boolean | undefined {
@@ -66,10 +69,12 @@ interface Answer {
 
 /** Thrown when a question to GitHub would go over this minute's budget. */
 export class BudgetSpent extends Error {
-  constructor(readonly retryAfterSeconds: number) {
+  readonly retryAfterSeconds: number;
+  constructor(retryAfterSeconds: number) {
     super(
       `the chat face's GitHub budget for this minute is spent; try again in ${retryAfterSeconds} s`,
     );
+    this.retryAfterSeconds = retryAfterSeconds;
     this.name = "BudgetSpent";
   }
 }
@@ -79,10 +84,13 @@ export class CallBudget {
   #windowStart = Number.NEGATIVE_INFINITY;
   #used = 0;
 
-  constructor(
-    readonly perMinute: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+  readonly perMinute: number;
+  private readonly now: () => number;
+
+  constructor(perMinute: number, now: () => number = Date.now) {
+    this.perMinute = perMinute;
+    this.now = now;
+  }
 
   /** Counts questions, or throws BudgetSpent when they do not all fit. */
   spend(questions = 1): void {

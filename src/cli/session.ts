@@ -106,7 +106,11 @@ export class CliSession {
   #conversation?: Conversation;
   #released = false;
 
-  private constructor(readonly options: SessionOptions) {}
+  readonly options: SessionOptions;
+
+  private constructor(options: SessionOptions) {
+    this.options = options;
+  }
 
   /** Lines carry file names, branches and errors the agent or a repository chose. */
   #print(line: string) {

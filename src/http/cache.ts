@@ -2,10 +2,13 @@
 export class TtlCache<V> {
   readonly #entries = new Map<string, { value: V; expires: number }>();
 
-  constructor(
-    private readonly ttlMs: number,
-    private readonly maxEntries = 1000,
-  ) {}
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+
+  constructor(ttlMs: number, maxEntries = 1000) {
+    this.ttlMs = ttlMs;
+    this.maxEntries = maxEntries;
+  }
 
   async get(key: string, load: () => Promise<V>, now = Date.now()): Promise<V> {
     const hit = this.#entries.get(key);

@@ -15,7 +15,10 @@ export function escapeHtml(value: unknown): string {
 }
 
 export class Html {
-  constructor(readonly value: string) {}
+  readonly value: string;
+  constructor(value: string) {
+    this.value = value;
+  }
   toString(): string {
     return this.value;
   }

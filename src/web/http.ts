@@ -12,11 +12,10 @@ export const SECURITY_HEADERS: Record<string, string> = {
 };
 
 export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
+  readonly status: number;
+  constructor(status: number, message: string) {
     super(message);
+    this.status = status;
   }
 }
 

@@ -37,14 +37,23 @@ export class JobFeeds {
   private readonly clients = new Map<string, number>();
   private readonly streams = new Map<number, number>();
 
+  private readonly db: Queryable;
+  private readonly intervalMs: number;
+  private readonly limits: FeedLimits;
+  /** Waits between polls; tests pass one they drive. */
+  private readonly pause: (ms: number) => Promise<void>;
+
   constructor(
-    private readonly db: Queryable,
-    private readonly intervalMs: number,
-    private readonly limits: FeedLimits,
-    /** Waits between polls; tests pass one they drive. */
-    private readonly pause: (ms: number) => Promise<void> = (ms) =>
-      new Promise((resolve) => setTimeout(resolve, ms)),
-  ) {}
+    db: Queryable,
+    intervalMs: number,
+    limits: FeedLimits,
+    pause: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  ) {
+    this.db = db;
+    this.intervalMs = intervalMs;
+    this.limits = limits;
+    this.pause = pause;
+  }
 
   /** A place for one more stream, or undefined when the job or the client has its share. */
   admit(jobId: number, client: string): (() => void) | undefined {

@@ -233,7 +233,7 @@ describe("loadDotEnv", () => {
 
 /** Runs `npm start`'s entry point in a child process. */
 function start(env: Env, args: string[] = []) {
-  return spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
+  return spawn(process.execPath, ["bin/start.js", ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_SMEE_SETUP: "true", ...env },
   });

@@ -37,7 +37,7 @@ describe("Node version check", () => {
   });
 
   it("is the first thing `npm start` does: one line, exit 1", () => {
-    const result = runOld(["--import", "tsx", "src/main.ts"]);
+    const result = runOld(["bin/start.js"]);
     expect(result.status).toBe(1);
     expect(result.stderr.trim().split("\n")).toEqual([
       "vmpilot: needs Node.js 22.12 or newer (24 LTS recommended); this is Node.js 20.20.2",

@@ -47,7 +47,7 @@ describe("npm start with the .env of Probot's setup page", () => {
     };
     const secrets: string[] = [];
     for (let run = 0; run < 2; run++) {
-      const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "--role", "web"], {
+      const child = spawn(process.execPath, ["bin/start.js", "--role", "web"], {
         cwd: new URL("../../", import.meta.url).pathname,
         env,
       });

@@ -1,4 +1,4 @@
-// A vmpilot server in a process of its own (`node --import tsx`), for tests that kill it or run
+// A vmpilot server in a process of its own (plain `node`), for tests that kill it or run
 // several: the real startServer, role "worker" unless told otherwise, on a shared database. The
 // parent passes the configuration, role, queue and pipeline options as JSON in
 // VMPILOT_TEST_WORKER, and waits for "ready" on stdout; the line before it is "url <server URL>".

@@ -316,7 +316,10 @@ async function streamMessage(
 export class PromptCache {
   readonly #entries = new Set<string>();
 
-  constructor(readonly minTokens = 0) {}
+  readonly minTokens: number;
+  constructor(minTokens = 0) {
+    this.minTokens = minTokens;
+  }
 
   // biome-ignore lint/suspicious/noExplicitAny: raw request JSON.
   account(body: any): Omit<FakeUsage, "output_tokens"> {

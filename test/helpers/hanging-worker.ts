@@ -5,6 +5,7 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { QueueOptions } from "../../src/jobs/queue.ts";
+import { TYPESCRIPT_FLAGS } from "./typescript.ts";
 
 const src = (path: string) => fileURLToPath(new URL(`../../src/${path}`, import.meta.url));
 
@@ -25,7 +26,7 @@ export async function killWorkerMidJob(
       await new Promise(() => {});
     });
   `;
-  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], {
+  const child = spawn(process.execPath, [...TYPESCRIPT_FLAGS, "--input-type=module", "-e", code], {
     env: { ...process.env, DB_URL: url, QUEUE_OPTIONS: JSON.stringify(options) },
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -3,12 +3,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { TYPESCRIPT_FLAGS } from "./typescript.ts";
 
 export function spawnServerProcess(
   options: Record<string, unknown>,
 ): Promise<{ process: ChildProcess; url: string }> {
   const script = fileURLToPath(new URL("../e2e/worker-process.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--import", "tsx", script], {
+  const child = spawn(process.execPath, [...TYPESCRIPT_FLAGS, script], {
     env: { ...process.env, VMPILOT_TEST_WORKER: JSON.stringify(options) },
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -106,7 +106,7 @@ describe("a worker without bubblewrap", () => {
     await mkdir(bin);
     await symlink("/usr/bin/git", join(bin, "git"));
     await seedDataDir(join(root, "data"));
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "--role", "worker"], {
+    const child = spawn(process.execPath, ["bin/start.js", "--role", "worker"], {
       cwd: new URL("../../", import.meta.url).pathname,
       env: {
         HOME: process.env.HOME,

@@ -13,6 +13,7 @@ import { type Database, openDatabase } from "../../src/store/database.ts";
 import { loadMigrations, migrate } from "../../src/store/migrate.ts";
 import { withTransaction } from "../../src/store/sql.ts";
 import { connectAgain, databases, seedDataDir } from "../helpers/db.ts";
+import { TYPESCRIPT_FLAGS } from "../helpers/typescript.ts";
 
 describe("embedded database on disk", () => {
   let dataDir: string;
@@ -122,7 +123,7 @@ function spawnDatabaseHolder(dataDir: string) {
     console.log(db.embeddedPid);
     await new Promise(() => {});
   `;
-  return spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], {
+  return spawn(process.execPath, [...TYPESCRIPT_FLAGS, "--input-type=module", "-e", code], {
     env: { ...process.env, DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -20,6 +20,7 @@ import { maintainMirror, syncMirror } from "../../src/workspace/git/mirror.ts";
 import { sparesSettled } from "../../src/workspace/git/spares.ts";
 import { createSandboxWorkspace } from "../../src/workspace/sandbox/sandbox.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import { TYPESCRIPT_FLAGS } from "../helpers/typescript.ts";
 import { commitFile, recordingLogger } from "./helpers.ts";
 
 const TOKEN = "ghs_checkoutTestToken0123456789";
@@ -121,7 +122,7 @@ describe("prepareCheckout", () => {
 
   it("shares a mirror with another worker process on the same data dir", async () => {
     const other = fork(fileURLToPath(new URL("./fixtures/sync-mirror.ts", import.meta.url)), {
-      execArgv: ["--import", "tsx"],
+      execArgv: TYPESCRIPT_FLAGS,
     });
     onTestFinished(() => {
       other.kill();

@@ -112,7 +112,10 @@ export async function startWebHarness(
 export class Client {
   readonly cookies = new Map<string, string>();
 
-  constructor(private readonly base: string) {}
+  private readonly base: string;
+  constructor(base: string) {
+    this.base = base;
+  }
 
   async get(path: string, headers: Record<string, string> = {}): Promise<Response> {
     return this.request(path, { method: "GET", headers });
