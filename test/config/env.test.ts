@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type Env, loadConfig, loadDotEnv } from "../../src/config/env.ts";
+import { type Env, loadConfig, loadDotEnv, VARIABLES } from "../../src/config/env.ts";
 import { appPrivateKey } from "../helpers/app.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -218,6 +218,17 @@ describe("loadConfig", () => {
   it("never echoes a secret value in a problem", () => {
     const lines = problems({ ...app, PRIVATE_KEY: "super-secret-not-a-key" });
     expect(lines.join("\n")).not.toContain("super-secret");
+  });
+});
+
+describe("VARIABLES", () => {
+  it("reads each variable into one field only", () => {
+    expect(new Set(VARIABLES).size).toBe(VARIABLES.length);
+  });
+
+  it("are all documented on the configuration page", () => {
+    const page = readFileSync(join(ROOT, "docs/configuration.md"), "utf8");
+    expect(VARIABLES.filter((variable) => !page.includes(`\`${variable}\``))).toEqual([]);
   });
 });
 
