@@ -4,8 +4,8 @@
 import type { FetchedImage } from "../github/images.ts";
 import type { ChatTurnRequest } from "../jobs/chat-turn/request.ts";
 import type { Queue } from "../jobs/queue.ts";
-import { storeImage } from "../store/chat-images.ts";
-import { chatKey } from "../store/chats.ts";
+import { storeImage } from "../store/conversation-images.ts";
+import { conversationKey } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";
 import { insertJob, type Job } from "../store/jobs.ts";
 import { withTransaction } from "../store/sql.ts";
@@ -39,10 +39,13 @@ export async function enqueueTurn(
     // Stored once per chat by hash, like an issue's; the job names them.
     const images: ChatTurnRequest["images"] = [];
     for (const { mediaType, data } of input.images) {
-      images.push({ mediaType, sha256: await storeImage(client, plan.chat.id, mediaType, data) });
+      images.push({
+        mediaType,
+        sha256: await storeImage(client, plan.conversation.id, mediaType, data),
+      });
     }
     const inserted = await insertJob(client, {
-      chatId: plan.chat.id,
+      conversationId: plan.conversation.id,
       installationId: agent.repository?.installationId ?? null,
       repositoryId: agent.repository?.id ?? null,
       repo: agent.repository?.fullName ?? "scratch",
@@ -53,7 +56,10 @@ export async function enqueueTurn(
       instruction: plan.instruction,
       context: { ...context, images },
     });
-    await queue.enqueueJob(client, { jobId: inserted.id, chatKey: chatKey(plan.chat.id) });
+    await queue.enqueueJob(client, {
+      jobId: inserted.id,
+      conversationKey: conversationKey(plan.conversation.id),
+    });
     return inserted;
   });
   queue.wake();

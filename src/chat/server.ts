@@ -148,9 +148,9 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     await checkBudget(deps.db.pool, deps.defaults, who, agent);
     const images = await readRequestImages(askedImages(request), deps.imageFetch);
     const header = req.headers["x-openwebui-chat-id"];
-    const clientChatId =
+    const clientConversationId =
       request.chat_id ?? (typeof header === "string" ? header.slice(0, 200) : null);
-    const plan = await planTurn(deps.db.pool, who, agent, request, clientChatId || null);
+    const plan = await planTurn(deps.db.pool, who, agent, request, clientConversationId || null);
     const completion: Completion = {
       id: `chatcmpl-${randomUUID()}`,
       model: agent.id,

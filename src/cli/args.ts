@@ -16,7 +16,7 @@ export interface SessionArgs {
   /** --continue: the repository's latest conversation. */
   continueLatest: boolean;
   /** --chat <id>: that conversation. */
-  chatId?: number;
+  conversationId?: number;
 }
 
 /** Whether `run` reads standard input: when it is a pipe, a socket or a file (--stdin, --no-stdin). */
@@ -51,7 +51,7 @@ const sessionOptions = {
   model: { type: "string" },
   "max-steps": { type: "string" },
   continue: { type: "boolean" },
-  chat: { type: "string" },
+  conversation: { type: "string" },
 } as const;
 
 const runOptions = {
@@ -86,15 +86,16 @@ function sessionArgs(values: {
   model?: string;
   "max-steps"?: string;
   continue?: boolean;
-  chat?: string;
+  conversation?: string;
 }): SessionArgs {
-  const chatId = positiveInteger(values.chat, "--chat");
+  const conversationId = positiveInteger(values.conversation, "--chat");
   const continueLatest = values.continue === true;
-  if (continueLatest && chatId !== undefined) {
+  if (continueLatest && conversationId !== undefined) {
     throw new UsageError("--continue and --chat pick a conversation each: give one of them");
   }
-  if (!values.repo && chatId === undefined) throw new UsageError(`missing --repo\n${usage}`);
-  if (values.branch && (continueLatest || chatId !== undefined)) {
+  if (!values.repo && conversationId === undefined)
+    throw new UsageError(`missing --repo\n${usage}`);
+  if (values.branch && (continueLatest || conversationId !== undefined)) {
     throw new UsageError("--branch names a new conversation's branch: a continued one has its own");
   }
   const provider = values.provider ?? "sandbox";
@@ -108,7 +109,7 @@ function sessionArgs(values: {
     model: values.model,
     maxSteps: positiveInteger(values["max-steps"], "--max-steps"),
     continueLatest,
-    chatId,
+    conversationId,
   };
 }
 

@@ -174,7 +174,7 @@ async function respond(
   if (!permission.allowed) {
     deps.logger.info({ jobId: job.id, requester: job.requester, via: permission.via }, "refused");
     // Someone without access could otherwise make the bot post once per comment they write.
-    const notice = { chatId: job.chatId, login: job.requester, jobId: job.id };
+    const notice = { conversationId: job.conversationId, login: job.requester, jobId: job.id };
     if (await claimRefusalNotice(deps.db.pool, notice)) await answer(refusalBody(job, policy));
     await updateJob(deps.db.pool, job.id, { status: "refused" });
     return "refused";
@@ -243,7 +243,7 @@ async function answerOnce(
 const RUNNING: ReadonlySet<string> = new Set(["running", "acknowledged"]);
 
 async function status(deps: AcknowledgeDeps, job: IssueJob): Promise<string> {
-  const jobs = await listJobs(deps.db.pool, { chatId: job.chatId, limit: 50 });
+  const jobs = await listJobs(deps.db.pool, { conversationId: job.conversationId, limit: 50 });
   const work = jobs.filter(
     (other) => other.id !== job.id && !CONTROL_VERBS.has(other.command ?? ""),
   );
@@ -254,7 +254,10 @@ async function status(deps: AcknowledgeDeps, job: IssueJob): Promise<string> {
 }
 
 async function stop(deps: AcknowledgeDeps, job: IssueJob): Promise<number[]> {
-  const unfinished = await listJobs(deps.db.pool, { chatId: job.chatId, unfinished: true });
+  const unfinished = await listJobs(deps.db.pool, {
+    conversationId: job.conversationId,
+    unfinished: true,
+  });
   const stopped: number[] = [];
   for (const other of unfinished) {
     if (other.id === job.id || CONTROL_VERBS.has(other.command ?? "")) continue;

@@ -159,7 +159,7 @@ export async function claimNotice(
 ): Promise<z.infer<typeof noticeRow> | undefined> {
   const { rows } = await db.query(
     `WITH ahead AS (
-       SELECT a.id FROM jobs a JOIN jobs j ON a.chat_id = j.chat_id
+       SELECT a.id FROM jobs a JOIN jobs j ON a.conversation_id = j.conversation_id
         WHERE j.id = $1 AND a.id < j.id AND a.finished_at IS NULL
           AND coalesce(a.command, '') <> ALL ($2::text[]))
      UPDATE jobs SET noticed_at = now(), updated_at = now()

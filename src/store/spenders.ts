@@ -6,7 +6,7 @@
 // can change hands, so the two are never joined. The operator's key spends as one more spender. An
 // app (a `[bot]` login: vmpilot's own automations, and the CI fixes and merges that follow them) is
 // no person: /usage shows it, no person's budget counts it.
-import type { ChatOwner } from "./api-chats.ts";
+import type { ConversationOwner } from "./api-conversations.ts";
 import type { Queryable } from "./sql.ts";
 
 /** A user id ("123"), "login:<login>" for a job without one, "operator", or "app:<login>". */
@@ -27,7 +27,7 @@ export const SPENDER_LOGIN = "CASE WHEN j.trigger = 'chat' THEN c.api_owner ELSE
 
 export const OPERATOR_SPENDER: SpenderKey = "operator";
 
-export function ownerSpender(owner: ChatOwner): SpenderKey {
+export function ownerSpender(owner: ConversationOwner): SpenderKey {
   return owner.kind === "operator" ? OPERATOR_SPENDER : String(owner.id);
 }
 
@@ -36,7 +36,7 @@ export function ownerSpender(owner: ChatOwner): SpenderKey {
  * the id $2; the key is $1. Issue jobs and chat turns apart, so each part uses its index.
  */
 export function spenderJobs(key: SpenderKey): string {
-  const chats =
+  const conversations =
     key === OPERATOR_SPENDER
       ? "c.api_operator"
       : /^\d+$/.test(key)
@@ -46,16 +46,16 @@ export function spenderJobs(key: SpenderKey): string {
            WHERE j.trigger <> 'chat' AND ${ISSUE_SPENDER} = $1::text
              AND (j.created_at >= $3 OR j.id = $2)
           UNION ALL
-          SELECT j.id, j.cost_usd, j.reserved_usd, j.finished_at FROM chats c
-            JOIN jobs j ON j.chat_id = c.id
-           WHERE c.kind = 'api' AND ${chats} AND j.trigger = 'chat'
+          SELECT j.id, j.cost_usd, j.reserved_usd, j.finished_at FROM conversations c
+            JOIN jobs j ON j.conversation_id = c.id
+           WHERE c.kind = 'api' AND ${conversations} AND j.trigger = 'chat'
              AND (j.created_at >= $3 OR j.id = $2)`;
 }
 
 /** The person whose budget the job spends; null for an app's job or a chat nobody owns. */
 export async function jobSpender(db: Queryable, jobId: number): Promise<SpenderKey | null> {
   const { rows } = await db.query<{ spender: string | null }>(
-    `SELECT ${SPENDER_OF_JOB} AS spender FROM jobs j LEFT JOIN chats c ON c.id = j.chat_id
+    `SELECT ${SPENDER_OF_JOB} AS spender FROM jobs j LEFT JOIN conversations c ON c.id = j.conversation_id
       WHERE j.id = $1`,
     [jobId],
   );

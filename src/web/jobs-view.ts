@@ -37,7 +37,7 @@ export function jobPage(job: Job, events: JobEvent[], webUrl: string): Html {
     usage.cacheReadInputTokens;
   const lastId = events.at(-1)?.id ?? 0;
   const title =
-    job.number === null ? `${job.repo} chat ${job.chatId}` : `${job.repo}#${job.number}`;
+    job.number === null ? `${job.repo} chat ${job.conversationId}` : `${job.repo}#${job.number}`;
   return html`<h1>Job #${job.id} · ${title}</h1>
 <dl class="facts">
   <dt>Status</dt><dd><span id="job-status" class="status status-${job.status}" aria-live="polite">${job.status}</span></dd>
@@ -59,7 +59,7 @@ ${events.length === 0 ? html`<p id="no-events" class="muted">No steps recorded y
 
 /** The issue or pull request a job is on; a chat turn has none and says which chat. */
 function itemLink(job: Job, webUrl: string, label: string): Html | string {
-  if (job.number === null) return `chat ${job.chatId}`;
+  if (job.number === null) return `chat ${job.conversationId}`;
   return html`<a href="${webUrl}/${job.repo}/issues/${job.number}">${label}</a>`;
 }
 

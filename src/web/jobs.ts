@@ -30,13 +30,17 @@ export async function jobList(web: WebServices, ctx: RequestContext): Promise<vo
 ${jobsTable(jobs, web.config.githubWebUrl)}
 </section>`);
   }
-  const chats = only
+  const chatTurns = only
     ? []
-    : await listJobs(web.pool, { chatTurns: true, chatOwnerId: session.userId, limit: PER_REPO });
-  if (chats.length > 0) {
+    : await listJobs(web.pool, {
+        chatTurns: true,
+        conversationOwnerId: session.userId,
+        limit: PER_REPO,
+      });
+  if (chatTurns.length > 0) {
     sections.push(html`<section aria-labelledby="your-chats">
 <h2 id="your-chats">Your chats</h2>
-${jobsTable(chats, web.config.githubWebUrl)}
+${jobsTable(chatTurns, web.config.githubWebUrl)}
 </section>`);
   }
   const body = html`<h1>Jobs</h1>

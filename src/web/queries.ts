@@ -35,7 +35,7 @@ export interface PersonUsageRow {
  * $1 created in the last $2 UTC days, and the chat-face turns the person $3 (a GitHub user id) ran
  * on scratch workspaces.
  */
-const USAGE_JOBS = `FROM jobs j LEFT JOIN chats c ON c.id = j.chat_id
+const USAGE_JOBS = `FROM jobs j LEFT JOIN conversations c ON c.id = j.conversation_id
       WHERE (j.repository_id = ANY($1::bigint[])
              OR (j.repository_id IS NULL AND j.trigger = 'chat' AND c.kind = 'api'
                  AND c.api_owner_id = $3))

@@ -5,7 +5,7 @@ import { checkBudget } from "../../src/chat/budget.ts";
 import { defaults } from "../../src/config/repo-config.ts";
 import type { Database } from "../../src/store/database.ts";
 import { insertJob, updateJob } from "../../src/store/jobs.ts";
-import { newJob, openTestDatabase, seedChat } from "../helpers/db.ts";
+import { newJob, openTestDatabase, seedConversation } from "../helpers/db.ts";
 
 let db: Database;
 beforeAll(async () => {
@@ -15,9 +15,9 @@ afterAll(() => db?.close());
 
 describe("the chat face's budget check", () => {
   it("refuses a key's owner whose month is spent, and no one else", async () => {
-    const { chat } = await seedChat(db, 9300);
+    const { conversation } = await seedConversation(db, 9300);
     const job = await insertJob(db.pool, {
-      ...newJob(chat),
+      ...newJob(conversation),
       requester: "mona",
       context: { requesterId: 5 },
     });

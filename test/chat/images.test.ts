@@ -95,7 +95,7 @@ describe("images in a chat request", () => {
       { type: "text", text: "what does this show?" },
       PNG_BLOCK,
     ]);
-    const { rows } = await db.pool.query("SELECT media_type FROM chat_images");
+    const { rows } = await db.pool.query("SELECT media_type FROM conversation_images");
     expect(rows).toEqual([{ media_type: "image/png" }]);
 
     // The client sends the history back, images and all: the image is the chat's already, shown
@@ -115,8 +115,10 @@ describe("images in a chat request", () => {
       ]);
       expect(JSON.stringify(messages.at(-1))).not.toContain('"image"');
     }
-    const chats = await db.pool.query("SELECT DISTINCT chat_id FROM chat_images");
-    expect(chats.rows).toHaveLength(2);
+    const conversations = await db.pool.query(
+      "SELECT DISTINCT conversation_id FROM conversation_images",
+    );
+    expect(conversations.rows).toHaveLength(2);
   });
 
   it("refuses an SVG, an oversize image and an address on loopback or not over https, saying which and why", async () => {

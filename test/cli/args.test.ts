@@ -34,7 +34,7 @@ describe("parseCommand", () => {
         model: "claude-haiku-4-5",
         maxSteps: 12,
         continueLatest: false,
-        chatId: undefined,
+        conversationId: undefined,
         json: true,
         files: ["build.log", "notes.txt"],
         stdin: "read",
@@ -62,7 +62,7 @@ describe("parseCommand", () => {
     const latest = parseCommand(["run", "--repo", ".", "--continue", "more"]);
     expect(latest.command === "run" && latest.args.continueLatest).toBe(true);
     const byId = parseCommand(["chat", "--chat", "7"]);
-    expect(byId).toMatchObject({ command: "chat", args: { chatId: 7, repo: undefined } });
+    expect(byId).toMatchObject({ command: "chat", args: { conversationId: 7, repo: undefined } });
     expect(parseCommand(["chats", "--repo", "."])).toEqual({ command: "chats", repo: "." });
   });
 

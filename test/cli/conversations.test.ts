@@ -156,19 +156,19 @@ describe("stored CLI conversations", () => {
     );
     child.stdin.write("make add add\n");
     await out("✔ committed");
-    const chatId = (await out("(conversation ")).match(/\(conversation (\d+):/)?.[1];
+    const conversationId = (await out("(conversation ")).match(/\(conversation (\d+):/)?.[1];
 
     // While the session lives, it holds the conversation.
-    const busy = await vmpilot(["run", "--chat", String(chatId), "meanwhile"]);
+    const busy = await vmpilot(["run", "--chat", String(conversationId), "meanwhile"]);
     expect(busy.code).toBe(2);
     expect(busy.stderr).toMatch(
       new RegExp(
-        `^vmpilot: conversation ${chatId} is in use by [^:]+:${child.pid} since .*; wait for that run to end\\n$`,
+        `^vmpilot: conversation ${conversationId} is in use by [^:]+:${child.pid} since .*; wait for that run to end\\n$`,
       ),
     );
 
     child.stdin.write("/cost\n/diff\n");
-    await out(`conversation ${chatId}: $`);
+    await out(`conversation ${conversationId}: $`);
     await out("+add() { echo $(($1 + $2)); }");
 
     fake.push({ content: [toolUse("bash", { command: "echo slow-start; sleep 600" })] });
@@ -205,15 +205,22 @@ describe("stored CLI conversations", () => {
     const againOut = printed(again.stdout);
     again.stdin.end("/help\n");
     expect(await new Promise((resolve) => again.once("exit", resolve))).toBe(0);
-    expect(await againOut(`continuing conversation ${chatId} (3 turns`)).toContain(
+    expect(await againOut(`continuing conversation ${conversationId} (3 turns`)).toContain(
       "/diff   the changes so far",
     );
 
     // The sessions let the conversation go: it continues from the command line.
     fake.push({ content: [noTests] }, { content: [text("Summary: Done")] });
-    const resumed = await vmpilot(["run", "--repo", repo, "--chat", String(chatId), "wrap up"]);
+    const resumed = await vmpilot([
+      "run",
+      "--repo",
+      repo,
+      "--chat",
+      String(conversationId),
+      "wrap up",
+    ]);
     expect(resumed.code).toBe(0);
-    expect(resumed.stdout).toContain(`continuing conversation ${chatId} (3 turns`);
+    expect(resumed.stdout).toContain(`continuing conversation ${conversationId} (3 turns`);
     expect(fake.pending()).toBe(0);
     expect(fake.problems).toEqual([]);
   });

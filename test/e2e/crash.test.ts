@@ -147,15 +147,15 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
       secret: WEBHOOK_SECRET,
     });
     expect(response.status).toBe(200);
-    const { rows } = await db.pool.query<{ id: string; chat_id: string }>(
-      "SELECT id, chat_id FROM jobs WHERE delivery_id = $1",
+    const { rows } = await db.pool.query<{ id: string; conversation_id: string }>(
+      "SELECT id, conversation_id FROM jobs WHERE delivery_id = $1",
       [response.id],
     );
     const jobId = Number(rows[0]?.id);
 
     // Mid-run: the tool call and its result are stored, the next model reply is on its way.
     expect(await gate.held).toBe(1);
-    const beforeCrash = await listMessages(db.pool, Number(rows[0]?.chat_id));
+    const beforeCrash = await listMessages(db.pool, Number(rows[0]?.conversation_id));
     expect(beforeCrash.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
     child.kill("SIGKILL");
     await once(child, "exit");

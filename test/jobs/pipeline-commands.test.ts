@@ -135,10 +135,10 @@ describe("pipeline commands", () => {
     expect(await runPipeline(run(first.job.id), h.deps())).toBe("succeeded");
     // Instruction + three tool rounds were stored when the loop compacted them into a summary
     // and the last three rounds; the final answer came after.
-    const compaction = await getCompaction(h.db.pool, seeded.chatId);
+    const compaction = await getCompaction(h.db.pool, seeded.conversationId);
     expect(compaction?.coveredMessages).toBe(7);
     expect(JSON.stringify(compaction?.messages[0])).toContain("value.txt must say fixed");
-    expect(await listMessages(h.db.pool, seeded.chatId)).toHaveLength(8);
+    expect(await listMessages(h.db.pool, seeded.conversationId)).toHaveLength(8);
 
     const second = await h.seedJob(seeded, { trigger: "command", command: "plan" });
     mockStart(seeded);
@@ -388,7 +388,7 @@ describe("pipeline commands", () => {
     h.fake.push(...fixScript("Summary: Fix value.txt"));
     await expect(runPipeline(run(job.id, 1), h.deps())).rejects.toMatchObject({ status: 500 });
     expect(comment.at(-1)).toContain("Retrying");
-    const firstAttempt = await listMessages(h.db.pool, seeded.chatId);
+    const firstAttempt = await listMessages(h.db.pool, seeded.conversationId);
 
     // GitHub had opened the pull request after all; the next attempt finds it by its branch.
     mockStart(seeded);

@@ -2,7 +2,7 @@
 // day and its requester's month at once; the month counts what the person spent everywhere, their
 // issue jobs by GitHub user id and the chats of their keys alike.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApiChat } from "../../src/store/api-chats.ts";
+import { createApiConversation } from "../../src/store/api-conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import {
   insertJob,
@@ -12,7 +12,7 @@ import {
   updateJob,
 } from "../../src/store/jobs.ts";
 import { spentBySpender } from "../../src/store/spenders.ts";
-import { databases, newJob, seedChat } from "../helpers/db.ts";
+import { databases, newJob, seedConversation } from "../helpers/db.ts";
 
 describe.each(databases())("the monthly budget per person ($name)", (target) => {
   let db: Database;
@@ -28,9 +28,9 @@ describe.each(databases())("the monthly budget per person ($name)", (target) => 
 
   /** An issue job of the person (by id), each in a repository of its own. */
   async function issueJob(person: { id?: number; login: string }, costUsd = 0): Promise<Job> {
-    const { chat } = await seedChat(db, nextRepository++);
+    const { conversation } = await seedConversation(db, nextRepository++);
     const job = await insertJob(db.pool, {
-      ...newJob(chat),
+      ...newJob(conversation),
       requester: person.login,
       context: person.id === undefined ? {} : { requesterId: person.id },
     });
@@ -40,13 +40,13 @@ describe.each(databases())("the monthly budget per person ($name)", (target) => 
 
   /** A turn of a chat the person's key started, on a repository. */
   async function chatTurn(person: { id: number; login: string }, costUsd: number) {
-    const { chat: issue } = await seedChat(db, nextRepository++);
-    const chat = await createApiChat(db.pool, {
+    const { conversation: issue } = await seedConversation(db, nextRepository++);
+    const conversation = await createApiConversation(db.pool, {
       owner: { kind: "user", ...person },
       repositoryId: issue.repositoryId,
     });
     const job = await insertJob(db.pool, {
-      chatId: chat.id,
+      conversationId: conversation.id,
       installationId: 77,
       repositoryId: issue.repositoryId,
       repo: `acme/repo-${issue.repositoryId}`,

@@ -27,7 +27,7 @@ const chatTurnRequest = z.object({
    */
   operator: z.boolean().default(false),
   /**
-   * The images the new message carries, stored in the chat's chat_images by the web side; they go
+   * The images the new message carries, stored in the chat's conversation_images by the web side; they go
    * to the model after the message's text.
    */
   images: z.array(z.object({ mediaType: imageMediaType, sha256: z.string() })).default([]),
@@ -40,6 +40,6 @@ export function readChatTurnRequest(job: Job): ChatTurnRequest {
 }
 
 /** The branch a repository chat's workspace works on, and pushes to for a pull request. */
-export function chatBranch(chatId: number): string {
-  return `vmpilot/chat-${chatId}`;
+export function chatBranch(conversationId: number): string {
+  return `vmpilot/chat-${conversationId}`;
 }

@@ -10,7 +10,7 @@ import {
   resolveSettings,
 } from "../../config/repo-config.ts";
 import { loadRepoConfig } from "../../github/repo-config-loader.ts";
-import { getApiChat } from "../../store/api-chats.ts";
+import { getApiConversation } from "../../store/api-conversations.ts";
 import { getRepository } from "../../store/installations.ts";
 import { type BudgetGrant, type Job, reserveBudget } from "../../store/jobs.ts";
 import type { PipelineDeps } from "../pipeline/run.ts";
@@ -37,12 +37,16 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
     maxJobUsd: settings.maxCostUsd,
     monthly: monthlyBudget(settings, now),
   });
-  const chatOwner = (await getApiChat(db, job.chatId))?.owner;
+  const conversationOwner = (await getApiConversation(db, job.conversationId))?.owner;
   // A chat stored before owners were ids, whose owner could not be told, is nobody's to go on.
-  if (!chatOwner) return { ok: false, error: "This chat has no known owner; start a new chat." };
+  if (!conversationOwner)
+    return { ok: false, error: "This chat has no known owner; start a new chat." };
   if (job.repositoryId === null || job.installationId === null) {
     const settings = deps.defaults ?? defaults;
-    const budget = await reserveBudget(db, { scratchOwner: chatOwner, ...limits(settings) });
+    const budget = await reserveBudget(db, {
+      scratchOwner: conversationOwner,
+      ...limits(settings),
+    });
     if (budget.dailyLeftUsd <= 0) {
       return { ok: false, error: dailyLimit(settings, "Your scratch chats") };
     }
@@ -70,7 +74,7 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
   // The web side let the request in; the policy may have changed while the turn waited, and the
   // file read here is newer than what the web side knew. The operator passes: the chat is theirs
   // (a flag, never a login) and the request says it came with their key.
-  if (!(chatOwner.kind === "operator" && readChatTurnRequest(job).operator)) {
+  if (!(conversationOwner.kind === "operator" && readChatTurnRequest(job).operator)) {
     const query = { owner, repo: name, username: job.requester, allowedUsers: deps.allowedUsers };
     if (!(await mayTrigger(octokit, query, settings)).allowed) {
       return {

@@ -5,7 +5,7 @@
 import type { AgentResult } from "../../agent/loop.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import { type JobAgentInput, runJobAgent } from "./agent.ts";
-import { type LoadedChat, resumes } from "./history.ts";
+import { type LoadedConversation, resumes } from "./history.ts";
 import { RESUME_INSTRUCTION } from "./request.ts";
 import type { PipelineDeps, Run } from "./run.ts";
 
@@ -21,7 +21,7 @@ type TurnInput = Omit<
   | "instruction"
   | "signal"
 > & {
-  history: LoadedChat;
+  history: LoadedConversation;
   /** The new user turn; asked for only when the attempt does not resume. */
   turn(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
 };

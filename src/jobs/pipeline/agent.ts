@@ -20,7 +20,7 @@ import type { Mode } from "./request.ts";
 
 export interface JobAgentInput {
   db: Queryable;
-  chatId: number;
+  conversationId: number;
   jobId: number;
   mode: Mode;
   /**
@@ -112,7 +112,7 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
         // Every message so far is stored (onMessage is awaited): the compaction stands for them.
         const compaction = { coveredMessages: stored, messages: event.messages };
         compacted = compacted
-          .then(() => saveCompaction(input.db, input.chatId, compaction))
+          .then(() => saveCompaction(input.db, input.conversationId, compaction))
           .catch((error: unknown) => {
             input.logger.warn({ err: error, jobId: input.jobId }, "storing a compaction failed");
           });
@@ -122,7 +122,7 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
     // Stored before the loop goes on, so a crash loses at most the turn in flight.
     onMessage: async (message) => {
       await appendMessage(input.db, {
-        chatId: input.chatId,
+        conversationId: input.conversationId,
         role: message.role,
         content: message.content,
         jobId: input.jobId,

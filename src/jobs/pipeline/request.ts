@@ -32,9 +32,9 @@ export async function resolveRequest(
   db: Queryable,
   job: Job,
 ): Promise<WorkRequest | { nothing: string }> {
-  const earlier = (await listJobs(db, { chatId: job.chatId, beforeId: job.id, limit: 50 })).filter(
-    isWork,
-  );
+  const earlier = (
+    await listJobs(db, { conversationId: job.conversationId, beforeId: job.id, limit: 50 })
+  ).filter(isWork);
   let source = job;
   if (job.command === "retry") {
     const last = earlier[0];

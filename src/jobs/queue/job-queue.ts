@@ -25,8 +25,8 @@ const ERROR_LIMIT = 2000;
 
 export interface QueuedJob {
   jobId: number;
-  /** Jobs sharing a key run one at a time, in order (see chatKey in store/chats.ts). */
-  chatKey: string;
+  /** Jobs sharing a key run one at a time, in order (see chatKey in store/conversations.ts). */
+  conversationKey: string;
 }
 
 export interface NewQueueEntry extends QueuedJob {
@@ -140,10 +140,10 @@ async function enqueueJobs(
   const [ids] = await Promise.all([
     boss.insert(
       JOB_QUEUE,
-      jobs.map(({ jobId, chatKey }) => ({
+      jobs.map(({ jobId, conversationKey }) => ({
         id: orderedId(),
-        data: { jobId, chatKey },
-        singletonKey: chatKey,
+        data: { jobId, conversationKey },
+        singletonKey: conversationKey,
       })),
       { db, returnId: true },
     ),
@@ -161,7 +161,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
   const running = new Set<string>();
 
   async function run(job: BossJob<QueuedJob>, handler: JobHandler): Promise<void> {
-    const { jobId, chatKey } = job.data;
+    const { jobId, conversationKey } = job.data;
     const attempt = job.retryCount + 1;
     if (!(await startJobAttempt(db.pool, jobId, attempt, { workerId, queueJobId: job.id }))) {
       // Cancelled while it waited: nothing to run, and nothing to retry.
@@ -172,7 +172,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
     const cancel = cancels.track(jobId);
     const signal = AbortSignal.any([job.signal, cancel.signal]);
     try {
-      await handler({ jobId, chatKey, attempt, maxAttempts: retryLimit + 1, signal });
+      await handler({ jobId, conversationKey, attempt, maxAttempts: retryLimit + 1, signal });
     } catch (error) {
       if (!cancel.signal.aborted) {
         const message = describeError(error);
@@ -193,7 +193,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
   }
 
   async function bury(dead: JobWithMetadata<QueuedJob>, onDead?: DeadHook): Promise<void> {
-    const { jobId, chatKey } = dead.data;
+    const { jobId, conversationKey } = dead.data;
     // A failed job keeps holding its chat's key; deleting it lets the chat's next job run.
     if (dead.sourceId) await boss.deleteJob(JOB_QUEUE, dead.sourceId);
     const output = dead.sourceOutput as { message?: unknown } | null;
@@ -201,7 +201,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
     if (!(await markJobDead(db.pool, jobId, error))) return;
     await appendJobEvent(db.pool, jobId, "dead", { error });
     logger.error({ jobId, error }, "job ran out of retries");
-    await onDead?.({ jobId, chatKey, error });
+    await onDead?.({ jobId, conversationKey, error });
   }
 
   /** The failures were the worker's, not the jobs': their retries need not wait out the delay. */

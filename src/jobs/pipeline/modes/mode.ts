@@ -8,9 +8,9 @@ import type { RepoSettings } from "../../../config/repo-config.ts";
 import type { IssueContext } from "../../../github/issue-context.ts";
 import type { ProgressStep } from "../../../github/progress-comment.ts";
 import type { ReviewThread } from "../../../github/review-threads.ts";
-import type { Chat } from "../../../store/chats.ts";
+import type { Conversation } from "../../../store/conversations.ts";
 import { afterPush, type CiFailures } from "../ci.ts";
-import type { LoadedChat } from "../history.ts";
+import type { LoadedConversation } from "../history.ts";
 import type { MergeStart } from "../merge.ts";
 import type { WorkRequest } from "../request.ts";
 import type { PipelineDeps, Run } from "../run.ts";
@@ -26,8 +26,8 @@ export interface ModeJob {
   request: WorkRequest;
   /** The settings the job runs with, and the most this attempt may spend. */
   granted: { settings: RepoSettings; budgetUsd: number };
-  chat: Chat;
-  history: LoadedChat;
+  conversation: Conversation;
+  history: LoadedConversation;
   /** The chat has seen the item before: only new comments are shown. */
   itemSeen: boolean;
   issue: IssueContext;
@@ -86,7 +86,7 @@ export interface PipelineMode {
 export function onPushed(job: ModeJob, result: AgentResult) {
   return (sha: string) =>
     afterPush(job.deps.db.pool, job.deps.readyQueue, {
-      chatId: job.chat.id,
+      conversationId: job.conversation.id,
       jobId: job.session.job.id,
       sha,
       settings: job.granted.settings,

@@ -15,8 +15,8 @@ const PERSON_TRIGGERS: readonly JobTrigger[] = [
   "review_comment",
 ];
 
-export interface PullRequestChat {
-  chatId: number;
+export interface PullRequestConversation {
+  conversationId: number;
   prNumber: number;
   branch: string;
   /** The person who last asked for work in the chat, and that job's stored context. */
@@ -35,34 +35,34 @@ const row = z.object({
 });
 
 /** A repository's chats with a pull request from a branch under `prefix`, not known closed. */
-export async function pullRequestChats(
+export async function pullRequestConversations(
   db: Queryable,
   repositoryId: number,
   prefix: string,
-): Promise<PullRequestChat[]> {
+): Promise<PullRequestConversation[]> {
   const { rows } = await db.query(
-    `SELECT c.id, c.pr_number, c.branch, j.requester, j.context, j.id AS job_id FROM chats c
+    `SELECT c.id, c.pr_number, c.branch, j.requester, j.context, j.id AS job_id FROM conversations c
      CROSS JOIN LATERAL (SELECT id, requester, context FROM jobs
-                         WHERE chat_id = c.id AND trigger = ANY($3) ORDER BY id DESC LIMIT 1) j
+                         WHERE conversation_id = c.id AND trigger = ANY($3) ORDER BY id DESC LIMIT 1) j
      WHERE c.repository_id = $1 AND c.pr_number IS NOT NULL AND c.pr_closed_at IS NULL
        AND starts_with(c.branch, $2)
      ORDER BY c.id`,
     [repositoryId, prefix, PERSON_TRIGGERS],
   );
   return rows.map((value) => {
-    const chat = parseStored(row, value, "a chats row with its last job");
+    const conversation = parseStored(row, value, "a conversations row with its last job");
     return {
-      chatId: chat.id,
-      prNumber: chat.pr_number,
-      branch: chat.branch,
-      requester: chat.requester,
-      context: chat.context,
-      jobId: chat.job_id,
+      conversationId: conversation.id,
+      prNumber: conversation.pr_number,
+      branch: conversation.branch,
+      requester: conversation.requester,
+      context: conversation.context,
+      jobId: conversation.job_id,
     };
   });
 }
 
 /** The chat's pull request was found closed: pushes to its base no longer concern it. */
-export async function markPullRequestClosed(db: Queryable, chatId: number): Promise<void> {
-  await db.query("UPDATE chats SET pr_closed_at = now() WHERE id = $1", [chatId]);
+export async function markPullRequestClosed(db: Queryable, conversationId: number): Promise<void> {
+  await db.query("UPDATE conversations SET pr_closed_at = now() WHERE id = $1", [conversationId]);
 }

@@ -2,14 +2,14 @@ import { z } from "zod";
 import type { Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
-export type ChatKind = "issue" | "pull_request";
+export type ConversationKind = "issue" | "pull_request";
 
-export interface Chat {
+export interface Conversation {
   id: number;
   repositoryId: number;
   /** The issue or pull request the chat started on. */
   number: number;
-  kind: ChatKind;
+  kind: ConversationKind;
   /**
    * The pull request a chat started on an issue opened and follows into; null until then, and for
    * a chat started on a pull request (its number is that pull request).
@@ -21,7 +21,7 @@ export interface Chat {
   updatedAt: Date;
 }
 
-const chatRow = z.object({
+const conversationRow = z.object({
   id: bigint,
   repository_id: bigint,
   number: z.number().int(),
@@ -33,8 +33,8 @@ const chatRow = z.object({
   updated_at: z.date(),
 });
 
-function toChat(value: unknown): Chat {
-  const row = parseStored(chatRow, value, "a chats row");
+function toConversation(value: unknown): Conversation {
+  const row = parseStored(conversationRow, value, "a conversations row");
   return {
     id: row.id,
     repositoryId: row.repository_id,
@@ -48,47 +48,53 @@ function toChat(value: unknown): Chat {
   };
 }
 
-/** The key the queue serializes on: one running job per chat. */
-export function chatKey(chatId: number): string {
-  return `chat:${chatId}`;
+/**
+ * The key the queue serializes on: one running job per conversation. Its prefix is the one queued
+ * entries already hold, so jobs queued before and after an upgrade still wait for each other.
+ */
+export function conversationKey(conversationId: number): string {
+  return `chat:${conversationId}`;
 }
 
-export async function getChat(db: Queryable, id: number): Promise<Chat | undefined> {
-  const { rows } = await db.query("SELECT * FROM chats WHERE id = $1", [id]);
-  return rows[0] && toChat(rows[0]);
+export async function getConversation(
+  db: Queryable,
+  id: number,
+): Promise<Conversation | undefined> {
+  const { rows } = await db.query("SELECT * FROM conversations WHERE id = $1", [id]);
+  return rows[0] && toConversation(rows[0]);
 }
 
 /**
  * The chat for an issue or pull request number. A pull request opened from an issue's chat finds
  * that chat, so the conversation carries on.
  */
-export async function findChat(
+export async function findConversation(
   db: Queryable,
   repositoryId: number,
   number: number,
-): Promise<Chat | undefined> {
+): Promise<Conversation | undefined> {
   const { rows } = await db.query(
-    `SELECT * FROM chats WHERE repository_id = $1 AND (pr_number = $2 OR number = $2)
+    `SELECT * FROM conversations WHERE repository_id = $1 AND (pr_number = $2 OR number = $2)
      ORDER BY pr_number = $2 DESC NULLS LAST LIMIT 1`,
     [repositoryId, number],
   );
-  return rows[0] && toChat(rows[0]);
+  return rows[0] && toConversation(rows[0]);
 }
 
-export async function findOrCreateChat(
+export async function findOrCreateConversation(
   db: Queryable,
-  input: { repositoryId: number; number: number; kind: ChatKind },
-): Promise<Chat> {
-  const existing = await findChat(db, input.repositoryId, input.number);
+  input: { repositoryId: number; number: number; kind: ConversationKind },
+): Promise<Conversation> {
+  const existing = await findConversation(db, input.repositoryId, input.number);
   if (existing) return existing;
   const { rows } = await db.query(
-    `INSERT INTO chats (repository_id, number, kind) VALUES ($1, $2, $3)
+    `INSERT INTO conversations (repository_id, number, kind) VALUES ($1, $2, $3)
      ON CONFLICT (repository_id, number) DO NOTHING RETURNING *`,
     [input.repositoryId, input.number, input.kind],
   );
-  if (rows[0]) return toChat(rows[0]);
+  if (rows[0]) return toConversation(rows[0]);
   // Another request created it between our lookup and insert.
-  const created = await findChat(db, input.repositoryId, input.number);
+  const created = await findConversation(db, input.repositoryId, input.number);
   if (!created) throw new Error(`chat ${input.repositoryId}#${input.number} vanished`);
   return created;
 }
@@ -97,25 +103,28 @@ export async function findOrCreateChat(
  * A scheduled automation run's conversation: on the repository, on no issue or pull request, so
  * no trigger on an item ever finds it. Resolves to its id.
  */
-export async function createAutomationChat(db: Queryable, repositoryId: number): Promise<number> {
+export async function createAutomationConversation(
+  db: Queryable,
+  repositoryId: number,
+): Promise<number> {
   const { rows } = await db.query(
-    "INSERT INTO chats (repository_id, kind) VALUES ($1, 'automation') RETURNING id",
+    "INSERT INTO conversations (repository_id, kind) VALUES ($1, 'automation') RETURNING id",
     [repositoryId],
   );
-  return parseStored(z.object({ id: bigint }), rows[0], "a new chats row").id;
+  return parseStored(z.object({ id: bigint }), rows[0], "a new conversations row").id;
 }
 
 /** Records the pull request a chat opened, so triggers on that pull request resume the chat. */
-export async function linkChatToPr(
+export async function linkConversationToPr(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   prNumber: number,
   branch?: string,
 ): Promise<void> {
   await db.query(
-    `UPDATE chats SET pr_number = $2, branch = coalesce($3, branch), pr_closed_at = NULL,
+    `UPDATE conversations SET pr_number = $2, branch = coalesce($3, branch), pr_closed_at = NULL,
        updated_at = now()
      WHERE id = $1`,
-    [chatId, prNumber, branch ?? null],
+    [conversationId, prNumber, branch ?? null],
   );
 }

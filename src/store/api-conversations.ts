@@ -8,20 +8,20 @@ import { bigint, parseStored } from "./stored-value.ts";
  * Whose a chat of the chat face is: the operator's key (VMPILOT_API_KEY), or a person's key, by
  * GitHub's numeric user id. A login can be anyone's; it is kept only to show.
  */
-export type ChatOwner = { kind: "operator" } | { kind: "user"; id: number; login: string };
+export type ConversationOwner = { kind: "operator" } | { kind: "user"; id: number; login: string };
 
-export interface ApiChat {
+export interface ApiConversation {
   id: number;
   /** Null for a chat stored before owners were ids whose owner could not be told: nobody's. */
-  owner: ChatOwner | null;
+  owner: ConversationOwner | null;
   /** Null on a scratch workspace. */
   repositoryId: number | null;
-  clientChatId: string | null;
+  clientConversationId: string | null;
   messageCount: number;
 }
 
 export interface ChatTurn {
-  chatId: number;
+  conversationId: number;
   turn: number;
   jobId: number;
   historyHash: string;
@@ -32,18 +32,18 @@ export interface ChatTurn {
   bundle: Buffer | null;
 }
 
-const chatRow = z.object({
+const conversationRow = z.object({
   id: bigint,
   api_owner: z.string(),
   api_operator: z.boolean(),
   api_owner_id: bigint.nullable(),
   repository_id: bigint.nullable(),
-  client_chat_id: z.string().nullable(),
+  client_conversation_id: z.string().nullable(),
   message_count: z.number().int(),
 });
 
 const turnRow = z.object({
-  chat_id: bigint,
+  conversation_id: bigint,
   turn: z.number().int(),
   job_id: bigint,
   history_hash: z.string(),
@@ -52,9 +52,9 @@ const turnRow = z.object({
   bundle: z.instanceof(Buffer).nullable(),
 });
 
-function toChat(value: unknown): ApiChat {
-  const r = parseStored(chatRow, value, "a chats row of the chat face");
-  const owner: ChatOwner | null = r.api_operator
+function toConversation(value: unknown): ApiConversation {
+  const r = parseStored(conversationRow, value, "a conversations row of the chat face");
+  const owner: ConversationOwner | null = r.api_operator
     ? { kind: "operator" }
     : r.api_owner_id === null
       ? null
@@ -63,7 +63,7 @@ function toChat(value: unknown): ApiChat {
     id: r.id,
     owner,
     repositoryId: r.repository_id,
-    clientChatId: r.client_chat_id,
+    clientConversationId: r.client_conversation_id,
     messageCount: r.message_count,
   };
 }
@@ -71,7 +71,7 @@ function toChat(value: unknown): ApiChat {
 function toTurn(value: unknown): ChatTurn {
   const r = parseStored(turnRow, value, "a chat_turns row");
   return {
-    chatId: r.chat_id,
+    conversationId: r.conversation_id,
     turn: r.turn,
     jobId: r.job_id,
     historyHash: r.history_hash,
@@ -86,48 +86,60 @@ function toTurn(value: unknown): ChatTurn {
  * for the operator, so callers number the rest alike). The operator's chats are told by their
  * flag, a person's by id; neither ever by a login.
  */
-export function ownedBy(owner: ChatOwner, n: number): { sql: string; param: number | null } {
+export function ownedBy(
+  owner: ConversationOwner,
+  n: number,
+): { sql: string; param: number | null } {
   return owner.kind === "operator"
     ? { sql: `(c.api_operator AND $${n}::bigint IS NULL)`, param: null }
     : { sql: `c.api_owner_id = $${n}`, param: owner.id };
 }
 
-const ownerColumns = (owner: ChatOwner) =>
+const ownerColumns = (owner: ConversationOwner) =>
   owner.kind === "operator"
     ? { login: "operator", operator: true, id: null }
     : { login: owner.login, operator: false, id: owner.id };
 
-export async function getApiChat(db: Queryable, id: number): Promise<ApiChat | undefined> {
-  const { rows } = await db.query("SELECT * FROM chats WHERE id = $1 AND kind = 'api'", [id]);
-  return rows[0] && toChat(rows[0]);
+export async function getApiConversation(
+  db: Queryable,
+  id: number,
+): Promise<ApiConversation | undefined> {
+  const { rows } = await db.query("SELECT * FROM conversations WHERE id = $1 AND kind = 'api'", [
+    id,
+  ]);
+  return rows[0] && toConversation(rows[0]);
 }
 
-export async function createApiChat(
+export async function createApiConversation(
   db: Queryable,
-  input: { owner: ChatOwner; repositoryId: number | null; clientChatId?: string | null },
-): Promise<ApiChat> {
+  input: {
+    owner: ConversationOwner;
+    repositoryId: number | null;
+    clientConversationId?: string | null;
+  },
+): Promise<ApiConversation> {
   const owner = ownerColumns(input.owner);
   const { rows } = await db.query(
-    `INSERT INTO chats (kind, api_owner, api_operator, api_owner_id, repository_id, client_chat_id)
+    `INSERT INTO conversations (kind, api_owner, api_operator, api_owner_id, repository_id, client_conversation_id)
      VALUES ('api', $1, $2, $3, $4, $5)
      RETURNING *`,
-    [owner.login, owner.operator, owner.id, input.repositoryId, input.clientChatId ?? null],
+    [owner.login, owner.operator, owner.id, input.repositoryId, input.clientConversationId ?? null],
   );
-  return toChat(rows[0]);
+  return toConversation(rows[0]);
 }
 
 /** The owner's chat that a client named with its own id (Open WebUI's chat id). */
-export async function findClientChat(
+export async function findClientConversation(
   db: Queryable,
-  owner: ChatOwner,
-  clientChatId: string,
-): Promise<ApiChat | undefined> {
+  owner: ConversationOwner,
+  clientConversationId: string,
+): Promise<ApiConversation | undefined> {
   const mine = ownedBy(owner, 2);
   const { rows } = await db.query(
-    `SELECT * FROM chats c WHERE kind = 'api' AND client_chat_id = $1 AND ${mine.sql}`,
-    [clientChatId, mine.param],
+    `SELECT * FROM conversations c WHERE kind = 'api' AND client_conversation_id = $1 AND ${mine.sql}`,
+    [clientConversationId, mine.param],
   );
-  return rows[0] && toChat(rows[0]);
+  return rows[0] && toConversation(rows[0]);
 }
 
 /**
@@ -137,7 +149,7 @@ export async function findClientChat(
  */
 export async function findTurn(
   db: Queryable,
-  owner: ChatOwner,
+  owner: ConversationOwner,
   historyHashes: readonly string[],
 ): Promise<{ turn: ChatTurn; index: number } | undefined> {
   if (historyHashes.length === 0) return undefined;
@@ -146,9 +158,9 @@ export async function findTurn(
     `SELECT t.*, h.n - 1 AS hash_index
        FROM unnest($1::text[]) WITH ORDINALITY AS h (hash, n)
        JOIN chat_turns t ON t.history_hash = h.hash
-       JOIN chats c ON c.id = t.chat_id
+       JOIN conversations c ON c.id = t.conversation_id
       WHERE c.kind = 'api' AND ${mine.sql}
-      ORDER BY h.n, t.chat_id DESC, t.turn DESC LIMIT 1`,
+      ORDER BY h.n, t.conversation_id DESC, t.turn DESC LIMIT 1`,
     [historyHashes, mine.param],
   );
   if (!rows[0]) return undefined;
@@ -158,20 +170,30 @@ export async function findTurn(
 
 const hashIndex = z.object({ hash_index: bigint });
 
-export async function lastTurn(db: Queryable, chatId: number): Promise<ChatTurn | undefined> {
+export async function lastTurn(
+  db: Queryable,
+  conversationId: number,
+): Promise<ChatTurn | undefined> {
   const { rows } = await db.query(
-    "SELECT * FROM chat_turns WHERE chat_id = $1 ORDER BY turn DESC LIMIT 1",
-    [chatId],
+    "SELECT * FROM chat_turns WHERE conversation_id = $1 ORDER BY turn DESC LIMIT 1",
+    [conversationId],
   );
   return rows[0] && toTurn(rows[0]);
 }
 
 export async function saveChatTurn(db: Queryable, turn: Omit<ChatTurn, "turn">): Promise<number> {
   const { rows } = await db.query<{ turn: number }>(
-    `INSERT INTO chat_turns (chat_id, turn, job_id, history_hash, message_count, commit_sha, bundle)
-     SELECT $1, coalesce(max(turn), 0) + 1, $2, $3, $4, $5, $6 FROM chat_turns WHERE chat_id = $1
+    `INSERT INTO chat_turns (conversation_id, turn, job_id, history_hash, message_count, commit_sha, bundle)
+     SELECT $1, coalesce(max(turn), 0) + 1, $2, $3, $4, $5, $6 FROM chat_turns WHERE conversation_id = $1
      RETURNING turn`,
-    [turn.chatId, turn.jobId, turn.historyHash, turn.messageCount, turn.commitSha, turn.bundle],
+    [
+      turn.conversationId,
+      turn.jobId,
+      turn.historyHash,
+      turn.messageCount,
+      turn.commitSha,
+      turn.bundle,
+    ],
   );
   return Number(rows[0]?.turn);
 }
@@ -180,36 +202,45 @@ export async function saveChatTurn(db: Queryable, turn: Omit<ChatTurn, "turn">):
  * A new chat holding `chat` as it was when `turn` ended: its messages, their images, compaction and
  * turns up to there. Messages are append-only, so going back in a conversation branches it.
  */
-export async function branchApiChat(
+export async function branchApiConversation(
   db: Queryable,
-  chat: ApiChat & { owner: ChatOwner },
+  conversation: ApiConversation & { owner: ConversationOwner },
   turn: ChatTurn,
 ) {
-  const copy = await createApiChat(db, { owner: chat.owner, repositoryId: chat.repositoryId });
+  const copy = await createApiConversation(db, {
+    owner: conversation.owner,
+    repositoryId: conversation.repositoryId,
+  });
   await db.query(
-    `INSERT INTO messages (chat_id, seq, role, content, job_id, created_at)
+    `INSERT INTO messages (conversation_id, seq, role, content, job_id, created_at)
      SELECT $2, seq, role, content, job_id, created_at FROM messages
-     WHERE chat_id = $1 AND seq <= $3`,
-    [chat.id, copy.id, turn.messageCount],
+     WHERE conversation_id = $1 AND seq <= $3`,
+    [conversation.id, copy.id, turn.messageCount],
   );
-  await db.query("UPDATE chats SET message_count = $2 WHERE id = $1", [copy.id, turn.messageCount]);
+  await db.query("UPDATE conversations SET message_count = $2 WHERE id = $1", [
+    copy.id,
+    turn.messageCount,
+  ]);
   // The copied messages show images by reference.
   await db.query(
-    `INSERT INTO chat_images (chat_id, sha256, media_type, data, created_at)
-     SELECT $2, sha256, media_type, data, created_at FROM chat_images WHERE chat_id = $1`,
-    [chat.id, copy.id],
+    `INSERT INTO conversation_images (conversation_id, sha256, media_type, data, created_at)
+     SELECT $2, sha256, media_type, data, created_at FROM conversation_images WHERE conversation_id = $1`,
+    [conversation.id, copy.id],
   );
   await db.query(
-    `INSERT INTO chat_compactions (chat_id, covered_messages, messages)
-     SELECT $2, covered_messages, messages FROM chat_compactions
-     WHERE chat_id = $1 AND covered_messages <= $3`,
-    [chat.id, copy.id, turn.messageCount],
+    `INSERT INTO conversation_compactions (conversation_id, covered_messages, messages)
+     SELECT $2, covered_messages, messages FROM conversation_compactions
+     WHERE conversation_id = $1 AND covered_messages <= $3`,
+    [conversation.id, copy.id, turn.messageCount],
   );
   await db.query(
-    `INSERT INTO chat_turns (chat_id, turn, job_id, history_hash, message_count, commit_sha, bundle)
+    `INSERT INTO chat_turns (conversation_id, turn, job_id, history_hash, message_count, commit_sha, bundle)
      SELECT $2, turn, job_id, history_hash, message_count, commit_sha, bundle FROM chat_turns
-     WHERE chat_id = $1 AND turn <= $3`,
-    [chat.id, copy.id, turn.turn],
+     WHERE conversation_id = $1 AND turn <= $3`,
+    [conversation.id, copy.id, turn.turn],
   );
-  return { chat: { ...copy, messageCount: turn.messageCount }, turn: { ...turn, chatId: copy.id } };
+  return {
+    conversation: { ...copy, messageCount: turn.messageCount },
+    turn: { ...turn, conversationId: copy.id },
+  };
 }
