@@ -7,15 +7,15 @@ import { ownerSpender, spentBySpender } from "../store/spenders.ts";
 import type { Queryable } from "../store/sql.ts";
 import type { Principal } from "./auth.ts";
 import { ApiError } from "./errors.ts";
-import type { Agent } from "./models.ts";
+import type { ChatModel } from "./models.ts";
 
 export async function checkBudget(
   db: Queryable,
   defaults: RepoSettings,
   who: Principal,
-  agent: Agent,
+  chatModel: ChatModel,
 ): Promise<void> {
-  const repository = agent.repository;
+  const repository = chatModel.repository;
   const page = repository ? checkRepoConfig(repository.settings) : undefined;
   const settings = resolveSettings({ defaults, page: page?.ok ? page.config : null }).values;
   const spent = await spentSince(

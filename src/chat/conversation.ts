@@ -18,7 +18,7 @@ import type { Queryable } from "../store/sql.ts";
 import type { Principal } from "./auth.ts";
 import { type CompletionRequest, imageUrls, messageText } from "./body.ts";
 import { badRequest } from "./errors.ts";
-import type { Agent } from "./models.ts";
+import type { ChatModel } from "./models.ts";
 
 /** Earlier messages vmpilot has not seen are passed on as context, this much at most. */
 const TRANSCRIPT_CAP = 20_000;
@@ -106,23 +106,23 @@ async function continueAt(db: Queryable, turn: ChatTurn): Promise<ApiConversatio
 export async function planTurn(
   db: Queryable,
   who: Principal,
-  agent: Agent,
+  chatModel: ChatModel,
   request: CompletionRequest,
   clientConversationId: string | null,
 ): Promise<PlannedTurn> {
   const { system, history, user } = split(request);
   const pullRequest = PR_COMMAND.test(user);
-  if (pullRequest && !agent.repository) {
+  if (pullRequest && !chatModel.repository) {
     throw badRequest("A pull request needs a repository: choose a vmpilot/<owner>/<repo> model.");
   }
-  const repositoryId = agent.repository?.id ?? null;
+  const repositoryId = chatModel.repository?.id ?? null;
   const askedHash = extendHash(history.reduce(extendHash, ""), { role: "user", text: user });
   const matched = await matchTurn(db, who, history);
   let conversation: ApiConversation | undefined;
   let unseen = history;
   if (matched) {
     const found = await continueAt(db, matched.turn);
-    // A conversation moved to another agent starts afresh there.
+    // A conversation moved to another model starts afresh there.
     if (found?.repositoryId === repositoryId) {
       conversation = found;
       unseen = history.slice(matched.length);

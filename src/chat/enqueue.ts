@@ -11,23 +11,23 @@ import { insertJob, type Job } from "../store/jobs.ts";
 import { withTransaction } from "../store/sql.ts";
 import { loginOf, type Principal } from "./auth.ts";
 import type { PlannedTurn } from "./conversation.ts";
-import type { Agent } from "./models.ts";
+import type { ChatModel } from "./models.ts";
 
 export async function enqueueTurn(
   db: Database,
   queue: Pick<Queue, "enqueueJob" | "wake">,
   input: {
     who: Principal;
-    agent: Agent;
+    chatModel: ChatModel;
     plan: PlannedTurn;
     cloneUrl: string | null;
     /** The new message's images, read and checked (images.ts). */
     images: readonly FetchedImage[];
   },
 ): Promise<Job> {
-  const { who, agent, plan } = input;
+  const { who, chatModel, plan } = input;
   const context: Omit<ChatTurnRequest, "images"> = {
-    agent: agent.id,
+    agent: chatModel.id,
     cloneUrl: input.cloneUrl,
     system: plan.system,
     askedHash: plan.askedHash,
@@ -46,9 +46,9 @@ export async function enqueueTurn(
     }
     const inserted = await insertJob(client, {
       conversationId: plan.conversation.id,
-      installationId: agent.repository?.installationId ?? null,
-      repositoryId: agent.repository?.id ?? null,
-      repo: agent.repository?.fullName ?? "scratch",
+      installationId: chatModel.repository?.installationId ?? null,
+      repositoryId: chatModel.repository?.id ?? null,
+      repo: chatModel.repository?.fullName ?? "scratch",
       number: null,
       trigger: "chat",
       // To show, and for the worker's gate; whose the turn is, is its chat's owner.

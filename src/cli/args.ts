@@ -7,7 +7,7 @@ const isProvider = (name: string): name is ProviderName =>
 
 /** What `run` and `chat` share: where, how, and which conversation. */
 export interface SessionArgs {
-  /** Optional only with --chat: the conversation knows its repository. */
+  /** Optional only with --conversation: the conversation knows its repository. */
   repo?: string;
   branch?: string;
   provider: ProviderName;
@@ -15,7 +15,7 @@ export interface SessionArgs {
   maxSteps?: number;
   /** --continue: the repository's latest conversation. */
   continueLatest: boolean;
-  /** --chat <id>: that conversation. */
+  /** --conversation <id>: that conversation. */
   conversationId?: number;
 }
 
@@ -34,15 +34,15 @@ export interface RunArgs extends SessionArgs {
 export type CliCommand =
   | { command: "run"; args: RunArgs }
   | { command: "chat"; args: SessionArgs }
-  | { command: "chats"; repo: string };
+  | { command: "conversations"; repo: string };
 
 /** A problem the user can fix; the CLI prints its message on one line and exits 2. */
 export class UsageError extends Error {}
 
 const usage = `usage:
-  vmpilot run --repo <path-or-git-url> [--continue | --chat id] [--branch name] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n] [--json] [-f FILE]... [--stdin | --no-stdin] "task" (- reads it from stdin)
-  vmpilot chat --repo <path-or-git-url> [--continue | --chat id] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n]
-  vmpilot chats --repo <path-or-git-url>`;
+  vmpilot run --repo <path-or-git-url> [--continue | --conversation id] [--branch name] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n] [--json] [-f FILE]... [--stdin | --no-stdin] "task" (- reads it from stdin)
+  vmpilot chat --repo <path-or-git-url> [--continue | --conversation id] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n]
+  vmpilot conversations --repo <path-or-git-url>`;
 
 const sessionOptions = {
   repo: { type: "string" },
@@ -88,10 +88,12 @@ function sessionArgs(values: {
   continue?: boolean;
   conversation?: string;
 }): SessionArgs {
-  const conversationId = positiveInteger(values.conversation, "--chat");
+  const conversationId = positiveInteger(values.conversation, "--conversation");
   const continueLatest = values.continue === true;
   if (continueLatest && conversationId !== undefined) {
-    throw new UsageError("--continue and --chat pick a conversation each: give one of them");
+    throw new UsageError(
+      "--continue and --conversation pick a conversation each: give one of them",
+    );
   }
   if (!values.repo && conversationId === undefined)
     throw new UsageError(`missing --repo\n${usage}`);
@@ -141,7 +143,7 @@ export function parseCommand(argv: string[]): CliCommand {
     }
     return { command, args: sessionArgs(values) };
   }
-  if (command === "chats") {
+  if (command === "conversations") {
     const { values } = parse(rest, { repo: { type: "string" } } as const);
     if (!values.repo) throw new UsageError(`missing --repo\n${usage}`);
     return { command, repo: values.repo };

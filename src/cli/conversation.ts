@@ -33,7 +33,7 @@ function staleLock(lockedBy: string | null): boolean {
   return lockedBy.slice(0, at) === hostname() && pid > 0 && !isRunning(pid);
 }
 
-/** The first line of the first task, as `vmpilot chats` shows it: no control characters. */
+/** The first line of the first task, as `vmpilot conversations` shows it: no control characters. */
 function titleOf(task: string): string {
   const line = task.trim().split("\n")[0] ?? "";
   return line
@@ -85,7 +85,7 @@ export async function openConversation(
   } else {
     conversation = await getCliConversation(db, choice.id);
     if (!conversation)
-      throw new UsageError(`no conversation ${choice.id}: \`vmpilot chats\` lists them`);
+      throw new UsageError(`no conversation ${choice.id}: \`vmpilot conversations\` lists them`);
     if (repo !== undefined && conversation.repo !== repo) {
       throw new UsageError(
         `conversation ${conversation.id} belongs to ${conversation.repo}, not ${repo}`,

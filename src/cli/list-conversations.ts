@@ -9,7 +9,7 @@ function lastUse(at: Date): string {
   return at.toISOString().slice(0, 16).replace("T", " ");
 }
 
-/** `vmpilot chats`: the repository's conversations, the latest first, as a table. */
+/** `vmpilot conversations`: the repository's conversations, the latest first, as a table. */
 export async function listConversations(
   repo: string,
   io: { stdout: ProgressOutput; env: NodeJS.ProcessEnv },

@@ -11,7 +11,7 @@ import { terminalText } from "./terminal-text.ts";
 function dispatch(): Promise<number> {
   const command = parseCommand(process.argv.slice(2));
   const { env, stdout, stderr, stdin } = process;
-  if (command.command === "chats") return listConversations(command.repo, { stdout, env });
+  if (command.command === "conversations") return listConversations(command.repo, { stdout, env });
   if (command.command === "chat") {
     return runRepl(command.args, {
       input: stdin,

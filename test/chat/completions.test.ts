@@ -100,7 +100,7 @@ async function conversationIdOf(completionJobCount: number): Promise<number> {
 }
 
 describe("the chat face", () => {
-  it("lists the agents a key may use: the repositories its owner may use, and scratch with one", async () => {
+  it("lists the models a key may use: the repositories its owner may use, and scratch with one", async () => {
     const all = await operator.models.list();
     expect(all.data.map((m) => m.id)).toEqual(["vmpilot", `vmpilot/${REPO}`]);
     expect(all.data[0]).toMatchObject({ object: "model", owned_by: "vmpilot" });

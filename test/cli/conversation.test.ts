@@ -111,7 +111,7 @@ describe.each(databases())("CLI conversations on $name", (target) => {
       "no conversation for /srv/none yet: run without --continue to start one",
     );
     await expect(openConversation(db.pool, REPO, { kind: "id", id: 99_999 })).rejects.toThrow(
-      "no conversation 99999: `vmpilot chats` lists them",
+      "no conversation 99999: `vmpilot conversations` lists them",
     );
     const other = await openConversation(db.pool, "/srv/other", fresh("x"));
     await saveTurn(db.pool, other, { messages: [{ role: "user", content: "x" }], costUsd: 0 });

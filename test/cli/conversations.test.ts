@@ -1,4 +1,4 @@
-// Stored CLI conversations end to end, through the real binary: `run --continue`, `chats`, and the
+// Stored CLI conversations end to end, through the real binary: `run --continue`, `conversations`, and the
 // `chat` REPL driven through a pipe, each against the Anthropic fake and the embedded database.
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -54,7 +54,7 @@ describe("stored CLI conversations", () => {
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), "vmpilot-chats-"));
+    root = await mkdtemp(join(tmpdir(), "vmpilot-conversations-"));
     fake = await startAnthropicFake();
     env = {
       PATH: process.env.PATH ?? "",
@@ -111,7 +111,7 @@ describe("stored CLI conversations", () => {
       "sub() { echo $(($1 - $2)); }\nadd() { echo $(($1 + $2)); }",
     );
 
-    const listed = await vmpilot(["chats", "--repo", repo]);
+    const listed = await vmpilot(["conversations", "--repo", repo]);
     expect(listed.code).toBe(0);
     const [header, row] = listed.stdout.trim().split("\n");
     expect(header).toMatch(/^id\s+branch\s+turns\s+cost\s+last use \(UTC\)\s+first line$/);
@@ -126,9 +126,11 @@ describe("stored CLI conversations", () => {
 
   it("refuses, in one line with exit 2, a conversation that does not exist or is not there", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "missing-")));
-    const unknown = await vmpilot(["run", "--chat", "424242", "more"]);
+    const unknown = await vmpilot(["run", "--conversation", "424242", "more"]);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toBe("vmpilot: no conversation 424242: `vmpilot chats` lists them\n");
+    expect(unknown.stderr).toBe(
+      "vmpilot: no conversation 424242: `vmpilot conversations` lists them\n",
+    );
     const nothing = await vmpilot(["run", "--repo", repo, "--continue", "more"]);
     expect(nothing.code).toBe(2);
     expect(nothing.stderr).toMatch(
@@ -159,7 +161,7 @@ describe("stored CLI conversations", () => {
     const conversationId = (await out("(conversation ")).match(/\(conversation (\d+):/)?.[1];
 
     // While the session lives, it holds the conversation.
-    const busy = await vmpilot(["run", "--chat", String(conversationId), "meanwhile"]);
+    const busy = await vmpilot(["run", "--conversation", String(conversationId), "meanwhile"]);
     expect(busy.code).toBe(2);
     expect(busy.stderr).toMatch(
       new RegExp(
@@ -215,7 +217,7 @@ describe("stored CLI conversations", () => {
       "run",
       "--repo",
       repo,
-      "--chat",
+      "--conversation",
       String(conversationId),
       "wrap up",
     ]);

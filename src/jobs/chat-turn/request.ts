@@ -5,7 +5,7 @@ import { imageMediaType } from "../../store/message-param.ts";
 import { parseStored } from "../../store/stored-value.ts";
 
 const chatTurnRequest = z.object({
-  /** The agent the client picked: "vmpilot" or "vmpilot/<owner>/<repo>". */
+  /** The model the client picked: "vmpilot" or "vmpilot/<owner>/<repo>" (stored as `agent`). */
   agent: z.string(),
   /** The repository's clone URL; null on scratch. */
   cloneUrl: z.string().nullable(),
