@@ -1,4 +1,5 @@
-// Chat append cost: the time of appendMessage when the chat holds 10 messages against when it holds
+// Conversation append cost: the time of appendMessage when the conversation holds 10 messages
+// against when it holds
 // 1000. Appending must not touch earlier history, so the ratio should stay near 1 (goal <= 1.5x).
 // Runs on embedded PGlite, and on PostgreSQL when TEST_DATABASE_URL is set.
 import type { Database } from "../src/store/database.ts";
@@ -65,7 +66,7 @@ for (const target of databases()) {
     const large = timings.get(1000) ?? [];
     const ratio = percentile(large, 50) / percentile(small, 50);
     console.log(
-      `chat-append ${target.name}: message 10 p50 ${percentile(small, 50).toFixed(2)} ms ` +
+      `conversation-append ${target.name}: message 10 p50 ${percentile(small, 50).toFixed(2)} ms ` +
         `p90 ${percentile(small, 90).toFixed(2)} ms; message 1000 p50 ${percentile(large, 50).toFixed(2)} ms ` +
         `p90 ${percentile(large, 90).toFixed(2)} ms; ratio ${ratio.toFixed(2)}x (goal <= 1.5x) ` +
         (ratio <= 1.5 ? "OK" : "OVER"),

@@ -1,5 +1,6 @@
 // Refuses a turn up front when its daily budget, or its owner's monthly one, is spent, with
-// OpenAI's 429, rather than queueing a job that would stop at once. The worker still reserves the budget itself (chat-turn/settings).
+// OpenAI's 429, rather than queueing a job that would stop at once. The worker still reserves the
+// budget itself (chat-turn/settings).
 import { checkRepoConfig, type RepoSettings, resolveSettings } from "../config/repo-config.ts";
 import { startOfUtcDay, startOfUtcMonth } from "../jobs/pipeline/settings.ts";
 import { spentSince } from "../store/jobs.ts";
@@ -25,7 +26,7 @@ export async function checkBudget(
   );
   if (spent >= settings.maxDailyCostUsd) {
     throw quotaError(
-      `The daily budget ($${settings.maxDailyCostUsd.toFixed(2)}) of ${repository ? repository.fullName : "your scratch chats"} is spent; try again tomorrow (UTC).`,
+      `The daily budget ($${settings.maxDailyCostUsd.toFixed(2)}) of ${repository ? repository.fullName : "your scratch conversations"} is spent; try again tomorrow (UTC).`,
     );
   }
   const cap = settings.maxMonthlyCostUsdPerUser;
@@ -33,7 +34,7 @@ export async function checkBudget(
   const month = startOfUtcMonth(new Date());
   if ((await spentBySpender(db, ownerSpender(who), month)) < cap) return;
   throw quotaError(
-    `Your monthly budget ($${cap.toFixed(2)}, maxMonthlyCostUsdPerUser) is spent: it counts your jobs and chats in every repository this month (UTC); try again next month.`,
+    `Your monthly budget ($${cap.toFixed(2)}, maxMonthlyCostUsdPerUser) is spent: it counts your jobs and chat turns in every repository this month (UTC); try again next month.`,
   );
 }
 

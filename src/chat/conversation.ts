@@ -1,6 +1,6 @@
-// Which stored chat a request continues. Clients send the whole history every time; the longest
-// part of it that ends at a reply vmpilot gave finds the turn (see history-hash.ts). A request
-// that goes back (regenerate, an edited message) branches the chat at that turn.
+// Which stored conversation a request continues. Clients send the whole history every time; the
+// longest part of it that ends at a reply vmpilot gave finds the turn (see history-hash.ts). A
+// request that goes back (regenerate, an edited message) branches the conversation at that turn.
 import { sanitize } from "../github/sanitize.ts";
 import { type ClientMessage, extendHash } from "../jobs/chat-turn/history-hash.ts";
 import {
@@ -92,7 +92,10 @@ async function matchTurn(
   return found && { turn: found.turn, length: lengths[found.index] as number };
 }
 
-/** The chat where the turn goes on: the turn's own when it is the chat's latest, else a branch. */
+/**
+ * The conversation where the turn goes on: the turn's own when it is the conversation's latest,
+ * else a branch.
+ */
 async function continueAt(db: Queryable, turn: ChatTurn): Promise<ApiConversation | undefined> {
   const conversation = await getApiConversation(db, turn.conversationId);
   if (!conversation?.owner) return undefined;

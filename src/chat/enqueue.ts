@@ -36,7 +36,7 @@ export async function enqueueTurn(
     operator: who.kind === "operator",
   };
   const job = await withTransaction(db.pool, async (client) => {
-    // Stored once per chat by hash, like an issue's; the job names them.
+    // Stored once per conversation by hash, like an issue's; the job names them.
     const images: ChatTurnRequest["images"] = [];
     for (const { mediaType, data } of input.images) {
       images.push({
@@ -51,7 +51,7 @@ export async function enqueueTurn(
       repo: chatModel.repository?.fullName ?? "scratch",
       number: null,
       trigger: "chat",
-      // To show, and for the worker's gate; whose the turn is, is its chat's owner.
+      // To show, and for the worker's gate; whose the turn is, is its conversation's owner.
       requester: loginOf(who),
       instruction: plan.instruction,
       context: { ...context, images },

@@ -1,8 +1,8 @@
 // The models a key may use, as OpenAI lists models: `vmpilot/<owner>/<repo>` for each repository of
-// the app's installations whose gate lets the key's owner in (the issue path's: write access, or the
-// repository's allow-list), and `vmpilot` (a scratch workspace) for whoever may use one of them.
-// Decided on the repository's settings as they are then; GitHub's answers are remembered a minute
-// for a request, longer for a listing, per person, and asked within a budget per minute.
+// the app's installations whose gate lets the key's owner in (the issue path's: write access, or
+// the repository's allow-list), and `vmpilot` (a scratch workspace) for whoever may use one of
+// them. Decided on the repository's settings as they are then; GitHub's answers are remembered a
+// minute for a request, longer for a listing, per person, and asked within a budget per minute.
 import type { ProbotOctokit } from "probot";
 import type { RepoSettings } from "../config/repo-config.ts";
 import { findRepositoryInstallation, getRepositoryByName } from "../github/installations.ts";
@@ -44,7 +44,10 @@ export interface ModelAccess {
   permits: PermitCache;
   /** Each person's login now, by GitHub user id. */
   logins: TtlCache<string | null>;
-  /** Whether GitHub said the app is installed on a repository the store lacked, by name; briefly cached. */
+  /**
+   * Whether GitHub said the app is installed on a repository the store lacked, by name; briefly
+   * cached.
+   */
   installed: TtlCache<boolean>;
   /** Questions to GitHub per minute. */
   budget: CallBudget;

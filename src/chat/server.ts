@@ -190,7 +190,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
         },
       });
       if (usage === null) {
-        // The client went away: stop the turn; the chat stays, at its last finished turn.
+        // The client went away: stop the turn; the conversation stays, at its last finished turn.
         await deps.queue.cancel(job.id);
         return;
       }

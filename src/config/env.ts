@@ -200,7 +200,10 @@ export interface Config {
   logLevel: LogLevel;
   logFormat: "json" | "pretty";
   anthropicApiKey?: string;
-  /** OpenAI-compatible model servers (OPENAI_*, OPENROUTER_API_KEY, OLLAMA_BASE_URL, VMPILOT_PROVIDERS). */
+  /**
+   * OpenAI-compatible model servers (OPENAI_*, OPENROUTER_API_KEY, OLLAMA_BASE_URL,
+   * VMPILOT_PROVIDERS).
+   */
   providers: ProviderTable;
   /** VMPILOT_MODEL: the model of repositories that name none. */
   model: string;
@@ -229,7 +232,7 @@ export interface Config {
   sandboxLimits: SandboxLimits;
   /** Bearer token for GET /metrics; unset, there is no /metrics. */
   metricsToken?: string;
-  /** The chat face's operator key (any agent); unset, only personal keys from /keys work. */
+  /** The chat face's operator key (any model); unset, only personal keys from /keys work. */
   apiKey?: string;
   /** Chat-face requests per key per minute. */
   chatRatePerMinute: number;

@@ -1,7 +1,7 @@
-// A push to the branch vmpilot's pull requests are based on may leave them conflicting. The
-// intake records one job per such pull request and pushed commit, on the pull request's chat, so
-// it runs in turn with the chat's other work; the worker asks GitHub whether the pull request
-// still merges. No GitHub call here, as everywhere in the intake.
+// A push to the branch vmpilot's pull requests are based on may leave them conflicting. The intake
+// records one job per such pull request and pushed commit, on the pull request's conversation, so
+// it runs in turn with the conversation's other work; the worker asks GitHub whether the pull
+// request still merges. No GitHub call here, as everywhere in the intake.
 import type { Context } from "probot";
 import { BRANCH_PREFIX } from "../github/branch-name.ts";
 import { conversationKey } from "../store/conversations.ts";

@@ -161,7 +161,8 @@ export async function recordCiRun(
   const { repository } = run;
   const failed = FAILED.has(run.conclusion ?? "");
   const result = await withTransaction(deps.db.pool, async (client): Promise<CiIntakeResult> => {
-    // Only the head vmpilot pushed last, on its own branch: a head a person pushed after it is theirs.
+    // Only the head vmpilot pushed last, on its own branch: a head a person pushed after it is
+    // theirs.
     const conversation = await findPushedConversation(client, {
       repositoryId: repository.id,
       prNumbers: run.prNumbers,

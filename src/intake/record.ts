@@ -126,8 +126,8 @@ async function recordBatch(
       results[index] = result;
       continue;
     }
-    // A chat known before this trigger may have a job running: if so, this one's acknowledgement
-    // must not wait for it (the notice finds out).
+    // A conversation known before this trigger may have a job running: if so, this one's
+    // acknowledgement must not wait for it (the notice finds out).
     const known = conversations.has(conversationLookupKey(delivery.repository.id, delivery.number));
     const conversationId = await conversationFor(client, conversations, delivery);
     const job = newJob(deps, delivery, deliveryId, result.trigger, conversationId, label);
@@ -139,7 +139,7 @@ async function recordBatch(
   const queued = accepted.map(({ index, trigger, job, notice }, n) => {
     const jobId = ids[n] as number;
     results[index] = { jobId, trigger };
-    // stop, status and help must not wait for the chat's running job to finish.
+    // stop, status and help must not wait for the conversation's running job to finish.
     const key = CONTROL_VERBS.has(trigger.verb)
       ? `${conversationKey(job.conversationId)}:job:${jobId}`
       : conversationKey(job.conversationId);

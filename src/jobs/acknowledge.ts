@@ -51,7 +51,7 @@ export type Acknowledgement =
 /** Jobs the app starts itself: they answer no one's comment, so they add no 👀. */
 const APP_TRIGGERS: ReadonlySet<string> = new Set(["ci", "base_push", "automation"]);
 
-/** Verbs answered at once; they never wait behind the chat's running job. */
+/** Verbs answered at once; they never wait behind the conversation's running job. */
 export const CONTROL_VERBS: ReadonlySet<string> = new Set(["stop", "status", "help"]);
 
 /** How long a starting job waits for the notice that claimed its first comment to post it. */
@@ -59,7 +59,7 @@ const NOTICE_WAIT_MS = 20_000;
 const NOTICE_POLL_MS = 100;
 
 interface Notice {
-  /** The first unfinished job ahead in the chat, and how many more are ahead. */
+  /** The first unfinished job ahead in the conversation, and how many more are ahead. */
   ahead: number;
   waiting: number;
 }
@@ -83,8 +83,8 @@ export async function acknowledge(
 }
 
 /**
- * The notice of a job that arrived while its chat's job ran: 👀 and a comment saying what it waits
- * behind, at once, instead of when the job starts. Nothing when the job needs no notice (see
+ * The notice of a job that arrived while its conversation's job ran: 👀 and a comment saying what it
+ * waits behind, at once, instead of when the job starts. Nothing when the job needs no notice (see
  * claimNotice). The job's own acknowledgement later edits the same comment.
  */
 export async function acknowledgeWaiting(

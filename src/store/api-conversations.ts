@@ -1,18 +1,20 @@
 // Conversations of the chat face and their finished turns. A client sends the whole history with
-// every request; a turn's history hash finds the chat and the turn that history ends at.
+// every request; a turn's history hash finds the conversation and the turn that history ends at.
 import { z } from "zod";
 import type { Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
 /**
- * Whose a chat of the chat face is: the operator's key (VMPILOT_API_KEY), or a person's key, by
- * GitHub's numeric user id. A login can be anyone's; it is kept only to show.
+ * Whose a conversation of the chat face is: the operator's key (VMPILOT_API_KEY), or a person's
+ * key, by GitHub's numeric user id. A login can be anyone's; it is kept only to show.
  */
 export type ConversationOwner = { kind: "operator" } | { kind: "user"; id: number; login: string };
 
 export interface ApiConversation {
   id: number;
-  /** Null for a chat stored before owners were ids whose owner could not be told: nobody's. */
+  /**
+   * Null for a conversation stored before owners were ids whose owner could not be told: nobody's.
+   */
   owner: ConversationOwner | null;
   /** Null on a scratch workspace. */
   repositoryId: number | null;
@@ -25,7 +27,7 @@ export interface ChatTurn {
   turn: number;
   jobId: number;
   historyHash: string;
-  /** The chat's stored messages when the turn ended. */
+  /** The conversation's stored messages when the turn ended. */
   messageCount: number;
   commitSha: string | null;
   /** The workspace's commits since its base; null when it has none. */
@@ -82,9 +84,9 @@ function toTurn(value: unknown): ChatTurn {
 }
 
 /**
- * The SQL condition that a chat (alias `c`) is the owner's, with its one parameter at `$n` (null
- * for the operator, so callers number the rest alike). The operator's chats are told by their
- * flag, a person's by id; neither ever by a login.
+ * The SQL condition that a conversation (alias `c`) is the owner's, with its one parameter at `$n`
+ * (null for the operator, so callers number the rest alike). The operator's conversations are told
+ * by their flag, a person's by id; neither ever by a login.
  */
 export function ownedBy(
   owner: ConversationOwner,
@@ -128,7 +130,7 @@ export async function createApiConversation(
   return toConversation(rows[0]);
 }
 
-/** The owner's chat that a client named with its own id (Open WebUI's chat id). */
+/** The owner's conversation that a client named with its own id (Open WebUI's chat id). */
 export async function findClientConversation(
   db: Queryable,
   owner: ConversationOwner,
@@ -199,8 +201,9 @@ export async function saveChatTurn(db: Queryable, turn: Omit<ChatTurn, "turn">):
 }
 
 /**
- * A new chat holding `chat` as it was when `turn` ended: its messages, their images, compaction and
- * turns up to there. Messages are append-only, so going back in a conversation branches it.
+ * A new conversation holding `conversation` as it was when `turn` ended: its messages, their
+ * images, compaction and turns up to there. Messages are append-only, so going back in a
+ * conversation branches it.
  */
 export async function branchApiConversation(
   db: Queryable,

@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
-/** Records a push of vmpilot's to the chat's own branch. */
+/** Records a push of vmpilot's to the conversation's own branch. */
 export async function recordPush(
   db: Queryable,
   conversationId: number,
@@ -29,8 +29,8 @@ const PushedRow = z.object({
 export type PushedConversation = z.output<typeof PushedRow>;
 
 /**
- * The chat whose pull request (one of `prNumbers`) has `branch` at the head vmpilot pushed last,
- * with the job that pushed it; undefined when that head is not vmpilot's.
+ * The conversation whose pull request (one of `prNumbers`) has `branch` at the head vmpilot pushed
+ * last, with the job that pushed it; undefined when that head is not vmpilot's.
  */
 export async function findPushedConversation(
   db: Queryable,
@@ -44,7 +44,7 @@ export async function findPushedConversation(
       LIMIT 1`,
     [query.repositoryId, query.prNumbers, query.branch, query.sha],
   );
-  return rows[0] && parseStored(PushedRow, rows[0], "a pushed chat");
+  return rows[0] && parseStored(PushedRow, rows[0], "a pushed conversation");
 }
 
 const StateRow = z.object({
@@ -64,7 +64,7 @@ export async function pushState(
   return { sha: row.last_pushed_sha, jobId: row.last_push_job_id };
 }
 
-/** CI fix jobs of the chat before `beforeJobId` that went ahead (were not dropped). */
+/** CI fix jobs of the conversation before `beforeJobId` that went ahead (were not dropped). */
 export async function ciFixAttempts(
   db: Queryable,
   conversationId: number,

@@ -55,7 +55,7 @@ export class ConversationLockedError extends PermanentError {
     super(
       `conversation ${conversation.id} is in use by ${conversation.lockedBy ?? "another run"} since ${conversation.lockedAt?.toISOString()}; wait for that run to end`,
     );
-    this.name = "ChatLockedError";
+    this.name = "ConversationLockedError";
   }
 }
 
@@ -101,7 +101,8 @@ export async function listCliConversations(
 
 /**
  * Takes the conversation for `holder`. A lock whose holder is known to be gone (`stale`, as the
- * caller judged it) or older than a day is taken over; any other refuses with ChatLockedError.
+ * caller judged it) or older than a day is taken over; any other refuses with
+ * ConversationLockedError.
  */
 export async function lockCliConversation(
   db: Queryable,

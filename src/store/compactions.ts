@@ -6,7 +6,7 @@ import type { Queryable } from "./sql.ts";
 import { parseStored } from "./stored-value.ts";
 
 export interface Compaction {
-  /** How many of the chat's stored messages, oldest first, `messages` stand for. */
+  /** How many of the conversation's stored messages, oldest first, `messages` stand for. */
   coveredMessages: number;
   messages: Anthropic.MessageParam[];
 }
@@ -45,7 +45,7 @@ export async function getCompaction(
     [conversationId],
   );
   if (rows[0] === undefined) return undefined;
-  const where = `the conversation_compactions row of chat ${conversationId}`;
+  const where = `the conversation_compactions row of conversation ${conversationId}`;
   const row = parseStored(compactionRow, rows[0], where);
   const contents = await loadImages(
     db,

@@ -1,7 +1,7 @@
-// Images in a chat's messages, stored once per chat by their SHA-256 (conversation_images). What the
-// messages and compactions tables hold in place of an image's bytes is a reference block,
-// { type: "image", source: { type: "chat_image", media_type, sha256 } }; reading them back puts
-// the bytes in again, as the model API takes them (a base64 source).
+// Images in a conversation's messages, stored once per conversation by their SHA-256
+// (conversation_images). What the messages and compactions tables hold in place of an image's bytes
+// is a reference block, { type: "image", source: { type: "chat_image", media_type, sha256 } };
+// reading them back puts the bytes in again, as the model API takes them (a base64 source).
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { PermanentError } from "../errors.ts";
@@ -31,7 +31,7 @@ export function sha256Hex(bytes: Buffer): string {
 
 /**
  * Stores the images of a message's content (its top-level image blocks) and returns the content
- * with references in their place. An image the chat has already is not stored again.
+ * with references in their place. An image the conversation has already is not stored again.
  */
 export async function storeImages(
   db: Queryable,
@@ -53,7 +53,7 @@ export async function storeImages(
   return out;
 }
 
-/** Stores one image for the chat, unless it has it already; resolves to its SHA-256. */
+/** Stores one image for the conversation, unless it has it already; resolves to its SHA-256. */
 export async function storeImage(
   db: Queryable,
   conversationId: number,
@@ -98,7 +98,7 @@ export async function loadImages(
       const image = parseStored(
         imageRow,
         row,
-        `a conversation_images row of chat ${conversationId}`,
+        `a conversation_images row of conversation ${conversationId}`,
       );
       return [image.sha256, image.data.toString("base64")];
     }),
@@ -112,7 +112,7 @@ export async function loadImages(
           const data = bytes.get(sha256);
           if (data === undefined) {
             throw new PermanentError(
-              `chat ${conversationId} shows image ${sha256}, which is not stored`,
+              `conversation ${conversationId} shows image ${sha256}, which is not stored`,
             );
           }
           return { type: "image", source: { type: "base64", media_type, data } };
@@ -121,7 +121,7 @@ export async function loadImages(
   );
 }
 
-/** The SHA-256 of every image the chat holds: images its conversation has shown already. */
+/** The SHA-256 of every image the conversation holds: images it has shown already. */
 export async function conversationImageHashes(
   db: Queryable,
   conversationId: number,

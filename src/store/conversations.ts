@@ -7,12 +7,12 @@ export type ConversationKind = "issue" | "pull_request";
 export interface Conversation {
   id: number;
   repositoryId: number;
-  /** The issue or pull request the chat started on. */
+  /** The issue or pull request the conversation started on. */
   number: number;
   kind: ConversationKind;
   /**
-   * The pull request a chat started on an issue opened and follows into; null until then, and for
-   * a chat started on a pull request (its number is that pull request).
+   * The pull request a conversation started on an issue opened and follows into; null until then,
+   * and for a conversation started on a pull request (its number is that pull request).
    */
   prNumber: number | null;
   branch: string | null;
@@ -65,8 +65,8 @@ export async function getConversation(
 }
 
 /**
- * The chat for an issue or pull request number. A pull request opened from an issue's chat finds
- * that chat, so the conversation carries on.
+ * The conversation for an issue or pull request number. A pull request opened from an issue's
+ * conversation finds that conversation, so it carries on.
  */
 export async function findConversation(
   db: Queryable,
@@ -95,7 +95,7 @@ export async function findOrCreateConversation(
   if (rows[0]) return toConversation(rows[0]);
   // Another request created it between our lookup and insert.
   const created = await findConversation(db, input.repositoryId, input.number);
-  if (!created) throw new Error(`chat ${input.repositoryId}#${input.number} vanished`);
+  if (!created) throw new Error(`conversation ${input.repositoryId}#${input.number} vanished`);
   return created;
 }
 
@@ -114,7 +114,10 @@ export async function createAutomationConversation(
   return parseStored(z.object({ id: bigint }), rows[0], "a new conversations row").id;
 }
 
-/** Records the pull request a chat opened, so triggers on that pull request resume the chat. */
+/**
+ * Records the pull request a conversation opened, so triggers on that pull request resume the
+ * conversation.
+ */
 export async function linkConversationToPr(
   db: Queryable,
   conversationId: number,

@@ -1,5 +1,5 @@
-// The intake's first statement for a batch of deliveries: it records them (insert-or-ignore),
-// reads the repositories and chats they point at, and draws the new jobs' ids, in one round trip.
+// The intake's first statement for a batch of deliveries: it records them (insert-or-ignore), reads
+// the repositories and conversations they point at, and draws the new jobs' ids, in one round trip.
 // On a busy machine each round trip waits to be scheduled twice (the server, then the app), so
 // they, not the rows, set the intake's latency.
 import { z } from "zod";
@@ -28,7 +28,7 @@ export interface BatchLookup {
   /** Delivery ids seen for the first time (an id or trigger key repeated in the batch: once). */
   fresh: Set<string>;
   repositories: Map<number, Repository>;
-  /** Chat ids by `${repositoryId}#${number}`, found as findChat finds them. */
+  /** Conversation ids by `${repositoryId}#${number}`, found as findConversation finds them. */
   conversations: Map<string, number>;
   /** Job ids drawn ahead, one per fresh delivery, ascending; those not used are skipped. */
   jobIds: number[];

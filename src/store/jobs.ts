@@ -30,11 +30,11 @@ const FINAL_STATUSES: readonly JobStatus[] = [
 ];
 
 /**
- * What started a job. base_push and ci are the app's own (the base of the chat's pull request
- * moved; a check failed on the head vmpilot pushed last); chat is a turn of the chat face (no
- * installation, repository or item on scratch); automation is a run of one of the repository's
- * automations (jobs.context.automation names it), on the issue that started it or, on a
- * schedule, on no item.
+ * What started a job. base_push and ci are the app's own (the base of the conversation's pull
+ * request moved; a check failed on the head vmpilot pushed last); chat is a turn of the chat face
+ * (no installation, repository or item on scratch); automation is a run of one of the repository's
+ * automations (jobs.context.automation names it), on the issue that started it or, on a schedule,
+ * on no item.
  */
 const JOB_TRIGGERS = [
   "label",
@@ -294,7 +294,7 @@ export interface JobFilter {
   repositoryId?: number;
   /** true: only chat-face turns; false: none of them. */
   chatTurns?: boolean;
-  /** Only turns of this person's chat-face chats, by GitHub user id. */
+  /** Only turns of this person's chat-face conversations, by GitHub user id. */
   conversationOwnerId?: number;
   statuses?: JobStatus[];
   /** Only jobs the queue is not done with (queued, running, or acknowledged and still going). */
@@ -337,8 +337,8 @@ export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<J
 }
 
 /**
- * Whose daily budget: a repository's, shared by its jobs and chats, or the scratch chats of the
- * operator or of a person (by id: a login can change hands).
+ * Whose daily budget: a repository's, shared by its jobs and chat turns, or the scratch
+ * conversations of the operator or of a person (by id: a login can change hands).
  */
 export type BudgetOwner = { repositoryId: number } | { scratchOwner: ConversationOwner };
 
@@ -378,7 +378,9 @@ export interface BudgetGrant {
   monthlyLeftUsd?: number;
 }
 
-/** The class of the advisory locks on scratch budgets (the two-key form, apart from single keys). */
+/**
+ * The class of the advisory locks on scratch budgets (the two-key form, apart from single keys).
+ */
 export const SCRATCH_BUDGET_LOCK = 726_301;
 /** The class of the advisory locks on a person's monthly budget (spenders.ts). */
 export const SPENDER_BUDGET_LOCK = 726_302;

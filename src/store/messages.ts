@@ -9,7 +9,7 @@ export type MessageRole = "user" | "assistant" | "system";
 
 export interface Message {
   conversationId: number;
-  /** 1-based position in the chat. */
+  /** 1-based position in the conversation. */
   seq: number;
   role: MessageRole;
   /** The message content as the model API takes it: a string or an array of blocks. */
@@ -40,11 +40,12 @@ function toMessage(value: unknown): Message {
 }
 
 /**
- * Appends one message. The chat row's counter hands out seq under its row lock, so concurrent
- * appends get distinct, gap-free numbers, and the cost does not grow with the history.
- * Secrets (registered ones and known token shapes) are redacted before the content is stored:
- * tool output read in the sandbox may contain them, and the table outlives the job. Images go to
- * conversation_images, once per chat; the stored content (and the message returned) holds references.
+ * Appends one message. The conversation row's counter hands out seq under its row lock, so
+ * concurrent appends get distinct, gap-free numbers, and the cost does not grow with the history.
+ * Secrets (registered ones and known token shapes) are redacted before the content is stored: tool
+ * output read in the sandbox may contain them, and the table outlives the job. Images go to
+ * conversation_images, once per conversation; the stored content (and the message returned) holds
+ * references.
  */
 export async function appendMessage(
   db: Queryable,
@@ -61,7 +62,7 @@ export async function appendMessage(
      RETURNING *`,
     [input.conversationId, input.role, JSON.stringify(redactDeep(content)), input.jobId ?? null],
   );
-  if (!rows[0]) throw new Error(`no chat ${input.conversationId}`);
+  if (!rows[0]) throw new Error(`no conversation ${input.conversationId}`);
   return toMessage(rows[0]);
 }
 

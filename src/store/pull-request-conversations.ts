@@ -1,5 +1,5 @@
-// The chats whose pull request a push to its base branch may leave conflicting, and who asked
-// for their work.
+// The conversations whose pull request a push to its base branch may leave conflicting, and who
+// asked for their work.
 import { z } from "zod";
 import type { JobTrigger } from "./jobs.ts";
 import type { Queryable } from "./sql.ts";
@@ -19,7 +19,7 @@ export interface PullRequestConversation {
   conversationId: number;
   prNumber: number;
   branch: string;
-  /** The person who last asked for work in the chat, and that job's stored context. */
+  /** The person who last asked for work in the conversation, and that job's stored context. */
   requester: string;
   context: unknown;
   jobId: number;
@@ -34,7 +34,9 @@ const row = z.object({
   job_id: bigint,
 });
 
-/** A repository's chats with a pull request from a branch under `prefix`, not known closed. */
+/**
+ * A repository's conversations with a pull request from a branch under `prefix`, not known closed.
+ */
 export async function pullRequestConversations(
   db: Queryable,
   repositoryId: number,
@@ -62,7 +64,7 @@ export async function pullRequestConversations(
   });
 }
 
-/** The chat's pull request was found closed: pushes to its base no longer concern it. */
+/** The conversation's pull request was found closed: pushes to its base no longer concern it. */
 export async function markPullRequestClosed(db: Queryable, conversationId: number): Promise<void> {
   await db.query("UPDATE conversations SET pr_closed_at = now() WHERE id = $1", [conversationId]);
 }

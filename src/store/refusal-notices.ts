@@ -1,9 +1,9 @@
 import type { Queryable } from "./sql.ts";
 
 /**
- * Claims the right to post a refusal to `login` on the chat's item: true when none was posted in
- * the last hour, or when the earlier claim was this job's own (a retried attempt must still post).
- * One statement, so concurrent workers cannot both win.
+ * Claims the right to post a refusal to `login` on the conversation's item: true when none was
+ * posted in the last hour, or when the earlier claim was this job's own (a retried attempt must
+ * still post). One statement, so concurrent workers cannot both win.
  */
 export async function claimRefusalNotice(
   db: Queryable,

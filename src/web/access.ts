@@ -49,7 +49,7 @@ export async function canViewJob(
   job: Job,
 ): Promise<boolean> {
   // A chat-face conversation is its owner's alone: a person, by GitHub user id. The operator's
-  // chats have no page: no login, "operator" or any other, is the operator.
+  // conversations have no page: no login, "operator" or any other, is the operator.
   if (job.trigger === "chat") {
     if (!session) return false;
     const owner = (await getApiConversation(web.pool, job.conversationId))?.owner;

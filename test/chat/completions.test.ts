@@ -180,7 +180,7 @@ describe("the chat face", () => {
     expect(sent).toContain("printf 'hi");
   });
 
-  it("a regenerate goes back to the earlier turn's workspace, in a branch of the chat", async () => {
+  it("a regenerate goes back to the earlier turn's workspace, in a branch of the conversation", async () => {
     const ask = (messages: OpenAI.ChatCompletionMessageParam[]) =>
       operator.chat.completions.create({ model: "vmpilot", messages });
     fake.push(
@@ -357,7 +357,8 @@ describe("the chat face", () => {
           },
         ],
       });
-    // Installed while no webhook reached this database: found, recorded, then served from the store.
+    // Installed while no webhook reached this database: found, recorded, then served from the
+    // store.
     github()
       .get("/repos/acme/tools/installation")
       .reply(200, { id: 99, account: { login: "acme", type: "Organization" }, suspended_at: null });
@@ -438,7 +439,7 @@ describe("whose conversation it is", () => {
       options,
     );
     const operatorConversation = await conversationIdOf(1);
-    // The operator's scratch chats spent today's budget.
+    // The operator's scratch conversations spent today's budget.
     const spent = await db.pool.query<{ id: string }>(
       `INSERT INTO jobs (conversation_id, repo, trigger, requester, status, cost_usd, finished_at, context)
        VALUES ($1, 'scratch', 'chat', 'operator', 'succeeded', 1000, now(), '{"operator": true}')

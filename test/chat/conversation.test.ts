@@ -66,7 +66,7 @@ describe.each(databases())("planTurn on $name", (target) => {
       expect(plan.conversation.id).toBe(conversation.id);
       // The 1,998 messages after the turn come along as the client's context.
       expect(plan.transcript).toContain("q998");
-      // The match, the chat, its last turn.
+      // The match, the conversation, its last turn.
       expect(queries).toHaveBeenCalledTimes(3);
     } finally {
       queries.mockRestore();

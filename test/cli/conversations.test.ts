@@ -1,4 +1,5 @@
-// Stored CLI conversations end to end, through the real binary: `run --continue`, `conversations`, and the
+// Stored CLI conversations end to end, through the real binary: `run --continue`, `conversations`,
+// and the
 // `chat` REPL driven through a pipe, each against the Anthropic fake and the embedded database.
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";

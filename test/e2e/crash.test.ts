@@ -1,9 +1,10 @@
-// A worker dies mid-job and, restarted, takes the job up again: exactly one pull request and one progress
-// comment in the end. The first worker runs in a child process killed with SIGKILL while the model
-// is mid-reply; GitHub is a loopback fake both processes reach through the app's baseUrl (as a
-// GitHub Enterprise server would be reached), since nock cannot follow into another process. The
-// database is PostgreSQL when TEST_DATABASE_URL is set, else PGlite served over its socket. With
-// WORKSPACE_PROVIDER=fly, the dead worker's Machine (at the Fly API fake) is destroyed by the retry.
+// A worker dies mid-job and, restarted, takes the job up again: exactly one pull request and one
+// progress comment in the end. The first worker runs in a child process killed with SIGKILL while
+// the model is mid-reply; GitHub is a loopback fake both processes reach through the app's baseUrl
+// (as a GitHub Enterprise server would be reached), since nock cannot follow into another process.
+// The database is PostgreSQL when TEST_DATABASE_URL is set, else PGlite served over its socket.
+// With WORKSPACE_PROVIDER=fly, the dead worker's Machine (at the Fly API fake) is destroyed by the
+// retry.
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
@@ -124,7 +125,7 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
   const calls = (method: string, path: RegExp) =>
     gh.calls.filter((c) => c.method === method && path.test(c.path)).length;
 
-  it(`a worker killed mid-job and restarted takes its job up again at once from the stored chat, one pull request and one progress comment (${target.name})`, {
+  it(`a worker killed mid-job and restarted takes its job up again at once from the stored conversation, one pull request and one progress comment (${target.name})`, {
     timeout: 90_000,
   }, async () => {
     const config = testConfig({ baseUrl: gh.url });
@@ -164,7 +165,8 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
 
     fake.push(
       (request) => {
-        // The stored chat comes first; the resume note joins the last stored (tool result) turn.
+        // The stored conversation comes first; the resume note joins the last stored (tool result)
+        // turn.
         const messages = request.body.messages.map(plain);
         expect(messages).toHaveLength(3);
         expect(messages.slice(0, 2)).toEqual(beforeCrash.slice(0, 2).map(plain));

@@ -133,7 +133,10 @@ function mockToken(installation: number) {
     });
 }
 
-/** What every run reads first: vmpilot.yml (none anywhere, or `config`), the issue, and its comments. */
+/**
+ * What every run reads first: vmpilot.yml (none anywhere, or `config`), the issue, and its
+ * comments.
+ */
 function mockReads(number: number, comments: unknown[] = [], config?: string) {
   const file = github().get(`/repos/${REPO}/contents/.github%2Fvmpilot.yml`);
   const scope = config
@@ -196,7 +199,7 @@ const backends = [
 ];
 
 describe.each(backends)("issue to pull request on $name", (backend) => {
-  it("label → 👀 → progress comment → branch pushed → draft PR with Fixes #N → final comment links it; a mention continues the chat on the same branch and PR", {
+  it("label → 👀 → progress comment → branch pushed → draft PR with Fixes #N → final comment links it; a mention continues the conversation on the same branch and PR", {
     timeout: 90_000,
   }, async () => {
     const model = backend.model();
@@ -455,8 +458,8 @@ describe("a mention while the issue's job runs", () => {
       });
     const notice = mockComment(n, 730, []);
     const second = await send("issue_comment", mention);
-    // Its own turn, set up now: it starts the moment the first job ends. The same chat, the same
-    // branch and pull request, the notice's comment edited.
+    // Its own turn, set up now: it starts the moment the first job ends. The same conversation, the
+    // same branch and pull request, the notice's comment edited.
     mockPermission(REPO, "Codertocat", "write");
     mockReads(n, [
       {

@@ -103,7 +103,7 @@ async function openPostgres(adminUrl: string, options?: { migrate?: boolean }): 
 
 let nextNumber = 1;
 
-/** A repository and a chat on a new issue number, for tests that need a job to point at. */
+/** A repository and a conversation on a new issue number, for tests that need a job to point at. */
 export async function seedConversation(db: Database, repositoryId = 1001) {
   await upsertRepository(db.pool, {
     id: repositoryId,

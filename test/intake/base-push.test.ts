@@ -52,7 +52,10 @@ describe.each(databases())("a push to the base on $name", (target) => {
   const mergeJobs = async (repositoryId: number) =>
     (await listJobs(db.pool, { repositoryId })).filter((job) => job.trigger === "base_push");
 
-  /** A chat on issue `number` whose person-triggered job opened pull request `pr` from `branch`. */
+  /**
+   * A conversation on issue `number` whose person-triggered job opened pull request `pr` from
+   * `branch`.
+   */
   async function conversationWithPr(
     repositoryId: number,
     number: number,
@@ -92,7 +95,7 @@ describe.each(databases())("a push to the base on $name", (target) => {
     return conversation;
   }
 
-  it("makes one merge job per open pull request of vmpilot's, on its chat, once per pushed commit", async () => {
+  it("makes one merge job per open pull request of vmpilot's, on its conversation, once per pushed commit", async () => {
     const repo = nextRepository++;
     await upsertRepository(db.pool, { id: repo, installationId: 3, fullName: `acme/r${repo}` });
     const ours = await conversationWithPr(repo, 1, 11, "vmpilot/issue-1-crash");

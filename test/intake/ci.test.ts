@@ -1,6 +1,6 @@
 // Checks on vmpilot's own pull requests, as GitHub tells of them: real check_run, check_suite and
-// workflow_run payloads POSTed to the real server (web role: nothing runs the jobs), which makes one
-// fix job per failed head vmpilot pushed last and nothing for anyone else's.
+// workflow_run payloads POSTed to the real server (web role: nothing runs the jobs), which makes
+// one fix job per failed head vmpilot pushed last and nothing for anyone else's.
 import { beforeAll, describe, expect, it } from "vitest";
 import { recordPush } from "../../src/store/ci-loop.ts";
 import { findOrCreateConversation, linkConversationToPr } from "../../src/store/conversations.ts";
@@ -26,7 +26,10 @@ interface PushedPr {
   sha: string;
 }
 
-/** A chat whose job opened pull request #pr from a vmpilot branch and pushed `sha` there last. */
+/**
+ * A conversation whose job opened pull request #pr from a vmpilot branch and pushed `sha` there
+ * last.
+ */
 async function pushedPr(): Promise<PushedPr> {
   const issue = nextIssue++;
   const pr = 100 + issue;

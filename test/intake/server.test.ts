@@ -391,8 +391,8 @@ describe("intake rules", () => {
     expect(reply).toContain("/vmpilot stop");
   });
 
-  it("stops the chat's waiting job on /vmpilot stop", async () => {
-    // A job of issue 77's chat that has not started (inserted without enqueueing).
+  it("stops the conversation's waiting job on /vmpilot stop", async () => {
+    // A job of issue 77's conversation that has not started (inserted without enqueueing).
     const conversation = await findOrCreateConversation(t.db.pool, {
       repositoryId: REPO_ID,
       number: 77,

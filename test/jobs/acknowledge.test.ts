@@ -258,7 +258,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
     expect((await getJob(db.pool, again.id))?.status).toBe("refused");
   });
 
-  it("answers status with the chat's current job", async () => {
+  it("answers status with the conversation's current job", async () => {
     const { job: work, repo } = await seed();
     await updateJob(db.pool, work.id, { status: "running" });
     const statusJob = await insertJob(db.pool, {
@@ -315,7 +315,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
     `);
   });
 
-  it("acknowledges a job waiting behind its chat's running job at once, and its start edits that comment", async () => {
+  it("acknowledges a job waiting behind its conversation's running job at once, and its start edits that comment", async () => {
     const { job: work, repo } = await seed();
     await updateJob(db.pool, work.id, { status: "running" });
     const behind = await insertJob(db.pool, { ...work, context: work.context });

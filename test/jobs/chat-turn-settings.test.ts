@@ -119,7 +119,7 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
     ]);
     expect(await chatTurnSettings(deps(), job)).toEqual({
       ok: false,
-      error: "This chat has no known owner; start a new chat.",
+      error: "This conversation has no known owner; start a new chat.",
     });
   });
 
@@ -130,8 +130,14 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
     const granted = results.flatMap((r) => (r.ok ? [r.budgetUsd] : []));
     expect(granted).toEqual([1]);
     expect(results.filter((r) => !r.ok)).toEqual([
-      { ok: false, error: expect.stringContaining("Your scratch chats reached the daily cost") },
-      { ok: false, error: expect.stringContaining("Your scratch chats reached the daily cost") },
+      {
+        ok: false,
+        error: expect.stringContaining("Your scratch conversations reached the daily cost"),
+      },
+      {
+        ok: false,
+        error: expect.stringContaining("Your scratch conversations reached the daily cost"),
+      },
     ]);
     // Another owner's scratch budget is their own.
     expect(await chatTurnSettings(deps(), await turn("nils", { scratch: true }))).toMatchObject({

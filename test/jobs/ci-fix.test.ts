@@ -52,8 +52,8 @@ interface PushedPr {
 }
 
 /**
- * Issue #4's chat: its job opened draft pull request #12 from BRANCH and pushed a head where
- * value.txt says "fixd", so the repository's test fails.
+ * Issue #4's conversation: its job opened draft pull request #12 from BRANCH and pushed a head
+ * where value.txt says "fixd", so the repository's test fails.
  */
 async function pushedPr(): Promise<PushedPr> {
   const { seeded, jobId, work } = await seedPullRequestConversation(h, {
@@ -291,7 +291,7 @@ describe("a failed check on vmpilot's pull request", () => {
     expect(instruction.match(/<\/ci_output>/g)).toHaveLength(1);
     expect(instruction).not.toContain("lint");
 
-    // On the same branch, on top of vmpilot's head; the chat now watches the new head.
+    // On the same branch, on top of vmpilot's head; the conversation now watches the new head.
     expect(sh(seeded.remote, `git rev-list --parents -n 1 ${BRANCH}`).split(" ")).toEqual([
       fixed,
       head,

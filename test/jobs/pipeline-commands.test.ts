@@ -63,7 +63,7 @@ const prContext = (seeded: Seeded, target: object) => ({
 });
 
 describe("pipeline commands", () => {
-  it("plan posts a plan without touching the repository; approve carries it out in the same chat", async () => {
+  it("plan posts a plan without touching the repository; approve carries it out in the same conversation", async () => {
     const seeded = await h.seedRepo();
     const plan = await h.seedJob(seeded, {
       trigger: "command",
@@ -115,7 +115,7 @@ describe("pipeline commands", () => {
     expect(comment.at(-1)).toContain("Opened draft pull request #12");
   });
 
-  it("stores a compacted conversation, and the chat's next job starts from it", async () => {
+  it("stores a compacted conversation, and the conversation's next job starts from it", async () => {
     const seeded = await h.seedRepo();
     const first = await h.seedJob(seeded, { trigger: "command", command: "plan" });
     mockStart(seeded);
@@ -154,7 +154,7 @@ describe("pipeline commands", () => {
     expect(await runPipeline(run(second.job.id), h.deps())).toBe("succeeded");
   });
 
-  it("retry runs the chat's last request again", async () => {
+  it("retry runs the conversation's last request again", async () => {
     const seeded = await h.seedRepo();
     const failed = await h.seedJob(seeded, {
       trigger: "command",
@@ -372,7 +372,7 @@ describe("pipeline commands", () => {
     expect(await getJob(h.db.pool, job.id)).toMatchObject({ status: "cancelled" });
   });
 
-  it("an attempt that failed midway is taken up again: same comment, same chat, one pull request", async () => {
+  it("an attempt that failed midway is taken up again: same comment, same conversation, one pull request", async () => {
     const seeded = await h.seedRepo();
     const { job, commentId } = await h.seedJob(seeded);
     mockStart(seeded);

@@ -49,7 +49,10 @@ export interface Harness {
   deps(overrides?: Partial<PipelineDeps>): PipelineDeps;
   /** Where the loopback git server serves the seeded repository. */
   cloneUrl(seeded: Seeded): string;
-  /** A new repository (value.txt says "broken"; test.sh wants "fixed") and a chat on #number. */
+  /**
+   * A new repository (value.txt says "broken"; test.sh wants "fixed") and a conversation on
+   * #number.
+   */
   seedRepo(options?: {
     number?: number;
     kind?: ConversationKind;

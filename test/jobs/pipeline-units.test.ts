@@ -1,5 +1,5 @@
 // The pipeline's steps on their own: what is asked of the agent, on which branch, what is
-// logged, what a review becomes, and how the chat is repaired after a crash.
+// logged, what a review becomes, and how the conversation is repaired after a crash.
 import nock from "nock";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { describeToolCall } from "../../src/agent/tool-call.ts";
@@ -87,7 +87,7 @@ const issue: IssueContext = {
 };
 
 describe("resolveRequest", () => {
-  it("retry repeats the chat's last piece of work, skipping control commands", async () => {
+  it("retry repeats the conversation's last piece of work, skipping control commands", async () => {
     const { jobs } = await conversationWithJobs([
       { command: "plan", instruction: "think first" },
       { command: "status" },
@@ -194,7 +194,7 @@ describe("chooseTarget", () => {
   });
   const input = { job, title: "Bug", defaultBranch: "main" };
 
-  it("an issue's chat keeps its branch; a new one is named from the title", () => {
+  it("an issue's conversation keeps its branch; a new one is named from the title", () => {
     expect(
       chooseTarget({
         ...input,
@@ -268,7 +268,7 @@ describe("chooseTarget", () => {
   });
 });
 
-describe("loadChat", () => {
+describe("loadConversation", () => {
   it("answers tool calls a crashed worker left open, and stores the answer", async () => {
     const { conversation, jobs } = await conversationWithJobs([{}]);
     const jobId = (jobs[0] as Job).id;
@@ -321,7 +321,9 @@ describe("stored conversation read back", () => {
     });
     const loading = loadConversation(db.pool, conversation.id, jobId);
     await expect(loading).rejects.toThrow(InvalidStoredValue);
-    await expect(loading).rejects.toThrow(`messages row 2 of chat ${conversation.id} is not valid`);
+    await expect(loading).rejects.toThrow(
+      `messages row 2 of conversation ${conversation.id} is not valid`,
+    );
     expect(await listMessages(db.pool, conversation.id)).toHaveLength(2);
   });
 
@@ -339,12 +341,12 @@ describe("stored conversation read back", () => {
       [conversation.id, JSON.stringify([{ stale: true }])],
     );
     await expect(loadConversation(db.pool, conversation.id, jobId)).rejects.toThrow(
-      `the conversation_compactions row of chat ${conversation.id} is not valid`,
+      `the conversation_compactions row of conversation ${conversation.id} is not valid`,
     );
   });
 });
 
-describe("chat compactions", () => {
+describe("conversation compactions", () => {
   it("keep the newest, and one that stands for more than is stored is not used", async () => {
     const { conversation, jobs } = await conversationWithJobs([{}]);
     const jobId = (jobs[0] as Job).id;

@@ -43,7 +43,7 @@ const secretForms = [
 const branch = "vmpilot/issue-4-crash-on-empty-input";
 
 describe("runPipeline", () => {
-  it("fixes an issue: branch pushed, draft PR with Fixes #N, final comment links it; a follow-up continues the chat and the PR", async () => {
+  it("fixes an issue: branch pushed, draft PR with Fixes #N, final comment links it; a follow-up continues the conversation and the PR", async () => {
     const seeded = await h.seedRepo();
     const first = await h.seedJob(seeded);
     mockStart(seeded);
@@ -105,7 +105,7 @@ describe("runPipeline", () => {
       expect.arrayContaining(["pipeline", "tool_call", "tool_result", "usage", "finished"]),
     );
 
-    // The follow-up: a mention in the same chat.
+    // The follow-up: a mention in the same conversation.
     const second = await h.seedJob(seeded, {
       trigger: "mention",
       instruction: "also write done.txt",

@@ -118,7 +118,7 @@ describe.each(databases())("queue on $name", (target) => {
     const jobs = await enqueueBatch(false);
 
     const { rows } = await db.pool.query(
-      `SELECT (data->>'jobId')::int AS "jobId", singleton_key AS "chatKey" FROM pgboss.job
+      `SELECT (data->>'jobId')::int AS "jobId", singleton_key AS "conversationKey" FROM pgboss.job
        WHERE singleton_key = ANY($1) ORDER BY created_on, (data->>'jobId')::int`,
       [[a.key, b.key]],
     );
@@ -160,7 +160,7 @@ describe.each(databases())("queue on $name", (target) => {
     release.resolve();
   }, 10_000);
 
-  it("runs every job exactly once across two worker processes, one at a time per chat", async () => {
+  it("runs every job exactly once across two worker processes, one at a time per conversation", async () => {
     const producer = await startQueue(db);
     const conversations = await Promise.all(Array.from({ length: 8 }, () => seedConversation(db)));
     const ids: number[] = [];
@@ -179,7 +179,7 @@ describe.each(databases())("queue on $name", (target) => {
       order.set(conversationKey, [...(order.get(conversationKey) ?? []), jobId]);
       active.set(conversationKey, (active.get(conversationKey) ?? 0) + 1);
       if ((active.get(conversationKey) ?? 0) > 1) overlap++;
-      // Simulated work, to hold the chat while the other process polls.
+      // Simulated work, to hold the conversation while the other process polls.
       await new Promise((r) => setTimeout(r, 30));
       active.set(conversationKey, (active.get(conversationKey) ?? 0) - 1);
       if ([...runs.values()].reduce((a, b) => a + b, 0) >= ids.length) allRan.resolve();
@@ -203,7 +203,7 @@ describe.each(databases())("queue on $name", (target) => {
     expect(rows).toEqual([{ status: "succeeded" }]);
   });
 
-  it("holds a chat's next job while its first runs, and runs other chats meanwhile", async () => {
+  it("holds a conversation's next job while its first runs, and runs other conversations meanwhile", async () => {
     const clock = new TestClock();
     const queue = await startQueue(db, { clock });
     const a = await seedConversation(db);
@@ -217,8 +217,8 @@ describe.each(databases())("queue on $name", (target) => {
     const a2Done = deferred();
     await queue.work(async ({ jobId }) => {
       events.push(`start ${jobId}`);
-      // a1 waits for b1, which was enqueued after a2: were the chat not held, a2 (older) would
-      // have been picked up before b1.
+      // a1 waits for b1, which was enqueued after a2: were the conversation not held, a2 (older)
+      // would have been picked up before b1.
       if (jobId === a1) await b1Started.promise;
       if (jobId === b1) b1Started.resolve();
       events.push(`end ${jobId}`);
@@ -263,7 +263,7 @@ describe.each(databases())("queue on $name", (target) => {
     expect(await canceller.cancel(running)).toBe("finished");
   });
 
-  it("retries with backoff, then dead-letters, tells onDead, and frees the chat", async () => {
+  it("retries with backoff, then dead-letters, tells onDead, and frees the conversation", async () => {
     // The backoff passes on the queue's clock, which moves only as the test waits.
     const clock = new TestClock();
     const queue = await startQueue(db, {

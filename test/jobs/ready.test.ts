@@ -29,7 +29,10 @@ afterAll(async () => {
 
 const deps = () => ({ db, auth: async () => testOctokit(), logger: quiet });
 
-/** A chat whose job opened draft #12 and pushed SHA there last; returns the chat and its repo. */
+/**
+ * A conversation whose job opened draft #12 and pushed SHA there last; returns the conversation and
+ * its repo.
+ */
 async function pushed() {
   const repositoryId = nextRepo++;
   const repo = `acme/r${repositoryId}`;

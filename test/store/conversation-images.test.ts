@@ -1,5 +1,5 @@
-// A chat's images live in conversation_images, once each; the messages and the compaction hold references
-// and read back as the model API takes them.
+// A conversation's images live in conversation_images, once each; the messages and the compaction
+// hold references and read back as the model API takes them.
 import type Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getCompaction, saveCompaction } from "../../src/store/compactions.ts";
@@ -17,7 +17,7 @@ const turn: Anthropic.MessageParam = {
   content: [{ type: "text", text: "What is this?" }, image],
 };
 
-describe.each(databases())("chat images on $name", (target) => {
+describe.each(databases())("conversation images on $name", (target) => {
   let db: Database;
   beforeAll(async () => {
     db = await target.open();
@@ -29,7 +29,7 @@ describe.each(databases())("chat images on $name", (target) => {
   const raw = async (sql: string, conversationId: number) =>
     (await db.pool.query(sql, [conversationId])).rows.map((row) => Object.values(row)[0]);
 
-  it("stores an image once per chat, messages and compaction holding references", async () => {
+  it("stores an image once per conversation, messages and compaction holding references", async () => {
     const { conversation } = await seedConversation(db);
     await appendMessage(db.pool, { conversationId: conversation.id, ...turn });
     await appendMessage(db.pool, {
@@ -75,7 +75,7 @@ describe.each(databases())("chat images on $name", (target) => {
     });
   });
 
-  it("keeps each chat's images to itself", async () => {
+  it("keeps each conversation's images to itself", async () => {
     const first = await seedConversation(db);
     const second = await seedConversation(db);
     await appendMessage(db.pool, { conversationId: first.conversation.id, ...turn });

@@ -1,6 +1,6 @@
 // Migration 023 renames the stored threads from chats to conversations: a database holding one at
-// the version before finds it after, with its messages, images, compaction, jobs, turns and notices,
-// and its new rows still numbered after the old ones.
+// the version before finds it after, with its messages, images, compaction, jobs, turns and
+// notices, and its new rows still numbered after the old ones.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/store/database.ts";
 import { loadMigrations, migrate } from "../../src/store/migrate.ts";

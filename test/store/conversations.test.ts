@@ -12,7 +12,7 @@ import { appendMessage, listMessages } from "../../src/store/messages.ts";
 import { withTransaction } from "../../src/store/sql.ts";
 import { databases, seedConversation } from "../helpers/db.ts";
 
-describe.each(databases())("chats and messages on $name", (target) => {
+describe.each(databases())("conversations and messages on $name", (target) => {
   let db: Database;
   beforeAll(async () => {
     db = await target.open();
@@ -22,7 +22,7 @@ describe.each(databases())("chats and messages on $name", (target) => {
     await db.close();
   });
 
-  it("gives each issue one chat, even when created concurrently", async () => {
+  it("gives each issue one conversation, even when created concurrently", async () => {
     const conversations = await Promise.all(
       Array.from({ length: 8 }, () =>
         findOrCreateConversation(db.pool, { repositoryId: 500, number: 7, kind: "issue" }),
@@ -43,7 +43,7 @@ describe.each(databases())("chats and messages on $name", (target) => {
     expect(other.id).not.toBe(conversations[0]?.id);
   });
 
-  it("follows an issue's chat into the pull request it opened", async () => {
+  it("follows an issue's conversation into the pull request it opened", async () => {
     const issueConversation = await findOrCreateConversation(db.pool, {
       repositoryId: 500,
       number: 20,
@@ -165,9 +165,9 @@ describe.each(databases())("chats and messages on $name", (target) => {
     expect(kept.seq).toBe(1);
   });
 
-  it("refuses a message for a chat that does not exist", async () => {
+  it("refuses a message for a conversation that does not exist", async () => {
     await expect(
       appendMessage(db.pool, { conversationId: 999_999, role: "user", content: "x" }),
-    ).rejects.toThrow(/no chat/);
+    ).rejects.toThrow(/no conversation/);
   });
 });

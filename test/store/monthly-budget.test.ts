@@ -1,6 +1,6 @@
 // The monthly per-person budget (maxMonthlyCostUsdPerUser): a job reserves against its repository's
 // day and its requester's month at once; the month counts what the person spent everywhere, their
-// issue jobs by GitHub user id and the chats of their keys alike.
+// issue jobs by GitHub user id and the chat turns of their keys alike.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApiConversation } from "../../src/store/api-conversations.ts";
 import type { Database } from "../../src/store/database.ts";
@@ -38,7 +38,7 @@ describe.each(databases())("the monthly budget per person ($name)", (target) => 
     return (await updateJob(db.pool, job.id, { costUsd, status: "succeeded" })) as Job;
   }
 
-  /** A turn of a chat the person's key started, on a repository. */
+  /** A turn of a conversation the person's key started, on a repository. */
   async function chatTurn(person: { id: number; login: string }, costUsd: number) {
     const { conversation: issue } = await seedConversation(db, nextRepository++);
     const conversation = await createApiConversation(db.pool, {
@@ -69,7 +69,7 @@ describe.each(databases())("the monthly budget per person ($name)", (target) => 
       monthly: { since: monthStart(), maxUsd: maxUsd },
     });
 
-  it("counts the person's issue jobs and chats in every repository, and refuses once the month is spent", async () => {
+  it("counts the person's issue jobs and chat turns in every repository, and refuses once the month is spent", async () => {
     const mona = newPerson("mona");
     await issueJob(mona, 3);
     // Renamed since: the id is the same person.

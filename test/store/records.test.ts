@@ -80,7 +80,7 @@ describe.each(databases())("store records on $name", (target) => {
       { id: "jobs-b", event: "issue_comment" },
     ]);
     const inputs = [
-      { ...newJob(b.conversation), instruction: "second chat first", deliveryId: "jobs-b" },
+      { ...newJob(b.conversation), instruction: "second conversation first", deliveryId: "jobs-b" },
       {
         ...newJob(a.conversation),
         trigger: "command" as const,
@@ -99,7 +99,8 @@ describe.each(databases())("store records on $name", (target) => {
     const ids = rows.map((row) => Number(row.id));
     await insertJobs(db.pool, ids, inputs);
     const jobs = await Promise.all(ids.map((id) => getJob(db.pool, id)));
-    // Each id is the row made from the input at the same position, with the defaults insertJob sets.
+    // Each id is the row made from the input at the same position, with the defaults insertJob
+    // sets.
     for (const [i, input] of inputs.entries()) {
       expect(jobs[i]).toMatchObject({
         conversationId: input.conversationId,

@@ -486,7 +486,7 @@ describe("/jobs", () => {
 });
 
 describe("chat-face jobs", () => {
-  it("are their owner's alone: listed under their chats, hidden from the repository's readers", async () => {
+  it("are their owner's alone: listed under their chat turns, hidden from the repository's readers", async () => {
     const conversation = await h.db.pool.query<{ id: string }>(
       `INSERT INTO conversations (kind, api_owner, api_owner_id, repository_id)
        VALUES ('api', 'bob', $1, $2) RETURNING id`,
@@ -499,10 +499,10 @@ describe("chat-face jobs", () => {
     );
     const id = inserted.rows[0]?.id as string;
     const bobs = await (await as("bob").get("/jobs")).text();
-    expect(bobs).toContain("Your chats");
+    expect(bobs).toContain("Your chat turns");
     expect(bobs).toContain(`href="/jobs/${id}"`);
     const page = await (await as("bob").get(`/jobs/${id}`)).text();
-    expect(page).toContain(`acme/private-app chat ${conversation.rows[0]?.id}`);
+    expect(page).toContain(`acme/private-app conversation ${conversation.rows[0]?.id}`);
     const alices = await (await as("alice").get("/jobs")).text();
     expect(alices).not.toContain(`href="/jobs/${id}"`);
     expect((await as("alice").get(`/jobs/${id}`)).status).toBe(404);
@@ -582,7 +582,7 @@ describe("/usage", () => {
     expect(page).toContain("No jobs in the last 30 days.");
   });
 
-  it("shows who spent what: requesters, the owners of chat keys, the operator's key", async () => {
+  it("shows who spent what: requesters, the owners of API keys, the operator's key", async () => {
     for (const [login, id] of [
       ["bob", USER_IDS.bob],
       ["operator", null],
@@ -606,7 +606,7 @@ describe("/usage", () => {
     // The harness's issue jobs recorded no requester id: counted by login, and said so.
     expect(page).toContain('<td>alice <span class="muted">(jobs without a user id)</span></td>');
     expect(page).toMatch(
-      /Your own jobs and chats this month \(UTC\), in every repository: <strong>\$0\.5000<\/strong>/,
+      /Your own jobs and chat turns this month \(UTC\), in every repository: <strong>\$0\.5000<\/strong>/,
     );
   });
 });

@@ -73,7 +73,7 @@ describe.each(databases())("usageByDay on $name", (target) => {
     expect(await usageByDay(db.pool, [], 30)).toEqual([]);
   });
 
-  it("counts the viewer's scratch chats as one more row, and nobody else's", async () => {
+  it("counts the viewer's scratch conversations as one more row, and nobody else's", async () => {
     for (const [owner, id] of [
       ["mona", 5],
       ["hubot", 6],
@@ -139,7 +139,7 @@ describe.each(databases())("usageByDay on $name", (target) => {
       conversationId: await conversationOn(null, ["viewer", 77]),
     });
     await spend(12, "vmpilot-bot[bot]", 0.2);
-    // Not counted: a repository the viewer cannot read, someone else's scratch chat.
+    // Not counted: a repository the viewer cannot read, someone else's scratch conversation.
     await spend(13, "mona", 99, { requesterId: 55 });
     await spend(null, "other", 99, { conversationId: await conversationOn(null, ["other", 78]) });
 

@@ -1,5 +1,5 @@
 // A chat turn's user turn with the images its message carries: the text, then the images, read
-// back from the chat's conversation_images, where the web side stored them once by hash.
+// back from conversation_images, where the web side stored them once by hash.
 import type Anthropic from "@anthropic-ai/sdk";
 import { imageReference, loadImages } from "../../store/conversation-images.ts";
 import { messageParamSchema } from "../../store/message-param.ts";
@@ -27,7 +27,7 @@ export async function withMessageImages(
         ...blocks,
       ],
     },
-    `the images of a turn of chat ${conversationId}`,
+    `the images of a turn of conversation ${conversationId}`,
   );
   return turn.content;
 }

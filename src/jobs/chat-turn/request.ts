@@ -11,7 +11,9 @@ const chatTurnRequest = z.object({
   cloneUrl: z.string().nullable(),
   /** The client's system message, sanitized; "" when none. */
   system: z.string(),
-  /** historyHash of the conversation up to and with this turn's user message, as the client sent it. */
+  /**
+   * historyHash of the conversation up to and with this turn's user message, as the client sent it.
+   */
   askedHash: z.string(),
   /**
    * Earlier messages vmpilot did not recognise (a conversation begun elsewhere), as context for
@@ -27,7 +29,7 @@ const chatTurnRequest = z.object({
    */
   operator: z.boolean().default(false),
   /**
-   * The images the new message carries, stored in the chat's conversation_images by the web side; they go
+   * The images the new message carries, stored in conversation_images by the web side; they go
    * to the model after the message's text.
    */
   images: z.array(z.object({ mediaType: imageMediaType, sha256: z.string() })).default([]),
@@ -39,7 +41,7 @@ export function readChatTurnRequest(job: Job): ChatTurnRequest {
   return parseStored(chatTurnRequest, job.context, `jobs.context of chat turn ${job.id}`);
 }
 
-/** The branch a repository chat's workspace works on, and pushes to for a pull request. */
+/** The branch a chat-face conversation's workspace on a repository works on and pushes. */
 export function chatBranch(conversationId: number): string {
   return `vmpilot/chat-${conversationId}`;
 }

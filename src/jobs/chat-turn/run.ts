@@ -1,6 +1,6 @@
-// A turn of the chat face, run by a worker like any job: the chat's workspace rebuilt from its
-// last turn, the agent on the chat's stored history, then a commit, and the workspace and the
-// client-visible reply remembered for the next request.
+// A turn of the chat face, run by a worker like any job: the conversation's workspace rebuilt from
+// its last turn, the agent on the conversation's stored history, then a commit, and the workspace
+// and the client-visible reply remembered for the next request.
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentResult } from "../../agent/loop.ts";
@@ -57,7 +57,8 @@ export async function runChatTurn(
   const job = await getJob(db, run.jobId);
   if (!job || job.finishedAt) return "skipped";
   const conversation = await getApiConversation(db, job.conversationId);
-  if (!conversation) throw new Error(`chat ${job.conversationId} of job ${job.id} does not exist`);
+  if (!conversation)
+    throw new Error(`conversation ${job.conversationId} of job ${job.id} does not exist`);
   const request = readChatTurnRequest(job);
   await updateJob(db, job.id, { status: "running" });
   const progress = new JobProgress({

@@ -1,8 +1,8 @@
 // A chat turn's settings and budget: a repository's as for its issue jobs (defaults, settings page,
 // `.github/vmpilot.yml`, the same gate, daily limit shared with them); a scratch workspace's from
-// the defaults, with the daily limit counted per chat owner (the operator, or a person by GitHub
-// user id). Either budget is reserved, with the chat owner's monthly one where the settings cap it,
-// so concurrent turns never promise more than the day or the month allows.
+// the defaults, with the daily limit counted per conversation owner (the operator, or a person by
+// GitHub user id). Either budget is reserved, with the conversation owner's monthly one where the
+// settings cap it, so concurrent turns never promise more than the day or the month allows.
 import {
   checkRepoConfig,
   defaults,
@@ -38,9 +38,10 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
     monthly: monthlyBudget(settings, now),
   });
   const conversationOwner = (await getApiConversation(db, job.conversationId))?.owner;
-  // A chat stored before owners were ids, whose owner could not be told, is nobody's to go on.
+  // A conversation stored before owners were ids, whose owner could not be told, is nobody's to go
+  // on.
   if (!conversationOwner)
-    return { ok: false, error: "This chat has no known owner; start a new chat." };
+    return { ok: false, error: "This conversation has no known owner; start a new chat." };
   if (job.repositoryId === null || job.installationId === null) {
     const settings = deps.defaults ?? defaults;
     const budget = await reserveBudget(db, {
@@ -48,7 +49,7 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
       ...limits(settings),
     });
     if (budget.dailyLeftUsd <= 0) {
-      return { ok: false, error: dailyLimit(settings, "Your scratch chats") };
+      return { ok: false, error: dailyLimit(settings, "Your scratch conversations") };
     }
     if (monthlyReached(budget)) return { ok: false, error: monthlyLimit(settings) };
     return { ok: true, settings, budgetUsd: budget.grantUsd };
@@ -72,8 +73,8 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
     return { ok: false, error: "vmpilot is turned off for this repository (`enabled: false`)." };
   }
   // The web side let the request in; the policy may have changed while the turn waited, and the
-  // file read here is newer than what the web side knew. The operator passes: the chat is theirs
-  // (a flag, never a login) and the request says it came with their key.
+  // file read here is newer than what the web side knew. The operator passes: the conversation is
+  // theirs (a flag, never a login) and the request says it came with their key.
   if (!(conversationOwner.kind === "operator" && readChatTurnRequest(job).operator)) {
     const query = { owner, repo: name, username: job.requester, allowedUsers: deps.allowedUsers };
     if (!(await mayTrigger(octokit, query, settings)).allowed) {

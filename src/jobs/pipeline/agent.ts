@@ -1,5 +1,5 @@
-// The agent run of a job: the chat so far plus the new turn, every new message stored as it comes,
-// every event logged and shown.
+// The agent run of a job: the conversation so far plus the new turn, every new message stored as it
+// comes, every event logged and shown.
 import type Anthropic from "@anthropic-ai/sdk";
 import { type AgentResult, runAgent } from "../../agent/loop.ts";
 import { type ClientOptions, createClient } from "../../agent/model-call.ts";
@@ -32,7 +32,7 @@ export interface JobAgentInput {
   /** The commit the workspace started at: a run that leaves it as it was owes no test report. */
   startSha?: string;
   history: Anthropic.MessageParam[];
-  /** How many stored messages `history` stands for (see loadChat). */
+  /** How many stored messages `history` stands for (see loadConversation). */
   storedCount: number;
   /** The new user turn: text, or text and images. */
   instruction: string | Anthropic.ContentBlockParam[];

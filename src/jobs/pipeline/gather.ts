@@ -1,5 +1,5 @@
-// The first step of a job: what it asks (request.ts), the settings it runs with, its chat so far
-// and the item it is on, as much of it as its mode shows the model.
+// The first step of a job: what it asks (request.ts), the settings it runs with, its conversation
+// so far and the item it is on, as much of it as its mode shows the model.
 import { gatherIssueContext, type IssueContext } from "../../github/issue-context.ts";
 import type { RepoConfigLoad } from "../../github/repo-config-loader.ts";
 import { getConversation } from "../../store/conversations.ts";
@@ -50,7 +50,8 @@ export async function gather(
   }
 
   const conversation = await getConversation(db, job.conversationId);
-  if (!conversation) throw new Error(`chat ${job.conversationId} of job ${job.id} does not exist`);
+  if (!conversation)
+    throw new Error(`conversation ${job.conversationId} of job ${job.id} does not exist`);
   const history = await loadConversation(db, conversation.id, job.id);
   const itemSeen = history.messages.length > 0;
   const issue = mode.readsItem

@@ -1,4 +1,4 @@
-// The chat's conversation as the model API takes it, loaded from the append-only store.
+// A conversation as the model API takes it, loaded from the append-only store.
 import type Anthropic from "@anthropic-ai/sdk";
 import { getCompaction } from "../../store/compactions.ts";
 import { messageParamSchema } from "../../store/message-param.ts";
@@ -21,7 +21,7 @@ function toParam(message: Message): MessageParam {
   return parseStored(
     messageParamSchema,
     { role, content },
-    `messages row ${seq} of chat ${conversationId}`,
+    `messages row ${seq} of conversation ${conversationId}`,
   );
 }
 
@@ -33,10 +33,10 @@ export interface LoadedConversation {
 }
 
 /**
- * The chat's conversation: its last compaction, if any, then the stored messages after it. A
- * worker that died between a model reply and its tool results leaves tool calls unanswered,
- * which the API rejects; they get answered here (and the answer is stored), so the chat can go on.
- * jobId is null for the CLI, whose turns are no jobs.
+ * The conversation's messages: its last compaction, if any, then the stored messages after it. A
+ * worker that died between a model reply and its tool results leaves tool calls unanswered, which
+ * the API rejects; they get answered here (and the answer is stored), so the conversation can go
+ * on. jobId is null for the CLI, whose turns are no jobs.
  */
 export async function loadConversation(
   db: Queryable,

@@ -1,6 +1,6 @@
 // The images a job shows the model: those attached to the triggering comment and to the item's
-// description. Each goes into the conversation once: an image the chat holds already (by its
-// SHA-256) was shown in an earlier turn, and is not added again.
+// description. Each goes into the conversation once: an image the conversation holds already (by
+// its SHA-256) was shown in an earlier turn, and is not added again.
 import { type FetchedImage, fetchImage, type ImageFetchOptions } from "../../github/images.ts";
 import type { ImageSource } from "../../github/issue-context.ts";
 import { conversationImageHashes, sha256Hex } from "../../store/conversation-images.ts";

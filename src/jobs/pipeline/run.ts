@@ -1,7 +1,7 @@
 // The job after its acknowledgement: settings, workspace, agent, then what its mode does with the
-// run (modes/: push and open a pull request, post a plan or a review...), with the progress
-// comment kept up to date all along. Safe to run again after a crash: it edits the job's one
-// comment, continues the stored chat, and finds the chat's pull request instead of opening
+// run (modes/: push and open a pull request, post a plan or a review...), with the progress comment
+// kept up to date all along. Safe to run again after a crash: it edits the job's one comment,
+// continues the stored conversation, and finds the conversation's pull request instead of opening
 // another.
 import type Anthropic from "@anthropic-ai/sdk";
 import type { ProbotOctokit } from "probot";

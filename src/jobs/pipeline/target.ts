@@ -28,7 +28,7 @@ export function chooseTarget(input: {
   const { conversation, job, mode, issue } = input;
   const pr = issue.pullRequest;
   if (conversation.kind === "issue") {
-    // The chat's own pull request, if it opened one, is where reviews and threads live.
+    // The conversation's own pull request, if it opened one, is where reviews and threads live.
     const prNumber = pr ? job.number : conversation.prNumber;
     if ((mode === "review" || mode === "threads") && prNumber === null) {
       return {

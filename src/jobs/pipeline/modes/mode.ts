@@ -28,7 +28,7 @@ export interface ModeJob {
   granted: { settings: RepoSettings; budgetUsd: number };
   conversation: Conversation;
   history: LoadedConversation;
-  /** The chat has seen the item before: only new comments are shown. */
+  /** The conversation has seen the item before: only new comments are shown. */
   itemSeen: boolean;
   issue: IssueContext;
   target: Extract<Target, { ok: true }>;
@@ -66,11 +66,11 @@ export interface PipelineMode {
    */
   pushes: boolean;
   /**
-   * Shows the model the issue or pull request: its text, the comments new to the chat, and a pull
-   * request's diff the first time. Without it the model gets only the title.
+   * Shows the model the issue or pull request: its text, the comments new to the conversation, and
+   * a pull request's diff the first time. Without it the model gets only the title.
    */
   readsItem: boolean;
-  /** The pull request's diff every time, even when the chat has seen it. */
+  /** The pull request's diff every time, even when the conversation has seen it. */
   readsDiff?: boolean;
   /** Runs the repository's setup commands in the workspace. */
   runsSetup: boolean;
