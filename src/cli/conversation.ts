@@ -42,6 +42,7 @@ function titleOf(task: string): string {
     .slice(0, 200);
 }
 
+/** A conversation this process holds (its lock), with the history it goes on from. */
 export interface HeldConversation {
   conversation: CliConversation;
   history: MessageParam[];

@@ -13,7 +13,7 @@ const ReadyCheckData = z.object({
 });
 export type ReadyCheck = z.infer<typeof ReadyCheckData>;
 
-/** Checks queued before conversations were called so name theirs chatId. */
+/** Checks queued before migration 023 name their conversation chatId. */
 const QueuedReadyCheck = z.union([
   ReadyCheckData,
   ReadyCheckData.omit({ conversationId: true })
