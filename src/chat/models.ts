@@ -44,10 +44,7 @@ export interface ModelAccess {
   permits: PermitCache;
   /** Each person's login now, by GitHub user id. */
   logins: TtlCache<string | null>;
-  /**
-   * Whether GitHub said the app is installed on a repository the store lacked, by name; briefly
-   * cached.
-   */
+  /** Whether GitHub said the app is installed on a repository the store lacked, by name; briefly cached. */
   installed: TtlCache<boolean>;
   /** Questions to GitHub per minute. */
   budget: CallBudget;

@@ -19,9 +19,7 @@ export interface SessionArgs {
   conversationId?: number;
 }
 
-/**
- * Whether `run` reads standard input: when it is a pipe, a socket or a file (--stdin, --no-stdin).
- */
+/** Whether `run` reads standard input: when it is a pipe, a socket or a file (--stdin, --no-stdin). */
 export type StdinChoice = "detect" | "read" | "skip";
 
 export interface RunArgs extends SessionArgs {

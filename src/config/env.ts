@@ -200,10 +200,7 @@ export interface Config {
   logLevel: LogLevel;
   logFormat: "json" | "pretty";
   anthropicApiKey?: string;
-  /**
-   * OpenAI-compatible model servers (OPENAI_*, OPENROUTER_API_KEY, OLLAMA_BASE_URL,
-   * VMPILOT_PROVIDERS).
-   */
+  /** OpenAI-compatible model servers (OPENAI_*, OPENROUTER_API_KEY, OLLAMA_BASE_URL, VMPILOT_PROVIDERS). */
   providers: ProviderTable;
   /** VMPILOT_MODEL: the model of repositories that name none. */
   model: string;

@@ -378,9 +378,7 @@ export interface BudgetGrant {
   monthlyLeftUsd?: number;
 }
 
-/**
- * The class of the advisory locks on scratch budgets (the two-key form, apart from single keys).
- */
+/** The class of the advisory locks on scratch budgets (the two-key form, apart from single keys). */
 export const SCRATCH_BUDGET_LOCK = 726_301;
 /** The class of the advisory locks on a person's monthly budget (spenders.ts). */
 export const SPENDER_BUDGET_LOCK = 726_302;

@@ -357,8 +357,7 @@ describe("the chat face", () => {
           },
         ],
       });
-    // Installed while no webhook reached this database: found, recorded, then served from the
-    // store.
+    // Installed while no webhook reached this database: found, recorded, then served from the store.
     github()
       .get("/repos/acme/tools/installation")
       .reply(200, { id: 99, account: { login: "acme", type: "Organization" }, suspended_at: null });

@@ -1,10 +1,9 @@
-// A worker dies mid-job and, restarted, takes the job up again: exactly one pull request and one
-// progress comment in the end. The first worker runs in a child process killed with SIGKILL while
-// the model is mid-reply; GitHub is a loopback fake both processes reach through the app's baseUrl
-// (as a GitHub Enterprise server would be reached), since nock cannot follow into another process.
-// The database is PostgreSQL when TEST_DATABASE_URL is set, else PGlite served over its socket.
-// With WORKSPACE_PROVIDER=fly, the dead worker's Machine (at the Fly API fake) is destroyed by the
-// retry.
+// A worker dies mid-job and, restarted, takes the job up again: exactly one pull request and one progress
+// comment in the end. The first worker runs in a child process killed with SIGKILL while the model
+// is mid-reply; GitHub is a loopback fake both processes reach through the app's baseUrl (as a
+// GitHub Enterprise server would be reached), since nock cannot follow into another process. The
+// database is PostgreSQL when TEST_DATABASE_URL is set, else PGlite served over its socket. With
+// WORKSPACE_PROVIDER=fly, the dead worker's Machine (at the Fly API fake) is destroyed by the retry.
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, realpath, rm } from "node:fs/promises";

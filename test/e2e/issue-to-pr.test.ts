@@ -133,10 +133,7 @@ function mockToken(installation: number) {
     });
 }
 
-/**
- * What every run reads first: vmpilot.yml (none anywhere, or `config`), the issue, and its
- * comments.
- */
+/** What every run reads first: vmpilot.yml (none anywhere, or `config`), the issue, and its comments. */
 function mockReads(number: number, comments: unknown[] = [], config?: string) {
   const file = github().get(`/repos/${REPO}/contents/.github%2Fvmpilot.yml`);
   const scope = config

@@ -1,6 +1,6 @@
 // Checks on vmpilot's own pull requests, as GitHub tells of them: real check_run, check_suite and
-// workflow_run payloads POSTed to the real server (web role: nothing runs the jobs), which makes
-// one fix job per failed head vmpilot pushed last and nothing for anyone else's.
+// workflow_run payloads POSTed to the real server (web role: nothing runs the jobs), which makes one
+// fix job per failed head vmpilot pushed last and nothing for anyone else's.
 import { beforeAll, describe, expect, it } from "vitest";
 import { recordPush } from "../../src/store/ci-loop.ts";
 import { findOrCreateConversation, linkConversationToPr } from "../../src/store/conversations.ts";

@@ -113,9 +113,7 @@ function mockPull(
     });
 }
 
-/**
- * GitHub's side of a merge job whose pull request conflicts; returns the final comment's bodies.
- */
+/** GitHub's side of a merge job whose pull request conflicts; returns the final comment's bodies. */
 function mockConflictingRun(seeded: Seeded): string[] {
   // GitHub has not worked it out at first.
   mockPull(seeded, null);
@@ -130,10 +128,7 @@ function mockConflictingRun(seeded: Seeded): string[] {
 const BOTH_NOTES =
   "printf 'notes\\nbase: value.txt is read at start\\npr: value.txt says fixed\\n' > notes.txt";
 
-/**
- * The model resolving notes.txt with `command`, testing and reporting; `beforeReport` runs as it
- * reports.
- */
+/** The model resolving notes.txt with `command`, testing and reporting; `beforeReport` runs as it reports. */
 function resolveScript(command = BOTH_NOTES, beforeReport = () => {}): FakeStep[] {
   return [
     { content: [text("Resolving notes.txt."), toolUse("bash", { command })] },

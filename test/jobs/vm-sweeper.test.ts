@@ -1,5 +1,4 @@
-// The sweeper against the store and the Fly API fake: a VM outlives neither its attempt nor its
-// job.
+// The sweeper against the store and the Fly API fake: a VM outlives neither its attempt nor its job.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sweepOnce } from "../../src/jobs/vm-sweeper.ts";
 import type { Database } from "../../src/store/database.ts";

@@ -99,8 +99,7 @@ describe.each(databases())("store records on $name", (target) => {
     const ids = rows.map((row) => Number(row.id));
     await insertJobs(db.pool, ids, inputs);
     const jobs = await Promise.all(ids.map((id) => getJob(db.pool, id)));
-    // Each id is the row made from the input at the same position, with the defaults insertJob
-    // sets.
+    // Each id is the row made from the input at the same position, with the defaults insertJob sets.
     for (const [i, input] of inputs.entries()) {
       expect(jobs[i]).toMatchObject({
         conversationId: input.conversationId,

@@ -11,9 +11,7 @@ const chatTurnRequest = z.object({
   cloneUrl: z.string().nullable(),
   /** The client's system message, sanitized; "" when none. */
   system: z.string(),
-  /**
-   * historyHash of the conversation up to and with this turn's user message, as the client sent it.
-   */
+  /** historyHash of the conversation up to and with this turn's user message, as the client sent it. */
   askedHash: z.string(),
   /**
    * Earlier messages vmpilot did not recognise (a conversation begun elsewhere), as context for

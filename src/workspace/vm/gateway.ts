@@ -1,8 +1,8 @@
-// The one port VMs on an isolated Fly network reach the worker's egress proxies at
-// (fly-network.ts). The Fly Proxy forwards only a port the worker app declares, and lands each
-// connection on any of the app's worker Machines. So every worker listens on that port, reads the
-// first request's Proxy-Authorization, and hands the connection on: to this worker's proxy for that
-// VM, on loopback, or, when the password names another worker, to that worker's gateway over the
+// The one port VMs on an isolated Fly network reach the worker's egress proxies at (fly-network.ts).
+// The Fly Proxy forwards only a port the worker app declares, and lands each connection on any of
+// the app's worker Machines. So every worker listens on that port, reads the first request's
+// Proxy-Authorization, and hands the connection on: to this worker's proxy for that VM, on
+// loopback, or, when the password names another worker, to that worker's gateway over the
 // organization's network. Nothing is decided here: the VM's own proxy checks the password.
 import { randomBytes } from "node:crypto";
 import net from "node:net";

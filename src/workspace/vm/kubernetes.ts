@@ -81,8 +81,7 @@ function podSpec(options: KubernetesEngineOptions, name: string, spec: VmSpec) {
           // signal or read it (agent/identity.ts): it stays root, with the capabilities to start
           // and stop them and nothing else. Root, because a container gives added capabilities to a
           // non-root process only in its bounding set. The namespace's pod security level is
-          // "baseline" for this (deploy/kubernetes/); no_new_privs keeps commands from regaining
-          // any.
+          // "baseline" for this (deploy/kubernetes/); no_new_privs keeps commands from regaining any.
           securityContext: {
             runAsUser: 0,
             runAsNonRoot: false,
