@@ -1,7 +1,8 @@
 // Images in a conversation's messages, stored once per conversation by their SHA-256
 // (conversation_images). What the messages and compactions tables hold in place of an image's bytes
 // is a reference block, { type: "image", source: { type: "chat_image", media_type, sha256 } };
-// reading them back puts the bytes in again, as the model API takes them (a base64 source).
+// reading them back puts the bytes in again, as the model API takes them (a base64 source). The
+// type keeps the name it was stored under: messages are append-only.
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { PermanentError } from "../errors.ts";
