@@ -14,8 +14,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../src/log/logger.ts";
 import { startServer } from "../src/main.ts";
-import { findOrCreateChat, linkChatToPr } from "../src/store/chats.ts";
 import { recordPush } from "../src/store/ci-loop.ts";
+import { findOrCreateConversation, linkConversationToPr } from "../src/store/conversations.ts";
 import { openDatabase } from "../src/store/database.ts";
 import { upsertRepository } from "../src/store/installations.ts";
 import { getJob, insertJob, listJobs, updateJob } from "../src/store/jobs.ts";
@@ -158,10 +158,14 @@ async function seed(n: number) {
   sh(base, `git clone -q --bare ${seedDir} ${join(base, "served", "acme", `app${n}.git`)}`);
   heads.set(repo, head);
   await upsertRepository(db.pool, { id: n, installationId: n, fullName: repo });
-  const chat = await findOrCreateChat(db.pool, { repositoryId: n, number: 4, kind: "issue" });
+  const conversation = await findOrCreateConversation(db.pool, {
+    repositoryId: n,
+    number: 4,
+    kind: "issue",
+  });
   const cloneUrl = git.url(`acme/app${n}.git`);
   const asked = await insertJob(db.pool, {
-    chatId: chat.id,
+    conversationId: conversation.id,
     installationId: n,
     repositoryId: n,
     repo,
@@ -186,19 +190,19 @@ async function seed(n: number) {
   });
   await updateJob(db.pool, asked.id, { status: "succeeded" });
   await appendMessage(db.pool, {
-    chatId: chat.id,
+    conversationId: conversation.id,
     role: "user",
     content: "Fix the crash on empty input",
     jobId: asked.id,
   });
   await appendMessage(db.pool, {
-    chatId: chat.id,
+    conversationId: conversation.id,
     role: "assistant",
     content: [{ type: "text", text: "value.txt now says fixd." }],
     jobId: asked.id,
   });
-  await linkChatToPr(db.pool, chat.id, PR, BRANCH);
-  await recordPush(db.pool, chat.id, head, asked.id);
+  await linkConversationToPr(db.pool, conversation.id, PR, BRANCH);
+  await recordPush(db.pool, conversation.id, head, asked.id);
 
   const payload = examplePayload("check_run", "completed");
   payload.installation = { id: n };

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { createQueue, type QueueOptions } from "../src/jobs/queue.ts";
 import { insertJob } from "../src/store/jobs.ts";
 import { withTransaction } from "../src/store/sql.ts";
-import { databases, newJob, seedChat } from "../test/helpers/db.ts";
+import { databases, newJob, seedConversation } from "../test/helpers/db.ts";
 import { killWorkerMidJob } from "../test/helpers/hanging-worker.ts";
 
 // The queue's own defaults but for the heartbeat, and the identity a restart keeps.
@@ -17,10 +17,10 @@ if (!target) throw new Error("no database to run on");
 const db = await target.open();
 const producer = createQueue(db, OPTIONS);
 await producer.start();
-const { chat, key } = await seedChat(db);
+const { conversation, key } = await seedConversation(db);
 const jobId = await withTransaction(db.pool, async (client) => {
-  const job = await insertJob(client, newJob(chat));
-  await producer.enqueueJob(client, { jobId: job.id, chatKey: key });
+  const job = await insertJob(client, newJob(conversation));
+  await producer.enqueueJob(client, { jobId: job.id, conversationKey: key });
   return job.id;
 });
 await producer.stop();

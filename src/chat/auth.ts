@@ -4,13 +4,13 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { clientAddress } from "../http/client-address.ts";
-import type { ChatOwner } from "../store/api-chats.ts";
+import type { ConversationOwner } from "../store/api-conversations.ts";
 import { countKeyFailure, keyFailures } from "../store/api-key-failures.ts";
 import { useApiKey } from "../store/api-keys.ts";
 import type { Queryable } from "../store/sql.ts";
 import { ApiError, badKey } from "./errors.ts";
 
-export type Principal = ChatOwner & {
+export type Principal = ConversationOwner & {
   /** What the rate limit counts by: "operator", or the key's id. */
   keyId: string;
 };
@@ -72,5 +72,5 @@ async function principalOf(
 }
 
 /** The login to show for the principal. */
-export const loginOf = (who: ChatOwner): string =>
+export const loginOf = (who: ConversationOwner): string =>
   who.kind === "operator" ? "operator" : who.login;

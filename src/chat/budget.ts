@@ -7,15 +7,15 @@ import { ownerSpender, spentBySpender } from "../store/spenders.ts";
 import type { Queryable } from "../store/sql.ts";
 import type { Principal } from "./auth.ts";
 import { ApiError } from "./errors.ts";
-import type { Agent } from "./models.ts";
+import type { ChatModel } from "./models.ts";
 
 export async function checkBudget(
   db: Queryable,
   defaults: RepoSettings,
   who: Principal,
-  agent: Agent,
+  chatModel: ChatModel,
 ): Promise<void> {
-  const repository = agent.repository;
+  const repository = chatModel.repository;
   const page = repository ? checkRepoConfig(repository.settings) : undefined;
   const settings = resolveSettings({ defaults, page: page?.ok ? page.config : null }).values;
   const spent = await spentSince(
@@ -25,7 +25,7 @@ export async function checkBudget(
   );
   if (spent >= settings.maxDailyCostUsd) {
     throw quotaError(
-      `The daily budget ($${settings.maxDailyCostUsd.toFixed(2)}) of ${repository ? repository.fullName : "your scratch chats"} is spent; try again tomorrow (UTC).`,
+      `The daily budget ($${settings.maxDailyCostUsd.toFixed(2)}) of ${repository ? repository.fullName : "your scratch conversations"} is spent; try again tomorrow (UTC).`,
     );
   }
   const cap = settings.maxMonthlyCostUsdPerUser;
@@ -33,7 +33,7 @@ export async function checkBudget(
   const month = startOfUtcMonth(new Date());
   if ((await spentBySpender(db, ownerSpender(who), month)) < cap) return;
   throw quotaError(
-    `Your monthly budget ($${cap.toFixed(2)}, maxMonthlyCostUsdPerUser) is spent: it counts your jobs and chats in every repository this month (UTC); try again next month.`,
+    `Your monthly budget ($${cap.toFixed(2)}, maxMonthlyCostUsdPerUser) is spent: it counts your jobs and chat turns in every repository this month (UTC); try again next month.`,
   );
 }
 

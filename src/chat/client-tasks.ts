@@ -22,7 +22,9 @@ export function answerClientTask(request: CompletionRequest): string | undefined
   return "{}";
 }
 
-/** The chat's first user line, shortened: the person's own words make the plainest title. */
+/**
+ * The conversation's first user line, shortened: the person's own words make the plainest title.
+ */
 function titleOf(text: string): string {
   const history = /<chat_history>([\s\S]*?)<\/chat_history>/.exec(text)?.[1] ?? "";
   const first = /^USER:\s*(.+)$/m.exec(history)?.[1]?.trim() ?? "vmpilot chat";

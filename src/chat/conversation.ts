@@ -1,31 +1,31 @@
-// Which stored chat a request continues. Clients send the whole history every time; the longest
-// part of it that ends at a reply vmpilot gave finds the turn (see history-hash.ts). A request
-// that goes back (regenerate, an edited message) branches the chat at that turn.
+// Which stored conversation a request continues. Clients send the whole history every time; the
+// longest part of it that ends at a reply vmpilot gave finds the turn (see history-hash.ts). A
+// request that goes back (regenerate, an edited message) branches the conversation at that turn.
 import { sanitize } from "../github/sanitize.ts";
 import { type ClientMessage, extendHash } from "../jobs/chat-turn/history-hash.ts";
 import {
-  type ApiChat,
-  branchApiChat,
-  type ChatOwner,
+  type ApiConversation,
+  branchApiConversation,
   type ChatTurn,
-  createApiChat,
-  findClientChat,
+  type ConversationOwner,
+  createApiConversation,
+  findClientConversation,
   findTurn,
-  getApiChat,
+  getApiConversation,
   lastTurn,
-} from "../store/api-chats.ts";
+} from "../store/api-conversations.ts";
 import type { Queryable } from "../store/sql.ts";
 import type { Principal } from "./auth.ts";
 import { type CompletionRequest, imageUrls, messageText } from "./body.ts";
 import { badRequest } from "./errors.ts";
-import type { Agent } from "./models.ts";
+import type { ChatModel } from "./models.ts";
 
 /** Earlier messages vmpilot has not seen are passed on as context, this much at most. */
 const TRANSCRIPT_CAP = 20_000;
 const PR_COMMAND = /^[ \t]*\/vmpilot[ \t]+pr\b.*$/im;
 
 export interface PlannedTurn {
-  chat: ApiChat;
+  conversation: ApiConversation;
   /** The new message, sanitized: the instruction. */
   instruction: string;
   system: string;
@@ -73,7 +73,11 @@ function transcriptOf(messages: readonly ClientMessage[]): string {
  * The owner's newest turn that the longest prefix of the history, ending at a reply, hashes to;
  * and that prefix's length. One query, however long the history.
  */
-async function matchTurn(db: Queryable, owner: ChatOwner, history: readonly ClientMessage[]) {
+async function matchTurn(
+  db: Queryable,
+  owner: ConversationOwner,
+  history: readonly ClientMessage[],
+) {
   const lengths: number[] = [];
   const hashes: string[] = [];
   let hash = "";
@@ -88,55 +92,62 @@ async function matchTurn(db: Queryable, owner: ChatOwner, history: readonly Clie
   return found && { turn: found.turn, length: lengths[found.index] as number };
 }
 
-/** The chat where the turn goes on: the turn's own when it is the chat's latest, else a branch. */
-async function continueAt(db: Queryable, turn: ChatTurn): Promise<ApiChat | undefined> {
-  const chat = await getApiChat(db, turn.chatId);
-  if (!chat?.owner) return undefined;
-  const latest = await lastTurn(db, chat.id);
-  if (latest?.turn === turn.turn && chat.messageCount === turn.messageCount) return chat;
-  return (await branchApiChat(db, { ...chat, owner: chat.owner }, turn)).chat;
+/**
+ * The conversation where the turn goes on: the turn's own when it is the conversation's latest,
+ * else a branch.
+ */
+async function continueAt(db: Queryable, turn: ChatTurn): Promise<ApiConversation | undefined> {
+  const conversation = await getApiConversation(db, turn.conversationId);
+  if (!conversation?.owner) return undefined;
+  const latest = await lastTurn(db, conversation.id);
+  if (latest?.turn === turn.turn && conversation.messageCount === turn.messageCount)
+    return conversation;
+  return (await branchApiConversation(db, { ...conversation, owner: conversation.owner }, turn))
+    .conversation;
 }
 
 export async function planTurn(
   db: Queryable,
   who: Principal,
-  agent: Agent,
+  chatModel: ChatModel,
   request: CompletionRequest,
-  clientChatId: string | null,
+  clientConversationId: string | null,
 ): Promise<PlannedTurn> {
   const { system, history, user } = split(request);
   const pullRequest = PR_COMMAND.test(user);
-  if (pullRequest && !agent.repository) {
+  if (pullRequest && !chatModel.repository) {
     throw badRequest("A pull request needs a repository: choose a vmpilot/<owner>/<repo> model.");
   }
-  const repositoryId = agent.repository?.id ?? null;
+  const repositoryId = chatModel.repository?.id ?? null;
   const askedHash = extendHash(history.reduce(extendHash, ""), { role: "user", text: user });
   const matched = await matchTurn(db, who, history);
-  let chat: ApiChat | undefined;
+  let conversation: ApiConversation | undefined;
   let unseen = history;
   if (matched) {
     const found = await continueAt(db, matched.turn);
-    // A conversation moved to another agent starts afresh there.
+    // A conversation moved to another model starts afresh there.
     if (found?.repositoryId === repositoryId) {
-      chat = found;
+      conversation = found;
       unseen = history.slice(matched.length);
     }
   }
-  if (!chat && clientChatId) {
-    const named = await findClientChat(db, who, clientChatId);
+  if (!conversation && clientConversationId) {
+    const named = await findClientConversation(db, who, clientConversationId);
     if (named?.repositoryId === repositoryId) {
-      chat = named;
+      conversation = named;
       unseen = [];
     }
   }
-  chat ??= await createApiChat(db, {
+  conversation ??= await createApiConversation(db, {
     owner: who,
     repositoryId,
-    clientChatId:
-      clientChatId && !(await findClientChat(db, who, clientChatId)) ? clientChatId : null,
+    clientConversationId:
+      clientConversationId && !(await findClientConversation(db, who, clientConversationId))
+        ? clientConversationId
+        : null,
   });
   return {
-    chat,
+    conversation,
     instruction: sanitize(user.replace(PR_COMMAND, "")).trim(),
     system,
     askedHash,

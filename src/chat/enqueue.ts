@@ -4,30 +4,30 @@
 import type { FetchedImage } from "../github/images.ts";
 import type { ChatTurnRequest } from "../jobs/chat-turn/request.ts";
 import type { Queue } from "../jobs/queue.ts";
-import { storeImage } from "../store/chat-images.ts";
-import { chatKey } from "../store/chats.ts";
+import { storeImage } from "../store/conversation-images.ts";
+import { conversationKey } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";
 import { insertJob, type Job } from "../store/jobs.ts";
 import { withTransaction } from "../store/sql.ts";
 import { loginOf, type Principal } from "./auth.ts";
 import type { PlannedTurn } from "./conversation.ts";
-import type { Agent } from "./models.ts";
+import type { ChatModel } from "./models.ts";
 
 export async function enqueueTurn(
   db: Database,
   queue: Pick<Queue, "enqueueJob" | "wake">,
   input: {
     who: Principal;
-    agent: Agent;
+    chatModel: ChatModel;
     plan: PlannedTurn;
     cloneUrl: string | null;
     /** The new message's images, read and checked (images.ts). */
     images: readonly FetchedImage[];
   },
 ): Promise<Job> {
-  const { who, agent, plan } = input;
+  const { who, chatModel, plan } = input;
   const context: Omit<ChatTurnRequest, "images"> = {
-    agent: agent.id,
+    agent: chatModel.id,
     cloneUrl: input.cloneUrl,
     system: plan.system,
     askedHash: plan.askedHash,
@@ -36,24 +36,30 @@ export async function enqueueTurn(
     operator: who.kind === "operator",
   };
   const job = await withTransaction(db.pool, async (client) => {
-    // Stored once per chat by hash, like an issue's; the job names them.
+    // Stored once per conversation by hash, like an issue's; the job names them.
     const images: ChatTurnRequest["images"] = [];
     for (const { mediaType, data } of input.images) {
-      images.push({ mediaType, sha256: await storeImage(client, plan.chat.id, mediaType, data) });
+      images.push({
+        mediaType,
+        sha256: await storeImage(client, plan.conversation.id, mediaType, data),
+      });
     }
     const inserted = await insertJob(client, {
-      chatId: plan.chat.id,
-      installationId: agent.repository?.installationId ?? null,
-      repositoryId: agent.repository?.id ?? null,
-      repo: agent.repository?.fullName ?? "scratch",
+      conversationId: plan.conversation.id,
+      installationId: chatModel.repository?.installationId ?? null,
+      repositoryId: chatModel.repository?.id ?? null,
+      repo: chatModel.repository?.fullName ?? "scratch",
       number: null,
       trigger: "chat",
-      // To show, and for the worker's gate; whose the turn is, is its chat's owner.
+      // To show, and for the worker's gate; whose the turn is, is its conversation's owner.
       requester: loginOf(who),
       instruction: plan.instruction,
       context: { ...context, images },
     });
-    await queue.enqueueJob(client, { jobId: inserted.id, chatKey: chatKey(plan.chat.id) });
+    await queue.enqueueJob(client, {
+      jobId: inserted.id,
+      conversationKey: conversationKey(plan.conversation.id),
+    });
     return inserted;
   });
   queue.wake();

@@ -1,8 +1,8 @@
-// The agents a key may use, as OpenAI models: `vmpilot/<owner>/<repo>` for each repository of the
-// app's installations whose gate lets the key's owner in (the issue path's: write access, or the
-// repository's allow-list), and `vmpilot` (a scratch workspace) for whoever may use one of them.
-// Decided on the repository's settings as they are then; GitHub's answers are remembered a minute
-// for a request, longer for a listing, per person, and asked within a budget per minute.
+// The models a key may use, as OpenAI lists models: `vmpilot/<owner>/<repo>` for each repository of
+// the app's installations whose gate lets the key's owner in (the issue path's: write access, or
+// the repository's allow-list), and `vmpilot` (a scratch workspace) for whoever may use one of
+// them. Decided on the repository's settings as they are then; GitHub's answers are remembered a
+// minute for a request, longer for a listing, per person, and asked within a budget per minute.
 import type { ProbotOctokit } from "probot";
 import type { RepoSettings } from "../config/repo-config.ts";
 import { findRepositoryInstallation, getRepositoryByName } from "../github/installations.ts";
@@ -32,7 +32,7 @@ export const FOR_LISTING_MS = 15 * 60_000;
 /** Questions a listing has out to GitHub at once. */
 const CONCURRENCY = 8;
 
-export interface AgentAccess {
+export interface ModelAccess {
   db: Queryable;
   /** An installation's client; without an id, the app's own (a JWT). */
   auth(installationId?: number): Promise<ProbotOctokit>;
@@ -51,7 +51,8 @@ export interface AgentAccess {
   logger: Logger;
 }
 
-export interface Agent {
+/** A model the chat face offers: a repository's workspace, or scratch. */
+export interface ChatModel {
   id: string;
   /** Null for scratch. */
   repository: Repository | null;
@@ -60,7 +61,7 @@ export interface Agent {
 type Person = Extract<Principal, { kind: "user" }>;
 
 /** One client per installation for the length of a request, its token asked for once. */
-function clients(access: AgentAccess) {
+function clients(access: ModelAccess) {
   const made = new Map<number, Promise<ProbotOctokit>>();
   return (installationId: number) => {
     let client = made.get(installationId);
@@ -73,7 +74,7 @@ function clients(access: AgentAccess) {
 }
 
 interface Asking {
-  access: AgentAccess;
+  access: ModelAccess;
   who: Person;
   login: string;
   client: ReturnType<typeof clients>;
@@ -121,7 +122,7 @@ async function decide(a: Asking, repo: Repository, ask: boolean): Promise<boolea
  * those their own token listed on the web (all, if it never did); of the rest, those whose
  * settings are known, for the allow-lists, which ask nothing.
  */
-async function candidates(access: AgentAccess, who: Person, repositories: Repository[]) {
+async function candidates(access: ModelAccess, who: Person, repositories: Repository[]) {
   const pushable = await pushableRepositories(access.db, who.id);
   return repositories.flatMap((repo) => {
     const ask = !pushable || pushable.has(repo.id);
@@ -131,7 +132,7 @@ async function candidates(access: AgentAccess, who: Person, repositories: Reposi
 
 /** The person as GitHub knows them now, to ask about; null when they cannot be asked about. */
 async function asking(
-  access: AgentAccess,
+  access: ModelAccess,
   who: Person,
   first: Repository | undefined,
   maxAgeMs: number,
@@ -143,14 +144,14 @@ async function asking(
   return login === null ? null : { access, who, login, client, maxAgeMs };
 }
 
-export async function listAgents(access: AgentAccess, who: Principal): Promise<Agent[]> {
+export async function listModels(access: ModelAccess, who: Principal): Promise<ChatModel[]> {
   const repositories = await listActiveRepositories(access.db);
   const scratch = { id: SCRATCH, repository: null };
-  const agentOf = (repository: Repository) => ({
+  const modelOf = (repository: Repository) => ({
     id: `${PREFIX}${repository.fullName}`,
     repository,
   });
-  if (who.kind === "operator") return [scratch, ...repositories.map(agentOf)];
+  if (who.kind === "operator") return [scratch, ...repositories.map(modelOf)];
   access.permits.size(repositories.length);
   const todo = await candidates(access, who, repositories);
   let a: Asking | null;
@@ -184,12 +185,12 @@ export async function listAgents(access: AgentAccess, who: Principal): Promise<A
       "models listed without the repositories GitHub's budget left unasked this minute",
     );
   }
-  const agents = todo.flatMap(({ repo }, i) => (allowed[i] ? [agentOf(repo)] : []));
-  return agents.length > 0 ? [scratch, ...agents] : [];
+  const models = todo.flatMap(({ repo }, i) => (allowed[i] ? [modelOf(repo)] : []));
+  return models.length > 0 ? [scratch, ...models] : [];
 }
 
 /** Scratch spends the operator's model budget: only for someone who may use a repository now. */
-async function mayUseScratch(access: AgentAccess, who: Person): Promise<Asking | null> {
+async function mayUseScratch(access: ModelAccess, who: Person): Promise<Asking | null> {
   const repositories = await listActiveRepositories(access.db);
   access.permits.size(repositories.length);
   const todo = await candidates(access, who, repositories);
@@ -206,14 +207,14 @@ async function mayUseScratch(access: AgentAccess, who: Person): Promise<Asking |
 }
 
 /**
- * The agent a model id names, if the key may use it, and who asks as GitHub knows them now; 404
+ * The model a model id names, if the key may use it, and who asks as GitHub knows them now; 404
  * otherwise, so strangers learn nothing; 429 when the answer needs a question past the budget.
  */
-export async function resolveAgent(
-  access: AgentAccess,
+export async function resolveModel(
+  access: ModelAccess,
   who: Principal,
   model: string,
-): Promise<{ agent: Agent; who: Principal }> {
+): Promise<{ chatModel: ChatModel; who: Principal }> {
   try {
     return await resolve(access, who, model);
   } catch (error) {
@@ -228,24 +229,24 @@ export async function resolveAgent(
   }
 }
 
-async function resolve(access: AgentAccess, who: Principal, model: string) {
+async function resolve(access: ModelAccess, who: Principal, model: string) {
   if (model === SCRATCH) {
     const scratch = { id: SCRATCH, repository: null };
-    if (who.kind === "operator") return { agent: scratch, who };
+    if (who.kind === "operator") return { chatModel: scratch, who };
     const a = await mayUseScratch(access, who);
     if (!a) throw unknownModel(model);
-    return { agent: scratch, who: { ...who, login: a.login } };
+    return { chatModel: scratch, who: { ...who, login: a.login } };
   }
   if (!model.startsWith(PREFIX)) throw unknownModel(model);
   const fullName = model.slice(PREFIX.length);
   const repository =
     (await findActiveRepository(access.db, fullName)) ?? (await learnRepository(access, fullName));
   if (!repository) throw unknownModel(model);
-  const agent = { id: `${PREFIX}${repository.fullName}`, repository };
-  if (who.kind === "operator") return { agent, who };
+  const chatModel = { id: `${PREFIX}${repository.fullName}`, repository };
+  if (who.kind === "operator") return { chatModel, who };
   const a = await asking(access, who, repository, FOR_USE_MS);
   if (!a || !(await decide(a, repository, true))) throw unknownModel(model);
-  return { agent, who: { ...who, login: a.login } };
+  return { chatModel, who: { ...who, login: a.login } };
 }
 
 /**
@@ -253,7 +254,7 @@ async function resolve(access: AgentAccess, who: Principal, model: string) {
  * GitHub is asked, once per name while the answer is cached, and a yes is recorded.
  */
 async function learnRepository(
-  access: AgentAccess,
+  access: ModelAccess,
   fullName: string,
 ): Promise<Repository | undefined> {
   const [, owner = "", repo = ""] = FULL_NAME.exec(fullName) ?? [];

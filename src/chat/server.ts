@@ -18,7 +18,7 @@ import { askedImages, planTurn } from "./conversation.ts";
 import { enqueueTurn } from "./enqueue.ts";
 import { ApiError, sendApiError } from "./errors.ts";
 import { readRequestImages } from "./images.ts";
-import { type AgentAccess, FOR_LISTING_MS, listAgents, resolveAgent } from "./models.ts";
+import { FOR_LISTING_MS, listModels, type ModelAccess, resolveModel } from "./models.ts";
 import { CallBudget, PermitCache } from "./permits.ts";
 import { takeRequest } from "./rate-limit.ts";
 import {
@@ -97,7 +97,7 @@ function answerAtOnce(
 export function mountChatFace(deps: ChatFaceDeps): ChatFace {
   const perMinute = deps.ratePerMinute ?? 60;
   const open = new Set<ServerResponse>();
-  const access: AgentAccess = {
+  const access: ModelAccess = {
     db: deps.db.pool,
     auth: deps.auth,
     allowedUsers: deps.allowedUsers,
@@ -113,8 +113,8 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
   async function models(req: IncomingMessage, res: ServerResponse) {
     const who = await authenticate(req, deps.db.pool, deps.operatorKey, deps.clientAddressHeader);
     await takeRequest(deps.db.pool, who.keyId, perMinute);
-    const agents = await listAgents(access, who);
-    const data = agents.map((a) => ({
+    const models = await listModels(access, who);
+    const data = models.map((a) => ({
       id: a.id,
       object: "model",
       created: 0,
@@ -139,30 +139,36 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     }
     const request = parseCompletionRequest(raw.toString("utf8"));
     // The login GitHub gives the key's owner now, which the worker asks about again.
-    const { agent, who } = await resolveAgent(access, key, request.model);
+    const { chatModel, who } = await resolveModel(access, key, request.model);
     const chore = answerClientTask(request);
     if (chore !== undefined) {
-      answerAtOnce(res, request, agent.id, chore);
+      answerAtOnce(res, request, chatModel.id, chore);
       return;
     }
-    await checkBudget(deps.db.pool, deps.defaults, who, agent);
+    await checkBudget(deps.db.pool, deps.defaults, who, chatModel);
     const images = await readRequestImages(askedImages(request), deps.imageFetch);
     const header = req.headers["x-openwebui-chat-id"];
-    const clientChatId =
+    const clientConversationId =
       request.chat_id ?? (typeof header === "string" ? header.slice(0, 200) : null);
-    const plan = await planTurn(deps.db.pool, who, agent, request, clientChatId || null);
+    const plan = await planTurn(
+      deps.db.pool,
+      who,
+      chatModel,
+      request,
+      clientConversationId || null,
+    );
     const completion: Completion = {
       id: `chatcmpl-${randomUUID()}`,
-      model: agent.id,
+      model: chatModel.id,
       created: Math.floor(Date.now() / 1000),
     };
     const stream = request.stream === true;
     if (stream) startStream(res, completion);
     const job = await enqueueTurn(deps.db, deps.queue, {
       who,
-      agent,
+      chatModel,
       plan,
-      cloneUrl: agent.repository ? deps.cloneUrl(agent.repository.fullName) : null,
+      cloneUrl: chatModel.repository ? deps.cloneUrl(chatModel.repository.fullName) : null,
       images,
     });
     const gone = new AbortController();
@@ -184,7 +190,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
         },
       });
       if (usage === null) {
-        // The client went away: stop the turn; the chat stays, at its last finished turn.
+        // The client went away: stop the turn; the conversation stays, at its last finished turn.
         await deps.queue.cancel(job.id);
         return;
       }

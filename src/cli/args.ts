@@ -7,7 +7,7 @@ const isProvider = (name: string): name is ProviderName =>
 
 /** What `run` and `chat` share: where, how, and which conversation. */
 export interface SessionArgs {
-  /** Optional only with --chat: the conversation knows its repository. */
+  /** Optional only with --conversation: the conversation knows its repository. */
   repo?: string;
   branch?: string;
   provider: ProviderName;
@@ -15,8 +15,8 @@ export interface SessionArgs {
   maxSteps?: number;
   /** --continue: the repository's latest conversation. */
   continueLatest: boolean;
-  /** --chat <id>: that conversation. */
-  chatId?: number;
+  /** --conversation <id>: that conversation. */
+  conversationId?: number;
 }
 
 /** Whether `run` reads standard input: when it is a pipe, a socket or a file (--stdin, --no-stdin). */
@@ -34,15 +34,15 @@ export interface RunArgs extends SessionArgs {
 export type CliCommand =
   | { command: "run"; args: RunArgs }
   | { command: "chat"; args: SessionArgs }
-  | { command: "chats"; repo: string };
+  | { command: "conversations"; repo: string };
 
 /** A problem the user can fix; the CLI prints its message on one line and exits 2. */
 export class UsageError extends Error {}
 
 const usage = `usage:
-  vmpilot run --repo <path-or-git-url> [--continue | --chat id] [--branch name] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n] [--json] [-f FILE]... [--stdin | --no-stdin] "task" (- reads it from stdin)
-  vmpilot chat --repo <path-or-git-url> [--continue | --chat id] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n]
-  vmpilot chats --repo <path-or-git-url>`;
+  vmpilot run --repo <path-or-git-url> [--continue | --conversation id] [--branch name] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n] [--json] [-f FILE]... [--stdin | --no-stdin] "task" (- reads it from stdin)
+  vmpilot chat --repo <path-or-git-url> [--continue | --conversation id] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n]
+  vmpilot conversations --repo <path-or-git-url>`;
 
 const sessionOptions = {
   repo: { type: "string" },
@@ -51,7 +51,7 @@ const sessionOptions = {
   model: { type: "string" },
   "max-steps": { type: "string" },
   continue: { type: "boolean" },
-  chat: { type: "string" },
+  conversation: { type: "string" },
 } as const;
 
 const runOptions = {
@@ -86,15 +86,18 @@ function sessionArgs(values: {
   model?: string;
   "max-steps"?: string;
   continue?: boolean;
-  chat?: string;
+  conversation?: string;
 }): SessionArgs {
-  const chatId = positiveInteger(values.chat, "--chat");
+  const conversationId = positiveInteger(values.conversation, "--conversation");
   const continueLatest = values.continue === true;
-  if (continueLatest && chatId !== undefined) {
-    throw new UsageError("--continue and --chat pick a conversation each: give one of them");
+  if (continueLatest && conversationId !== undefined) {
+    throw new UsageError(
+      "--continue and --conversation pick a conversation each: give one of them",
+    );
   }
-  if (!values.repo && chatId === undefined) throw new UsageError(`missing --repo\n${usage}`);
-  if (values.branch && (continueLatest || chatId !== undefined)) {
+  if (!values.repo && conversationId === undefined)
+    throw new UsageError(`missing --repo\n${usage}`);
+  if (values.branch && (continueLatest || conversationId !== undefined)) {
     throw new UsageError("--branch names a new conversation's branch: a continued one has its own");
   }
   const provider = values.provider ?? "sandbox";
@@ -108,7 +111,7 @@ function sessionArgs(values: {
     model: values.model,
     maxSteps: positiveInteger(values["max-steps"], "--max-steps"),
     continueLatest,
-    chatId,
+    conversationId,
   };
 }
 
@@ -140,7 +143,7 @@ export function parseCommand(argv: string[]): CliCommand {
     }
     return { command, args: sessionArgs(values) };
   }
-  if (command === "chats") {
+  if (command === "conversations") {
     const { values } = parse(rest, { repo: { type: "string" } } as const);
     if (!values.repo) throw new UsageError(`missing --repo\n${usage}`);
     return { command, repo: values.repo };

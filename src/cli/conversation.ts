@@ -3,17 +3,17 @@
 import { hostname } from "node:os";
 import type Anthropic from "@anthropic-ai/sdk";
 import type pg from "pg";
-import { loadChat } from "../jobs/pipeline/history.ts";
+import { loadConversation } from "../jobs/pipeline/history.ts";
 import {
   addCliTurn,
-  ChatLockedError,
-  type CliChat,
-  createCliChat,
-  getCliChat,
-  listCliChats,
-  lockCliChat,
-  releaseCliChat,
-} from "../store/cli-chats.ts";
+  type CliConversation,
+  ConversationLockedError,
+  createCliConversation,
+  getCliConversation,
+  listCliConversations,
+  lockCliConversation,
+  releaseCliConversation,
+} from "../store/cli-conversations.ts";
 import { saveCompaction } from "../store/compactions.ts";
 import { isRunning } from "../store/data-dir-lock.ts";
 import { appendMessage } from "../store/messages.ts";
@@ -33,7 +33,7 @@ function staleLock(lockedBy: string | null): boolean {
   return lockedBy.slice(0, at) === hostname() && pid > 0 && !isRunning(pid);
 }
 
-/** The first line of the first task, as `vmpilot chats` shows it: no control characters. */
+/** The first line of the first task, as `vmpilot conversations` shows it: no control characters. */
 function titleOf(task: string): string {
   const line = task.trim().split("\n")[0] ?? "";
   return line
@@ -42,8 +42,9 @@ function titleOf(task: string): string {
     .slice(0, 200);
 }
 
-export interface Conversation {
-  chat: CliChat;
+/** A conversation this process holds (its lock), with the history it goes on from. */
+export interface HeldConversation {
+  conversation: CliConversation;
   history: MessageParam[];
   /** How many stored messages `history` stands for (a compaction stands for several). */
   storedCount: number;
@@ -62,36 +63,49 @@ export async function openConversation(
   db: Queryable,
   repo: string | undefined,
   choice: ConversationChoice,
-): Promise<Conversation> {
-  let chat: CliChat | undefined;
+): Promise<HeldConversation> {
+  let conversation: CliConversation | undefined;
   if (choice.kind === "new") {
     if (repo === undefined) throw new UsageError("missing --repo");
-    const taken = new Set((await listCliChats(db, repo)).map((c) => c.branch));
+    const taken = new Set((await listCliConversations(db, repo)).map((c) => c.branch));
     const branch = await choice.branch(taken);
-    chat = await createCliChat(db, { repo, branch, title: titleOf(choice.title), holder: HOLDER });
-    return { chat, history: [], storedCount: 0 };
+    conversation = await createCliConversation(db, {
+      repo,
+      branch,
+      title: titleOf(choice.title),
+      holder: HOLDER,
+    });
+    return { conversation, history: [], storedCount: 0 };
   }
   if (choice.kind === "latest") {
     if (repo === undefined) throw new UsageError("missing --repo");
-    chat = (await listCliChats(db, repo))[0];
-    if (!chat) {
+    conversation = (await listCliConversations(db, repo))[0];
+    if (!conversation) {
       throw new UsageError(`no conversation for ${repo} yet: run without --continue to start one`);
     }
   } else {
-    chat = await getCliChat(db, choice.id);
-    if (!chat) throw new UsageError(`no conversation ${choice.id}: \`vmpilot chats\` lists them`);
-    if (repo !== undefined && chat.repo !== repo) {
-      throw new UsageError(`conversation ${chat.id} belongs to ${chat.repo}, not ${repo}`);
+    conversation = await getCliConversation(db, choice.id);
+    if (!conversation)
+      throw new UsageError(`no conversation ${choice.id}: \`vmpilot conversations\` lists them`);
+    if (repo !== undefined && conversation.repo !== repo) {
+      throw new UsageError(
+        `conversation ${conversation.id} belongs to ${conversation.repo}, not ${repo}`,
+      );
     }
   }
   try {
-    chat = await lockCliChat(db, chat, HOLDER, staleLock(chat.lockedBy));
+    conversation = await lockCliConversation(
+      db,
+      conversation,
+      HOLDER,
+      staleLock(conversation.lockedBy),
+    );
   } catch (error) {
-    if (error instanceof ChatLockedError) throw new UsageError(error.message);
+    if (error instanceof ConversationLockedError) throw new UsageError(error.message);
     throw error;
   }
-  const loaded = await loadChat(db, chat.id, null);
-  return { chat, history: loaded.messages, storedCount: loaded.storedCount };
+  const loaded = await loadConversation(db, conversation.id, null);
+  return { conversation, history: loaded.messages, storedCount: loaded.storedCount };
 }
 
 /** What one turn adds to the conversation. */
@@ -108,29 +122,29 @@ export interface TurnRecord {
  */
 export async function saveTurn(
   pool: pg.Pool,
-  conversation: Conversation,
+  held: HeldConversation,
   turn: TurnRecord,
-): Promise<CliChat> {
-  const id = conversation.chat.id;
+): Promise<CliConversation> {
+  const id = held.conversation.id;
   await withTransaction(pool, async (db) => {
     for (const message of turn.messages) {
-      await appendMessage(db, { chatId: id, role: message.role, content: message.content });
+      await appendMessage(db, { conversationId: id, role: message.role, content: message.content });
     }
     if (turn.compaction) {
       await saveCompaction(db, id, {
-        coveredMessages: conversation.storedCount + turn.compaction.afterMessages,
+        coveredMessages: held.storedCount + turn.compaction.afterMessages,
         messages: turn.compaction.messages,
       });
     }
     await addCliTurn(db, id, turn.costUsd);
   });
-  conversation.storedCount += turn.messages.length;
-  const now = await getCliChat(pool, id);
+  held.storedCount += turn.messages.length;
+  const now = await getCliConversation(pool, id);
   if (!now) throw new Error(`conversation ${id} vanished`);
-  conversation.chat = now;
+  held.conversation = now;
   return now;
 }
 
-export async function releaseConversation(db: Queryable, conversation: Conversation) {
-  await releaseCliChat(db, conversation.chat.id, HOLDER);
+export async function releaseConversation(db: Queryable, held: HeldConversation) {
+  await releaseCliConversation(db, held.conversation.id, HOLDER);
 }

@@ -2,8 +2,8 @@ import "../node-version.ts";
 import { SandboxUnavailableError } from "../workspace/index.ts";
 import { parseCommand, UsageError } from "./args.ts";
 import { readsStdin } from "./attachments.ts";
-import { listChats } from "./chats.ts";
 import { EXIT } from "./exit-code.ts";
+import { listConversations } from "./list-conversations.ts";
 import { runRepl } from "./repl.ts";
 import { runTask } from "./run.ts";
 import { terminalText } from "./terminal-text.ts";
@@ -11,7 +11,7 @@ import { terminalText } from "./terminal-text.ts";
 function dispatch(): Promise<number> {
   const command = parseCommand(process.argv.slice(2));
   const { env, stdout, stderr, stdin } = process;
-  if (command.command === "chats") return listChats(command.repo, { stdout, env });
+  if (command.command === "conversations") return listConversations(command.repo, { stdout, env });
   if (command.command === "chat") {
     return runRepl(command.args, {
       input: stdin,

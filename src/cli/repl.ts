@@ -40,7 +40,7 @@ async function loadHistory(file: string): Promise<string[]> {
 export async function runRepl(args: SessionArgs, io: ReplIo): Promise<number> {
   const options = sessionOptions(args, io.env, io.output);
   if (args.repo !== undefined) await resolveTarget(args.repo);
-  const resuming = args.chatId !== undefined || args.continueLatest;
+  const resuming = args.conversationId !== undefined || args.continueLatest;
   // A new conversation is made by the first line typed: its branch is named after it.
   let session = resuming ? await CliSession.open(options, conversationStart(args, "")) : undefined;
   // What is said includes the agent's diff.
@@ -82,7 +82,7 @@ export async function runRepl(args: SessionArgs, io: ReplIo): Promise<number> {
       else if (line === "/cost") {
         say(
           session
-            ? `conversation ${session.chat.id}: ${formatUsd(session.chat.costUsd)} over ${session.chat.turns} turns\n`
+            ? `conversation ${session.conversation.id}: ${formatUsd(session.conversation.costUsd)} over ${session.conversation.turns} turns\n`
             : "nothing spent yet\n",
         );
       } else if (line === "/diff") {

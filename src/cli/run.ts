@@ -54,7 +54,7 @@ export function sessionOptions(
 }
 
 export function conversationStart(args: SessionArgs, firstTask: string): ConversationStart {
-  if (args.chatId !== undefined) return { chatId: args.chatId };
+  if (args.conversationId !== undefined) return { conversationId: args.conversationId };
   return args.continueLatest ? { continue: true } : { firstTask };
 }
 

@@ -27,8 +27,8 @@ import {
 import type { ProviderName } from "../workspace/types.ts";
 import { UsageError } from "./args.ts";
 import {
-  type Conversation,
   type ConversationChoice,
+  type HeldConversation,
   openConversation,
   releaseConversation,
   saveTurn,
@@ -96,14 +96,17 @@ export interface SessionOptions {
   json?: ProgressOutput;
 }
 
-export type ConversationStart = { continue: true } | { chatId: number } | { firstTask: string };
+export type ConversationStart =
+  | { continue: true }
+  | { conversationId: number }
+  | { firstTask: string };
 
 export class CliSession {
   #workspace?: Workspace;
   #checkout?: Checkout;
   #dest?: string;
   #target?: Target;
-  #conversation?: Conversation;
+  #held?: HeldConversation;
   #released = false;
 
   readonly options: SessionOptions;
@@ -131,24 +134,25 @@ export class CliSession {
         branch: async (taken) => branch ?? branchName(start.firstTask, target, taken),
       };
     } else {
-      choice = "chatId" in start ? { kind: "id", id: start.chatId } : { kind: "latest" };
+      choice =
+        "conversationId" in start ? { kind: "id", id: start.conversationId } : { kind: "latest" };
     }
-    session.#conversation = await withStore(options.env, options.dataDir, (db) =>
+    session.#held = await withStore(options.env, options.dataDir, (db) =>
       openConversation(db, target?.key, choice),
     );
-    session.#target = target ?? (await resolveTarget(session.#conversation.chat.repo));
-    const { chat } = session.#conversation;
-    if (chat.turns > 0) {
+    session.#target = target ?? (await resolveTarget(session.#held.conversation.repo));
+    const { conversation } = session.#held;
+    if (conversation.turns > 0) {
       session.#print(
-        `vmpilot: continuing conversation ${chat.id} (${chat.turns} turns, ${formatUsd(chat.costUsd)} so far) on branch ${chat.branch}`,
+        `vmpilot: continuing conversation ${conversation.id} (${conversation.turns} turns, ${formatUsd(conversation.costUsd)} so far) on branch ${conversation.branch}`,
       );
     }
     return session;
   }
 
-  get chat() {
-    if (!this.#conversation) throw new Error("the session has no conversation");
-    return this.#conversation.chat;
+  get conversation() {
+    if (!this.#held) throw new Error("the session has no conversation");
+    return this.#held.conversation;
   }
 
   async #ensureWorkspace(): Promise<Workspace> {
@@ -157,7 +161,7 @@ export class CliSession {
     const target = this.#target as Target;
     await mkdir(join(dataDir, "workspaces"), { recursive: true });
     this.#dest = join(await mkdtemp(join(dataDir, "workspaces", "run-")), "repo");
-    const branch = this.chat.branch;
+    const branch = this.conversation.branch;
     // The branch is there once a turn committed something; until then it starts afresh.
     this.#checkout = await prepareCheckout({
       dataDir,
@@ -188,7 +192,7 @@ export class CliSession {
     const workspace = await this.#ensureWorkspace();
     // Earlier turns were committed: a turn that adds nothing to that owes no test report.
     const start = await headOf(workspace);
-    const conversation = this.#conversation as Conversation;
+    const held = this.#held as HeldConversation;
     const plugins = selectPlugins(await discoverPlugins(), DEFAULT_ENABLED_PLUGINS);
     const system = await buildSystemPrompt({ workspace, plugins });
     const printer = createProgressPrinter(this.options.human);
@@ -199,7 +203,7 @@ export class CliSession {
     try {
       result = await runAgent({
         workspace,
-        messages: conversation.history,
+        messages: held.history,
         instruction,
         system,
         model: this.options.model,
@@ -224,10 +228,10 @@ export class CliSession {
     }
     record.messages = added;
     record.costUsd = result.usage.costUsd;
-    conversation.history = result.messages;
-    const chat = await withStore(this.options.env, this.options.dataDir, async (db) => {
-      const saved = await saveTurn(db, conversation, record);
-      if (last) await releaseConversation(db, conversation);
+    held.history = result.messages;
+    const conversation = await withStore(this.options.env, this.options.dataDir, async (db) => {
+      const saved = await saveTurn(db, held, record);
+      if (last) await releaseConversation(db, held);
       return saved;
     });
     this.#released = last;
@@ -236,15 +240,15 @@ export class CliSession {
     const usage = result.usage;
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     const summary = {
-      chat: chat.id,
+      conversation: conversation.id,
       reason: result.reason,
       steps: result.steps,
       usage,
-      chatCostUsd: chat.costUsd,
+      conversationCostUsd: conversation.costUsd,
       seconds: Number(seconds),
     };
     const estimate = result.priceKnown ? "" : " (an estimate: the model's price is unknown)";
-    const totals = `${formatUsd(usage.costUsd)} (conversation ${chat.id}: ${formatUsd(chat.costUsd)})${estimate}`;
+    const totals = `${formatUsd(usage.costUsd)} (conversation ${conversation.id}: ${formatUsd(conversation.costUsd)})${estimate}`;
     if (result.reason === "error") {
       const error = result.error?.message ?? "unknown error";
       this.#print(`✗ failed: ${error}`);
@@ -267,13 +271,13 @@ export class CliSession {
         repoUrl: target.url,
         local: target.local,
         mirror: checkout.mirror,
-        branch: chat.branch,
+        branch: conversation.branch,
       });
     }
     this.#print("");
     this.#print(
       commit
-        ? `✔ committed ${commit.sha.slice(0, 10)} on ${chat.branch}`
+        ? `✔ committed ${commit.sha.slice(0, 10)} on ${conversation.branch}`
         : "✔ no changes to commit",
     );
     if (commit) this.#print(`  files changed (${commit.files.length}): ${commit.files.join(", ")}`);
@@ -287,7 +291,7 @@ export class CliSession {
     const exitCode = exitCodeOf(result, tests?.outcome);
     json?.result({
       exitCode,
-      branch: commit ? chat.branch : null,
+      branch: commit ? conversation.branch : null,
       sha: commit?.sha ?? null,
       files: commit?.files ?? [],
       tests: tests?.outcome ?? null,
@@ -313,10 +317,10 @@ export class CliSession {
       await this.#workspace?.dispose();
       if (this.#dest) await rm(join(this.#dest, ".."), { recursive: true, force: true });
     } finally {
-      const conversation = this.#conversation;
-      if (conversation && !this.#released) {
+      const held = this.#held;
+      if (held && !this.#released) {
         await withStore(this.options.env, this.options.dataDir, (db) =>
-          releaseConversation(db, conversation),
+          releaseConversation(db, held),
         );
       }
     }

@@ -145,7 +145,7 @@ const FIELDS = {
     "METRICS_TOKEN",
     z.string().min(16, "must be at least 16 characters (a bearer token for /metrics)").optional(),
   ],
-  /** The chat face's operator key (any agent); unset, only personal keys from /keys work. */
+  /** The chat face's operator key (any model); unset, only personal keys from /keys work. */
   apiKey: [
     "VMPILOT_API_KEY",
     z.string().min(32, "must be at least 32 characters (the chat face's operator key)").optional(),

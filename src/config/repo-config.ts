@@ -195,7 +195,7 @@ const repoConfigSchema = z
       "Most all jobs of this repository may spend per day, in US dollars.",
     ),
     maxMonthlyCostUsdPerUser: money.describe(
-      "Most one person may spend per calendar month (UTC), in US dollars, before this repository's jobs and chats refuse them: their jobs and chats in every repository this vmpilot runs count. Unset: no limit.",
+      "Most one person may spend per calendar month (UTC), in US dollars, before this repository's jobs and chat turns refuse them: their jobs and chat turns in every repository this vmpilot runs count. Unset: no limit.",
     ),
     setup: z
       .array(z.string().trim().min(1, "must not be empty").max(2000))

@@ -3,7 +3,7 @@
 
 /**
  * "agent": the workspace agent in a local sandbox, standing in for a VM (workspace/agent/local.ts);
- * "fly" and "kubernetes": the agent in a Fly Machine or a pod (workspace/vm/).
+ * "fly" and "kubernetes": the workspace agent in a Fly Machine or a pod (workspace/vm/).
  */
 export type ProviderName = "sandbox" | "host" | "agent" | "fly" | "kubernetes";
 

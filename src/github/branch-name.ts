@@ -51,7 +51,7 @@ export function isVmpilotBranch(name: string): boolean {
 }
 
 /**
- * The branch an issue's job works on: the one its chat already uses when there is one, so
+ * The branch an issue's job works on: the one its conversation already uses when there is one, so
  * follow-ups land on the same branch and pull request, else a new name from the issue.
  */
 export function chooseIssueBranch(input: {

@@ -1,4 +1,5 @@
-// The draft pull request a chat opens, and keeps updating on later runs: one per chat and branch.
+// The draft pull request a conversation opens, and keeps updating on later runs: one per
+// conversation and branch.
 import { RequestError } from "@octokit/request-error";
 import type { ProbotOctokit } from "probot";
 import { redact } from "../log/redact.ts";
@@ -23,7 +24,7 @@ export interface PublishPullRequestInput {
   base: string;
   title: string;
   body: string;
-  /** The pull request the chat opened earlier, if any. */
+  /** The pull request the conversation opened earlier, if any. */
   knownNumber?: number | null;
 }
 
@@ -127,8 +128,8 @@ async function findPullRequestByHead(
 }
 
 /**
- * Updates the chat's open pull request, or the open one from the branch, or opens a draft. A
- * creation that GitHub answered 5xx is retried by the client; if the first try had in fact
+ * Updates the conversation's open pull request, or the open one from the branch, or opens a draft.
+ * A creation that GitHub answered 5xx is retried by the client; if the first try had in fact
  * succeeded, GitHub says the pull request exists and that one is updated instead.
  */
 export async function publishPullRequest(

@@ -5,7 +5,7 @@
 // (file_settings). While that is unknown (the file changed and no one has read it since; the
 // re-read comes within seconds), an opened issue starts no automation.
 import { knownAutomations } from "../jobs/automations.ts";
-import { chatKey, findOrCreateChat } from "../store/chats.ts";
+import { conversationKey, findOrCreateConversation } from "../store/conversations.ts";
 import { recordDelivery } from "../store/deliveries.ts";
 import { getRepository, type Repository } from "../store/installations.ts";
 import type { JobContext } from "../store/job-context.ts";
@@ -53,12 +53,12 @@ export async function recordIssueAutomations(
       triggerKey: `automations:${delivery.triggerKey}`,
     });
     if (!fresh) return [];
-    const chat = await findOrCreateChat(client, {
+    const conversation = await findOrCreateConversation(client, {
       repositoryId: repo.id,
       number: delivery.number,
       kind: "issue",
     });
-    const queued: Array<{ jobId: number; chatKey: string }> = [];
+    const queued: Array<{ jobId: number; conversationKey: string }> = [];
     for (const automation of automations) {
       const context: JobContext = {
         owner: repo.owner,
@@ -79,7 +79,7 @@ export async function recordIssueAutomations(
         },
       };
       const job = await insertJob(client, {
-        chatId: chat.id,
+        conversationId: conversation.id,
         installationId: delivery.installationId,
         repositoryId: repo.id,
         repo: repo.fullName,
@@ -92,7 +92,7 @@ export async function recordIssueAutomations(
         deliveryId: id,
         context,
       });
-      queued.push({ jobId: job.id, chatKey: chatKey(chat.id) });
+      queued.push({ jobId: job.id, conversationKey: conversationKey(conversation.id) });
     }
     await deps.queue.enqueueJobs(client, queued);
     return queued.map((entry) => entry.jobId);

@@ -1,14 +1,14 @@
-// A push to the branch vmpilot's pull requests are based on may leave them conflicting. The
-// intake records one job per such pull request and pushed commit, on the pull request's chat, so
-// it runs in turn with the chat's other work; the worker asks GitHub whether the pull request
-// still merges. No GitHub call here, as everywhere in the intake.
+// A push to the branch vmpilot's pull requests are based on may leave them conflicting. The intake
+// records one job per such pull request and pushed commit, on the pull request's conversation, so
+// it runs in turn with the conversation's other work; the worker asks GitHub whether the pull
+// request still merges. No GitHub call here, as everywhere in the intake.
 import type { Context } from "probot";
 import { BRANCH_PREFIX } from "../github/branch-name.ts";
-import { chatKey } from "../store/chats.ts";
+import { conversationKey } from "../store/conversations.ts";
 import { recordDelivery } from "../store/deliveries.ts";
 import { type JobContext, readJobContext } from "../store/job-context.ts";
 import { insertJob } from "../store/jobs.ts";
-import { pullRequestChats } from "../store/pull-request-chats.ts";
+import { pullRequestConversations } from "../store/pull-request-conversations.ts";
 import { withTransaction } from "../store/sql.ts";
 import type { IntakeDeps } from "./record.ts";
 
@@ -44,36 +44,36 @@ export async function recordBasePush(
       triggerKey: `base:${payload.ref}:${payload.after}`,
     });
     if (!fresh) return [];
-    const chats = await pullRequestChats(client, repository.id, BRANCH_PREFIX);
-    const queued: Array<{ jobId: number; chatKey: string }> = [];
-    for (const chat of chats) {
+    const conversations = await pullRequestConversations(client, repository.id, BRANCH_PREFIX);
+    const queued: Array<{ jobId: number; conversationKey: string }> = [];
+    for (const conversation of conversations) {
       const { unknownVerb: _, ...asked } = readJobContext({
-        id: chat.jobId,
-        context: chat.context,
+        id: conversation.jobId,
+        context: conversation.context,
       });
       const context: JobContext = {
         ...asked,
         itemKind: "pull_request",
-        htmlUrl: `${repository.html_url}/pull/${chat.prNumber}`,
+        htmlUrl: `${repository.html_url}/pull/${conversation.prNumber}`,
         cloneUrl: repository.clone_url,
         defaultBranch: repository.default_branch,
         target: { type: "issue" },
       };
       const job = await insertJob(client, {
-        chatId: chat.chatId,
+        conversationId: conversation.conversationId,
         installationId,
         repositoryId: repository.id,
         repo: repository.full_name,
-        number: chat.prNumber,
+        number: conversation.prNumber,
         trigger: "base_push",
         command: MERGE_BASE_VERB,
-        requester: chat.requester,
+        requester: conversation.requester,
         deliveryId,
         context,
-        branch: chat.branch,
-        prNumber: chat.prNumber,
+        branch: conversation.branch,
+        prNumber: conversation.prNumber,
       });
-      queued.push({ jobId: job.id, chatKey: chatKey(chat.chatId) });
+      queued.push({ jobId: job.id, conversationKey: conversationKey(conversation.conversationId) });
     }
     await deps.queue.enqueueJobs(client, queued);
     return queued.map((entry) => entry.jobId);

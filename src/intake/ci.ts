@@ -7,8 +7,8 @@
 import { z } from "zod";
 import { BRANCH_PREFIX } from "../github/branch-name.ts";
 import type { Queue } from "../jobs/queue.ts";
-import { chatKey } from "../store/chats.ts";
-import { findPushedChat } from "../store/ci-loop.ts";
+import { findPushedConversation } from "../store/ci-loop.ts";
+import { conversationKey } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";
 import { recordDelivery } from "../store/deliveries.ts";
 import { type JobContext, readJobContext } from "../store/job-context.ts";
@@ -161,14 +161,15 @@ export async function recordCiRun(
   const { repository } = run;
   const failed = FAILED.has(run.conclusion ?? "");
   const result = await withTransaction(deps.db.pool, async (client): Promise<CiIntakeResult> => {
-    // Only the head vmpilot pushed last, on its own branch: a head a person pushed after it is theirs.
-    const chat = await findPushedChat(client, {
+    // Only the head vmpilot pushed last, on its own branch: a head a person pushed after it is
+    // theirs.
+    const conversation = await findPushedConversation(client, {
       repositoryId: repository.id,
       prNumbers: run.prNumbers,
       branch: run.headBranch ?? "",
       sha: run.headSha,
     });
-    if (!chat) return { ignored: "not the head vmpilot pushed last" };
+    if (!conversation) return { ignored: "not the head vmpilot pushed last" };
     const fresh = await recordDelivery(client, {
       id: deliveryId,
       event: run.event,
@@ -181,36 +182,41 @@ export async function recordCiRun(
     if (!fresh) return { ignored: "already handled" };
     if (!failed) {
       await deps.queue.enqueueReady(
-        { chatId: chat.chat_id, sha: run.headSha, grace: false },
+        { conversationId: conversation.conversation_id, sha: run.headSha, grace: false },
         { db: client },
       );
       return { ready: true };
     }
-    const { unknownVerb: _, ...asked } = readJobContext({ id: chat.job_id, context: chat.context });
+    const { unknownVerb: _, ...asked } = readJobContext({
+      id: conversation.job_id,
+      context: conversation.context,
+    });
     const context: JobContext = {
       ...asked,
       itemKind: "pull_request",
-      htmlUrl: `${repository.html_url}/pull/${chat.pr_number}`,
+      htmlUrl: `${repository.html_url}/pull/${conversation.pr_number}`,
       cloneUrl: repository.clone_url,
       defaultBranch: repository.default_branch,
       target: { type: "issue" },
       headSha: run.headSha,
     };
     const job = await insertJob(client, {
-      chatId: chat.chat_id,
+      conversationId: conversation.conversation_id,
       installationId,
       repositoryId: repository.id,
       repo: repository.full_name,
-      number: chat.pr_number,
+      number: conversation.pr_number,
       trigger: "ci",
       command: "fix",
       // Whoever asked for the work the check failed on: the fix is theirs, and so is the review.
-      requester: chat.requester,
+      requester: conversation.requester,
       deliveryId,
       context,
-      prNumber: chat.pr_number,
+      prNumber: conversation.pr_number,
     });
-    await deps.queue.enqueueJobs(client, [{ jobId: job.id, chatKey: chatKey(chat.chat_id) }]);
+    await deps.queue.enqueueJobs(client, [
+      { jobId: job.id, conversationKey: conversationKey(conversation.conversation_id) },
+    ]);
     return { jobId: job.id };
   });
   if (!("ignored" in result)) deps.queue.wake();

@@ -4,10 +4,10 @@
 import type { PoolClient } from "pg";
 import { CONTROL_VERBS } from "../jobs/acknowledge.ts";
 import type { Queue } from "../jobs/queue.ts";
-import { chatKey, findOrCreateChat } from "../store/chats.ts";
+import { conversationKey, findOrCreateConversation } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";
 import { type Repository, upsertRepository } from "../store/installations.ts";
-import { chatLookupKey, recordAndLookUp } from "../store/intake-batch.ts";
+import { conversationLookupKey, recordAndLookUp } from "../store/intake-batch.ts";
 import type { JobContext } from "../store/job-context.ts";
 import { insertJobs, type JobTrigger, type NewJob } from "../store/jobs.ts";
 import { type Commit, holdWrites, type Queryable, withTransaction } from "../store/sql.ts";
@@ -100,7 +100,7 @@ async function recordBatch(
       number: delivery.number,
     })),
   );
-  const { fresh, chats } = lookup;
+  const { fresh, conversations } = lookup;
   const upToDate = new Set<number>();
   const accepted: Array<{ index: number; trigger: Trigger; job: NewJob; notice: boolean }> = [];
   for (const [index, { deliveryId, delivery, parsed }] of batch.entries()) {
@@ -126,11 +126,11 @@ async function recordBatch(
       results[index] = result;
       continue;
     }
-    // A chat known before this trigger may have a job running: if so, this one's acknowledgement
-    // must not wait for it (the notice finds out).
-    const known = chats.has(chatLookupKey(delivery.repository.id, delivery.number));
-    const chatId = await chatFor(client, chats, delivery);
-    const job = newJob(deps, delivery, deliveryId, result.trigger, chatId, label);
+    // A conversation known before this trigger may have a job running: if so, this one's
+    // acknowledgement must not wait for it (the notice finds out).
+    const known = conversations.has(conversationLookupKey(delivery.repository.id, delivery.number));
+    const conversationId = await conversationFor(client, conversations, delivery);
+    const job = newJob(deps, delivery, deliveryId, result.trigger, conversationId, label);
     const control = CONTROL_VERBS.has(result.trigger.verb);
     accepted.push({ index, trigger: result.trigger, job, notice: known && !control });
   }
@@ -139,11 +139,11 @@ async function recordBatch(
   const queued = accepted.map(({ index, trigger, job, notice }, n) => {
     const jobId = ids[n] as number;
     results[index] = { jobId, trigger };
-    // stop, status and help must not wait for the chat's running job to finish.
+    // stop, status and help must not wait for the conversation's running job to finish.
     const key = CONTROL_VERBS.has(trigger.verb)
-      ? `${chatKey(job.chatId)}:job:${jobId}`
-      : chatKey(job.chatId);
-    return { jobId, chatKey: key, notice };
+      ? `${conversationKey(job.conversationId)}:job:${jobId}`
+      : conversationKey(job.conversationId);
+    return { jobId, conversationKey: key, notice };
   });
   // The jobs, their queue entries and COMMIT go out together: one write, one round trip.
   let markSent = () => {};
@@ -207,25 +207,25 @@ async function knownRepository(
   return known;
 }
 
-async function chatFor(
+async function conversationFor(
   client: Queryable,
-  chats: Map<string, number>,
+  conversations: Map<string, number>,
   delivery: TriggerDelivery,
 ): Promise<number> {
-  const key = chatLookupKey(delivery.repository.id, delivery.number);
-  let chatId = chats.get(key);
-  if (chatId === undefined) {
+  const key = conversationLookupKey(delivery.repository.id, delivery.number);
+  let conversationId = conversations.get(key);
+  if (conversationId === undefined) {
     // The first trigger on this issue or pull request.
-    chatId = (
-      await findOrCreateChat(client, {
+    conversationId = (
+      await findOrCreateConversation(client, {
         repositoryId: delivery.repository.id,
         number: delivery.number,
         kind: delivery.itemKind,
       })
     ).id;
-    chats.set(key, chatId);
+    conversations.set(key, conversationId);
   }
-  return chatId;
+  return conversationId;
 }
 
 function newJob(
@@ -233,7 +233,7 @@ function newJob(
   delivery: TriggerDelivery,
   deliveryId: string,
   trigger: Trigger,
-  chatId: number,
+  conversationId: number,
   label: string,
 ): NewJob {
   const repo = delivery.repository;
@@ -253,7 +253,7 @@ function newJob(
     ...(trigger.unknownVerb ? { unknownVerb: trigger.unknownVerb } : {}),
   };
   return {
-    chatId,
+    conversationId,
     installationId: delivery.installationId,
     repositoryId: repo.id,
     repo: repo.fullName,

@@ -51,7 +51,7 @@ export type Acknowledgement =
 /** Jobs the app starts itself: they answer no one's comment, so they add no 👀. */
 const APP_TRIGGERS: ReadonlySet<string> = new Set(["ci", "base_push", "automation"]);
 
-/** Verbs answered at once; they never wait behind the chat's running job. */
+/** Verbs answered at once; they never wait behind the conversation's running job. */
 export const CONTROL_VERBS: ReadonlySet<string> = new Set(["stop", "status", "help"]);
 
 /** How long a starting job waits for the notice that claimed its first comment to post it. */
@@ -59,7 +59,7 @@ const NOTICE_WAIT_MS = 20_000;
 const NOTICE_POLL_MS = 100;
 
 interface Notice {
-  /** The first unfinished job ahead in the chat, and how many more are ahead. */
+  /** The first unfinished job ahead in the conversation, and how many more are ahead. */
   ahead: number;
   waiting: number;
 }
@@ -83,8 +83,8 @@ export async function acknowledge(
 }
 
 /**
- * The notice of a job that arrived while its chat's job ran: 👀 and a comment saying what it waits
- * behind, at once, instead of when the job starts. Nothing when the job needs no notice (see
+ * The notice of a job that arrived while its conversation's job ran: 👀 and a comment saying what it
+ * waits behind, at once, instead of when the job starts. Nothing when the job needs no notice (see
  * claimNotice). The job's own acknowledgement later edits the same comment.
  */
 export async function acknowledgeWaiting(
@@ -174,7 +174,7 @@ async function respond(
   if (!permission.allowed) {
     deps.logger.info({ jobId: job.id, requester: job.requester, via: permission.via }, "refused");
     // Someone without access could otherwise make the bot post once per comment they write.
-    const notice = { chatId: job.chatId, login: job.requester, jobId: job.id };
+    const notice = { conversationId: job.conversationId, login: job.requester, jobId: job.id };
     if (await claimRefusalNotice(deps.db.pool, notice)) await answer(refusalBody(job, policy));
     await updateJob(deps.db.pool, job.id, { status: "refused" });
     return "refused";
@@ -243,7 +243,7 @@ async function answerOnce(
 const RUNNING: ReadonlySet<string> = new Set(["running", "acknowledged"]);
 
 async function status(deps: AcknowledgeDeps, job: IssueJob): Promise<string> {
-  const jobs = await listJobs(deps.db.pool, { chatId: job.chatId, limit: 50 });
+  const jobs = await listJobs(deps.db.pool, { conversationId: job.conversationId, limit: 50 });
   const work = jobs.filter(
     (other) => other.id !== job.id && !CONTROL_VERBS.has(other.command ?? ""),
   );
@@ -254,7 +254,10 @@ async function status(deps: AcknowledgeDeps, job: IssueJob): Promise<string> {
 }
 
 async function stop(deps: AcknowledgeDeps, job: IssueJob): Promise<number[]> {
-  const unfinished = await listJobs(deps.db.pool, { chatId: job.chatId, unfinished: true });
+  const unfinished = await listJobs(deps.db.pool, {
+    conversationId: job.conversationId,
+    unfinished: true,
+  });
   const stopped: number[] = [];
   for (const other of unfinished) {
     if (other.id === job.id || CONTROL_VERBS.has(other.command ?? "")) continue;

@@ -13,7 +13,7 @@ import { readScheduledContext, type ScheduledContext } from "./automations.ts";
 import { testsOf } from "./pipeline/agent.ts";
 import { runAgentTurn } from "./pipeline/agent-turn.ts";
 import { type Delivered, deliver } from "./pipeline/deliver.ts";
-import { loadChat } from "./pipeline/history.ts";
+import { loadConversation } from "./pipeline/history.ts";
 import { openWorkspace } from "./pipeline/open-workspace.ts";
 import { JobProgress } from "./pipeline/progress.ts";
 import type { PipelineDeps, Run } from "./pipeline/run.ts";
@@ -103,9 +103,9 @@ export async function runScheduledAutomation(
       progress,
     });
     progress.step("agent", `workspace ready on ${branch}`);
-    const history = await loadChat(db, job.chatId, job.id);
+    const history = await loadConversation(db, job.conversationId, job.id);
     const result = await runAgentTurn(deps, run, settings, {
-      chatId: job.chatId,
+      conversationId: job.conversationId,
       jobId: job.id,
       mode: "fix",
       workspace: ws.workspace,

@@ -25,7 +25,7 @@ import {
   activeRepositories,
   unfinishedScheduledRun,
 } from "../store/automation-runs.ts";
-import { chatKey, createAutomationChat } from "../store/chats.ts";
+import { conversationKey, createAutomationConversation } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";
 import { recordDelivery } from "../store/deliveries.ts";
 import { insertJob, type Job } from "../store/jobs.ts";
@@ -192,7 +192,7 @@ async function fireSchedule(
       repositoryId: repository.id,
     });
     if (!fresh) return undefined;
-    const chatId = await createAutomationChat(client, repository.id);
+    const conversationId = await createAutomationConversation(client, repository.id);
     const context: ScheduledContext = {
       owner,
       name: repo,
@@ -202,7 +202,7 @@ async function fireSchedule(
       automation: { name: automation.name },
     };
     const job = await insertJob(client, {
-      chatId,
+      conversationId,
       installationId: repository.installationId,
       repositoryId: repository.id,
       repo: repository.fullName,
@@ -214,7 +214,10 @@ async function fireSchedule(
       deliveryId,
       context,
     });
-    await deps.queue.enqueueJob(client, { jobId: job.id, chatKey: chatKey(chatId) });
+    await deps.queue.enqueueJob(client, {
+      jobId: job.id,
+      conversationKey: conversationKey(conversationId),
+    });
     return job.id;
   });
   if (jobId === undefined) return;

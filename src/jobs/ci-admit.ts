@@ -26,7 +26,7 @@ export async function ciFixUnwanted(
 ): Promise<string | undefined> {
   const max = settings.ci.autofix ? settings.ci.maxFixAttempts : 0;
   if (max === 0) return "CI fixes are turned off for this repository";
-  const pushed = await pushState(db, job.chatId);
+  const pushed = await pushState(db, job.conversationId);
   if (!context.headSha || pushed.sha !== context.headSha) return "vmpilot pushed again since";
   const item = { owner: context.owner, repo: context.name, number: job.number };
   const { data } = await octokit.rest.pulls.get({
@@ -38,9 +38,9 @@ export async function ciFixUnwanted(
   if (pr.state !== "open") return "the pull request is closed";
   if (pr.head.sha !== context.headSha) return "someone pushed to the branch after vmpilot";
   if (pr.head.repo?.id !== pr.base.repo.id) return "the pull request comes from a fork";
-  const attempts = await ciFixAttempts(db, job.chatId, job.id);
+  const attempts = await ciFixAttempts(db, job.conversationId, job.id);
   if (attempts < max) return undefined;
-  if (await claimCapNotice(db, job.chatId)) {
+  if (await claimCapNotice(db, job.conversationId)) {
     const tries = max === 1 ? "once" : `${max} times`;
     await postComment(
       octokit,

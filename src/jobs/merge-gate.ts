@@ -9,7 +9,7 @@ import type { Logger } from "../log/logger.ts";
 import type { Database } from "../store/database.ts";
 import { readJobContext } from "../store/job-context.ts";
 import { getIssueJob, updateJob } from "../store/jobs.ts";
-import { markPullRequestClosed } from "../store/pull-request-chats.ts";
+import { markPullRequestClosed } from "../store/pull-request-conversations.ts";
 
 export interface MergeablePoll {
   /** Requests at most; default 6. */
@@ -82,7 +82,7 @@ export async function mergeWanted(
   const pull = await pollMergeable(octokit, pr, deps.mergeablePoll ?? DEFAULT_POLL, run.signal);
   const why = noMergeNeeded(pull, job.repo, job.branch, context.defaultBranch);
   if (!why) return true;
-  if (why === "closed") await markPullRequestClosed(deps.db.pool, job.chatId);
+  if (why === "closed") await markPullRequestClosed(deps.db.pool, job.conversationId);
   deps.logger.info({ jobId: job.id, pr: job.number, why }, "no merge of the base needed");
   await updateJob(deps.db.pool, job.id, { status: "ignored" });
   return false;

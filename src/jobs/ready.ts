@@ -7,8 +7,8 @@ import { z } from "zod";
 import { checkRepoConfig, type RepoSettings, resolveSettings } from "../config/repo-config.ts";
 import { type Item, postComment } from "../github/comments.ts";
 import { githubStatus } from "../github/request-status.ts";
-import { getChat } from "../store/chats.ts";
 import { claimReady, pushState, releaseReady } from "../store/ci-loop.ts";
+import { getConversation } from "../store/conversations.ts";
 import { getRepository } from "../store/installations.ts";
 import { readJobContext } from "../store/job-context.ts";
 import { getIssueJob } from "../store/jobs.ts";
@@ -49,16 +49,16 @@ export async function runReadyCheck(
 ): Promise<void> {
   const { db } = deps;
   const log = (why: string) => deps.logger.info({ ...check, why }, "not marked ready");
-  const pushed = await pushState(db.pool, check.chatId);
+  const pushed = await pushState(db.pool, check.conversationId);
   // A later push has a check of its own.
   if (pushed.sha !== check.sha || pushed.jobId === null) return log("vmpilot pushed again since");
-  const chat = await getChat(db.pool, check.chatId);
+  const conversation = await getConversation(db.pool, check.conversationId);
   const job = await getIssueJob(db.pool, pushed.jobId);
-  if (!chat?.prNumber || !job) return log("no pull request");
+  if (!conversation?.prNumber || !job) return log("no pull request");
   const settings = await knownSettings(deps, job.repositoryId);
   if (!settings.readyForReview) return log("readyForReview is off");
   const context = readJobContext(job);
-  const item: Item = { owner: context.owner, repo: context.name, number: chat.prNumber };
+  const item: Item = { owner: context.owner, repo: context.name, number: conversation.prNumber };
   const octokit = await deps.auth(job.installationId);
   const { data } = await octokit.rest.pulls.get({
     owner: item.owner,
@@ -83,11 +83,11 @@ export async function runReadyCheck(
   if (ran.some((suite) => suite.status !== "completed")) return log("checks still running");
   if (ran.some((suite) => !PASSED.has(suite.conclusion ?? ""))) return log("checks failed");
   signal.throwIfAborted();
-  if (!(await claimReady(db.pool, chat.id, check.sha))) return log("already marked ready");
+  if (!(await claimReady(db.pool, conversation.id, check.sha))) return log("already marked ready");
   try {
     MarkedReady.parse(await octokit.graphql(MARK_READY, { id: pr.node_id }));
   } catch (error) {
-    await releaseReady(db.pool, chat.id, check.sha);
+    await releaseReady(db.pool, conversation.id, check.sha);
     throw error;
   }
   const why =

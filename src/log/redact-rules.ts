@@ -31,7 +31,7 @@ const OWN: ReadonlyArray<{ id: string; pattern: RegExp }> = [
   // Covers Anthropic (sk-ant-) and OpenAI (sk-, sk-proj-, sk-svcacct-) keys.
   { id: "openai-api-key", pattern: /\bsk-[A-Za-z0-9_-]{20,255}/g },
   { id: "anthropic-api-key", pattern: /\bsk-ant-[A-Za-z0-9_-]{10,}/g },
-  // vmpilot's own chat-face keys (store/api-keys.ts): a person may paste one into a chat.
+  // vmpilot's own API keys (store/api-keys.ts): a person may paste one into a conversation.
   { id: "vmpilot-api-key", pattern: /\bvmp_[A-Za-z0-9_-]{43}/g },
   { id: "stripe-access-token", pattern: /\b[rs]k_(?:live|test|prod)_[A-Za-z0-9]{10,255}/g },
   { id: "npm-access-token", pattern: /\bnpm_[A-Za-z0-9]{36}\b/g },

@@ -5,46 +5,46 @@ import { z } from "zod";
 import type { Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
-/** Records a push of vmpilot's to the chat's own branch. */
+/** Records a push of vmpilot's to the conversation's own branch. */
 export async function recordPush(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   sha: string,
   jobId: number,
 ): Promise<void> {
   await db.query(
-    `UPDATE chats SET last_pushed_sha = $2, last_push_job_id = $3, updated_at = now()
+    `UPDATE conversations SET last_pushed_sha = $2, last_push_job_id = $3, updated_at = now()
      WHERE id = $1`,
-    [chatId, sha, jobId],
+    [conversationId, sha, jobId],
   );
 }
 
 const PushedRow = z.object({
-  chat_id: bigint,
+  conversation_id: bigint,
   pr_number: z.number().int(),
   job_id: bigint,
   requester: z.string(),
   context: z.record(z.string(), z.unknown()),
 });
-export type PushedChat = z.output<typeof PushedRow>;
+export type PushedConversation = z.output<typeof PushedRow>;
 
 /**
- * The chat whose pull request (one of `prNumbers`) has `branch` at the head vmpilot pushed last,
- * with the job that pushed it; undefined when that head is not vmpilot's.
+ * The conversation whose pull request (one of `prNumbers`) has `branch` at the head vmpilot pushed
+ * last, with the job that pushed it; undefined when that head is not vmpilot's.
  */
-export async function findPushedChat(
+export async function findPushedConversation(
   db: Queryable,
   query: { repositoryId: number; prNumbers: number[]; branch: string; sha: string },
-): Promise<PushedChat | undefined> {
+): Promise<PushedConversation | undefined> {
   const { rows } = await db.query(
-    `SELECT c.id AS chat_id, c.pr_number, j.id AS job_id, j.requester, j.context
-       FROM chats c JOIN jobs j ON j.id = c.last_push_job_id
+    `SELECT c.id AS conversation_id, c.pr_number, j.id AS job_id, j.requester, j.context
+       FROM conversations c JOIN jobs j ON j.id = c.last_push_job_id
       WHERE c.repository_id = $1 AND c.pr_number = ANY($2::int[]) AND c.branch = $3
         AND c.last_pushed_sha = $4
       LIMIT 1`,
     [query.repositoryId, query.prNumbers, query.branch, query.sha],
   );
-  return rows[0] && parseStored(PushedRow, rows[0], "a pushed chat");
+  return rows[0] && parseStored(PushedRow, rows[0], "a pushed conversation");
 }
 
 const StateRow = z.object({
@@ -54,52 +54,60 @@ const StateRow = z.object({
 
 export async function pushState(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
 ): Promise<{ sha: string | null; jobId: number | null }> {
   const { rows } = await db.query(
-    "SELECT last_pushed_sha, last_push_job_id FROM chats WHERE id = $1",
-    [chatId],
+    "SELECT last_pushed_sha, last_push_job_id FROM conversations WHERE id = $1",
+    [conversationId],
   );
-  const row = parseStored(StateRow, rows[0] ?? {}, `chats row ${chatId}`);
+  const row = parseStored(StateRow, rows[0] ?? {}, `conversations row ${conversationId}`);
   return { sha: row.last_pushed_sha, jobId: row.last_push_job_id };
 }
 
-/** CI fix jobs of the chat before `beforeJobId` that went ahead (were not dropped). */
+/** CI fix jobs of the conversation before `beforeJobId` that went ahead (were not dropped). */
 export async function ciFixAttempts(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   beforeJobId: number,
 ): Promise<number> {
   const { rows } = await db.query<{ n: string }>(
-    `SELECT count(*) AS n FROM jobs WHERE chat_id = $1 AND trigger = 'ci' AND id < $2
+    `SELECT count(*) AS n FROM jobs WHERE conversation_id = $1 AND trigger = 'ci' AND id < $2
         AND status NOT IN ('ignored', 'refused', 'queued')`,
-    [chatId, beforeJobId],
+    [conversationId, beforeJobId],
   );
   return Number(rows[0]?.n ?? 0);
 }
 
 /** True for the one caller that gets to say, on the pull request, that the attempts ran out. */
-export async function claimCapNotice(db: Queryable, chatId: number): Promise<boolean> {
+export async function claimCapNotice(db: Queryable, conversationId: number): Promise<boolean> {
   const { rowCount } = await db.query(
-    "UPDATE chats SET ci_cap_noticed_at = now() WHERE id = $1 AND ci_cap_noticed_at IS NULL",
-    [chatId],
+    "UPDATE conversations SET ci_cap_noticed_at = now() WHERE id = $1 AND ci_cap_noticed_at IS NULL",
+    [conversationId],
   );
   return rowCount === 1;
 }
 
 /** True for the one caller that gets to mark `sha` ready for review. */
-export async function claimReady(db: Queryable, chatId: number, sha: string): Promise<boolean> {
+export async function claimReady(
+  db: Queryable,
+  conversationId: number,
+  sha: string,
+): Promise<boolean> {
   const { rowCount } = await db.query(
-    "UPDATE chats SET ready_sha = $2 WHERE id = $1 AND ready_sha IS DISTINCT FROM $2",
-    [chatId, sha],
+    "UPDATE conversations SET ready_sha = $2 WHERE id = $1 AND ready_sha IS DISTINCT FROM $2",
+    [conversationId, sha],
   );
   return rowCount === 1;
 }
 
 /** Gives the claim back when marking failed, so a retry may claim it again. */
-export async function releaseReady(db: Queryable, chatId: number, sha: string): Promise<void> {
-  await db.query("UPDATE chats SET ready_sha = NULL WHERE id = $1 AND ready_sha = $2", [
-    chatId,
+export async function releaseReady(
+  db: Queryable,
+  conversationId: number,
+  sha: string,
+): Promise<void> {
+  await db.query("UPDATE conversations SET ready_sha = NULL WHERE id = $1 AND ready_sha = $2", [
+    conversationId,
     sha,
   ]);
 }

@@ -1,12 +1,12 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import { z } from "zod";
-import { loadImages, storeImages } from "./chat-images.ts";
+import { loadImages, storeImages } from "./conversation-images.ts";
 import { messageParamSchema } from "./message-param.ts";
 import type { Queryable } from "./sql.ts";
 import { parseStored } from "./stored-value.ts";
 
 export interface Compaction {
-  /** How many of the chat's stored messages, oldest first, `messages` stand for. */
+  /** How many of the conversation's stored messages, oldest first, `messages` stand for. */
   coveredMessages: number;
   messages: Anthropic.MessageParam[];
 }
@@ -18,38 +18,38 @@ const compactionRow = z.object({
 
 export async function saveCompaction(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   compaction: Compaction,
 ): Promise<void> {
-  // Images stay in chat_images; the compaction holds references, like the messages.
+  // Images stay in conversation_images; the compaction holds references, like the messages.
   const messages = [];
   for (const message of compaction.messages) {
-    messages.push({ ...message, content: await storeImages(db, chatId, message.content) });
+    messages.push({ ...message, content: await storeImages(db, conversationId, message.content) });
   }
   await db.query(
-    `INSERT INTO chat_compactions (chat_id, covered_messages, messages) VALUES ($1, $2, $3)
-     ON CONFLICT (chat_id) DO UPDATE
+    `INSERT INTO conversation_compactions (conversation_id, covered_messages, messages) VALUES ($1, $2, $3)
+     ON CONFLICT (conversation_id) DO UPDATE
        SET covered_messages = EXCLUDED.covered_messages, messages = EXCLUDED.messages,
            created_at = now()
-     WHERE chat_compactions.covered_messages <= EXCLUDED.covered_messages`,
-    [chatId, compaction.coveredMessages, JSON.stringify(messages)],
+     WHERE conversation_compactions.covered_messages <= EXCLUDED.covered_messages`,
+    [conversationId, compaction.coveredMessages, JSON.stringify(messages)],
   );
 }
 
 export async function getCompaction(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
 ): Promise<Compaction | undefined> {
   const { rows } = await db.query(
-    "SELECT covered_messages, messages FROM chat_compactions WHERE chat_id = $1",
-    [chatId],
+    "SELECT covered_messages, messages FROM conversation_compactions WHERE conversation_id = $1",
+    [conversationId],
   );
   if (rows[0] === undefined) return undefined;
-  const where = `the chat_compactions row of chat ${chatId}`;
+  const where = `the conversation_compactions row of conversation ${conversationId}`;
   const row = parseStored(compactionRow, rows[0], where);
   const contents = await loadImages(
     db,
-    chatId,
+    conversationId,
     row.messages.map((m) => m.content),
   );
   const messages = row.messages.map((message, i) => ({ ...message, content: contents[i] }));

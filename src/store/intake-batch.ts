@@ -1,5 +1,5 @@
-// The intake's first statement for a batch of deliveries: it records them (insert-or-ignore),
-// reads the repositories and chats they point at, and draws the new jobs' ids, in one round trip.
+// The intake's first statement for a batch of deliveries: it records them (insert-or-ignore), reads
+// the repositories and conversations they point at, and draws the new jobs' ids, in one round trip.
 // On a busy machine each round trip waits to be scheduled twice (the server, then the app), so
 // they, not the rows, set the intake's latency.
 import { z } from "zod";
@@ -20,7 +20,7 @@ const Row = z.object({
       removed_at: z.string().nullable(),
     }),
   ),
-  chats: z.array(z.object({ repository_id: bigint, wanted: z.number().int(), id: bigint })),
+  conversations: z.array(z.object({ repository_id: bigint, wanted: z.number().int(), id: bigint })),
   job_ids: z.array(bigint),
 });
 
@@ -28,13 +28,14 @@ export interface BatchLookup {
   /** Delivery ids seen for the first time (an id or trigger key repeated in the batch: once). */
   fresh: Set<string>;
   repositories: Map<number, Repository>;
-  /** Chat ids by `${repositoryId}#${number}`, found as findChat finds them. */
-  chats: Map<string, number>;
+  /** Conversation ids by `${repositoryId}#${number}`, found as findConversation finds them. */
+  conversations: Map<string, number>;
   /** Job ids drawn ahead, one per fresh delivery, ascending; those not used are skipped. */
   jobIds: number[];
 }
 
-export const chatLookupKey = (repositoryId: number, number: number) => `${repositoryId}#${number}`;
+export const conversationLookupKey = (repositoryId: number, number: number) =>
+  `${repositoryId}#${number}`;
 
 const SQL = `
 WITH fresh AS (${INSERT_DELIVERIES})
@@ -46,9 +47,9 @@ SELECT
             'repository_id', k.repository_id, 'wanted', k.number, 'id', c.id)), '[]')
      FROM unnest($8::bigint[], $9::int[]) AS k (repository_id, number)
      CROSS JOIN LATERAL (
-       SELECT id FROM chats
+       SELECT id FROM conversations
         WHERE repository_id = k.repository_id AND (pr_number = k.number OR number = k.number)
-        ORDER BY pr_number = k.number DESC NULLS LAST LIMIT 1) c) AS chats,
+        ORDER BY pr_number = k.number DESC NULLS LAST LIMIT 1) c) AS conversations,
   (SELECT coalesce(json_agg(nextval(pg_get_serial_sequence('jobs', 'id'))), '[]')
      FROM generate_series(1, (SELECT count(*) FROM fresh))) AS job_ids`;
 
@@ -77,8 +78,9 @@ export async function recordAndLookUp(
       removedAt: r.removed_at === null ? null : new Date(r.removed_at),
     });
   }
-  const chats = new Map<string, number>();
-  for (const c of row.chats) chats.set(chatLookupKey(c.repository_id, c.wanted), c.id);
+  const conversations = new Map<string, number>();
+  for (const c of row.conversations)
+    conversations.set(conversationLookupKey(c.repository_id, c.wanted), c.id);
   const jobIds = row.job_ids.sort((a, b) => a - b);
-  return { fresh: new Set(row.fresh), repositories, chats, jobIds };
+  return { fresh: new Set(row.fresh), repositories, conversations, jobIds };
 }

@@ -147,10 +147,10 @@ export async function attemptRunning(db: Queryable, jobId: number, attempt: numb
 const noticeRow = z.object({ ahead: z.coerce.number().int(), waiting: z.coerce.number().int() });
 
 /**
- * Claims the first answer to a job that waits behind unfinished jobs of its chat (`ahead`: the
- * first of them; `waiting`: how many more). Undefined when nothing is ahead (the job starts, and
- * answers, at once), or the job started, ended or was claimed already. The job's own start takes
- * the same row, so exactly one of the two answers first.
+ * Claims the first answer to a job that waits behind unfinished jobs of its conversation (`ahead`:
+ * the first of them; `waiting`: how many more). Undefined when nothing is ahead (the job starts,
+ * and answers, at once), or the job started, ended or was claimed already. The job's own start
+ * takes the same row, so exactly one of the two answers first.
  */
 export async function claimNotice(
   db: Queryable,
@@ -159,7 +159,7 @@ export async function claimNotice(
 ): Promise<z.infer<typeof noticeRow> | undefined> {
   const { rows } = await db.query(
     `WITH ahead AS (
-       SELECT a.id FROM jobs a JOIN jobs j ON a.chat_id = j.chat_id
+       SELECT a.id FROM jobs a JOIN jobs j ON a.conversation_id = j.conversation_id
         WHERE j.id = $1 AND a.id < j.id AND a.finished_at IS NULL
           AND coalesce(a.command, '') <> ALL ($2::text[]))
      UPDATE jobs SET noticed_at = now(), updated_at = now()

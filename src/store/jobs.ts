@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { z } from "zod";
 import { PermanentError } from "../errors.ts";
-import { type ChatOwner, ownedBy } from "./api-chats.ts";
+import { type ConversationOwner, ownedBy } from "./api-conversations.ts";
 import { jobSpender, spenderJobs } from "./spenders.ts";
 import { prepared, type Queryable, withTransaction } from "./sql.ts";
 import { bigint, queryRows } from "./stored-value.ts";
@@ -30,11 +30,11 @@ const FINAL_STATUSES: readonly JobStatus[] = [
 ];
 
 /**
- * What started a job. base_push and ci are the app's own (the base of the chat's pull request
- * moved; a check failed on the head vmpilot pushed last); chat is a turn of the chat face (no
- * installation, repository or item on scratch); automation is a run of one of the repository's
- * automations (jobs.context.automation names it), on the issue that started it or, on a
- * schedule, on no item.
+ * What started a job. base_push and ci are the app's own (the base of the conversation's pull
+ * request moved; a check failed on the head vmpilot pushed last); chat is a turn of the chat face
+ * (no installation, repository or item on scratch); automation is a run of one of the repository's
+ * automations (jobs.context.automation names it), on the issue that started it or, on a schedule,
+ * on no item.
  */
 const JOB_TRIGGERS = [
   "label",
@@ -52,7 +52,7 @@ export type JobTrigger = (typeof JOB_TRIGGERS)[number];
 
 export interface Job {
   id: number;
-  chatId: number;
+  conversationId: number;
   /** Null only for a chat turn on a scratch workspace. */
   installationId: number | null;
   repositoryId: number | null;
@@ -93,7 +93,7 @@ export function isIssueJob(job: Job): job is IssueJob {
 }
 
 export interface NewJob {
-  chatId: number;
+  conversationId: number;
   installationId: number | null;
   repositoryId: number | null;
   repo: string;
@@ -125,7 +125,7 @@ export interface JobPatch {
 const JobRow = z
   .object({
     id: bigint,
-    chat_id: bigint,
+    conversation_id: bigint,
     installation_id: bigint.nullable(),
     repository_id: bigint.nullable(),
     repo: z.string(),
@@ -155,7 +155,7 @@ const JobRow = z
   .transform(
     (row): Job => ({
       id: row.id,
-      chatId: row.chat_id,
+      conversationId: row.conversation_id,
       installationId: row.installation_id,
       repositoryId: row.repository_id,
       repo: row.repo,
@@ -187,7 +187,7 @@ const JobRow = z
 // How a NewJob fills the jobs table, for the one-row and the many-row insert: column, array type
 // for unnest, and the value.
 const NEW_JOB_COLUMNS: ReadonlyArray<[string, string, (job: NewJob) => unknown]> = [
-  ["chat_id", "bigint", (j) => j.chatId],
+  ["conversation_id", "bigint", (j) => j.conversationId],
   ["installation_id", "bigint", (j) => j.installationId],
   ["repository_id", "bigint", (j) => j.repositoryId],
   ["repo", "text", (j) => j.repo],
@@ -290,12 +290,12 @@ export async function updateJob(
 }
 
 export interface JobFilter {
-  chatId?: number;
+  conversationId?: number;
   repositoryId?: number;
   /** true: only chat-face turns; false: none of them. */
   chatTurns?: boolean;
-  /** Only turns of this person's chat-face chats, by GitHub user id. */
-  chatOwnerId?: number;
+  /** Only turns of this person's chat-face conversations, by GitHub user id. */
+  conversationOwnerId?: number;
   statuses?: JobStatus[];
   /** Only jobs the queue is not done with (queued, running, or acknowledged and still going). */
   unfinished?: boolean;
@@ -313,13 +313,13 @@ export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<J
     values.push(value);
     where.push(sql.replace("?", `$${values.length}`));
   };
-  if (filter.chatId !== undefined) add("chat_id = ?", filter.chatId);
+  if (filter.conversationId !== undefined) add("conversation_id = ?", filter.conversationId);
   if (filter.repositoryId !== undefined) add("repository_id = ?", filter.repositoryId);
   if (filter.chatTurns !== undefined) where.push(`trigger ${filter.chatTurns ? "=" : "<>"} 'chat'`);
-  if (filter.chatOwnerId !== undefined) {
+  if (filter.conversationOwnerId !== undefined) {
     add(
-      "chat_id IN (SELECT id FROM chats WHERE kind = 'api' AND api_owner_id = ?)",
-      filter.chatOwnerId,
+      "conversation_id IN (SELECT id FROM conversations WHERE kind = 'api' AND api_owner_id = ?)",
+      filter.conversationOwnerId,
     );
   }
   if (filter.statuses) add("status = ANY(?)", filter.statuses);
@@ -337,23 +337,23 @@ export async function listJobs(db: Queryable, filter: JobFilter = {}): Promise<J
 }
 
 /**
- * Whose daily budget: a repository's, shared by its jobs and chats, or the scratch chats of the
- * operator or of a person (by id: a login can change hands).
+ * Whose daily budget: a repository's, shared by its jobs and chat turns, or the scratch
+ * conversations of the operator or of a person (by id: a login can change hands).
  */
-export type BudgetOwner = { repositoryId: number } | { scratchOwner: ChatOwner };
+export type BudgetOwner = { repositoryId: number } | { scratchOwner: ConversationOwner };
 
 /** The jobs that spend the budget, their owner as $1. */
 const budgetJobs = (whose: BudgetOwner) =>
   "repositoryId" in whose
     ? "repository_id = $1"
     : `trigger = 'chat' AND repository_id IS NULL
-       AND chat_id IN (SELECT c.id FROM chats c WHERE c.kind = 'api' AND ${ownedBy(whose.scratchOwner, 1).sql})`;
+       AND conversation_id IN (SELECT c.id FROM conversations c WHERE c.kind = 'api' AND ${ownedBy(whose.scratchOwner, 1).sql})`;
 
 const ownerParam = (whose: BudgetOwner) =>
   "repositoryId" in whose ? whose.repositoryId : ownedBy(whose.scratchOwner, 1).param;
 
 /** What the advisory lock on a scratch budget is taken on. */
-const lockName = (owner: ChatOwner) =>
+const lockName = (owner: ConversationOwner) =>
   owner.kind === "operator" ? "operator" : `user ${owner.id}`;
 
 /**

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { redactDeep } from "../log/redact.ts";
-import { loadImages, storeImages } from "./chat-images.ts";
+import { loadImages, storeImages } from "./conversation-images.ts";
 import type { Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
@@ -8,8 +8,8 @@ import { bigint, parseStored } from "./stored-value.ts";
 export type MessageRole = "user" | "assistant" | "system";
 
 export interface Message {
-  chatId: number;
-  /** 1-based position in the chat. */
+  conversationId: number;
+  /** 1-based position in the conversation. */
   seq: number;
   role: MessageRole;
   /** The message content as the model API takes it: a string or an array of blocks. */
@@ -19,7 +19,7 @@ export interface Message {
 }
 
 const messageRow = z.object({
-  chat_id: bigint,
+  conversation_id: bigint,
   seq: z.number().int(),
   role: z.enum(["user", "assistant", "system"]),
   content: z.unknown(),
@@ -30,7 +30,7 @@ const messageRow = z.object({
 function toMessage(value: unknown): Message {
   const row = parseStored(messageRow, value, "a messages row");
   return {
-    chatId: row.chat_id,
+    conversationId: row.conversation_id,
     seq: row.seq,
     role: row.role,
     content: row.content,
@@ -40,45 +40,46 @@ function toMessage(value: unknown): Message {
 }
 
 /**
- * Appends one message. The chat row's counter hands out seq under its row lock, so concurrent
- * appends get distinct, gap-free numbers, and the cost does not grow with the history.
- * Secrets (registered ones and known token shapes) are redacted before the content is stored:
- * tool output read in the sandbox may contain them, and the table outlives the job. Images go to
- * chat_images, once per chat; the stored content (and the message returned) holds references.
+ * Appends one message. The conversation row's counter hands out seq under its row lock, so
+ * concurrent appends get distinct, gap-free numbers, and the cost does not grow with the history.
+ * Secrets (registered ones and known token shapes) are redacted before the content is stored: tool
+ * output read in the sandbox may contain them, and the table outlives the job. Images go to
+ * conversation_images, once per conversation; the stored content (and the message returned) holds
+ * references.
  */
 export async function appendMessage(
   db: Queryable,
-  input: { chatId: number; role: MessageRole; content: unknown; jobId?: number | null },
+  input: { conversationId: number; role: MessageRole; content: unknown; jobId?: number | null },
 ): Promise<Message> {
-  const content = await storeImages(db, input.chatId, input.content);
+  const content = await storeImages(db, input.conversationId, input.content);
   const { rows } = await db.query(
     `WITH next AS (
-       UPDATE chats SET message_count = message_count + 1, updated_at = now()
+       UPDATE conversations SET message_count = message_count + 1, updated_at = now()
        WHERE id = $1 RETURNING message_count
      )
-     INSERT INTO messages (chat_id, seq, role, content, job_id)
+     INSERT INTO messages (conversation_id, seq, role, content, job_id)
      SELECT $1, message_count, $2, $3::jsonb, $4 FROM next
      RETURNING *`,
-    [input.chatId, input.role, JSON.stringify(redactDeep(content)), input.jobId ?? null],
+    [input.conversationId, input.role, JSON.stringify(redactDeep(content)), input.jobId ?? null],
   );
-  if (!rows[0]) throw new Error(`no chat ${input.chatId}`);
+  if (!rows[0]) throw new Error(`no conversation ${input.conversationId}`);
   return toMessage(rows[0]);
 }
 
 /** Messages in order, images included; afterSeq skips those already loaded. */
 export async function listMessages(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   afterSeq = 0,
 ): Promise<Message[]> {
   const { rows } = await db.query(
-    "SELECT * FROM messages WHERE chat_id = $1 AND seq > $2 ORDER BY seq",
-    [chatId, afterSeq],
+    "SELECT * FROM messages WHERE conversation_id = $1 AND seq > $2 ORDER BY seq",
+    [conversationId, afterSeq],
   );
   const messages = rows.map(toMessage);
   const contents = await loadImages(
     db,
-    chatId,
+    conversationId,
     messages.map((m) => m.content),
   );
   return messages.map((message, i) => ({ ...message, content: contents[i] }));

@@ -1,12 +1,13 @@
 // Whose money a job spends, for the monthly per-person budget (maxMonthlyCostUsdPerUser) and the
 // per-person totals of /usage. A person is their GitHub numeric user id wherever it is known: an
 // issue job's requester by jobs.context.requesterId (the intake records the sender's id; CI and
-// merge jobs carry over their requester's), a chat turn by its chat's owner (chats.api_owner_id).
+// merge jobs carry over their requester's), a chat turn by its conversation's owner
+// (conversations.api_owner_id).
 // A job that never recorded the id counts under its requester's login, apart from the id: a login
 // can change hands, so the two are never joined. The operator's key spends as one more spender. An
 // app (a `[bot]` login: vmpilot's own automations, and the CI fixes and merges that follow them) is
 // no person: /usage shows it, no person's budget counts it.
-import type { ChatOwner } from "./api-chats.ts";
+import type { ConversationOwner } from "./api-conversations.ts";
 import type { Queryable } from "./sql.ts";
 
 /** A user id ("123"), "login:<login>" for a job without one, "operator", or "app:<login>". */
@@ -15,19 +16,22 @@ export type SpenderKey = string;
 /** An issue job's spender; the expression the jobs_spender_created index is on. */
 const ISSUE_SPENDER = "coalesce(j.context->>'requesterId', 'login:' || j.requester)";
 
-/** A chat-face chat's spender; null for a chat stored before owners were ids, nobody's. */
+/**
+ * A chat-face conversation's spender; null for a conversation stored before owners were ids,
+ * nobody's.
+ */
 const CHAT_SPENDER = "CASE WHEN c.api_operator THEN 'operator' ELSE c.api_owner_id::text END";
 
-/** The spender key of job `j`, its chat LEFT JOINed as `c`. */
+/** The spender key of job `j`, its conversation LEFT JOINed as `c`. */
 export const SPENDER_OF_JOB = `CASE WHEN j.trigger = 'chat' THEN ${CHAT_SPENDER}
   WHEN j.requester LIKE '%[bot]' THEN 'app:' || j.requester ELSE ${ISSUE_SPENDER} END`;
 
-/** The login to show for job `j`'s spender (the chat owner's, for a chat turn). */
+/** The login to show for job `j`'s spender (the conversation owner's, for a chat turn). */
 export const SPENDER_LOGIN = "CASE WHEN j.trigger = 'chat' THEN c.api_owner ELSE j.requester END";
 
 export const OPERATOR_SPENDER: SpenderKey = "operator";
 
-export function ownerSpender(owner: ChatOwner): SpenderKey {
+export function ownerSpender(owner: ConversationOwner): SpenderKey {
   return owner.kind === "operator" ? OPERATOR_SPENDER : String(owner.id);
 }
 
@@ -36,7 +40,7 @@ export function ownerSpender(owner: ChatOwner): SpenderKey {
  * the id $2; the key is $1. Issue jobs and chat turns apart, so each part uses its index.
  */
 export function spenderJobs(key: SpenderKey): string {
-  const chats =
+  const conversations =
     key === OPERATOR_SPENDER
       ? "c.api_operator"
       : /^\d+$/.test(key)
@@ -46,16 +50,16 @@ export function spenderJobs(key: SpenderKey): string {
            WHERE j.trigger <> 'chat' AND ${ISSUE_SPENDER} = $1::text
              AND (j.created_at >= $3 OR j.id = $2)
           UNION ALL
-          SELECT j.id, j.cost_usd, j.reserved_usd, j.finished_at FROM chats c
-            JOIN jobs j ON j.chat_id = c.id
-           WHERE c.kind = 'api' AND ${chats} AND j.trigger = 'chat'
+          SELECT j.id, j.cost_usd, j.reserved_usd, j.finished_at FROM conversations c
+            JOIN jobs j ON j.conversation_id = c.id
+           WHERE c.kind = 'api' AND ${conversations} AND j.trigger = 'chat'
              AND (j.created_at >= $3 OR j.id = $2)`;
 }
 
-/** The person whose budget the job spends; null for an app's job or a chat nobody owns. */
+/** The person whose budget the job spends; null for an app's job or a conversation nobody owns. */
 export async function jobSpender(db: Queryable, jobId: number): Promise<SpenderKey | null> {
   const { rows } = await db.query<{ spender: string | null }>(
-    `SELECT ${SPENDER_OF_JOB} AS spender FROM jobs j LEFT JOIN chats c ON c.id = j.chat_id
+    `SELECT ${SPENDER_OF_JOB} AS spender FROM jobs j LEFT JOIN conversations c ON c.id = j.conversation_id
       WHERE j.id = $1`,
     [jobId],
   );

@@ -1,6 +1,6 @@
 // Who may see what. Every answer comes from GitHub, asked with the viewer's own token.
 import { checkRepoConfig, type RepoConfig, resolveSettings } from "../config/repo-config.ts";
-import { getApiChat } from "../store/api-chats.ts";
+import { getApiConversation } from "../store/api-conversations.ts";
 import { getRepository } from "../store/installations.ts";
 import type { Job } from "../store/jobs.ts";
 import { rememberPushableRepositories } from "../store/user-repositories.ts";
@@ -49,10 +49,10 @@ export async function canViewJob(
   job: Job,
 ): Promise<boolean> {
   // A chat-face conversation is its owner's alone: a person, by GitHub user id. The operator's
-  // chats have no page: no login, "operator" or any other, is the operator.
+  // conversations have no page: no login, "operator" or any other, is the operator.
   if (job.trigger === "chat") {
     if (!session) return false;
-    const owner = (await getApiChat(web.pool, job.chatId))?.owner;
+    const owner = (await getApiConversation(web.pool, job.conversationId))?.owner;
     return owner?.kind === "user" && owner.id === session.userId;
   }
   // An issue's job, or a scheduled automation's (a repository's, with no issue): the repository's.

@@ -47,7 +47,8 @@ export class JobFeeds {
     db: Queryable,
     intervalMs: number,
     limits: FeedLimits,
-    pause: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    pause: (ms: number) => Promise<void> = (ms) =>
+      new Promise((resolve) => setTimeout(resolve, ms)),
   ) {
     this.db = db;
     this.intervalMs = intervalMs;

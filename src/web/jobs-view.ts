@@ -37,7 +37,9 @@ export function jobPage(job: Job, events: JobEvent[], webUrl: string): Html {
     usage.cacheReadInputTokens;
   const lastId = events.at(-1)?.id ?? 0;
   const title =
-    job.number === null ? `${job.repo} chat ${job.chatId}` : `${job.repo}#${job.number}`;
+    job.number === null
+      ? `${job.repo} conversation ${job.conversationId}`
+      : `${job.repo}#${job.number}`;
   return html`<h1>Job #${job.id} · ${title}</h1>
 <dl class="facts">
   <dt>Status</dt><dd><span id="job-status" class="status status-${job.status}" aria-live="polite">${job.status}</span></dd>
@@ -57,9 +59,9 @@ export function jobPage(job: Job, events: JobEvent[], webUrl: string): Html {
 ${events.length === 0 ? html`<p id="no-events" class="muted">No steps recorded yet.</p>` : ""}`;
 }
 
-/** The issue or pull request a job is on; a chat turn has none and says which chat. */
+/** The issue or pull request a job is on; a chat turn has none and says which conversation. */
 function itemLink(job: Job, webUrl: string, label: string): Html | string {
-  if (job.number === null) return `chat ${job.chatId}`;
+  if (job.number === null) return `conversation ${job.conversationId}`;
   return html`<a href="${webUrl}/${job.repo}/issues/${job.number}">${label}</a>`;
 }
 

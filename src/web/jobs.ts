@@ -18,7 +18,7 @@ export async function jobList(web: WebServices, ctx: RequestContext): Promise<vo
   );
   const sections: Html[] = [];
   for (const repo of repos) {
-    // A chat-face conversation is its owner's alone; they see it under their chats below.
+    // A chat-face conversation is its owner's alone; they see it under their chat turns below.
     const jobs = await listJobs(web.pool, {
       repositoryId: repo.id,
       chatTurns: false,
@@ -30,13 +30,17 @@ export async function jobList(web: WebServices, ctx: RequestContext): Promise<vo
 ${jobsTable(jobs, web.config.githubWebUrl)}
 </section>`);
   }
-  const chats = only
+  const chatTurns = only
     ? []
-    : await listJobs(web.pool, { chatTurns: true, chatOwnerId: session.userId, limit: PER_REPO });
-  if (chats.length > 0) {
-    sections.push(html`<section aria-labelledby="your-chats">
-<h2 id="your-chats">Your chats</h2>
-${jobsTable(chats, web.config.githubWebUrl)}
+    : await listJobs(web.pool, {
+        chatTurns: true,
+        conversationOwnerId: session.userId,
+        limit: PER_REPO,
+      });
+  if (chatTurns.length > 0) {
+    sections.push(html`<section aria-labelledby="your-chat-turns">
+<h2 id="your-chat-turns">Your chat turns</h2>
+${jobsTable(chatTurns, web.config.githubWebUrl)}
 </section>`);
   }
   const body = html`<h1>Jobs</h1>

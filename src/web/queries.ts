@@ -20,7 +20,7 @@ export interface UsageRow {
 
 /** A person's share of the usage (spenders.ts says who a job's spender is). */
 export interface PersonUsageRow {
-  /** Null for chats stored before owners were ids, which nobody is known to own. */
+  /** Null for conversations stored before owners were ids, which nobody is known to own. */
   spender: SpenderKey | null;
   /** The login their newest job in the window showed; null for the operator's key. */
   login: string | null;
@@ -31,11 +31,11 @@ export interface PersonUsageRow {
 }
 
 /**
- * The jobs a page of usage counts, `j` with its chat LEFT JOINed as `c`: those of the repositories
- * $1 created in the last $2 UTC days, and the chat-face turns the person $3 (a GitHub user id) ran
- * on scratch workspaces.
+ * The jobs a page of usage counts, `j` with its conversation LEFT JOINed as `c`: those of the
+ * repositories $1 created in the last $2 UTC days, and the chat-face turns the person $3 (a GitHub
+ * user id) ran on scratch workspaces.
  */
-const USAGE_JOBS = `FROM jobs j LEFT JOIN chats c ON c.id = j.chat_id
+const USAGE_JOBS = `FROM jobs j LEFT JOIN conversations c ON c.id = j.conversation_id
       WHERE (j.repository_id = ANY($1::bigint[])
              OR (j.repository_id IS NULL AND j.trigger = 'chat' AND c.kind = 'api'
                  AND c.api_owner_id = $3))
@@ -90,9 +90,9 @@ export async function usageByDay(
 
 /**
  * Tokens and cost per person over the same jobs as usageByDay: an issue job's requester, a chat
- * turn's chat owner (the owner of the key it came with), the operator's key and apps as more. People
- * are grouped by GitHub user id where the job knows it, else by login (spenders.ts); the most
- * spent first.
+ * turn's conversation owner (the owner of the key it came with), the operator's key and apps as
+ * more. People are grouped by GitHub user id where the job knows it, else by login (spenders.ts);
+ * the most spent first.
  */
 export async function usageByPerson(
   db: Queryable,

@@ -22,9 +22,9 @@ export async function usagePage(web: WebServices, ctx: RequestContext): Promise<
   const month = await spentBySpender(web.pool, String(session.userId), startOfUtcMonth(new Date()));
   const total = rows.reduce((sum, r) => sum + r.costUsd, 0);
   const body = html`<h1>Usage</h1>
-<p>Tokens and cost of the last ${DAYS} days (UTC) in the repositories you can read, and your scratch chats:
+<p>Tokens and cost of the last ${DAYS} days (UTC) in the repositories you can read, and your scratch conversations:
 <strong>${usd(total)}</strong> in total.</p>
-<p>Your own jobs and chats this month (UTC), in every repository: <strong>${usd(month)}</strong>
+<p>Your own jobs and chat turns this month (UTC), in every repository: <strong>${usd(month)}</strong>
 (what a repository's <code>maxMonthlyCostUsdPerUser</code> counts).</p>
 ${barChart(dailyBars(rows), `Cost per day, all repositories, last ${DAYS} days`, usd)}
 ${rows.length ? html`${peopleTable(people)}${usageTable(rows)}` : html`<p>No jobs in the last ${DAYS} days.</p>`}`;
@@ -41,13 +41,15 @@ function usageTable(rows: UsageRow[]) {
 <tbody>${rows.map(
     (
       r,
-    ) => html`<tr><td>${r.day}</td><td>${r.repo === "scratch" ? "scratch chats" : html`<a href="/jobs?repo=${r.repo}">${r.repo}</a>`}</td>
+    ) => html`<tr><td>${r.day}</td><td>${r.repo === "scratch" ? "scratch conversations" : html`<a href="/jobs?repo=${r.repo}">${r.repo}</a>`}</td>
 <td class="num">${n(r.jobs)}</td><td class="num">${n(r.inputTokens)}</td><td class="num">${n(r.outputTokens)}</td>
 <td class="num hide-narrow">${n(r.cacheTokens)}</td><td class="num">${usd(r.costUsd)}</td></tr>`,
   )}</tbody></table></div>`;
 }
 
-/** Who spent what: an issue job's requester, a chat's key owner, the operator's key, an app. */
+/**
+ * Who spent what: an issue job's requester, a chat turn's key owner, the operator's key, an app.
+ */
 function peopleTable(rows: PersonUsageRow[]) {
   const n = (v: number) => v.toLocaleString("en-US");
   return html`<div class="table-wrap"><table>
@@ -63,7 +65,7 @@ function peopleTable(rows: PersonUsageRow[]) {
 
 function personName(row: PersonUsageRow) {
   if (row.spender === OPERATOR_SPENDER) return "operator key";
-  if (row.spender === null) return html`<span class="muted">chats of no known owner</span>`;
+  if (row.spender === null) return html`<span class="muted">conversations of no known owner</span>`;
   if (row.spender.startsWith("app:")) return html`${row.login} <span class="muted">(an app)</span>`;
   if (row.spender.startsWith("login:")) {
     return html`${row.login} <span class="muted">(jobs without a user id)</span>`;

@@ -288,7 +288,7 @@ describe("a conversation moving between providers", () => {
     client: { apiKey: "test-key", baseURL: anthropic.url, maxRetries: 0 },
   });
 
-  it("continues on the openai provider a chat stored by the anthropic one, and back", async () => {
+  it("continues on the openai provider a conversation stored by the anthropic one, and back", async () => {
     anthropic.push(
       {
         content: [

@@ -5,7 +5,7 @@ import { checkBudget } from "../../src/chat/budget.ts";
 import { defaults } from "../../src/config/repo-config.ts";
 import type { Database } from "../../src/store/database.ts";
 import { insertJob, updateJob } from "../../src/store/jobs.ts";
-import { newJob, openTestDatabase, seedChat } from "../helpers/db.ts";
+import { newJob, openTestDatabase, seedConversation } from "../helpers/db.ts";
 
 let db: Database;
 beforeAll(async () => {
@@ -15,9 +15,9 @@ afterAll(() => db?.close());
 
 describe("the chat face's budget check", () => {
   it("refuses a key's owner whose month is spent, and no one else", async () => {
-    const { chat } = await seedChat(db, 9300);
+    const { conversation } = await seedConversation(db, 9300);
     const job = await insertJob(db.pool, {
-      ...newJob(chat),
+      ...newJob(conversation),
       requester: "mona",
       context: { requesterId: 5 },
     });
@@ -29,7 +29,7 @@ describe("the chat face's budget check", () => {
       status: 429,
       code: "insufficient_quota",
       message:
-        "Your monthly budget ($3.00, maxMonthlyCostUsdPerUser) is spent: it counts your jobs and chats in every repository this month (UTC); try again next month.",
+        "Your monthly budget ($3.00, maxMonthlyCostUsdPerUser) is spent: it counts your jobs and chat turns in every repository this month (UTC); try again next month.",
     });
     await expect(checkBudget(db.pool, defaults, mona, scratch)).resolves.toBeUndefined();
     const nils = { kind: "user", id: 6, login: "nils", keyId: "2" } as const;

@@ -91,16 +91,16 @@ async function collect(stream: AsyncIterable<OpenAI.ChatCompletionChunk>) {
   return { chunks, content };
 }
 
-async function chatIdOf(completionJobCount: number): Promise<number> {
-  const { rows } = await db.pool.query<{ chat_id: string }>(
-    "SELECT chat_id FROM jobs WHERE trigger = 'chat' ORDER BY id DESC LIMIT 1",
+async function conversationIdOf(completionJobCount: number): Promise<number> {
+  const { rows } = await db.pool.query<{ conversation_id: string }>(
+    "SELECT conversation_id FROM jobs WHERE trigger = 'chat' ORDER BY id DESC LIMIT 1",
   );
   expect(rows).toHaveLength(completionJobCount > 0 ? 1 : 0);
-  return Number(rows[0]?.chat_id);
+  return Number(rows[0]?.conversation_id);
 }
 
 describe("the chat face", () => {
-  it("lists the agents a key may use: the repositories its owner may use, and scratch with one", async () => {
+  it("lists the models a key may use: the repositories its owner may use, and scratch with one", async () => {
     const all = await operator.models.list();
     expect(all.data.map((m) => m.id)).toEqual(["vmpilot", `vmpilot/${REPO}`]);
     expect(all.data[0]).toMatchObject({ object: "model", owned_by: "vmpilot" });
@@ -152,7 +152,7 @@ describe("the chat face", () => {
     expect(usage?.completion_tokens).toBeGreaterThan(0);
     // The client's system message reached the agent's instructions, after vmpilot's own rules.
     expect(JSON.stringify(fake.requests[0]?.body.system)).toContain("Answer tersely.");
-    const chatId = await chatIdOf(1);
+    const conversationId = await conversationIdOf(1);
 
     fake.push(
       { content: [toolUse("bash", { command: "cat hello.txt" })] },
@@ -174,13 +174,13 @@ describe("the chat face", () => {
     expect(reply).toMatch(/```text\nhi\n```/);
     expect(reply).toContain("It says hi.");
     expect(second.usage?.total_tokens).toBeGreaterThan(0);
-    expect(await chatIdOf(1)).toBe(chatId);
+    expect(await conversationIdOf(1)).toBe(conversationId);
     // The agent's own history (its tool calls, which the client never saw) came along.
     const sent = JSON.stringify(fake.requests.at(-2)?.body.messages);
     expect(sent).toContain("printf 'hi");
   });
 
-  it("a regenerate goes back to the earlier turn's workspace, in a branch of the chat", async () => {
+  it("a regenerate goes back to the earlier turn's workspace, in a branch of the conversation", async () => {
     const ask = (messages: OpenAI.ChatCompletionMessageParam[]) =>
       operator.chat.completions.create({ model: "vmpilot", messages });
     fake.push(
@@ -189,7 +189,7 @@ describe("the chat face", () => {
     );
     const one =
       (await ask([{ role: "user", content: "write one" }])).choices[0]?.message.content ?? "";
-    const firstChat = await chatIdOf(1);
+    const firstConversation = await conversationIdOf(1);
     fake.push(
       { content: [toolUse("bash", { command: "echo two > state.txt" })] },
       { content: [text("Wrote two.")] },
@@ -200,7 +200,7 @@ describe("the chat face", () => {
       { role: "user", content: "now write two" },
     ];
     await ask(history);
-    expect(await chatIdOf(1)).toBe(firstChat);
+    expect(await conversationIdOf(1)).toBe(firstConversation);
 
     // The client regenerates the last reply: the same history again.
     fake.push(
@@ -209,7 +209,7 @@ describe("the chat face", () => {
     );
     const again = (await ask(history)).choices[0]?.message.content ?? "";
     expect(again).toMatch(/```text\none\n```/);
-    expect(await chatIdOf(1)).not.toBe(firstChat);
+    expect(await conversationIdOf(1)).not.toBe(firstConversation);
   });
 
   it("a repository turn that asks for a pull request pushes a vmpilot/* branch and opens a draft", async () => {
@@ -251,9 +251,9 @@ describe("the chat face", () => {
       model: `vmpilot/${repo}`,
       messages: [{ role: "user", content: "fix the typo in the README\n/vmpilot pr" }],
     });
-    const chatId = await chatIdOf(1);
+    const conversationId = await conversationIdOf(1);
     expect(opened).toMatchObject({
-      head: `vmpilot/chat-${chatId}`,
+      head: `vmpilot/chat-${conversationId}`,
       base: "master",
       title: "Fix the README greeting",
       draft: true,
@@ -273,7 +273,7 @@ describe("the chat face", () => {
       { model: "vmpilot", messages: [{ role: "user", content: "remember blue" }] },
       options,
     );
-    const chatId = await chatIdOf(1);
+    const conversationId = await conversationIdOf(1);
     fake.push({ content: [text("Blue.")] });
     await operator.chat.completions.create(
       {
@@ -287,7 +287,7 @@ describe("the chat face", () => {
       },
       options,
     );
-    expect(await chatIdOf(1)).toBe(chatId);
+    expect(await conversationIdOf(1)).toBe(conversationId);
     // The agent got its stored history, and no transcript of it as new context.
     const sent = JSON.stringify(fake.requests.at(-1)?.body.messages);
     expect(sent).toContain("remember blue");
@@ -404,10 +404,10 @@ describe("the chat face", () => {
       ownerId: 9,
     });
     const { rows } = await db.pool.query<{ id: string }>(
-      `INSERT INTO chats (kind, api_owner, api_owner_id) VALUES ('api', 'spender', 9) RETURNING id`,
+      `INSERT INTO conversations (kind, api_owner, api_owner_id) VALUES ('api', 'spender', 9) RETURNING id`,
     );
     await db.pool.query(
-      `INSERT INTO jobs (chat_id, repo, trigger, requester, status, cost_usd, finished_at)
+      `INSERT INTO jobs (conversation_id, repo, trigger, requester, status, cost_usd, finished_at)
        VALUES ($1, 'scratch', 'chat', 'spender', 'succeeded', 1000, now())`,
       [rows[0]?.id],
     );
@@ -437,13 +437,13 @@ describe("whose conversation it is", () => {
       { model: "vmpilot", messages: remember("red") },
       options,
     );
-    const operatorChat = await chatIdOf(1);
-    // The operator's scratch chats spent today's budget.
+    const operatorConversation = await conversationIdOf(1);
+    // The operator's scratch conversations spent today's budget.
     const spent = await db.pool.query<{ id: string }>(
-      `INSERT INTO jobs (chat_id, repo, trigger, requester, status, cost_usd, finished_at, context)
+      `INSERT INTO jobs (conversation_id, repo, trigger, requester, status, cost_usd, finished_at, context)
        VALUES ($1, 'scratch', 'chat', 'operator', 'succeeded', 1000, now(), '{"operator": true}')
        RETURNING id`,
-      [operatorChat],
+      [operatorConversation],
     );
     try {
       const { secret } = await createApiKey(db.pool, {
@@ -459,7 +459,7 @@ describe("whose conversation it is", () => {
         options,
       );
       expect(reply.choices[0]?.message.content).toContain("You have not told me a colour yet.");
-      expect(await chatIdOf(1)).not.toBe(operatorChat);
+      expect(await conversationIdOf(1)).not.toBe(operatorConversation);
       // What the client sent came as its context; none of the operator's stored conversation did.
       const sent = JSON.stringify(fake.requests.at(-1)?.body.messages);
       expect(sent).toContain("The conversation so far");
@@ -478,10 +478,10 @@ describe("whose conversation it is", () => {
       model: "vmpilot",
       messages: remember("green"),
     });
-    const aliceChat = await chatIdOf(1);
+    const aliceConversation = await conversationIdOf(1);
     const { rows } = await db.pool.query<{ requester: string }>(
-      "SELECT requester FROM jobs WHERE chat_id = $1",
-      [aliceChat],
+      "SELECT requester FROM jobs WHERE conversation_id = $1",
+      [aliceConversation],
     );
     expect(rows).toEqual([{ requester: "alice-renamed" }]);
 
@@ -493,6 +493,6 @@ describe("whose conversation it is", () => {
       model: "vmpilot",
       messages: followUp("green", first.choices[0]?.message.content ?? ""),
     });
-    expect(await chatIdOf(1)).not.toBe(aliceChat);
+    expect(await conversationIdOf(1)).not.toBe(aliceConversation);
   });
 });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Principal } from "../../src/chat/auth.ts";
 import { planTurn } from "../../src/chat/conversation.ts";
 import { extendHash } from "../../src/jobs/chat-turn/history-hash.ts";
-import { createApiChat, saveChatTurn } from "../../src/store/api-chats.ts";
+import { createApiConversation, saveChatTurn } from "../../src/store/api-conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import { insertJob } from "../../src/store/jobs.ts";
 import { databases } from "../helpers/db.ts";
@@ -26,9 +26,9 @@ describe.each(databases())("planTurn on $name", (target) => {
 
   /** A chat of mona's whose one turn ended at this history. */
   async function storedTurn(history: { role: "user" | "assistant"; text: string }[]) {
-    const chat = await createApiChat(db.pool, { owner: MONA, repositoryId: null });
+    const conversation = await createApiConversation(db.pool, { owner: MONA, repositoryId: null });
     const job = await insertJob(db.pool, {
-      chatId: chat.id,
+      conversationId: conversation.id,
       installationId: null,
       repositoryId: null,
       repo: "scratch",
@@ -37,18 +37,18 @@ describe.each(databases())("planTurn on $name", (target) => {
       requester: "mona",
     });
     await saveChatTurn(db.pool, {
-      chatId: chat.id,
+      conversationId: conversation.id,
       jobId: job.id,
       historyHash: history.reduce(extendHash, ""),
       messageCount: 0,
       commitSha: null,
       bundle: null,
     });
-    return chat;
+    return conversation;
   }
 
   it("finds the turn at the start of a 2,000-message history in a bounded number of queries", async () => {
-    const chat = await storedTurn([
+    const conversation = await storedTurn([
       { role: "user", text: "hello" },
       { role: "assistant", text: "hi there" },
     ]);
@@ -63,10 +63,10 @@ describe.each(databases())("planTurn on $name", (target) => {
     const queries = vi.spyOn(db.pool, "query");
     try {
       const plan = await planTurn(db.pool, MONA, SCRATCH, { model: "vmpilot", messages }, null);
-      expect(plan.chat.id).toBe(chat.id);
+      expect(plan.conversation.id).toBe(conversation.id);
       // The 1,998 messages after the turn come along as the client's context.
       expect(plan.transcript).toContain("q998");
-      // The match, the chat, its last turn.
+      // The match, the conversation, its last turn.
       expect(queries).toHaveBeenCalledTimes(3);
     } finally {
       queries.mockRestore();
@@ -90,12 +90,12 @@ describe.each(databases())("planTurn on $name", (target) => {
       { role: "user" as const, content: "three" },
     ];
     const plan = await planTurn(db.pool, MONA, SCRATCH, { model: "vmpilot", messages }, null);
-    expect(plan.chat.id).toBe(longer.id);
+    expect(plan.conversation.id).toBe(longer.id);
     expect(plan.transcript).toBe("");
     // The same words from someone else start their own chat.
     const other: Principal = { kind: "user", id: 6, login: "mona", keyId: "2" };
     const theirs = await planTurn(db.pool, other, SCRATCH, { model: "vmpilot", messages }, null);
-    expect(theirs.chat.id).not.toBe(longer.id);
-    expect(theirs.chat.owner).toEqual({ kind: "user", id: 6, login: "mona" });
+    expect(theirs.conversation.id).not.toBe(longer.id);
+    expect(theirs.conversation.owner).toEqual({ kind: "user", id: 6, login: "mona" });
   });
 });

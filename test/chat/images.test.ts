@@ -84,7 +84,7 @@ const blocksOf = (message: any): unknown[] =>
   message.content.map(({ cache_control: _, ...block }: any) => block);
 
 describe("images in a chat request", () => {
-  it("reach the model as an image block after the text, and stay in the chat and its branches", async () => {
+  it("reach the model as an image block after the text, and stay in the conversation and its branches", async () => {
     const ask = (messages: OpenAI.ChatCompletionMessageParam[]) =>
       operator.chat.completions.create({ model: "vmpilot", messages });
     const first = withImages("what does this show?", dataUrl(PNG));
@@ -95,11 +95,12 @@ describe("images in a chat request", () => {
       { type: "text", text: "what does this show?" },
       PNG_BLOCK,
     ]);
-    const { rows } = await db.pool.query("SELECT media_type FROM chat_images");
+    const { rows } = await db.pool.query("SELECT media_type FROM conversation_images");
     expect(rows).toEqual([{ media_type: "image/png" }]);
 
-    // The client sends the history back, images and all: the image is the chat's already, shown
-    // from the store, and the new message has none. A regenerate then branches the chat.
+    // The client sends the history back, images and all: the image is the conversation's already,
+    // shown from the store, and the new message has none. A regenerate then branches the
+    // conversation.
     const history: OpenAI.ChatCompletionMessageParam[] = [
       first,
       { role: "assistant", content: reply },
@@ -115,8 +116,10 @@ describe("images in a chat request", () => {
       ]);
       expect(JSON.stringify(messages.at(-1))).not.toContain('"image"');
     }
-    const chats = await db.pool.query("SELECT DISTINCT chat_id FROM chat_images");
-    expect(chats.rows).toHaveLength(2);
+    const conversations = await db.pool.query(
+      "SELECT DISTINCT conversation_id FROM conversation_images",
+    );
+    expect(conversations.rows).toHaveLength(2);
   });
 
   it("refuses an SVG, an oversize image and an address on loopback or not over https, saying which and why", async () => {

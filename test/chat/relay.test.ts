@@ -6,7 +6,7 @@ import { relayTurn } from "../../src/chat/relay.ts";
 import { REPLY_END } from "../../src/jobs/chat-turn/reply.ts";
 import type { Database } from "../../src/store/database.ts";
 import { appendJobEvent } from "../../src/store/job-events.ts";
-import { databases, seedChat, seedJob } from "../helpers/db.ts";
+import { databases, seedConversation, seedJob } from "../helpers/db.ts";
 
 const NEVER_MS = 600_000;
 
@@ -20,8 +20,8 @@ describe.each(databases())("chat relay on $name", (target) => {
   });
 
   it("relays each event this process stores at once, without waiting for a poll", async () => {
-    const { chat } = await seedChat(db);
-    const job = await seedJob(db, chat);
+    const { conversation } = await seedConversation(db);
+    const job = await seedJob(db, conversation);
     const pieces: string[] = [];
     let pieceArrived = () => {};
     const relayed = relayTurn({

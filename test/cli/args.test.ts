@@ -34,7 +34,7 @@ describe("parseCommand", () => {
         model: "claude-haiku-4-5",
         maxSteps: 12,
         continueLatest: false,
-        chatId: undefined,
+        conversationId: undefined,
         json: true,
         files: ["build.log", "notes.txt"],
         stdin: "read",
@@ -58,12 +58,15 @@ describe("parseCommand", () => {
     expect(stdin("--no-stdin")).toBe("skip");
   });
 
-  it("picks a conversation with --continue or --chat, which needs no --repo", () => {
+  it("picks a conversation with --continue or --conversation, which needs no --repo", () => {
     const latest = parseCommand(["run", "--repo", ".", "--continue", "more"]);
     expect(latest.command === "run" && latest.args.continueLatest).toBe(true);
-    const byId = parseCommand(["chat", "--chat", "7"]);
-    expect(byId).toMatchObject({ command: "chat", args: { chatId: 7, repo: undefined } });
-    expect(parseCommand(["chats", "--repo", "."])).toEqual({ command: "chats", repo: "." });
+    const byId = parseCommand(["chat", "--conversation", "7"]);
+    expect(byId).toMatchObject({ command: "chat", args: { conversationId: 7, repo: undefined } });
+    expect(parseCommand(["conversations", "--repo", "."])).toEqual({
+      command: "conversations",
+      repo: ".",
+    });
   });
 
   it.each([
@@ -77,11 +80,14 @@ describe("parseCommand", () => {
     [["run", "--repo", ".", "--colour", "t"], /Unknown option/],
     [["run", "--repo", ".", "--stdin", "--no-stdin", "t"], /contradict each other/],
     [["run", "--repo", ".", "--no-stdin", "-"], /which --no-stdin turns off/],
-    [["run", "--repo", ".", "--continue", "--chat", "3", "t"], /give one of them/],
-    [["run", "--repo", ".", "--chat", "x", "t"], /--chat must be a positive integer/],
+    [["run", "--repo", ".", "--continue", "--conversation", "3", "t"], /give one of them/],
+    [
+      ["run", "--repo", ".", "--conversation", "x", "t"],
+      /--conversation must be a positive integer/,
+    ],
     [["run", "--continue", "--branch", "b", "--repo", ".", "t"], /a continued one has its own/],
     [["chat", "--repo", ".", "task"], /reads its turns from the terminal/],
-    [["chats"], /missing --repo/],
+    [["conversations"], /missing --repo/],
     [["deploy"], /usage:\n {2}vmpilot run/],
   ])("rejects %j", (argv, message) => {
     expect(() => parseCommand(argv)).toThrow(UsageError);

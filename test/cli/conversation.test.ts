@@ -10,7 +10,7 @@ import {
   releaseConversation,
   saveTurn,
 } from "../../src/cli/conversation.ts";
-import { getCliChat, listCliChats } from "../../src/store/cli-chats.ts";
+import { getCliConversation, listCliConversations } from "../../src/store/cli-conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import { databases } from "../helpers/db.ts";
 
@@ -38,7 +38,11 @@ describe.each(databases())("CLI conversations on $name", (target) => {
 
   it("stores turns with their tool calls and gives them back to the next run", async () => {
     const first = await openConversation(db.pool, REPO, fresh("fix the parser\nmore detail"));
-    expect(first.chat).toMatchObject({ repo: REPO, branch: "vmpilot/b0", title: "fix the parser" });
+    expect(first.conversation).toMatchObject({
+      repo: REPO,
+      branch: "vmpilot/b0",
+      title: "fix the parser",
+    });
     const turn = [
       { role: "user" as const, content: "fix the parser" },
       {
@@ -56,7 +60,7 @@ describe.each(databases())("CLI conversations on $name", (target) => {
     await releaseConversation(db.pool, first);
 
     const again = await openConversation(db.pool, REPO, { kind: "latest" });
-    expect(again.chat.id).toBe(first.chat.id);
+    expect(again.conversation.id).toBe(first.conversation.id);
     expect(again.history).toEqual(turn);
     expect(again.storedCount).toBe(4);
     // A compaction during the second turn stands for the first turn and the messages before it.
@@ -69,12 +73,12 @@ describe.each(databases())("CLI conversations on $name", (target) => {
       costUsd: 0.5,
     });
     await releaseConversation(db.pool, again);
-    const third = await openConversation(db.pool, REPO, { kind: "id", id: first.chat.id });
+    const third = await openConversation(db.pool, REPO, { kind: "id", id: first.conversation.id });
     expect(third.history).toEqual([
       { role: "user", content: "summary" },
       { role: "assistant", content: [{ type: "text", text: "ok" }] },
     ]);
-    expect(third.chat).toMatchObject({ turns: 2, costUsd: 0.75 });
+    expect(third.conversation).toMatchObject({ turns: 2, costUsd: 0.75 });
     await releaseConversation(db.pool, third);
   });
 
@@ -82,24 +86,24 @@ describe.each(databases())("CLI conversations on $name", (target) => {
     const held = await openConversation(db.pool, "/srv/held", fresh("a"));
     await saveTurn(db.pool, held, { messages: [{ role: "user", content: "a" }], costUsd: 0 });
     // Held by this very process under another name: a live process on this host.
-    await db.pool.query("UPDATE chats SET locked_by = $2 WHERE id = $1", [
-      held.chat.id,
+    await db.pool.query("UPDATE conversations SET locked_by = $2 WHERE id = $1", [
+      held.conversation.id,
       `${HOLDER.split(":")[0]}:${process.ppid}`,
     ]);
     const refused = openConversation(db.pool, "/srv/held", { kind: "latest" });
     await expect(refused).rejects.toThrow(UsageError);
     await expect(refused).rejects.toThrow(
-      new RegExp(`conversation ${held.chat.id} is in use by .*:${process.ppid} since`),
+      new RegExp(`conversation ${held.conversation.id} is in use by .*:${process.ppid} since`),
     );
 
-    await db.pool.query("UPDATE chats SET locked_by = $2 WHERE id = $1", [
-      held.chat.id,
+    await db.pool.query("UPDATE conversations SET locked_by = $2 WHERE id = $1", [
+      held.conversation.id,
       `${HOLDER.split(":")[0]}:${await deadPid()}`,
     ]);
     const taken = await openConversation(db.pool, "/srv/held", { kind: "latest" });
-    expect(taken.chat.lockedBy).toBe(HOLDER);
+    expect(taken.conversation.lockedBy).toBe(HOLDER);
     await releaseConversation(db.pool, taken);
-    expect((await getCliChat(db.pool, held.chat.id))?.lockedBy).toBeNull();
+    expect((await getCliConversation(db.pool, held.conversation.id))?.lockedBy).toBeNull();
   });
 
   it("names the problem when there is nothing to continue or the id is wrong", async () => {
@@ -107,14 +111,14 @@ describe.each(databases())("CLI conversations on $name", (target) => {
       "no conversation for /srv/none yet: run without --continue to start one",
     );
     await expect(openConversation(db.pool, REPO, { kind: "id", id: 99_999 })).rejects.toThrow(
-      "no conversation 99999: `vmpilot chats` lists them",
+      "no conversation 99999: `vmpilot conversations` lists them",
     );
     const other = await openConversation(db.pool, "/srv/other", fresh("x"));
     await saveTurn(db.pool, other, { messages: [{ role: "user", content: "x" }], costUsd: 0 });
     await releaseConversation(db.pool, other);
     await expect(
-      openConversation(db.pool, REPO, { kind: "id", id: other.chat.id }),
-    ).rejects.toThrow(`conversation ${other.chat.id} belongs to /srv/other, not ${REPO}`);
+      openConversation(db.pool, REPO, { kind: "id", id: other.conversation.id }),
+    ).rejects.toThrow(`conversation ${other.conversation.id} belongs to /srv/other, not ${REPO}`);
   });
 
   it("drops a conversation whose run ended before its first message, and avoids taken branches", async () => {
@@ -122,8 +126,10 @@ describe.each(databases())("CLI conversations on $name", (target) => {
     await saveTurn(db.pool, kept, { messages: [{ role: "user", content: "one" }], costUsd: 0 });
     await releaseConversation(db.pool, kept);
     const empty = await openConversation(db.pool, "/srv/branches", fresh("two"));
-    expect(empty.chat.branch).toBe("vmpilot/b1");
+    expect(empty.conversation.branch).toBe("vmpilot/b1");
     await releaseConversation(db.pool, empty);
-    expect((await listCliChats(db.pool, "/srv/branches")).map((c) => c.id)).toEqual([kept.chat.id]);
+    expect((await listCliConversations(db.pool, "/srv/branches")).map((c) => c.id)).toEqual([
+      kept.conversation.id,
+    ]);
   });
 });

@@ -1,4 +1,5 @@
-// Stored CLI conversations end to end, through the real binary: `run --continue`, `chats`, and the
+// Stored CLI conversations end to end, through the real binary: `run --continue`, `conversations`,
+// and the
 // `chat` REPL driven through a pipe, each against the Anthropic fake and the embedded database.
 import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -54,7 +55,7 @@ describe("stored CLI conversations", () => {
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), "vmpilot-chats-"));
+    root = await mkdtemp(join(tmpdir(), "vmpilot-conversations-"));
     fake = await startAnthropicFake();
     env = {
       PATH: process.env.PATH ?? "",
@@ -111,7 +112,7 @@ describe("stored CLI conversations", () => {
       "sub() { echo $(($1 - $2)); }\nadd() { echo $(($1 + $2)); }",
     );
 
-    const listed = await vmpilot(["chats", "--repo", repo]);
+    const listed = await vmpilot(["conversations", "--repo", repo]);
     expect(listed.code).toBe(0);
     const [header, row] = listed.stdout.trim().split("\n");
     expect(header).toMatch(/^id\s+branch\s+turns\s+cost\s+last use \(UTC\)\s+first line$/);
@@ -126,9 +127,11 @@ describe("stored CLI conversations", () => {
 
   it("refuses, in one line with exit 2, a conversation that does not exist or is not there", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "missing-")));
-    const unknown = await vmpilot(["run", "--chat", "424242", "more"]);
+    const unknown = await vmpilot(["run", "--conversation", "424242", "more"]);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toBe("vmpilot: no conversation 424242: `vmpilot chats` lists them\n");
+    expect(unknown.stderr).toBe(
+      "vmpilot: no conversation 424242: `vmpilot conversations` lists them\n",
+    );
     const nothing = await vmpilot(["run", "--repo", repo, "--continue", "more"]);
     expect(nothing.code).toBe(2);
     expect(nothing.stderr).toMatch(
@@ -156,19 +159,19 @@ describe("stored CLI conversations", () => {
     );
     child.stdin.write("make add add\n");
     await out("✔ committed");
-    const chatId = (await out("(conversation ")).match(/\(conversation (\d+):/)?.[1];
+    const conversationId = (await out("(conversation ")).match(/\(conversation (\d+):/)?.[1];
 
     // While the session lives, it holds the conversation.
-    const busy = await vmpilot(["run", "--chat", String(chatId), "meanwhile"]);
+    const busy = await vmpilot(["run", "--conversation", String(conversationId), "meanwhile"]);
     expect(busy.code).toBe(2);
     expect(busy.stderr).toMatch(
       new RegExp(
-        `^vmpilot: conversation ${chatId} is in use by [^:]+:${child.pid} since .*; wait for that run to end\\n$`,
+        `^vmpilot: conversation ${conversationId} is in use by [^:]+:${child.pid} since .*; wait for that run to end\\n$`,
       ),
     );
 
     child.stdin.write("/cost\n/diff\n");
-    await out(`conversation ${chatId}: $`);
+    await out(`conversation ${conversationId}: $`);
     await out("+add() { echo $(($1 + $2)); }");
 
     fake.push({ content: [toolUse("bash", { command: "echo slow-start; sleep 600" })] });
@@ -205,15 +208,22 @@ describe("stored CLI conversations", () => {
     const againOut = printed(again.stdout);
     again.stdin.end("/help\n");
     expect(await new Promise((resolve) => again.once("exit", resolve))).toBe(0);
-    expect(await againOut(`continuing conversation ${chatId} (3 turns`)).toContain(
+    expect(await againOut(`continuing conversation ${conversationId} (3 turns`)).toContain(
       "/diff   the changes so far",
     );
 
     // The sessions let the conversation go: it continues from the command line.
     fake.push({ content: [noTests] }, { content: [text("Summary: Done")] });
-    const resumed = await vmpilot(["run", "--repo", repo, "--chat", String(chatId), "wrap up"]);
+    const resumed = await vmpilot([
+      "run",
+      "--repo",
+      repo,
+      "--conversation",
+      String(conversationId),
+      "wrap up",
+    ]);
     expect(resumed.code).toBe(0);
-    expect(resumed.stdout).toContain(`continuing conversation ${chatId} (3 turns`);
+    expect(resumed.stdout).toContain(`continuing conversation ${conversationId} (3 turns`);
     expect(fake.pending()).toBe(0);
     expect(fake.problems).toEqual([]);
   });

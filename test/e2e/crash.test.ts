@@ -124,7 +124,7 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
   const calls = (method: string, path: RegExp) =>
     gh.calls.filter((c) => c.method === method && path.test(c.path)).length;
 
-  it(`a worker killed mid-job and restarted takes its job up again at once from the stored chat, one pull request and one progress comment (${target.name})`, {
+  it(`a worker killed mid-job and restarted takes its job up again at once from the stored conversation, one pull request and one progress comment (${target.name})`, {
     timeout: 90_000,
   }, async () => {
     const config = testConfig({ baseUrl: gh.url });
@@ -147,15 +147,15 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
       secret: WEBHOOK_SECRET,
     });
     expect(response.status).toBe(200);
-    const { rows } = await db.pool.query<{ id: string; chat_id: string }>(
-      "SELECT id, chat_id FROM jobs WHERE delivery_id = $1",
+    const { rows } = await db.pool.query<{ id: string; conversation_id: string }>(
+      "SELECT id, conversation_id FROM jobs WHERE delivery_id = $1",
       [response.id],
     );
     const jobId = Number(rows[0]?.id);
 
     // Mid-run: the tool call and its result are stored, the next model reply is on its way.
     expect(await gate.held).toBe(1);
-    const beforeCrash = await listMessages(db.pool, Number(rows[0]?.chat_id));
+    const beforeCrash = await listMessages(db.pool, Number(rows[0]?.conversation_id));
     expect(beforeCrash.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
     child.kill("SIGKILL");
     await once(child, "exit");
@@ -164,7 +164,8 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
 
     fake.push(
       (request) => {
-        // The stored chat comes first; the resume note joins the last stored (tool result) turn.
+        // The stored conversation comes first; the resume note joins the last stored (tool result)
+        // turn.
         const messages = request.body.messages.map(plain);
         expect(messages).toHaveLength(3);
         expect(messages.slice(0, 2)).toEqual(beforeCrash.slice(0, 2).map(plain));

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
-import { getChat } from "../../src/store/chats.ts";
+import { getConversation } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import { getJob, type Job } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";
@@ -196,7 +196,7 @@ const backends = [
 ];
 
 describe.each(backends)("issue to pull request on $name", (backend) => {
-  it("label → 👀 → progress comment → branch pushed → draft PR with Fixes #N → final comment links it; a mention continues the chat on the same branch and PR", {
+  it("label → 👀 → progress comment → branch pushed → draft PR with Fixes #N → final comment links it; a mention continues the conversation on the same branch and PR", {
     timeout: 90_000,
   }, async () => {
     const model = backend.model();
@@ -263,9 +263,12 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
     const opening = JSON.stringify(backend.opening(model.requests[opened]?.body));
     expect(opening).toContain("<github_context>");
     expect(opening).not.toContain("push to master");
-    const firstRun = await listMessages(db.pool, first.chatId);
+    const firstRun = await listMessages(db.pool, first.conversationId);
     expect(firstRun).toHaveLength(8);
-    expect(await getChat(db.pool, first.chatId)).toMatchObject({ prNumber, branch });
+    expect(await getConversation(db.pool, first.conversationId)).toMatchObject({
+      prNumber,
+      branch,
+    });
     expectGitHubDone();
 
     // The follow-up: a mention in a comment on the same issue.
@@ -331,7 +334,7 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
     const second = await jobFinished(db, (await send("issue_comment", followUp)).id);
 
     expect(second).toMatchObject({ status: "succeeded", prNumber, branch });
-    expect(second.chatId).toBe(first.chatId);
+    expect(second.conversationId).toBe(first.conversationId);
     expect(model.requests).toHaveLength(seen + 4);
     expect(sh(remote, `git log --format=%s master..${branch}`)).toBe(
       "Exclaim the greeting\nFix Helo typo",
@@ -339,7 +342,7 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
     expect(sh(remote, `git show ${branch}:README.md`)).toBe("Hello World!");
     expect(updated).toContain(`Fixes #${n}`);
     expect(comment2.at(-1)).toContain(`✅ **Updated pull request #${prNumber}**`);
-    expect(await listMessages(db.pool, first.chatId)).toHaveLength(16);
+    expect(await listMessages(db.pool, first.conversationId)).toHaveLength(16);
   });
 });
 
@@ -452,8 +455,8 @@ describe("a mention while the issue's job runs", () => {
       });
     const notice = mockComment(n, 730, []);
     const second = await send("issue_comment", mention);
-    // Its own turn, set up now: it starts the moment the first job ends. The same chat, the same
-    // branch and pull request, the notice's comment edited.
+    // Its own turn, set up now: it starts the moment the first job ends. The same conversation, the
+    // same branch and pull request, the notice's comment edited.
     mockPermission(REPO, "Codertocat", "write");
     mockReads(n, [
       {
@@ -488,7 +491,11 @@ describe("a mention while the issue's job runs", () => {
 
     const done = await jobFinished(db, second.id);
 
-    expect(done).toMatchObject({ status: "succeeded", prNumber, chatId: first.chatId });
+    expect(done).toMatchObject({
+      status: "succeeded",
+      prNumber,
+      conversationId: first.conversationId,
+    });
     expect(created).toBe(1);
     expect(comment.at(-1)).toContain(`Opened draft pull request #${prNumber}`);
     expect(notice.at(-1)).toContain(`Updated pull request #${prNumber}`);

@@ -65,13 +65,13 @@ describe("isValidBranchName", () => {
 });
 
 describe("chooseIssueBranch", () => {
-  it("reuses the chat's branch on follow-ups, even when the title changed", () => {
+  it("reuses the conversation's branch on follow-ups, even when the title changed", () => {
     expect(
       chooseIssueBranch({ existing: "vmpilot/issue-4-old-title", number: 4, title: "New title" }),
     ).toBe("vmpilot/issue-4-old-title");
   });
 
-  it("names a new branch when the chat has none, or a stored one that is not ours", () => {
+  it("names a new branch when the conversation has none, or a stored one that is not ours", () => {
     expect(chooseIssueBranch({ existing: null, number: 4, title: "New title" })).toBe(
       "vmpilot/issue-4-new-title",
     );

@@ -48,7 +48,7 @@ describe("publishPullRequest", () => {
     expect(pr).toEqual({ number: 12, url: "https://github.com/acme/app/pull/12", created: true });
   });
 
-  it("updates the chat's open pull request instead of opening another", async () => {
+  it("updates the conversation's open pull request instead of opening another", async () => {
     nock(GITHUB_API)
       .get("/repos/acme/app/pulls/12")
       .reply(200, prJson(12))
@@ -58,7 +58,7 @@ describe("publishPullRequest", () => {
     expect(pr).toMatchObject({ number: 12, created: false });
   });
 
-  it("finds the open pull request by its head branch when the chat lost track of it", async () => {
+  it("finds the open pull request by its head branch when the conversation lost track of it", async () => {
     nock(GITHUB_API)
       .get("/repos/acme/app/pulls/12")
       .reply(200, prJson(12, "closed"))

@@ -42,7 +42,7 @@ describe("redact", () => {
     ["fine-grained PAT", `github_pat_11ABCDEFG0_${token36}xyz`, REDACTED],
     ["legacy installation token", `v1.${"0123456789abcdef".repeat(2)}01234567`, REDACTED],
     ["anthropic key", "key=sk-ant-api03-AbC_dEf-1234567890", `key=${REDACTED}`],
-    ["vmpilot chat key", `my key is vmp_${"aB3_-".repeat(8)}xyz`, `my key is ${REDACTED}`],
+    ["vmpilot API key", `my key is vmp_${"aB3_-".repeat(8)}xyz`, `my key is ${REDACTED}`],
     ["aws access key id", "AKIAIOSFODNN7EXAMPLE is set", `${REDACTED} is set`],
     [
       "aws secret key",

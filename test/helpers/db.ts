@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { inject, vi } from "vitest";
-import { chatKey, findOrCreateChat } from "../../src/store/chats.ts";
+import { conversationKey, findOrCreateConversation } from "../../src/store/conversations.ts";
 import { type Database, openDatabase } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
 import { getJob, insertJob, type Job, type NewJob } from "../../src/store/jobs.ts";
@@ -103,36 +103,39 @@ async function openPostgres(adminUrl: string, options?: { migrate?: boolean }): 
 
 let nextNumber = 1;
 
-/** A repository and a chat on a new issue number, for tests that need a job to point at. */
-export async function seedChat(db: Database, repositoryId = 1001) {
+/** A repository and a conversation on a new issue number, for tests that need a job to point at. */
+export async function seedConversation(db: Database, repositoryId = 1001) {
   await upsertRepository(db.pool, {
     id: repositoryId,
     installationId: 77,
     fullName: `acme/repo-${repositoryId}`,
   });
-  const chat = await findOrCreateChat(db.pool, {
+  const conversation = await findOrCreateConversation(db.pool, {
     repositoryId,
     number: nextNumber++,
     kind: "issue",
   });
-  return { chat, key: chatKey(chat.id) };
+  return { conversation, key: conversationKey(conversation.id) };
 }
 
-export function newJob(chat: { id: number; repositoryId: number; number: number }): NewJob {
+export function newJob(conversation: { id: number; repositoryId: number; number: number }): NewJob {
   return {
-    chatId: chat.id,
+    conversationId: conversation.id,
     installationId: 77,
-    repositoryId: chat.repositoryId,
-    repo: `acme/repo-${chat.repositoryId}`,
-    number: chat.number,
+    repositoryId: conversation.repositoryId,
+    repo: `acme/repo-${conversation.repositoryId}`,
+    number: conversation.number,
     trigger: "label",
     requester: "octocat",
     instruction: "fix it",
   };
 }
 
-export async function seedJob(db: Database, chat: Parameters<typeof newJob>[0]): Promise<Job> {
-  return insertJob(db.pool, newJob(chat));
+export async function seedJob(
+  db: Database,
+  conversation: Parameters<typeof newJob>[0],
+): Promise<Job> {
+  return insertJob(db.pool, newJob(conversation));
 }
 
 /** Resolves once the queue is done with the job: its row says so (no sleeps). */

@@ -4,11 +4,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordBasePush } from "../../src/intake/base-push.ts";
 import { createQueue, type Queue } from "../../src/jobs/queue.ts";
-import { findOrCreateChat, linkChatToPr } from "../../src/store/chats.ts";
+import { findOrCreateConversation, linkConversationToPr } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
 import { insertJob, listJobs } from "../../src/store/jobs.ts";
-import { markPullRequestClosed } from "../../src/store/pull-request-chats.ts";
+import { markPullRequestClosed } from "../../src/store/pull-request-conversations.ts";
 import { databases } from "../helpers/db.ts";
 import { examplePayload, type Payload } from "../helpers/webhooks.ts";
 
@@ -52,11 +52,23 @@ describe.each(databases())("a push to the base on $name", (target) => {
   const mergeJobs = async (repositoryId: number) =>
     (await listJobs(db.pool, { repositoryId })).filter((job) => job.trigger === "base_push");
 
-  /** A chat on issue `number` whose person-triggered job opened pull request `pr` from `branch`. */
-  async function chatWithPr(repositoryId: number, number: number, pr?: number, branch?: string) {
-    const chat = await findOrCreateChat(db.pool, { repositoryId, number, kind: "issue" });
+  /**
+   * A conversation on issue `number` whose person-triggered job opened pull request `pr` from
+   * `branch`.
+   */
+  async function conversationWithPr(
+    repositoryId: number,
+    number: number,
+    pr?: number,
+    branch?: string,
+  ) {
+    const conversation = await findOrCreateConversation(db.pool, {
+      repositoryId,
+      number,
+      kind: "issue",
+    });
     await insertJob(db.pool, {
-      chatId: chat.id,
+      conversationId: conversation.id,
       installationId: 3,
       repositoryId,
       repo: `acme/r${repositoryId}`,
@@ -79,17 +91,17 @@ describe.each(databases())("a push to the base on $name", (target) => {
         label: "vmpilot",
       },
     });
-    if (pr !== undefined) await linkChatToPr(db.pool, chat.id, pr, branch);
-    return chat;
+    if (pr !== undefined) await linkConversationToPr(db.pool, conversation.id, pr, branch);
+    return conversation;
   }
 
-  it("makes one merge job per open pull request of vmpilot's, on its chat, once per pushed commit", async () => {
+  it("makes one merge job per open pull request of vmpilot's, on its conversation, once per pushed commit", async () => {
     const repo = nextRepository++;
     await upsertRepository(db.pool, { id: repo, installationId: 3, fullName: `acme/r${repo}` });
-    const ours = await chatWithPr(repo, 1, 11, "vmpilot/issue-1-crash");
-    await chatWithPr(repo, 2, 12, "someones-feature");
-    await chatWithPr(repo, 3);
-    const closed = await chatWithPr(repo, 4, 14, "vmpilot/issue-4-old");
+    const ours = await conversationWithPr(repo, 1, 11, "vmpilot/issue-1-crash");
+    await conversationWithPr(repo, 2, 12, "someones-feature");
+    await conversationWithPr(repo, 3);
+    const closed = await conversationWithPr(repo, 4, 14, "vmpilot/issue-4-old");
     await markPullRequestClosed(db.pool, closed.id);
 
     const ids = await recordBasePush(
@@ -102,7 +114,7 @@ describe.each(databases())("a push to the base on $name", (target) => {
     expect(more).toEqual([]);
     expect(job).toMatchObject({
       id: ids[0],
-      chatId: ours.id,
+      conversationId: ours.id,
       number: 11,
       prNumber: 11,
       branch: "vmpilot/issue-1-crash",
@@ -129,7 +141,7 @@ describe.each(databases())("a push to the base on $name", (target) => {
   it("makes none for a push to another branch, a deleted base, or a tag", async () => {
     const repo = nextRepository++;
     await upsertRepository(db.pool, { id: repo, installationId: 3, fullName: `acme/r${repo}` });
-    await chatWithPr(repo, 1, 11, "vmpilot/issue-1-crash");
+    await conversationWithPr(repo, 1, 11, "vmpilot/issue-1-crash");
     const deleted = { ...push(repo, "refs/heads/main"), deleted: true, after: "0".repeat(40) };
     for (const [id, payload] of [
       ["feature", push(repo, "refs/heads/vmpilot/issue-1-crash")],

@@ -2,8 +2,8 @@
 // workflow_run payloads POSTed to the real server (web role: nothing runs the jobs), which makes one
 // fix job per failed head vmpilot pushed last and nothing for anyone else's.
 import { beforeAll, describe, expect, it } from "vitest";
-import { findOrCreateChat, linkChatToPr } from "../../src/store/chats.ts";
 import { recordPush } from "../../src/store/ci-loop.ts";
+import { findOrCreateConversation, linkConversationToPr } from "../../src/store/conversations.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
 import { insertJob, listJobs } from "../../src/store/jobs.ts";
 import { useGitHubMock } from "../helpers/github-mock.ts";
@@ -20,25 +20,28 @@ const INSTALLATION = 4100;
 let nextIssue = 1;
 
 interface PushedPr {
-  chatId: number;
+  conversationId: number;
   pr: number;
   branch: string;
   sha: string;
 }
 
-/** A chat whose job opened pull request #pr from a vmpilot branch and pushed `sha` there last. */
+/**
+ * A conversation whose job opened pull request #pr from a vmpilot branch and pushed `sha` there
+ * last.
+ */
 async function pushedPr(): Promise<PushedPr> {
   const issue = nextIssue++;
   const pr = 100 + issue;
   const branch = `vmpilot/issue-${issue}-crash`;
   const sha = `${issue}`.padStart(2, "0").repeat(20);
-  const chat = await findOrCreateChat(t.db.pool, {
+  const conversation = await findOrCreateConversation(t.db.pool, {
     repositoryId: REPO_ID,
     number: issue,
     kind: "issue",
   });
   const job = await insertJob(t.db.pool, {
-    chatId: chat.id,
+    conversationId: conversation.id,
     installationId: INSTALLATION,
     repositoryId: REPO_ID,
     repo: REPO,
@@ -61,9 +64,9 @@ async function pushedPr(): Promise<PushedPr> {
       label: "vmpilot",
     },
   });
-  await linkChatToPr(t.db.pool, chat.id, pr, branch);
-  await recordPush(t.db.pool, chat.id, sha, job.id);
-  return { chatId: chat.id, pr, branch, sha };
+  await linkConversationToPr(t.db.pool, conversation.id, pr, branch);
+  await recordPush(t.db.pool, conversation.id, sha, job.id);
+  return { conversationId: conversation.id, pr, branch, sha };
 }
 
 interface Run {
@@ -119,8 +122,8 @@ function workflowRun(run: Run): Payload {
   return payload;
 }
 
-async function ciJobs(chatId: number) {
-  return (await listJobs(t.db.pool, { chatId })).filter((job) => job.trigger === "ci");
+async function ciJobs(conversationId: number) {
+  return (await listJobs(t.db.pool, { conversationId })).filter((job) => job.trigger === "ci");
 }
 
 async function readyChecks(sha: string) {
@@ -157,10 +160,10 @@ describe("a completed CI run on a pull request", () => {
       ["check_run", checkRun({ ...run, conclusion: "timed_out" })],
       ["workflow_run", workflowRun(run)],
     ]);
-    const [job, ...more] = await ciJobs(ours.chatId);
+    const [job, ...more] = await ciJobs(ours.conversationId);
     expect(more).toEqual([]);
     expect(job).toMatchObject({
-      chatId: ours.chatId,
+      conversationId: ours.conversationId,
       number: ours.pr,
       prNumber: ours.pr,
       trigger: "ci",
@@ -193,7 +196,7 @@ describe("a completed CI run on a pull request", () => {
       ["workflow_run", workflowRun({ ...failed, conclusion: "success" })],
       ["check_run", checkRun({ ...failed, conclusion: "success" })],
     ]);
-    expect(await ciJobs(ours.chatId)).toEqual([]);
+    expect(await ciJobs(ours.conversationId)).toEqual([]);
     expect(await readyChecks(ours.sha)).toEqual([]);
     // A person's later head passing is no reason to mark anything ready either.
     await sendAll([
@@ -211,9 +214,9 @@ describe("a completed CI run on a pull request", () => {
       ["check_suite", checkSuite({ ...passed, conclusion: "neutral" }, 2)],
     ]);
     expect(await readyChecks(ours.sha)).toEqual([
-      { chatId: ours.chatId, sha: ours.sha, grace: false },
-      { chatId: ours.chatId, sha: ours.sha, grace: false },
+      { conversationId: ours.conversationId, sha: ours.sha, grace: false },
+      { conversationId: ours.conversationId, sha: ours.sha, grace: false },
     ]);
-    expect(await ciJobs(ours.chatId)).toEqual([]);
+    expect(await ciJobs(ours.conversationId)).toEqual([]);
   });
 });

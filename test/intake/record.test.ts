@@ -76,7 +76,7 @@ describe.each(databases())("intake on $name", (target) => {
     const jobs = await listJobs(db.pool, { repositoryId: repo, limit: 100 });
     expect(jobs).toHaveLength(40);
     expect(new Set(jobs.map((j) => j.deliveryId))).toEqual(new Set(ids));
-    expect(new Set(jobs.map((j) => j.chatId)).size).toBe(3);
+    expect(new Set(jobs.map((j) => j.conversationId)).size).toBe(3);
   });
 
   it("ignores a repository that turned vmpilot off, and honours its own label", async () => {

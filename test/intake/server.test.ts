@@ -2,7 +2,7 @@
 // GitHub mocked at the nock edge.
 import { describe, expect, it, vi } from "vitest";
 import { jobDuration } from "../../src/metrics.ts";
-import { findOrCreateChat } from "../../src/store/chats.ts";
+import { findOrCreateConversation } from "../../src/store/conversations.ts";
 import {
   getRepository,
   setRepositoryFileSettings,
@@ -391,14 +391,14 @@ describe("intake rules", () => {
     expect(reply).toContain("/vmpilot stop");
   });
 
-  it("stops the chat's waiting job on /vmpilot stop", async () => {
-    // A job of issue 77's chat that has not started (inserted without enqueueing).
-    const chat = await findOrCreateChat(t.db.pool, {
+  it("stops the conversation's waiting job on /vmpilot stop", async () => {
+    // A job of issue 77's conversation that has not started (inserted without enqueueing).
+    const conversation = await findOrCreateConversation(t.db.pool, {
       repositoryId: REPO_ID,
       number: 77,
       kind: "issue",
     });
-    const waiting = await seedJob(t.db, chat);
+    const waiting = await seedJob(t.db, conversation);
     const { payload, installation } = issueComment("/vmpilot stop");
     payload.issue.number = 77;
     mockInstallationToken(installation);

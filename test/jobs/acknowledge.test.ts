@@ -9,7 +9,7 @@ import {
 import { reportDead } from "../../src/jobs/worker.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import { REDACTED } from "../../src/log/redact.ts";
-import { findOrCreateChat } from "../../src/store/chats.ts";
+import { findOrCreateConversation } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import {
   getRepository,
@@ -81,7 +81,11 @@ describe.each(databases())("acknowledge on $name", (target) => {
     mockInstallationToken(installationId);
     if (overrides.config !== false) mockRepoConfig(`acme/${name}`, overrides.config);
     await upsertRepository(db.pool, { id: repositoryId, installationId, fullName: `acme/${name}` });
-    const chat = await findOrCreateChat(db.pool, { repositoryId, number: 7, kind: "issue" });
+    const conversation = await findOrCreateConversation(db.pool, {
+      repositoryId,
+      number: 7,
+      kind: "issue",
+    });
     const context: JobContext = {
       owner: "acme",
       name,
@@ -96,7 +100,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
       label: overrides.label ?? "vmpilot",
     };
     const job = await insertJob(db.pool, {
-      chatId: chat.id,
+      conversationId: conversation.id,
       installationId,
       repositoryId,
       repo: `acme/${name}`,
@@ -254,7 +258,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
     expect((await getJob(db.pool, again.id))?.status).toBe("refused");
   });
 
-  it("answers status with the chat's current job", async () => {
+  it("answers status with the conversation's current job", async () => {
     const { job: work, repo } = await seed();
     await updateJob(db.pool, work.id, { status: "running" });
     const statusJob = await insertJob(db.pool, {
@@ -311,7 +315,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
     `);
   });
 
-  it("acknowledges a job waiting behind its chat's running job at once, and its start edits that comment", async () => {
+  it("acknowledges a job waiting behind its conversation's running job at once, and its start edits that comment", async () => {
     const { job: work, repo } = await seed();
     await updateJob(db.pool, work.id, { status: "running" });
     const behind = await insertJob(db.pool, { ...work, context: work.context });
@@ -376,7 +380,11 @@ describe.each(databases())("acknowledge on $name", (target) => {
       })
       .reply(200, {});
     const token = `ghs_${"a".repeat(36)}`;
-    await reportDead(deps, { jobId: job.id, chatKey: "x", error: `push with ${token} failed` });
+    await reportDead(deps, {
+      jobId: job.id,
+      conversationKey: "x",
+      error: `push with ${token} failed`,
+    });
     expect(body).toContain("failed after retries");
     expect(body).toContain(REDACTED);
     expect(body).not.toContain(token);

@@ -7,7 +7,7 @@ import { acknowledge } from "../../src/jobs/acknowledge.ts";
 import { type ScheduledContext, syncAutomations } from "../../src/jobs/automations.ts";
 import { runScheduledAutomation } from "../../src/jobs/automations-run.ts";
 import { runPipeline } from "../../src/jobs/pipeline/run.ts";
-import { createAutomationChat } from "../../src/store/chats.ts";
+import { createAutomationConversation } from "../../src/store/conversations.ts";
 import { getRepository, setRepositoryFileSettings } from "../../src/store/installations.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";
 import { text, toolUse } from "../helpers/anthropic-fake.ts";
@@ -253,7 +253,7 @@ describe("an automation on issues.opened", () => {
 
 describe("a scheduled automation", () => {
   async function scheduledJob(seeded: Seeded) {
-    const chatId = await createAutomationChat(h.db.pool, seeded.repositoryId);
+    const conversationId = await createAutomationConversation(h.db.pool, seeded.repositoryId);
     const context: ScheduledContext = {
       owner: "acme",
       name: seeded.name,
@@ -263,7 +263,7 @@ describe("a scheduled automation", () => {
       automation: { name: "weekly-fix" },
     };
     return insertJob(h.db.pool, {
-      chatId,
+      conversationId,
       installationId: 77,
       repositoryId: seeded.repositoryId,
       repo: seeded.repo,

@@ -4,8 +4,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaults } from "../../src/config/repo-config.ts";
 import { chatTurnSettings } from "../../src/jobs/chat-turn/settings.ts";
-import { type ChatOwner, createApiChat } from "../../src/store/api-chats.ts";
-import { findOrCreateChat } from "../../src/store/chats.ts";
+import {
+  type ConversationOwner,
+  createApiConversation,
+} from "../../src/store/api-conversations.ts";
+import { findOrCreateConversation } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import {
   setRepositorySettings,
@@ -45,7 +48,7 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
 
   // People by GitHub user id; a login is only what they are called.
   const ids = new Map<string, number>();
-  const ownerOf = (login: string, operator: boolean): ChatOwner => {
+  const ownerOf = (login: string, operator: boolean): ConversationOwner => {
     if (operator) return { kind: "operator" };
     if (!ids.has(login)) ids.set(login, 100 + ids.size);
     return { kind: "user", id: ids.get(login) as number, login };
@@ -53,12 +56,12 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
 
   async function turn(owner: string, options: { scratch?: boolean; operator?: boolean } = {}) {
     const repositoryId = options.scratch ? null : 700;
-    const chat = await createApiChat(db.pool, {
+    const conversation = await createApiConversation(db.pool, {
       owner: ownerOf(owner, options.operator ?? false),
       repositoryId,
     });
     return insertJob(db.pool, {
-      chatId: chat.id,
+      conversationId: conversation.id,
       installationId: options.scratch ? null : 77,
       repositoryId,
       repo: options.scratch ? "scratch" : REPO,
@@ -111,10 +114,12 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
     });
     // A chat carried over from before owners were ids, whose owner could not be told.
     const job = await turn("nobody", { scratch: true });
-    await db.pool.query("UPDATE chats SET api_owner_id = NULL WHERE id = $1", [job.chatId]);
+    await db.pool.query("UPDATE conversations SET api_owner_id = NULL WHERE id = $1", [
+      job.conversationId,
+    ]);
     expect(await chatTurnSettings(deps(), job)).toEqual({
       ok: false,
-      error: "This chat has no known owner; start a new chat.",
+      error: "This conversation has no known owner; start a new chat.",
     });
   });
 
@@ -125,8 +130,14 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
     const granted = results.flatMap((r) => (r.ok ? [r.budgetUsd] : []));
     expect(granted).toEqual([1]);
     expect(results.filter((r) => !r.ok)).toEqual([
-      { ok: false, error: expect.stringContaining("Your scratch chats reached the daily cost") },
-      { ok: false, error: expect.stringContaining("Your scratch chats reached the daily cost") },
+      {
+        ok: false,
+        error: expect.stringContaining("Your scratch conversations reached the daily cost"),
+      },
+      {
+        ok: false,
+        error: expect.stringContaining("Your scratch conversations reached the daily cost"),
+      },
     ]);
     // Another owner's scratch budget is their own.
     expect(await chatTurnSettings(deps(), await turn("nils", { scratch: true }))).toMatchObject({
@@ -137,9 +148,13 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
 
   it("holds a key's owner to their monthly budget, counting their issue jobs too", async () => {
     const petra = ownerOf("petra", false) as { id: number };
-    const issue = await findOrCreateChat(db.pool, { repositoryId: 700, number: 1, kind: "issue" });
+    const issue = await findOrCreateConversation(db.pool, {
+      repositoryId: 700,
+      number: 1,
+      kind: "issue",
+    });
     const asked = await insertJob(db.pool, {
-      chatId: issue.id,
+      conversationId: issue.id,
       installationId: 77,
       repositoryId: 700,
       repo: REPO,

@@ -13,7 +13,7 @@ import {
   captureComment,
   fixScript,
   type Seeded,
-  seedPullRequestChat,
+  seedPullRequestConversation,
   sh,
   usePipelineHarness,
 } from "./pipeline-harness.ts";
@@ -52,11 +52,11 @@ interface PushedPr {
 }
 
 /**
- * Issue #4's chat: its job opened draft pull request #12 from BRANCH and pushed a head where
- * value.txt says "fixd", so the repository's test fails.
+ * Issue #4's conversation: its job opened draft pull request #12 from BRANCH and pushed a head
+ * where value.txt says "fixd", so the repository's test fails.
  */
 async function pushedPr(): Promise<PushedPr> {
-  const { seeded, jobId, work } = await seedPullRequestChat(h, {
+  const { seeded, jobId, work } = await seedPullRequestConversation(h, {
     pr: PR,
     branch: BRANCH,
     answer: "value.txt now says fixd.",
@@ -66,7 +66,7 @@ async function pushedPr(): Promise<PushedPr> {
     `git checkout -qb ${BRANCH} && echo fixd > value.txt && git commit -qam fix && git push -q origin ${BRANCH}`,
   );
   const head = sh(work, "git rev-parse HEAD");
-  await recordPush(h.db.pool, seeded.chatId, head, jobId);
+  await recordPush(h.db.pool, seeded.conversationId, head, jobId);
   const context = (await getJob(h.db.pool, jobId))?.context as { cloneUrl: string };
   const repository = {
     ...examplePayload("check_run", "completed").repository,
@@ -291,13 +291,13 @@ describe("a failed check on vmpilot's pull request", () => {
     expect(instruction.match(/<\/ci_output>/g)).toHaveLength(1);
     expect(instruction).not.toContain("lint");
 
-    // On the same branch, on top of vmpilot's head; the chat now watches the new head.
+    // On the same branch, on top of vmpilot's head; the conversation now watches the new head.
     expect(sh(seeded.remote, `git rev-list --parents -n 1 ${BRANCH}`).split(" ")).toEqual([
       fixed,
       head,
     ]);
     expect(sh(seeded.remote, `git show ${BRANCH}:value.txt`)).toBe("fixed");
-    expect((await pushState(h.db.pool, seeded.chatId)).sha).toBe(fixed);
+    expect((await pushState(h.db.pool, seeded.conversationId)).sha).toBe(fixed);
     const final = fix.comment.at(-1) ?? "";
     expect(final).toContain(`Checks that failed on ${head.slice(0, 10)}: \`test\`.`);
     expect(final).toContain("value.txt");
@@ -342,7 +342,7 @@ describe("a failed check on vmpilot's pull request", () => {
     const pushed = await pushedPr();
     const { seeded } = pushed;
     const earlier = await insertJob(h.db.pool, {
-      chatId: seeded.chatId,
+      conversationId: seeded.conversationId,
       installationId: 77,
       repositoryId: seeded.repositoryId,
       repo: seeded.repo,
@@ -375,7 +375,7 @@ describe("a failed check on vmpilot's pull request", () => {
 
     // vmpilot pushed again (a person's request) and that head fails too: still no fix, no notice.
     const again = "a".repeat(40);
-    await recordPush(h.db.pool, seeded.chatId, again, pushed.requestJobId);
+    await recordPush(h.db.pool, seeded.conversationId, again, pushed.requestJobId);
     mockRepoConfig(seeded.repo, config);
     mockPull(pushed, () => again);
     const second = await recordCiRun(

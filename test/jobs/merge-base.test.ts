@@ -20,7 +20,7 @@ import {
   captureComment,
   lastTurn,
   type Seeded,
-  seedPullRequestChat,
+  seedPullRequestConversation,
   sh,
   usePipelineHarness,
 } from "./pipeline-harness.ts";
@@ -57,7 +57,7 @@ afterEach(async () => {
  */
 async function seedMovedBase(baseNotes: string) {
   // The conversation so far, which the merge continues.
-  const { seeded, jobId, work } = await seedPullRequestChat(h, {
+  const { seeded, jobId, work } = await seedPullRequestConversation(h, {
     pr: PR,
     branch: BRANCH,
     answer: "Fixed value.txt and noted it.",
@@ -174,7 +174,7 @@ describe("a moved base", () => {
     expect(sh(seeded.remote, `git show ${merge}:value.txt`)).toBe("fixed");
     expect(sh(seeded.remote, `git log -1 --format=%s ${BRANCH}`)).toBe(`Merge main into ${BRANCH}`);
     // vmpilot's push now: a check failing on the merge is its to fix.
-    expect(await pushState(h.db.pool, seeded.chatId)).toEqual({ sha: merge, jobId });
+    expect(await pushState(h.db.pool, seeded.conversationId)).toEqual({ sha: merge, jobId });
 
     // The same conversation, told which file conflicts.
     const first = h.fake.requests[0]?.body;

@@ -63,7 +63,7 @@ const prContext = (seeded: Seeded, target: object) => ({
 });
 
 describe("pipeline commands", () => {
-  it("plan posts a plan without touching the repository; approve carries it out in the same chat", async () => {
+  it("plan posts a plan without touching the repository; approve carries it out in the same conversation", async () => {
     const seeded = await h.seedRepo();
     const plan = await h.seedJob(seeded, {
       trigger: "command",
@@ -115,7 +115,7 @@ describe("pipeline commands", () => {
     expect(comment.at(-1)).toContain("Opened draft pull request #12");
   });
 
-  it("stores a compacted conversation, and the chat's next job starts from it", async () => {
+  it("stores a compacted conversation, and the conversation's next job starts from it", async () => {
     const seeded = await h.seedRepo();
     const first = await h.seedJob(seeded, { trigger: "command", command: "plan" });
     mockStart(seeded);
@@ -135,10 +135,10 @@ describe("pipeline commands", () => {
     expect(await runPipeline(run(first.job.id), h.deps())).toBe("succeeded");
     // Instruction + three tool rounds were stored when the loop compacted them into a summary
     // and the last three rounds; the final answer came after.
-    const compaction = await getCompaction(h.db.pool, seeded.chatId);
+    const compaction = await getCompaction(h.db.pool, seeded.conversationId);
     expect(compaction?.coveredMessages).toBe(7);
     expect(JSON.stringify(compaction?.messages[0])).toContain("value.txt must say fixed");
-    expect(await listMessages(h.db.pool, seeded.chatId)).toHaveLength(8);
+    expect(await listMessages(h.db.pool, seeded.conversationId)).toHaveLength(8);
 
     const second = await h.seedJob(seeded, { trigger: "command", command: "plan" });
     mockStart(seeded);
@@ -154,7 +154,7 @@ describe("pipeline commands", () => {
     expect(await runPipeline(run(second.job.id), h.deps())).toBe("succeeded");
   });
 
-  it("retry runs the chat's last request again", async () => {
+  it("retry runs the conversation's last request again", async () => {
     const seeded = await h.seedRepo();
     const failed = await h.seedJob(seeded, {
       trigger: "command",
@@ -372,7 +372,7 @@ describe("pipeline commands", () => {
     expect(await getJob(h.db.pool, job.id)).toMatchObject({ status: "cancelled" });
   });
 
-  it("an attempt that failed midway is taken up again: same comment, same chat, one pull request", async () => {
+  it("an attempt that failed midway is taken up again: same comment, same conversation, one pull request", async () => {
     const seeded = await h.seedRepo();
     const { job, commentId } = await h.seedJob(seeded);
     mockStart(seeded);
@@ -388,7 +388,7 @@ describe("pipeline commands", () => {
     h.fake.push(...fixScript("Summary: Fix value.txt"));
     await expect(runPipeline(run(job.id, 1), h.deps())).rejects.toMatchObject({ status: 500 });
     expect(comment.at(-1)).toContain("Retrying");
-    const firstAttempt = await listMessages(h.db.pool, seeded.chatId);
+    const firstAttempt = await listMessages(h.db.pool, seeded.conversationId);
 
     // GitHub had opened the pull request after all; the next attempt finds it by its branch.
     mockStart(seeded);

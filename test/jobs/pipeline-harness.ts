@@ -7,7 +7,11 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { discoverPlugins, type Plugin } from "../../src/agent/plugins.ts";
 import type { PipelineDeps } from "../../src/jobs/pipeline/run.ts";
-import { type ChatKind, findOrCreateChat, linkChatToPr } from "../../src/store/chats.ts";
+import {
+  type ConversationKind,
+  findOrCreateConversation,
+  linkConversationToPr,
+} from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
 import type { JobContext } from "../../src/store/job-context.ts";
@@ -34,7 +38,7 @@ export interface Seeded {
   /** The bare repository the git server serves. */
   remote: string;
   repositoryId: number;
-  chatId: number;
+  conversationId: number;
   number: number;
 }
 
@@ -45,8 +49,15 @@ export interface Harness {
   deps(overrides?: Partial<PipelineDeps>): PipelineDeps;
   /** Where the loopback git server serves the seeded repository. */
   cloneUrl(seeded: Seeded): string;
-  /** A new repository (value.txt says "broken"; test.sh wants "fixed") and a chat on #number. */
-  seedRepo(options?: { number?: number; kind?: ChatKind; branches?: string[] }): Promise<Seeded>;
+  /**
+   * A new repository (value.txt says "broken"; test.sh wants "fixed") and a conversation on
+   * #number.
+   */
+  seedRepo(options?: {
+    number?: number;
+    kind?: ConversationKind;
+    branches?: string[];
+  }): Promise<Seeded>;
   /** An acknowledged job with a progress comment. */
   seedJob(
     seeded: Seeded,
@@ -163,12 +174,19 @@ export function usePipelineHarness(): Harness {
         fullName: `acme/${name}`,
       });
       const number = options.number ?? 4;
-      const chat = await findOrCreateChat(db.pool, {
+      const conversation = await findOrCreateConversation(db.pool, {
         repositoryId,
         number,
         kind: options.kind ?? "issue",
       });
-      return { repo: `acme/${name}`, name, remote, repositoryId, chatId: chat.id, number };
+      return {
+        repo: `acme/${name}`,
+        name,
+        remote,
+        repositoryId,
+        conversationId: conversation.id,
+        number,
+      };
     },
     async seedJob(seeded, job = {}, context = {}) {
       const full: JobContext = {
@@ -186,7 +204,7 @@ export function usePipelineHarness(): Harness {
         ...context,
       };
       const inserted = await insertJob(db.pool, {
-        chatId: seeded.chatId,
+        conversationId: seeded.conversationId,
         installationId: 77,
         repositoryId: seeded.repositoryId,
         repo: seeded.repo,
@@ -285,24 +303,24 @@ export function toolResults(body: any): string[] {
  * Issue #4's conversation after its job opened draft pull request `pr` from `branch`: the request,
  * the model's `answer`, and a clone of the repository to push the branch from.
  */
-export async function seedPullRequestChat(
+export async function seedPullRequestConversation(
   h: Harness,
   input: { pr: number; branch: string; answer: string },
 ) {
   const seeded = await h.seedRepo();
   const asked = await h.seedJob(seeded, {}, { requesterId: 583231 });
   await updateJob(h.db.pool, asked.job.id, { status: "succeeded" });
-  await linkChatToPr(h.db.pool, seeded.chatId, input.pr, input.branch);
+  await linkConversationToPr(h.db.pool, seeded.conversationId, input.pr, input.branch);
   const jobId = asked.job.id;
   await appendMessage(h.db.pool, {
-    chatId: seeded.chatId,
+    conversationId: seeded.conversationId,
     role: "user",
     content: "Fix the crash on empty input",
     jobId,
   });
   const answer = [{ type: "text" as const, text: input.answer }];
   await appendMessage(h.db.pool, {
-    chatId: seeded.chatId,
+    conversationId: seeded.conversationId,
     role: "assistant",
     content: answer,
     jobId,

@@ -107,13 +107,13 @@ describe("images attached to an issue", () => {
     }
     // Stored once, by hash; the message holds a reference, not the bytes.
     const images = await h.db.pool.query(
-      "SELECT sha256, media_type FROM chat_images WHERE chat_id = $1",
-      [seeded.chatId],
+      "SELECT sha256, media_type FROM conversation_images WHERE conversation_id = $1",
+      [seeded.conversationId],
     );
     expect(images.rows).toHaveLength(1);
     const stored = await h.db.pool.query(
-      "SELECT content FROM messages WHERE chat_id = $1 AND seq = 1",
-      [seeded.chatId],
+      "SELECT content FROM messages WHERE conversation_id = $1 AND seq = 1",
+      [seeded.conversationId],
     );
     expect(stored.rows[0].content[3]).toEqual({
       type: "image",
@@ -149,8 +149,8 @@ describe("images attached to an issue", () => {
     const latest = blocksOf(messages.at(-1));
     expect(latest).toEqual([{ type: "text", text: expect.stringContaining("and this one?") }]);
     const count = await h.db.pool.query(
-      "SELECT count(*)::int AS n FROM chat_images WHERE chat_id = $1",
-      [seeded.chatId],
+      "SELECT count(*)::int AS n FROM conversation_images WHERE conversation_id = $1",
+      [seeded.conversationId],
     );
     expect(count.rows[0].n).toBe(1);
   });

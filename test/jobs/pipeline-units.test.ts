@@ -1,11 +1,11 @@
 // The pipeline's steps on their own: what is asked of the agent, on which branch, what is
-// logged, what a review becomes, and how the chat is repaired after a crash.
+// logged, what a review becomes, and how the conversation is repaired after a crash.
 import nock from "nock";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { describeToolCall } from "../../src/agent/tool-call.ts";
 import type { IssueContext } from "../../src/github/issue-context.ts";
 import { formatDuration, ThrottledComment } from "../../src/github/progress-comment.ts";
-import { loadChat } from "../../src/jobs/pipeline/history.ts";
+import { loadConversation } from "../../src/jobs/pipeline/history.ts";
 import { JobProgress } from "../../src/jobs/pipeline/progress.ts";
 import {
   instructionFor,
@@ -15,8 +15,8 @@ import {
 import { commentableLines, parseReview } from "../../src/jobs/pipeline/review.ts";
 import { jobSettings } from "../../src/jobs/pipeline/settings.ts";
 import { chooseTarget } from "../../src/jobs/pipeline/target.ts";
-import { type Chat, findOrCreateChat } from "../../src/store/chats.ts";
 import { saveCompaction } from "../../src/store/compactions.ts";
+import { type Conversation, findOrCreateConversation } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
@@ -44,19 +44,25 @@ beforeAll(async () => {
 });
 afterAll(() => db?.close());
 
-async function chatWithJobs(jobs: Partial<NewJob>[]): Promise<{ chat: Chat; jobs: Job[] }> {
+async function conversationWithJobs(
+  jobs: Partial<NewJob>[],
+): Promise<{ conversation: Conversation; jobs: Job[] }> {
   const repositoryId = nextRepo++;
   await upsertRepository(db.pool, {
     id: repositoryId,
     installationId: 1,
     fullName: `o/r${repositoryId}`,
   });
-  const chat = await findOrCreateChat(db.pool, { repositoryId, number: 3, kind: "issue" });
+  const conversation = await findOrCreateConversation(db.pool, {
+    repositoryId,
+    number: 3,
+    kind: "issue",
+  });
   const inserted: Job[] = [];
   for (const job of jobs) {
     inserted.push(
       await insertJob(db.pool, {
-        chatId: chat.id,
+        conversationId: conversation.id,
         installationId: 1,
         repositoryId,
         repo: `o/r${repositoryId}`,
@@ -68,7 +74,7 @@ async function chatWithJobs(jobs: Partial<NewJob>[]): Promise<{ chat: Chat; jobs
       }),
     );
   }
-  return { chat, jobs: inserted };
+  return { conversation, jobs: inserted };
 }
 
 const issue: IssueContext = {
@@ -81,8 +87,8 @@ const issue: IssueContext = {
 };
 
 describe("resolveRequest", () => {
-  it("retry repeats the chat's last piece of work, skipping control commands", async () => {
-    const { jobs } = await chatWithJobs([
+  it("retry repeats the conversation's last piece of work, skipping control commands", async () => {
+    const { jobs } = await conversationWithJobs([
       { command: "plan", instruction: "think first" },
       { command: "status" },
       { command: "retry" },
@@ -98,14 +104,17 @@ describe("resolveRequest", () => {
     ["", true],
     ["approve, but also rename the function", false],
   ])("%j after a plan approves it: %s", async (instruction, approves) => {
-    const { jobs } = await chatWithJobs([{ command: "plan" }, { trigger: "mention", instruction }]);
+    const { jobs } = await conversationWithJobs([
+      { command: "plan" },
+      { trigger: "mention", instruction },
+    ]);
     const request = (await resolveRequest(db.pool, jobs[1] as Job)) as WorkRequest;
     expect(request.mode).toBe("fix");
     expect(request.approvesPlan).toBe(approves);
   });
 
   it("reviews and review comments become threads jobs; /review is a review", async () => {
-    const { jobs } = await chatWithJobs([
+    const { jobs } = await conversationWithJobs([
       { trigger: "review", instruction: "" },
       { trigger: "review_comment", instruction: "and this" },
       { command: "review" },
@@ -155,7 +164,7 @@ describe("instructionFor", () => {
 });
 
 describe("chooseTarget", () => {
-  const chat = (over: Partial<Chat> = {}): Chat => ({
+  const conversation = (over: Partial<Conversation> = {}): Conversation => ({
     id: 1,
     repositoryId: 1,
     number: 3,
@@ -185,29 +194,40 @@ describe("chooseTarget", () => {
   });
   const input = { job, title: "Bug", defaultBranch: "main" };
 
-  it("an issue's chat keeps its branch; a new one is named from the title", () => {
+  it("an issue's conversation keeps its branch; a new one is named from the title", () => {
     expect(
-      chooseTarget({ ...input, chat: chat({ branch: "vmpilot/issue-3-old" }), mode: "fix", issue }),
+      chooseTarget({
+        ...input,
+        conversation: conversation({ branch: "vmpilot/issue-3-old" }),
+        mode: "fix",
+        issue,
+      }),
     ).toEqual({
       ok: true,
       branch: "vmpilot/issue-3-old",
       served: false,
       prNumber: null,
     });
-    expect(chooseTarget({ ...input, chat: chat(), mode: "fix", issue })).toMatchObject({
+    expect(
+      chooseTarget({ ...input, conversation: conversation(), mode: "fix", issue }),
+    ).toMatchObject({
       branch: "vmpilot/issue-3-bug",
     });
   });
 
   it("review needs a pull request", () => {
-    expect(chooseTarget({ ...input, chat: chat(), mode: "review", issue })).toMatchObject({
+    expect(
+      chooseTarget({ ...input, conversation: conversation(), mode: "review", issue }),
+    ).toMatchObject({
       ok: false,
     });
   });
 
   it("someone's pull request is served on its own branch, but not from a fork or the default branch", () => {
-    const prChat = chat({ kind: "pull_request", prNumber: 3 });
-    expect(chooseTarget({ ...input, chat: prChat, mode: "fix", issue: pr() })).toEqual({
+    const prConversation = conversation({ kind: "pull_request", prNumber: 3 });
+    expect(
+      chooseTarget({ ...input, conversation: prConversation, mode: "fix", issue: pr() }),
+    ).toEqual({
       ok: true,
       branch: "feature/x",
       served: true,
@@ -216,35 +236,55 @@ describe("chooseTarget", () => {
     expect(
       chooseTarget({
         ...input,
-        chat: prChat,
+        conversation: prConversation,
         mode: "fix",
         issue: pr({ fromFork: true, headRepo: "x/r" }),
       }),
     ).toMatchObject({ ok: false, headline: "Cannot push to a fork" });
     expect(
-      chooseTarget({ ...input, chat: prChat, mode: "review", issue: pr({ fromFork: true }) }),
+      chooseTarget({
+        ...input,
+        conversation: prConversation,
+        mode: "review",
+        issue: pr({ fromFork: true }),
+      }),
     ).toMatchObject({ ok: true, branch: "vmpilot/job-44", served: false });
     expect(
-      chooseTarget({ ...input, chat: prChat, mode: "fix", issue: pr({ headRef: "main" }) }),
+      chooseTarget({
+        ...input,
+        conversation: prConversation,
+        mode: "fix",
+        issue: pr({ headRef: "main" }),
+      }),
     ).toMatchObject({ ok: false });
     expect(
-      chooseTarget({ ...input, chat: prChat, mode: "fix", issue: pr({ headRef: "a b" }) }),
+      chooseTarget({
+        ...input,
+        conversation: prConversation,
+        mode: "fix",
+        issue: pr({ headRef: "a b" }),
+      }),
     ).toMatchObject({ ok: false });
   });
 });
 
-describe("loadChat", () => {
+describe("loadConversation", () => {
   it("answers tool calls a crashed worker left open, and stores the answer", async () => {
-    const { chat, jobs } = await chatWithJobs([{}]);
+    const { conversation, jobs } = await conversationWithJobs([{}]);
     const jobId = (jobs[0] as Job).id;
-    await appendMessage(db.pool, { chatId: chat.id, role: "user", content: "fix it", jobId });
     await appendMessage(db.pool, {
-      chatId: chat.id,
+      conversationId: conversation.id,
+      role: "user",
+      content: "fix it",
+      jobId,
+    });
+    await appendMessage(db.pool, {
+      conversationId: conversation.id,
       role: "assistant",
       content: [{ type: "tool_use", id: "toolu_1", name: "bash", input: { command: "ls" } }],
       jobId,
     });
-    const loaded = await loadChat(db.pool, chat.id, jobId);
+    const loaded = await loadConversation(db.pool, conversation.id, jobId);
     expect(loaded.fromThisJob).toBe(3);
     expect(loaded.messages.at(-1)).toEqual({
       role: "user",
@@ -257,68 +297,85 @@ describe("loadChat", () => {
         },
       ],
     });
-    expect(await listMessages(db.pool, chat.id)).toHaveLength(3);
+    expect(await listMessages(db.pool, conversation.id)).toHaveLength(3);
     // Loading again changes nothing.
-    expect((await loadChat(db.pool, chat.id, jobId)).messages).toHaveLength(3);
+    expect((await loadConversation(db.pool, conversation.id, jobId)).messages).toHaveLength(3);
   });
 });
 
 describe("stored conversation read back", () => {
   it("a message row that is not a model message fails with an error naming the row", async () => {
-    const { chat, jobs } = await chatWithJobs([{}]);
+    const { conversation, jobs } = await conversationWithJobs([{}]);
     const jobId = (jobs[0] as Job).id;
-    await appendMessage(db.pool, { chatId: chat.id, role: "user", content: "fix it", jobId });
     await appendMessage(db.pool, {
-      chatId: chat.id,
+      conversationId: conversation.id,
+      role: "user",
+      content: "fix it",
+      jobId,
+    });
+    await appendMessage(db.pool, {
+      conversationId: conversation.id,
       role: "assistant",
       content: [{ type: "tool_use", name: "bash" }],
       jobId,
     });
-    const loading = loadChat(db.pool, chat.id, jobId);
+    const loading = loadConversation(db.pool, conversation.id, jobId);
     await expect(loading).rejects.toThrow(InvalidStoredValue);
-    await expect(loading).rejects.toThrow(`messages row 2 of chat ${chat.id} is not valid`);
-    expect(await listMessages(db.pool, chat.id)).toHaveLength(2);
+    await expect(loading).rejects.toThrow(
+      `messages row 2 of conversation ${conversation.id} is not valid`,
+    );
+    expect(await listMessages(db.pool, conversation.id)).toHaveLength(2);
   });
 
   it("a compaction that is not a list of model messages fails with an error naming it", async () => {
-    const { chat, jobs } = await chatWithJobs([{}]);
+    const { conversation, jobs } = await conversationWithJobs([{}]);
     const jobId = (jobs[0] as Job).id;
-    await appendMessage(db.pool, { chatId: chat.id, role: "user", content: "one", jobId });
+    await appendMessage(db.pool, {
+      conversationId: conversation.id,
+      role: "user",
+      content: "one",
+      jobId,
+    });
     await db.pool.query(
-      "INSERT INTO chat_compactions (chat_id, covered_messages, messages) VALUES ($1, 1, $2)",
-      [chat.id, JSON.stringify([{ stale: true }])],
+      "INSERT INTO conversation_compactions (conversation_id, covered_messages, messages) VALUES ($1, 1, $2)",
+      [conversation.id, JSON.stringify([{ stale: true }])],
     );
-    await expect(loadChat(db.pool, chat.id, jobId)).rejects.toThrow(
-      `the chat_compactions row of chat ${chat.id} is not valid`,
+    await expect(loadConversation(db.pool, conversation.id, jobId)).rejects.toThrow(
+      `the conversation_compactions row of conversation ${conversation.id} is not valid`,
     );
   });
 });
 
-describe("chat compactions", () => {
+describe("conversation compactions", () => {
   it("keep the newest, and one that stands for more than is stored is not used", async () => {
-    const { chat, jobs } = await chatWithJobs([{}]);
+    const { conversation, jobs } = await conversationWithJobs([{}]);
     const jobId = (jobs[0] as Job).id;
     for (const content of ["one", "two", "three"]) {
-      await appendMessage(db.pool, { chatId: chat.id, role: "user", content, jobId });
+      await appendMessage(db.pool, {
+        conversationId: conversation.id,
+        role: "user",
+        content,
+        jobId,
+      });
     }
     const summary = { role: "user" as const, content: "summary of one and two" };
-    await saveCompaction(db.pool, chat.id, { coveredMessages: 2, messages: [summary] });
-    await saveCompaction(db.pool, chat.id, {
+    await saveCompaction(db.pool, conversation.id, { coveredMessages: 2, messages: [summary] });
+    await saveCompaction(db.pool, conversation.id, {
       coveredMessages: 1,
       messages: [{ role: "user", content: "stale" }],
     });
-    const loaded = await loadChat(db.pool, chat.id, jobId);
+    const loaded = await loadConversation(db.pool, conversation.id, jobId);
     expect(loaded.messages.map((m) => m.content)).toEqual(["summary of one and two", "three"]);
     expect(loaded.storedCount).toBe(3);
 
-    await saveCompaction(db.pool, chat.id, { coveredMessages: 9, messages: [summary] });
-    expect((await loadChat(db.pool, chat.id, jobId)).messages).toHaveLength(3);
+    await saveCompaction(db.pool, conversation.id, { coveredMessages: 9, messages: [summary] });
+    expect((await loadConversation(db.pool, conversation.id, jobId)).messages).toHaveLength(3);
   });
 });
 
 describe("JobProgress", () => {
   it("logs agent events redacted, keeps the job's cost current, and shows the latest activity", async () => {
-    const { jobs } = await chatWithJobs([{}]);
+    const { jobs } = await conversationWithJobs([{}]);
     const job = jobs[0] as Job;
     const bodies: string[] = [];
     const comment = new ThrottledComment({
@@ -412,7 +469,7 @@ describe("jobSettings", () => {
   const view = (repo: string) => ({ jobUrl: "u", command: "vmpilot", owner: "o", repo });
 
   it("merges page settings under the file and stops at the daily cap", async () => {
-    const { jobs } = await chatWithJobs([{}, {}]);
+    const { jobs } = await conversationWithJobs([{}, {}]);
     const [spent, job] = jobs as [IssueJob, IssueJob];
     const repo = `r${job.repositoryId}`;
     await setRepositorySettings(db.pool, job.repositoryId, { maxDailyCostUsd: 10, maxSteps: 7 });

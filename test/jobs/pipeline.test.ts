@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { type PipelineDeps, runPipeline } from "../../src/jobs/pipeline/run.ts";
 import { modelTokens, workspaceErrors } from "../../src/metrics.ts";
-import { getChat } from "../../src/store/chats.ts";
+import { getConversation } from "../../src/store/conversations.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
 import { getJob } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";
@@ -43,7 +43,7 @@ const secretForms = [
 const branch = "vmpilot/issue-4-crash-on-empty-input";
 
 describe("runPipeline", () => {
-  it("fixes an issue: branch pushed, draft PR with Fixes #N, final comment links it; a follow-up continues the chat and the PR", async () => {
+  it("fixes an issue: branch pushed, draft PR with Fixes #N, final comment links it; a follow-up continues the conversation and the PR", async () => {
     const seeded = await h.seedRepo();
     const first = await h.seedJob(seeded);
     mockStart(seeded);
@@ -94,15 +94,18 @@ describe("runPipeline", () => {
     const job1 = await getJob(h.db.pool, first.job.id);
     expect(job1).toMatchObject({ status: "succeeded", prNumber: 12, branch });
     expect(job1?.costUsd).toBeGreaterThan(0);
-    expect(await getChat(h.db.pool, seeded.chatId)).toMatchObject({ prNumber: 12, branch });
-    const stored = await listMessages(h.db.pool, seeded.chatId);
+    expect(await getConversation(h.db.pool, seeded.conversationId)).toMatchObject({
+      prNumber: 12,
+      branch,
+    });
+    const stored = await listMessages(h.db.pool, seeded.conversationId);
     expect(stored).toHaveLength(8);
     const events = await listJobEvents(h.db.pool, first.job.id);
     expect(events.map((e) => e.type)).toEqual(
       expect.arrayContaining(["pipeline", "tool_call", "tool_result", "usage", "finished"]),
     );
 
-    // The follow-up: a mention in the same chat.
+    // The follow-up: a mention in the same conversation.
     const second = await h.seedJob(seeded, {
       trigger: "mention",
       instruction: "also write done.txt",
@@ -148,7 +151,7 @@ describe("runPipeline", () => {
     );
     expect(sh(seeded.remote, `git show ${branch}:done.txt`)).toBe("yes");
     expect(comment2.at(-1)).toContain("✅ **Updated pull request #12**");
-    expect(await listMessages(h.db.pool, seeded.chatId)).toHaveLength(16);
+    expect(await listMessages(h.db.pool, seeded.conversationId)).toHaveLength(16);
   });
 
   /** One issue → pull request job with these deps (and this vmpilot.yml), expected to succeed. */

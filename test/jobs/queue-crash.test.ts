@@ -5,7 +5,7 @@ import { createQueue, type Queue, type QueueOptions } from "../../src/jobs/queue
 import type { Database } from "../../src/store/database.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";
 import { withTransaction } from "../../src/store/sql.ts";
-import { databases, newJob, seedChat } from "../helpers/db.ts";
+import { databases, newJob, seedConversation } from "../helpers/db.ts";
 import { killWorkerMidJob } from "../helpers/hanging-worker.ts";
 
 // The shortest heartbeat pg-boss allows; a dead worker's job is reclaimed after it lapses.
@@ -36,10 +36,10 @@ describe.each(databases())("queue crash recovery on $name", (target) => {
   async function killMidJob(options: QueueOptions, clock?: TestClock): Promise<number> {
     queue = createQueue(db, { ...options, clock });
     await queue.start();
-    const { chat, key } = await seedChat(db);
+    const { conversation, key } = await seedConversation(db);
     const jobId = await withTransaction(db.pool, async (client) => {
-      const job = await insertJob(client, newJob(chat));
-      await queue?.enqueueJob(client, { jobId: job.id, chatKey: key });
+      const job = await insertJob(client, newJob(conversation));
+      await queue?.enqueueJob(client, { jobId: job.id, conversationKey: key });
       return job.id;
     });
     await killWorkerMidJob(db.url, options, jobId);

@@ -5,7 +5,7 @@ import { createQueue, type Queue, type QueueOptions } from "../../src/jobs/queue
 import type { Database } from "../../src/store/database.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";
 import { withTransaction } from "../../src/store/sql.ts";
-import { connectAgain, databases, newJob, seedChat } from "../helpers/db.ts";
+import { connectAgain, databases, newJob, seedConversation } from "../helpers/db.ts";
 
 // The heartbeat and retry delays outlast the tests: only the hand-back can explain a rerun.
 const OPTIONS: QueueOptions = {
@@ -40,10 +40,10 @@ describe.each(databases())("queue shutdown on $name", (target) => {
   }
 
   async function enqueue(queue: Queue): Promise<number> {
-    const { chat, key } = await seedChat(db);
+    const { conversation, key } = await seedConversation(db);
     return withTransaction(db.pool, async (client) => {
-      const job = await insertJob(client, newJob(chat));
-      await queue.enqueueJob(client, { jobId: job.id, chatKey: key });
+      const job = await insertJob(client, newJob(conversation));
+      await queue.enqueueJob(client, { jobId: job.id, conversationKey: key });
       return job.id;
     });
   }

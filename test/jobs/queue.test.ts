@@ -12,7 +12,7 @@ import type { Database } from "../../src/store/database.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";
 import { withTransaction } from "../../src/store/sql.ts";
-import { connectAgain, databases, newJob, seedChat } from "../helpers/db.ts";
+import { connectAgain, databases, newJob, seedConversation } from "../helpers/db.ts";
 
 function deferred<T = void>() {
   let resolve!: (value: T) => void;
@@ -66,27 +66,27 @@ describe.each(databases())("queue on $name", (target) => {
 
   async function enqueue(
     queue: Queue,
-    chat: { id: number; repositoryId: number; number: number },
+    conversation: { id: number; repositoryId: number; number: number },
     key: string,
   ) {
     return withTransaction(db.pool, async (client) => {
-      const job = await insertJob(client, newJob(chat));
-      await queue.enqueueJob(client, { jobId: job.id, chatKey: key });
+      const job = await insertJob(client, newJob(conversation));
+      await queue.enqueueJob(client, { jobId: job.id, conversationKey: key });
       return job.id;
     });
   }
 
   it("enqueues with the caller's transaction, or not at all", async () => {
     const queue = await startQueue(db);
-    const { chat, key } = await seedChat(db);
+    const { conversation, key } = await seedConversation(db);
     await expect(
       withTransaction(db.pool, async (client) => {
-        const job = await insertJob(client, newJob(chat));
-        await queue.enqueueJob(client, { jobId: job.id, chatKey: key });
+        const job = await insertJob(client, newJob(conversation));
+        await queue.enqueueJob(client, { jobId: job.id, conversationKey: key });
         throw new Error("intake crashed");
       }),
     ).rejects.toThrow("intake crashed");
-    const jobId = await enqueue(queue, chat, key);
+    const jobId = await enqueue(queue, conversation, key);
 
     const { rows } = await db.pool.query(
       "SELECT data->>'jobId' AS id FROM pgboss.job WHERE singleton_key = $1",
@@ -101,14 +101,14 @@ describe.each(databases())("queue on $name", (target) => {
   it("enqueues a batch in one call, with the caller's transaction or not at all", async () => {
     const clock = new TestClock();
     const queue = await startQueue(db, { clock });
-    const a = await seedChat(db);
-    const b = await seedChat(db);
+    const a = await seedConversation(db);
+    const b = await seedConversation(db);
     const enqueueBatch = (fail: boolean) =>
       withTransaction(db.pool, async (client) => {
         const jobs = [];
-        for (const { chat, key } of [a, b, a, a, a]) {
-          const job = await insertJob(client, newJob(chat));
-          jobs.push({ jobId: job.id, chatKey: key });
+        for (const { conversation, key } of [a, b, a, a, a]) {
+          const job = await insertJob(client, newJob(conversation));
+          jobs.push({ jobId: job.id, conversationKey: key });
         }
         await queue.enqueueJobs(client, jobs);
         if (fail) throw new Error("intake crashed");
@@ -118,7 +118,7 @@ describe.each(databases())("queue on $name", (target) => {
     const jobs = await enqueueBatch(false);
 
     const { rows } = await db.pool.query(
-      `SELECT (data->>'jobId')::int AS "jobId", singleton_key AS "chatKey" FROM pgboss.job
+      `SELECT (data->>'jobId')::int AS "jobId", singleton_key AS "conversationKey" FROM pgboss.job
        WHERE singleton_key = ANY($1) ORDER BY created_on, (data->>'jobId')::int`,
       [[a.key, b.key]],
     );
@@ -132,40 +132,41 @@ describe.each(databases())("queue on $name", (target) => {
     await ticking(clock, allRan.promise);
     expect([...ran].sort((x, y) => x - y)).toEqual(jobs.map((j) => j.jobId));
     // One transaction gives the batch one created_on: a's jobs still run in the order enqueued.
-    const aJobs = jobs.filter((j) => j.chatKey === a.key).map((j) => j.jobId);
+    const aJobs = jobs.filter((j) => j.conversationKey === a.key).map((j) => j.jobId);
     expect(ran.filter((id) => aJobs.includes(id))).toEqual(aJobs);
   });
 
   it("wakes every idle worker of the process, not just the first", async () => {
     // Polling too slow for the test's time limit: only wake() gets the jobs run in time.
     const queue = await startQueue(db, { concurrency: 2, pollingIntervalSeconds: 60 });
-    const a = await seedChat(db);
-    const b = await seedChat(db);
+    const a = await seedConversation(db);
+    const b = await seedConversation(db);
     const started = new Map([a.key, b.key].map((key) => [key, deferred()]));
     const release = deferred();
     const running: string[] = [];
-    await queue.work(async ({ chatKey }) => {
-      running.push(chatKey);
-      started.get(chatKey)?.resolve();
+    await queue.work(async ({ conversationKey }) => {
+      running.push(conversationKey);
+      started.get(conversationKey)?.resolve();
       await release.promise;
     });
-    await enqueue(queue, a.chat, a.key);
+    await enqueue(queue, a.conversation, a.key);
     queue.wake();
     await started.get(a.key)?.promise;
     // One worker is busy with a's job; the other is asleep and must be the one woken.
-    await enqueue(queue, b.chat, b.key);
+    await enqueue(queue, b.conversation, b.key);
     queue.wake();
     await started.get(b.key)?.promise;
     expect(running).toEqual([a.key, b.key]);
     release.resolve();
   }, 10_000);
 
-  it("runs every job exactly once across two worker processes, one at a time per chat", async () => {
+  it("runs every job exactly once across two worker processes, one at a time per conversation", async () => {
     const producer = await startQueue(db);
-    const chats = await Promise.all(Array.from({ length: 8 }, () => seedChat(db)));
+    const conversations = await Promise.all(Array.from({ length: 8 }, () => seedConversation(db)));
     const ids: number[] = [];
     for (let round = 0; round < 3; round++) {
-      for (const { chat, key } of chats) ids.push(await enqueue(producer, chat, key));
+      for (const { conversation, key } of conversations)
+        ids.push(await enqueue(producer, conversation, key));
     }
 
     const runs = new Map<number, number>();
@@ -173,14 +174,14 @@ describe.each(databases())("queue on $name", (target) => {
     const active = new Map<string, number>();
     let overlap = 0;
     const allRan = deferred();
-    const handler: JobHandler = async ({ jobId, chatKey }) => {
+    const handler: JobHandler = async ({ jobId, conversationKey }) => {
       runs.set(jobId, (runs.get(jobId) ?? 0) + 1);
-      order.set(chatKey, [...(order.get(chatKey) ?? []), jobId]);
-      active.set(chatKey, (active.get(chatKey) ?? 0) + 1);
-      if ((active.get(chatKey) ?? 0) > 1) overlap++;
-      // Simulated work, to hold the chat while the other process polls.
+      order.set(conversationKey, [...(order.get(conversationKey) ?? []), jobId]);
+      active.set(conversationKey, (active.get(conversationKey) ?? 0) + 1);
+      if ((active.get(conversationKey) ?? 0) > 1) overlap++;
+      // Simulated work, to hold the conversation while the other process polls.
       await new Promise((r) => setTimeout(r, 30));
-      active.set(chatKey, (active.get(chatKey) ?? 0) - 1);
+      active.set(conversationKey, (active.get(conversationKey) ?? 0) - 1);
       if ([...runs.values()].reduce((a, b) => a + b, 0) >= ids.length) allRan.resolve();
     };
     // One clock for both, as two processes share the database's.
@@ -202,22 +203,22 @@ describe.each(databases())("queue on $name", (target) => {
     expect(rows).toEqual([{ status: "succeeded" }]);
   });
 
-  it("holds a chat's next job while its first runs, and runs other chats meanwhile", async () => {
+  it("holds a conversation's next job while its first runs, and runs other conversations meanwhile", async () => {
     const clock = new TestClock();
     const queue = await startQueue(db, { clock });
-    const a = await seedChat(db);
-    const b = await seedChat(db);
-    const a1 = await enqueue(queue, a.chat, a.key);
-    const a2 = await enqueue(queue, a.chat, a.key);
-    const b1 = await enqueue(queue, b.chat, b.key);
+    const a = await seedConversation(db);
+    const b = await seedConversation(db);
+    const a1 = await enqueue(queue, a.conversation, a.key);
+    const a2 = await enqueue(queue, a.conversation, a.key);
+    const b1 = await enqueue(queue, b.conversation, b.key);
 
     const events: string[] = [];
     const b1Started = deferred();
     const a2Done = deferred();
     await queue.work(async ({ jobId }) => {
       events.push(`start ${jobId}`);
-      // a1 waits for b1, which was enqueued after a2: were the chat not held, a2 (older) would
-      // have been picked up before b1.
+      // a1 waits for b1, which was enqueued after a2: were the conversation not held, a2 (older)
+      // would have been picked up before b1.
       if (jobId === a1) await b1Started.promise;
       if (jobId === b1) b1Started.resolve();
       events.push(`end ${jobId}`);
@@ -232,9 +233,9 @@ describe.each(databases())("queue on $name", (target) => {
   it("cancels a running job from another process within seconds, and a waiting one outright", async () => {
     const worker = await startQueue(db);
     const canceller = await startQueue(otherDb);
-    const { chat, key } = await seedChat(db);
-    const running = await enqueue(worker, chat, key);
-    const waiting = await enqueue(worker, chat, key);
+    const { conversation, key } = await seedConversation(db);
+    const running = await enqueue(worker, conversation, key);
+    const waiting = await enqueue(worker, conversation, key);
 
     const started = deferred();
     const aborted = deferred<number>();
@@ -262,7 +263,7 @@ describe.each(databases())("queue on $name", (target) => {
     expect(await canceller.cancel(running)).toBe("finished");
   });
 
-  it("retries with backoff, then dead-letters, tells onDead, and frees the chat", async () => {
+  it("retries with backoff, then dead-letters, tells onDead, and frees the conversation", async () => {
     // The backoff passes on the queue's clock, which moves only as the test waits.
     const clock = new TestClock();
     const queue = await startQueue(db, {
@@ -271,9 +272,9 @@ describe.each(databases())("queue on $name", (target) => {
       retryBackoff: true,
       clock,
     });
-    const { chat, key } = await seedChat(db);
-    const doomed = await enqueue(queue, chat, key);
-    const next = await enqueue(queue, chat, key);
+    const { conversation, key } = await seedConversation(db);
+    const doomed = await enqueue(queue, conversation, key);
+    const next = await enqueue(queue, conversation, key);
 
     const attempts: { attempt: number; at: number }[] = [];
     const nextRan = deferred<number>();
@@ -291,7 +292,7 @@ describe.each(databases())("queue on $name", (target) => {
 
     expect(await dead.promise).toEqual({
       jobId: doomed,
-      chatKey: key,
+      conversationKey: key,
       error: "model overloaded (attempt 2)",
     });
     const nextAt = await nextRan.promise;

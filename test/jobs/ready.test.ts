@@ -2,8 +2,8 @@
 // ready once however many passed suites ask. PGlite, GitHub mocked with nock.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runReadyCheck } from "../../src/jobs/ready.ts";
-import { findOrCreateChat, linkChatToPr } from "../../src/store/chats.ts";
 import { recordPush } from "../../src/store/ci-loop.ts";
+import { findOrCreateConversation, linkConversationToPr } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
 import { insertJob } from "../../src/store/jobs.ts";
@@ -29,14 +29,21 @@ afterAll(async () => {
 
 const deps = () => ({ db, auth: async () => testOctokit(), logger: quiet });
 
-/** A chat whose job opened draft #12 and pushed SHA there last; returns the chat and its repo. */
+/**
+ * A conversation whose job opened draft #12 and pushed SHA there last; returns the conversation and
+ * its repo.
+ */
 async function pushed() {
   const repositoryId = nextRepo++;
   const repo = `acme/r${repositoryId}`;
   await upsertRepository(db.pool, { id: repositoryId, installationId: 77, fullName: repo });
-  const chat = await findOrCreateChat(db.pool, { repositoryId, number: 4, kind: "issue" });
+  const conversation = await findOrCreateConversation(db.pool, {
+    repositoryId,
+    number: 4,
+    kind: "issue",
+  });
   const job = await insertJob(db.pool, {
-    chatId: chat.id,
+    conversationId: conversation.id,
     installationId: 77,
     repositoryId,
     repo,
@@ -58,9 +65,9 @@ async function pushed() {
       label: "vmpilot",
     },
   });
-  await linkChatToPr(db.pool, chat.id, PR, "vmpilot/issue-4-crash");
-  await recordPush(db.pool, chat.id, SHA, job.id);
-  return { chatId: chat.id, repo, repositoryId };
+  await linkConversationToPr(db.pool, conversation.id, PR, "vmpilot/issue-4-crash");
+  await recordPush(db.pool, conversation.id, SHA, job.id);
+  return { conversationId: conversation.id, repo, repositoryId };
 }
 
 function mockPull(repo: string, head = SHA) {
@@ -93,52 +100,60 @@ const MUTATED = { data: { markPullRequestReadyForReview: { pullRequest: { isDraf
 
 describe("the ready-for-review check", () => {
   it("keeps the draft while a check runs, after a check failed, and once someone pushed after vmpilot", async () => {
-    const chat = await pushed();
-    const check = { chatId: chat.chatId, sha: SHA, grace: false };
-    mockPull(chat.repo);
-    mockSuites(chat.repo, [
+    const conversation = await pushed();
+    const check = { conversationId: conversation.conversationId, sha: SHA, grace: false };
+    mockPull(conversation.repo);
+    mockSuites(conversation.repo, [
       ["completed", "success"],
       ["in_progress", null],
     ]);
     await runReadyCheck(deps(), check, signal);
-    mockPull(chat.repo);
-    mockSuites(chat.repo, [
+    mockPull(conversation.repo);
+    mockSuites(conversation.repo, [
       ["completed", "success"],
       ["completed", "failure"],
     ]);
     await runReadyCheck(deps(), check, signal);
-    mockPull(chat.repo, "d".repeat(40));
+    mockPull(conversation.repo, "d".repeat(40));
     await runReadyCheck(deps(), check, signal);
     // Nothing else was asked of GitHub: no mutation, no review request, no note.
   });
 
   it("does nothing, asking GitHub nothing, for a stale head or with readyForReview off", async () => {
-    const chat = await pushed();
-    await runReadyCheck(deps(), { chatId: chat.chatId, sha: "e".repeat(40), grace: true }, signal);
-    await setRepositorySettings(db.pool, chat.repositoryId, { readyForReview: false });
-    await runReadyCheck(deps(), { chatId: chat.chatId, sha: SHA, grace: true }, signal);
+    const conversation = await pushed();
+    await runReadyCheck(
+      deps(),
+      { conversationId: conversation.conversationId, sha: "e".repeat(40), grace: true },
+      signal,
+    );
+    await setRepositorySettings(db.pool, conversation.repositoryId, { readyForReview: false });
+    await runReadyCheck(
+      deps(),
+      { conversationId: conversation.conversationId, sha: SHA, grace: true },
+      signal,
+    );
   });
 
   it("marks a head ready once when two passed suites ask at the same time, and gives the claim back when marking fails", async () => {
-    const chat = await pushed();
-    const check = { chatId: chat.chatId, sha: SHA, grace: false };
-    mockPull(chat.repo);
-    mockSuites(chat.repo, [["completed", "success"]]);
+    const conversation = await pushed();
+    const check = { conversationId: conversation.conversationId, sha: SHA, grace: false };
+    mockPull(conversation.repo);
+    mockSuites(conversation.repo, [["completed", "success"]]);
     github()
       .post("/graphql")
       .reply(200, { data: null, errors: [{ message: "Something went wrong" }] });
     await expect(runReadyCheck(deps(), check, signal)).rejects.toThrow(/Something went wrong/);
 
     for (let i = 0; i < 2; i++) {
-      mockPull(chat.repo);
-      mockSuites(chat.repo, [["completed", "success"]]);
+      mockPull(conversation.repo);
+      mockSuites(conversation.repo, [["completed", "success"]]);
     }
     github()
       .post("/graphql")
       .reply(200, MUTATED)
-      .post(`/repos/${chat.repo}/pulls/${PR}/requested_reviewers`)
+      .post(`/repos/${conversation.repo}/pulls/${PR}/requested_reviewers`)
       .reply(201, {})
-      .post(`/repos/${chat.repo}/issues/${PR}/comments`)
+      .post(`/repos/${conversation.repo}/issues/${PR}/comments`)
       .reply(201, { id: 1 });
     await Promise.all([runReadyCheck(deps(), check, signal), runReadyCheck(deps(), check, signal)]);
   });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sweepOnce } from "../../src/jobs/vm-sweeper.ts";
 import type { Database } from "../../src/store/database.ts";
 import { finishJob, startJobAttempt } from "../../src/store/job-lifecycle.ts";
-import { databases, seedChat, seedJob } from "../helpers/db.ts";
+import { databases, seedConversation, seedJob } from "../helpers/db.ts";
 import { type FlyFake, flyEngine, startFlyFake } from "../helpers/fly-fake.ts";
 
 describe.each(databases())("the VM sweeper on $name", (target) => {
@@ -20,9 +20,9 @@ describe.each(databases())("the VM sweeper on $name", (target) => {
 
   it("destroys the VMs of dead attempts, ended and unknown jobs; keeps the running attempt's", async () => {
     const engine = flyEngine(fake);
-    const { chat } = await seedChat(db);
-    const retried = await seedJob(db, chat);
-    const ended = await seedJob(db, chat);
+    const { conversation } = await seedConversation(db);
+    const retried = await seedJob(db, conversation);
+    const ended = await seedJob(db, conversation);
     // A worker died during attempt 1 of `retried`; attempt 2 runs now. `ended` is over.
     await startJobAttempt(db.pool, retried.id, 1);
     await startJobAttempt(db.pool, retried.id, 2);

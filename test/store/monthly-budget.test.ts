@@ -1,8 +1,8 @@
 // The monthly per-person budget (maxMonthlyCostUsdPerUser): a job reserves against its repository's
 // day and its requester's month at once; the month counts what the person spent everywhere, their
-// issue jobs by GitHub user id and the chats of their keys alike.
+// issue jobs by GitHub user id and the chat turns of their keys alike.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApiChat } from "../../src/store/api-chats.ts";
+import { createApiConversation } from "../../src/store/api-conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import {
   insertJob,
@@ -12,7 +12,7 @@ import {
   updateJob,
 } from "../../src/store/jobs.ts";
 import { spentBySpender } from "../../src/store/spenders.ts";
-import { databases, newJob, seedChat } from "../helpers/db.ts";
+import { databases, newJob, seedConversation } from "../helpers/db.ts";
 
 describe.each(databases())("the monthly budget per person ($name)", (target) => {
   let db: Database;
@@ -28,9 +28,9 @@ describe.each(databases())("the monthly budget per person ($name)", (target) => 
 
   /** An issue job of the person (by id), each in a repository of its own. */
   async function issueJob(person: { id?: number; login: string }, costUsd = 0): Promise<Job> {
-    const { chat } = await seedChat(db, nextRepository++);
+    const { conversation } = await seedConversation(db, nextRepository++);
     const job = await insertJob(db.pool, {
-      ...newJob(chat),
+      ...newJob(conversation),
       requester: person.login,
       context: person.id === undefined ? {} : { requesterId: person.id },
     });
@@ -38,15 +38,15 @@ describe.each(databases())("the monthly budget per person ($name)", (target) => 
     return (await updateJob(db.pool, job.id, { costUsd, status: "succeeded" })) as Job;
   }
 
-  /** A turn of a chat the person's key started, on a repository. */
+  /** A turn of a conversation the person's key started, on a repository. */
   async function chatTurn(person: { id: number; login: string }, costUsd: number) {
-    const { chat: issue } = await seedChat(db, nextRepository++);
-    const chat = await createApiChat(db.pool, {
+    const { conversation: issue } = await seedConversation(db, nextRepository++);
+    const conversation = await createApiConversation(db.pool, {
       owner: { kind: "user", ...person },
       repositoryId: issue.repositoryId,
     });
     const job = await insertJob(db.pool, {
-      chatId: chat.id,
+      conversationId: conversation.id,
       installationId: 77,
       repositoryId: issue.repositoryId,
       repo: `acme/repo-${issue.repositoryId}`,
@@ -69,7 +69,7 @@ describe.each(databases())("the monthly budget per person ($name)", (target) => 
       monthly: { since: monthStart(), maxUsd: maxUsd },
     });
 
-  it("counts the person's issue jobs and chats in every repository, and refuses once the month is spent", async () => {
+  it("counts the person's issue jobs and chat turns in every repository, and refuses once the month is spent", async () => {
     const mona = newPerson("mona");
     await issueJob(mona, 3);
     // Renamed since: the id is the same person.

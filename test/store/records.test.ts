@@ -18,7 +18,7 @@ import {
   updateJob,
 } from "../../src/store/jobs.ts";
 import { InvalidStoredValue } from "../../src/store/stored-value.ts";
-import { databases, newJob, seedChat, seedJob } from "../helpers/db.ts";
+import { databases, newJob, seedConversation, seedJob } from "../helpers/db.ts";
 
 describe.each(databases())("store records on $name", (target) => {
   let db: Database;
@@ -73,16 +73,16 @@ describe.each(databases())("store records on $name", (target) => {
   });
 
   it("inserts many jobs in one statement, each under the id drawn for it", async () => {
-    const a = await seedChat(db);
-    const b = await seedChat(db);
+    const a = await seedConversation(db);
+    const b = await seedConversation(db);
     await recordDeliveries(db.pool, [
       { id: "jobs-a", event: "issue_comment" },
       { id: "jobs-b", event: "issue_comment" },
     ]);
     const inputs = [
-      { ...newJob(b.chat), instruction: "second chat first", deliveryId: "jobs-b" },
+      { ...newJob(b.conversation), instruction: "second conversation first", deliveryId: "jobs-b" },
       {
-        ...newJob(a.chat),
+        ...newJob(a.conversation),
         trigger: "command" as const,
         command: "plan",
         instruction: 'quotes " and \\ backslashes, {braces}, ünïcødé',
@@ -90,7 +90,7 @@ describe.each(databases())("store records on $name", (target) => {
         deliveryId: "jobs-a",
         context: { cloneUrl: "https://github.com/acme/repo.git", nested: { list: [1, "two"] } },
       },
-      { ...newJob(a.chat), branch: "vmpilot/7-fix", prNumber: 8 },
+      { ...newJob(a.conversation), branch: "vmpilot/7-fix", prNumber: 8 },
     ];
     // The intake draws the ids with its lookup; a job made later by insertJob gets the next one.
     const { rows } = await db.pool.query<{ id: string }>(
@@ -102,7 +102,7 @@ describe.each(databases())("store records on $name", (target) => {
     // Each id is the row made from the input at the same position, with the defaults insertJob sets.
     for (const [i, input] of inputs.entries()) {
       expect(jobs[i]).toMatchObject({
-        chatId: input.chatId,
+        conversationId: input.conversationId,
         instruction: input.instruction,
         command: input.command ?? null,
         triggerCommentId: input.triggerCommentId ?? null,
@@ -157,10 +157,10 @@ describe.each(databases())("store records on $name", (target) => {
   });
 
   it("inserts, reads, patches and lists jobs", async () => {
-    const { chat } = await seedChat(db);
+    const { conversation } = await seedConversation(db);
     await recordDelivery(db.pool, { id: "delivery-job", event: "issue_comment" });
     const job = await insertJob(db.pool, {
-      ...newJob(chat),
+      ...newJob(conversation),
       trigger: "command",
       command: "plan",
       triggerCommentId: 2_000_000_001,
@@ -168,7 +168,7 @@ describe.each(databases())("store records on $name", (target) => {
       context: { cloneUrl: "https://github.com/acme/repo.git" },
     });
     expect(job).toMatchObject({
-      chatId: chat.id,
+      conversationId: conversation.id,
       status: "queued",
       command: "plan",
       triggerCommentId: 2_000_000_001,
@@ -197,28 +197,33 @@ describe.each(databases())("store records on $name", (target) => {
     expect(await getJob(db.pool, job.id)).toEqual(refused);
     expect(await getJob(db.pool, 987_654)).toBeUndefined();
 
-    const second = await seedJob(db, chat);
-    expect((await listJobs(db.pool, { chatId: chat.id })).map((j) => j.id)).toEqual([
-      second.id,
-      job.id,
-    ]);
+    const second = await seedJob(db, conversation);
+    expect((await listJobs(db.pool, { conversationId: conversation.id })).map((j) => j.id)).toEqual(
+      [second.id, job.id],
+    );
     expect(
-      (await listJobs(db.pool, { chatId: chat.id, unfinished: true })).map((j) => j.id),
+      (await listJobs(db.pool, { conversationId: conversation.id, unfinished: true })).map(
+        (j) => j.id,
+      ),
     ).toEqual([second.id]);
     expect(
-      (await listJobs(db.pool, { chatId: chat.id, statuses: ["refused"] })).map((j) => j.id),
+      (await listJobs(db.pool, { conversationId: conversation.id, statuses: ["refused"] })).map(
+        (j) => j.id,
+      ),
     ).toEqual([job.id]);
     expect(
-      (await listJobs(db.pool, { chatId: chat.id, beforeId: second.id })).map((j) => j.id),
+      (await listJobs(db.pool, { conversationId: conversation.id, beforeId: second.id })).map(
+        (j) => j.id,
+      ),
     ).toEqual([job.id]);
   });
 
   it("reserves daily budget so concurrent jobs never promise more than the day allows", async () => {
-    const { chat } = await seedChat(db, 4242);
+    const { conversation } = await seedConversation(db, 4242);
     const [done, a, b] = [
-      await seedJob(db, chat),
-      await seedJob(db, chat),
-      await seedJob(db, chat),
+      await seedJob(db, conversation),
+      await seedJob(db, conversation),
+      await seedJob(db, conversation),
     ];
     await updateJob(db.pool, done.id, { costUsd: 6, status: "succeeded" });
     const limits = { repositoryId: 4242, since: new Date(Date.now() - 60_000), maxDailyUsd: 10 };
@@ -235,8 +240,8 @@ describe.each(databases())("store records on $name", (target) => {
 
   // PGlite has one backend, so its transactions never overlap; PostgreSQL's do.
   it.runIf(target.name === "postgres")("reserves under a lock on the repository", async () => {
-    const { chat } = await seedChat(db, 4243);
-    const job = await seedJob(db, chat);
+    const { conversation } = await seedConversation(db, 4243);
+    const job = await seedJob(db, conversation);
     const holder = await db.pool.connect();
     await holder.query("BEGIN");
     await holder.query("SELECT 1 FROM repositories WHERE id = 4243 FOR UPDATE");
@@ -263,13 +268,13 @@ describe.each(databases())("store records on $name", (target) => {
   });
 
   it("cancels a queued job outright and a running one by request", async () => {
-    const { chat } = await seedChat(db);
-    const queued = await seedJob(db, chat);
+    const { conversation } = await seedConversation(db);
+    const queued = await seedJob(db, conversation);
     expect(await requestJobCancel(db.pool, queued.id)).toBe("cancelled");
     expect(await getJob(db.pool, queued.id)).toMatchObject({ status: "cancelled" });
     expect(await startJobAttempt(db.pool, queued.id, 1)).toBe(false);
 
-    const running = await seedJob(db, chat);
+    const running = await seedJob(db, conversation);
     expect(await startJobAttempt(db.pool, running.id, 1)).toBe(true);
     expect(await requestJobCancel(db.pool, running.id)).toBe("requested");
     expect(await getJob(db.pool, running.id)).toMatchObject({ status: "running" });
@@ -278,8 +283,8 @@ describe.each(databases())("store records on $name", (target) => {
   });
 
   it("lists a job's events in order, resuming after an id", async () => {
-    const { chat } = await seedChat(db);
-    const job = await seedJob(db, chat);
+    const { conversation } = await seedConversation(db);
+    const job = await seedJob(db, conversation);
     const first = await appendJobEvent(db.pool, job.id, "step", { name: "clone" });
     const second = await appendJobEvent(db.pool, job.id, "tool", { line: "npm test" });
     const events = await listJobEvents(db.pool, job.id);
@@ -292,8 +297,8 @@ describe.each(databases())("store records on $name", (target) => {
   });
 
   it("refuses a row of another shape by name, rather than handing it on cast", async () => {
-    const { chat } = await seedChat(db);
-    const job = await seedJob(db, chat);
+    const { conversation } = await seedConversation(db);
+    const job = await seedJob(db, conversation);
     await db.pool.query("INSERT INTO job_events (job_id, type, data) VALUES ($1, 'step', '[1]')", [
       job.id,
     ]);
@@ -301,9 +306,9 @@ describe.each(databases())("store records on $name", (target) => {
     expect(error).toBeInstanceOf(InvalidStoredValue);
     expect(String(error)).toContain(`job_events of job ${job.id} (row 0)`);
     await db.pool.query("UPDATE repositories SET settings = '\"x\"' WHERE id = $1", [
-      chat.repositoryId,
+      conversation.repositoryId,
     ]);
-    await expect(getRepository(db.pool, chat.repositoryId)).rejects.toBeInstanceOf(
+    await expect(getRepository(db.pool, conversation.repositoryId)).rejects.toBeInstanceOf(
       InvalidStoredValue,
     );
   });

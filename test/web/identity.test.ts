@@ -1,6 +1,7 @@
 // People are GitHub user ids, not logins (issue 26): a login can be anyone's ("operator", a name
 // someone gave up). Rows stored when logins were the identity are carried over by the migration;
-// then the pages show a chat-face job to the person whose id owns its chat, and to nobody else.
+// then the pages show a chat-face job to the person whose id owns its conversation, and to nobody
+// else.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/store/database.ts";
 import { appendJobEvent } from "../../src/store/job-events.ts";
@@ -16,18 +17,18 @@ let h: WebHarness;
 const OLD_ALICE = 501;
 const jobs: Record<string, string> = {};
 
-/** A chat-face chat and a finished turn in it, as stored before owners were ids. */
-async function oldChat(owner: string, context: Record<string, unknown>, words: string) {
-  const chat = await db.pool.query<{ id: string }>(
+/** A chat-face conversation and a finished turn in it, as stored before owners were ids. */
+async function oldConversation(owner: string, context: Record<string, unknown>, words: string) {
+  const conversation = await db.pool.query<{ id: string }>(
     "INSERT INTO chats (kind, api_owner) VALUES ('api', $1) RETURNING id",
     [owner],
   );
-  const chatId = chat.rows[0]?.id;
+  const conversationId = conversation.rows[0]?.id;
   const job = await db.pool.query<{ id: string }>(
     `INSERT INTO jobs (chat_id, repo, trigger, requester, instruction, status, context, cost_usd,
                        finished_at)
      VALUES ($1, 'scratch', 'chat', $2, $3, 'succeeded', $4, 2.5, now()) RETURNING id`,
-    [chatId, owner, words, JSON.stringify(context)],
+    [conversationId, owner, words, JSON.stringify(context)],
   );
   const jobId = job.rows[0]?.id as string;
   await appendJobEvent(db.pool, Number(jobId), "tool", { output: `${words}: tool output` });
@@ -38,20 +39,21 @@ beforeAll(async () => {
   db = await target.open({ migrate: false });
   const all = await loadMigrations();
   await migrate(db.pool, { migrations: all.filter((m) => m.version <= 16) });
-  jobs.operator = await oldChat("operator", { operator: true }, "the operator's plan");
+  jobs.operator = await oldConversation("operator", { operator: true }, "the operator's plan");
   await db.pool.query(
     `INSERT INTO api_keys (name, owner_login, owner_id, hash, hint)
      VALUES ('laptop', 'alice', $1, 'old-alice-key-hash', 'abcd')`,
     [OLD_ALICE],
   );
-  jobs.alice = await oldChat("alice", {}, "alice's plan");
-  // A person named "operator" had a key too: only what a turn recorded tells their chats apart.
+  jobs.alice = await oldConversation("alice", {}, "alice's plan");
+  // A person named "operator" had a key too: only what a turn recorded tells their conversations
+  // apart.
   await db.pool.query(
     `INSERT INTO api_keys (name, owner_login, owner_id, hash, hint)
      VALUES ('ci', 'operator', 9003, 'operator-person-key-hash', 'wxyz')`,
   );
-  jobs.operatorPerson = await oldChat("operator", { operator: false }, "a person's plan");
-  jobs.operatorUnknown = await oldChat("operator", {}, "whose plan?");
+  jobs.operatorPerson = await oldConversation("operator", { operator: false }, "a person's plan");
+  jobs.operatorUnknown = await oldConversation("operator", {}, "whose plan?");
   // Two people had keys under one login, one after the other.
   for (const [id, hash] of [
     [701, "bob-one"],
@@ -63,7 +65,7 @@ beforeAll(async () => {
       [id, hash],
     );
   }
-  jobs.bob = await oldChat("bob", {}, "bob's plan");
+  jobs.bob = await oldConversation("bob", {}, "bob's plan");
   await migrate(db.pool, { migrations: all });
   h = await startWebHarness({ db });
 });
@@ -80,10 +82,10 @@ async function signedIn(login: string, id: number): Promise<Client> {
 }
 
 describe(`who sees a chat-face job (${target.name})`, () => {
-  it("carries chats over to the operator or a person's id, and leaves what it cannot tell to nobody", async () => {
+  it("carries conversations over to the operator or a person's id, and leaves what it cannot tell to nobody", async () => {
     const owners = async (job: string | undefined) => {
       const { rows } = await db.pool.query(
-        `SELECT c.api_operator, c.api_owner_id FROM chats c JOIN jobs j ON j.chat_id = c.id
+        `SELECT c.api_operator, c.api_owner_id FROM conversations c JOIN jobs j ON j.conversation_id = c.id
           WHERE j.id = $1`,
         [job],
       );
@@ -100,7 +102,7 @@ describe(`who sees a chat-face job (${target.name})`, () => {
     }
   });
 
-  it("nobody signed in as a login 'operator' or 'Operator' sees the operator's chats, jobs or spending", async () => {
+  it("nobody signed in as a login 'operator' or 'Operator' sees the operator's conversations, jobs or spending", async () => {
     for (const [login, id] of [
       ["operator", 9001],
       ["Operator", 9002],
@@ -108,7 +110,7 @@ describe(`who sees a chat-face job (${target.name})`, () => {
       const client = await signedIn(login, id);
       const list = await (await client.get("/jobs")).text();
       expect(list).not.toContain(`href="/jobs/${jobs.operator}"`);
-      expect(list).not.toContain("Your chats");
+      expect(list).not.toContain("Your chat turns");
       expect((await client.get(`/jobs/${jobs.operator}`)).status).toBe(404);
       expect((await client.get(`/jobs/${jobs.operator}/events?after=0`)).status).toBe(404);
       expect(await (await client.get("/usage")).text()).not.toContain("$2.50");

@@ -6,7 +6,7 @@ import { appendJobEvent, type JobEvent } from "../../src/store/job-events.ts";
 import { type Job, updateJob } from "../../src/store/jobs.ts";
 import type { Queryable } from "../../src/store/sql.ts";
 import { JobFeeds, type Watcher } from "../../src/web/job-feed.ts";
-import { databases, seedChat, seedJob } from "../helpers/db.ts";
+import { databases, seedConversation, seedJob } from "../helpers/db.ts";
 
 let db: Database;
 beforeAll(async () => {
@@ -64,7 +64,7 @@ function watcher(after = 0) {
 }
 
 async function runningJob(): Promise<Job> {
-  const job = await seedJob(db, (await seedChat(db)).chat);
+  const job = await seedJob(db, (await seedConversation(db)).conversation);
   await updateJob(db.pool, job.id, { status: "running" });
   return job;
 }

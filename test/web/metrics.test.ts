@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { watchRateLimit } from "../../src/github/rate-limit.ts";
 import { updateJob } from "../../src/store/jobs.ts";
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
-import { openTestDatabase, seedChat, seedJob } from "../helpers/db.ts";
+import { openTestDatabase, seedConversation, seedJob } from "../helpers/db.ts";
 import { github, mockApp, useGitHubMock } from "../helpers/github-mock.ts";
 import { useTestServer } from "../helpers/test-server.ts";
 import { examplePayload } from "../helpers/webhooks.ts";
@@ -67,9 +67,9 @@ describe("GET /metrics", () => {
 
   it("reads jobs by state and the queue's depth and age from the store", async () => {
     const { text: before } = await scrape(`Bearer ${TOKEN}`);
-    const { chat } = await seedChat(t.db, 5150);
-    await seedJob(t.db, chat);
-    const running = await seedJob(t.db, chat);
+    const { conversation } = await seedConversation(t.db, 5150);
+    await seedJob(t.db, conversation);
+    const running = await seedJob(t.db, conversation);
     await updateJob(t.db.pool, running.id, { status: "running" });
     const { text } = await scrape(`Bearer ${TOKEN}`);
     const queued = 'vmpilot_jobs{state="queued"}';

@@ -1,7 +1,7 @@
 import { ProbotOctokit } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadRepoConfig } from "../../src/github/repo-config-loader.ts";
-import { createAutomationChat } from "../../src/store/chats.ts";
+import { createAutomationConversation } from "../../src/store/conversations.ts";
 import { getRepository, setRepositorySettings } from "../../src/store/installations.ts";
 import { insertJob, type Job, updateJob } from "../../src/store/jobs.ts";
 import type { FakeRepo } from "./helpers/github-fake.ts";
@@ -409,9 +409,9 @@ describe("/jobs", () => {
   });
 
   it("shows a scheduled automation's run, which has no issue, to the repository's readers", async () => {
-    const chatId = await createAutomationChat(h.db.pool, privateApp.id);
+    const conversationId = await createAutomationConversation(h.db.pool, privateApp.id);
     const run = await insertJob(h.db.pool, {
-      chatId,
+      conversationId,
       installationId: privateApp.installationId,
       repositoryId: privateApp.id,
       repo: privateApp.fullName,
@@ -486,23 +486,23 @@ describe("/jobs", () => {
 });
 
 describe("chat-face jobs", () => {
-  it("are their owner's alone: listed under their chats, hidden from the repository's readers", async () => {
-    const chat = await h.db.pool.query<{ id: string }>(
-      `INSERT INTO chats (kind, api_owner, api_owner_id, repository_id)
+  it("are their owner's alone: listed under their chat turns, hidden from the repository's readers", async () => {
+    const conversation = await h.db.pool.query<{ id: string }>(
+      `INSERT INTO conversations (kind, api_owner, api_owner_id, repository_id)
        VALUES ('api', 'bob', $1, $2) RETURNING id`,
       [USER_IDS.bob, privateApp.id],
     );
     const inserted = await h.db.pool.query<{ id: string }>(
-      `INSERT INTO jobs (chat_id, installation_id, repository_id, repo, trigger, requester, instruction)
+      `INSERT INTO jobs (conversation_id, installation_id, repository_id, repo, trigger, requester, instruction)
        VALUES ($1, 10, $2, 'acme/private-app', 'chat', 'bob', 'tidy up') RETURNING id`,
-      [chat.rows[0]?.id, privateApp.id],
+      [conversation.rows[0]?.id, privateApp.id],
     );
     const id = inserted.rows[0]?.id as string;
     const bobs = await (await as("bob").get("/jobs")).text();
-    expect(bobs).toContain("Your chats");
+    expect(bobs).toContain("Your chat turns");
     expect(bobs).toContain(`href="/jobs/${id}"`);
     const page = await (await as("bob").get(`/jobs/${id}`)).text();
-    expect(page).toContain(`acme/private-app chat ${chat.rows[0]?.id}`);
+    expect(page).toContain(`acme/private-app conversation ${conversation.rows[0]?.id}`);
     const alices = await (await as("alice").get("/jobs")).text();
     expect(alices).not.toContain(`href="/jobs/${id}"`);
     expect((await as("alice").get(`/jobs/${id}`)).status).toBe(404);
@@ -582,18 +582,18 @@ describe("/usage", () => {
     expect(page).toContain("No jobs in the last 30 days.");
   });
 
-  it("shows who spent what: requesters, the owners of chat keys, the operator's key", async () => {
+  it("shows who spent what: requesters, the owners of API keys, the operator's key", async () => {
     for (const [login, id] of [
       ["bob", USER_IDS.bob],
       ["operator", null],
     ] as const) {
       const { rows } = await h.db.pool.query<{ id: string }>(
-        `INSERT INTO chats (kind, api_owner, api_owner_id, api_operator, repository_id)
+        `INSERT INTO conversations (kind, api_owner, api_owner_id, api_operator, repository_id)
          VALUES ('api', $1, $2, $3, $4) RETURNING id`,
         [login, id, id === null, privateApp.id],
       );
       await h.db.pool.query(
-        `INSERT INTO jobs (chat_id, installation_id, repository_id, repo, trigger, requester, cost_usd)
+        `INSERT INTO jobs (conversation_id, installation_id, repository_id, repo, trigger, requester, cost_usd)
          VALUES ($1, 10, $2, 'acme/private-app', 'chat', $3, 0.5)`,
         [rows[0]?.id, privateApp.id, login],
       );
@@ -606,7 +606,7 @@ describe("/usage", () => {
     // The harness's issue jobs recorded no requester id: counted by login, and said so.
     expect(page).toContain('<td>alice <span class="muted">(jobs without a user id)</span></td>');
     expect(page).toMatch(
-      /Your own jobs and chats this month \(UTC\), in every repository: <strong>\$0\.5000<\/strong>/,
+      /Your own jobs and chat turns this month \(UTC\), in every repository: <strong>\$0\.5000<\/strong>/,
     );
   });
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/store/database.ts";
 import { insertJob, updateJob } from "../../src/store/jobs.ts";
 import { usageByDay, usageByPerson } from "../../src/web/queries.ts";
-import { databases, newJob, seedChat } from "../helpers/db.ts";
+import { databases, newJob, seedConversation } from "../helpers/db.ts";
 
 describe.each(databases())("usageByDay on $name", (target) => {
   let db: Database;
@@ -14,8 +14,8 @@ describe.each(databases())("usageByDay on $name", (target) => {
   });
 
   async function job(repositoryId: number, daysAgo: number, costUsd: number, inputTokens: number) {
-    const { chat } = await seedChat(db, repositoryId);
-    const created = await insertJob(db.pool, newJob(chat));
+    const { conversation } = await seedConversation(db, repositoryId);
+    const created = await insertJob(db.pool, newJob(conversation));
     await updateJob(db.pool, created.id, {
       costUsd,
       usage: {
@@ -73,17 +73,17 @@ describe.each(databases())("usageByDay on $name", (target) => {
     expect(await usageByDay(db.pool, [], 30)).toEqual([]);
   });
 
-  it("counts the viewer's scratch chats as one more row, and nobody else's", async () => {
+  it("counts the viewer's scratch conversations as one more row, and nobody else's", async () => {
     for (const [owner, id] of [
       ["mona", 5],
       ["hubot", 6],
     ] as const) {
       const { rows } = await db.pool.query<{ id: string }>(
-        "INSERT INTO chats (kind, api_owner, api_owner_id) VALUES ('api', $1, $2) RETURNING id",
+        "INSERT INTO conversations (kind, api_owner, api_owner_id) VALUES ('api', $1, $2) RETURNING id",
         [owner, id],
       );
       await db.pool.query(
-        `INSERT INTO jobs (chat_id, repo, trigger, requester, cost_usd, usage)
+        `INSERT INTO jobs (conversation_id, repo, trigger, requester, cost_usd, usage)
          VALUES ($1, 'scratch', 'chat', $2, 0.5, '{"inputTokens": 3, "outputTokens": 2}')`,
         [rows[0]?.id, owner],
       );
@@ -95,10 +95,10 @@ describe.each(databases())("usageByDay on $name", (target) => {
   });
 
   it("sums per person: issue jobs by requester id, else login; chat turns by their key's owner; the operator's key; apps", async () => {
-    const chatOn = async (repositoryId: number | null, owner: [string, number | null]) => {
+    const conversationOn = async (repositoryId: number | null, owner: [string, number | null]) => {
       const [login, id] = owner;
       const { rows } = await db.pool.query<{ id: string }>(
-        `INSERT INTO chats (kind, api_owner, api_owner_id, api_operator, repository_id)
+        `INSERT INTO conversations (kind, api_owner, api_owner_id, api_operator, repository_id)
          VALUES ('api', $1, $2, $3, $4) RETURNING id`,
         [login, id, id === null, repositoryId],
       );
@@ -108,17 +108,17 @@ describe.each(databases())("usageByDay on $name", (target) => {
       repositoryId: number | null,
       requester: string,
       costUsd: number,
-      options: { requesterId?: number; chatId?: number } = {},
+      options: { requesterId?: number; conversationId?: number } = {},
     ) => {
-      const { chat } = await seedChat(db, repositoryId ?? 20);
+      const { conversation } = await seedConversation(db, repositoryId ?? 20);
       const created = await insertJob(db.pool, {
-        ...newJob(chat),
-        chatId: options.chatId ?? chat.id,
+        ...newJob(conversation),
+        conversationId: options.conversationId ?? conversation.id,
         installationId: repositoryId === null ? null : 77,
         repositoryId,
         repo: repositoryId === null ? "scratch" : `acme/repo-${repositoryId}`,
-        number: options.chatId ? null : chat.number,
-        trigger: options.chatId ? "chat" : "label",
+        number: options.conversationId ? null : conversation.number,
+        trigger: options.conversationId ? "chat" : "label",
         requester,
         context: options.requesterId ? { requesterId: options.requesterId } : {},
       });
@@ -127,15 +127,21 @@ describe.each(databases())("usageByDay on $name", (target) => {
     await spend(11, "mona", 1, { requesterId: 55 });
     // Renamed since; the newest login is the one shown.
     await spend(12, "mona-renamed", 2, { requesterId: 55 });
-    await spend(12, "mona-renamed", 0.5, { chatId: await chatOn(12, ["mona-renamed", 55]) });
-    await spend(11, "operator", 0.75, { chatId: await chatOn(11, ["operator", null]) });
+    await spend(12, "mona-renamed", 0.5, {
+      conversationId: await conversationOn(12, ["mona-renamed", 55]),
+    });
+    await spend(11, "operator", 0.75, {
+      conversationId: await conversationOn(11, ["operator", null]),
+    });
     // A job from before requester ids were recorded.
     await spend(11, "olduser", 0.25);
-    await spend(null, "viewer", 0.1, { chatId: await chatOn(null, ["viewer", 77]) });
+    await spend(null, "viewer", 0.1, {
+      conversationId: await conversationOn(null, ["viewer", 77]),
+    });
     await spend(12, "vmpilot-bot[bot]", 0.2);
-    // Not counted: a repository the viewer cannot read, someone else's scratch chat.
+    // Not counted: a repository the viewer cannot read, someone else's scratch conversation.
     await spend(13, "mona", 99, { requesterId: 55 });
-    await spend(null, "other", 99, { chatId: await chatOn(null, ["other", 78]) });
+    await spend(null, "other", 99, { conversationId: await conversationOn(null, ["other", 78]) });
 
     expect(await usageByPerson(db.pool, [11, 12], 30, 77)).toEqual([
       {

@@ -1,7 +1,7 @@
 // A chat turn's user turn with the images its message carries: the text, then the images, read
-// back from the chat's chat_images, where the web side stored them once by hash.
+// back from conversation_images, where the web side stored them once by hash.
 import type Anthropic from "@anthropic-ai/sdk";
-import { imageReference, loadImages } from "../../store/chat-images.ts";
+import { imageReference, loadImages } from "../../store/conversation-images.ts";
 import { messageParamSchema } from "../../store/message-param.ts";
 import type { Queryable } from "../../store/sql.ts";
 import { parseStored } from "../../store/stored-value.ts";
@@ -9,13 +9,13 @@ import type { ChatTurnRequest } from "./request.ts";
 
 export async function withMessageImages(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   text: string,
   images: ChatTurnRequest["images"],
 ): Promise<string | Anthropic.ContentBlockParam[]> {
   if (images.length === 0) return text;
   const references = images.map((image) => imageReference(image.mediaType, image.sha256));
-  const [loaded] = await loadImages(db, chatId, [references]);
+  const [loaded] = await loadImages(db, conversationId, [references]);
   const blocks = Array.isArray(loaded) ? loaded : [];
   const turn = parseStored(
     messageParamSchema,
@@ -27,7 +27,7 @@ export async function withMessageImages(
         ...blocks,
       ],
     },
-    `the images of a turn of chat ${chatId}`,
+    `the images of a turn of conversation ${conversationId}`,
   );
   return turn.content;
 }

@@ -1,5 +1,5 @@
-// `/vmpilot pr` in a repository chat: the workspace's branch pushed by the worker (never from
-// inside the workspace) and a draft pull request opened or updated for it.
+// `/vmpilot pr` in a chat-face conversation on a repository: the workspace's branch pushed by the
+// worker (never from inside the workspace) and a draft pull request opened or updated for it.
 import type { AgentResult } from "../../agent/loop.ts";
 import { runTitle } from "../../agent/summary.ts";
 import { publishPullRequest, renderPullRequestBody } from "../../github/pull-request.ts";
@@ -38,7 +38,8 @@ export async function openChatPullRequest(
     commit: { message: title, author: deps.commitAuthor ?? VMPILOT_AUTHOR },
     branch,
     defaultBranch: checkout.baseBranch,
-    // The chat's branch as this turn found it, or none yet: a regenerated turn may replace it.
+    // The conversation's branch as this turn found it, or none yet: a regenerated turn may replace
+    // it.
     lease: checkout.continued ? checkout.baseSha : null,
     signal: input.signal,
   });

@@ -5,7 +5,7 @@ import { imageMediaType } from "../../store/message-param.ts";
 import { parseStored } from "../../store/stored-value.ts";
 
 const chatTurnRequest = z.object({
-  /** The agent the client picked: "vmpilot" or "vmpilot/<owner>/<repo>". */
+  /** The model the client picked: "vmpilot" or "vmpilot/<owner>/<repo>" (stored as `agent`). */
   agent: z.string(),
   /** The repository's clone URL; null on scratch. */
   cloneUrl: z.string().nullable(),
@@ -27,7 +27,7 @@ const chatTurnRequest = z.object({
    */
   operator: z.boolean().default(false),
   /**
-   * The images the new message carries, stored in the chat's chat_images by the web side; they go
+   * The images the new message carries, stored in conversation_images by the web side; they go
    * to the model after the message's text.
    */
   images: z.array(z.object({ mediaType: imageMediaType, sha256: z.string() })).default([]),
@@ -39,7 +39,7 @@ export function readChatTurnRequest(job: Job): ChatTurnRequest {
   return parseStored(chatTurnRequest, job.context, `jobs.context of chat turn ${job.id}`);
 }
 
-/** The branch a repository chat's workspace works on, and pushes to for a pull request. */
-export function chatBranch(chatId: number): string {
-  return `vmpilot/chat-${chatId}`;
+/** The branch a chat-face conversation's workspace on a repository works on and pushes. */
+export function chatBranch(conversationId: number): string {
+  return `vmpilot/chat-${conversationId}`;
 }

@@ -1,6 +1,6 @@
-// A turn of the chat face, run by a worker like any job: the chat's workspace rebuilt from its
-// last turn, the agent on the chat's stored history, then a commit, and the workspace and the
-// client-visible reply remembered for the next request.
+// A turn of the chat face, run by a worker like any job: the conversation's workspace rebuilt from
+// its last turn, the agent on the conversation's stored history, then a commit, and the workspace
+// and the client-visible reply remembered for the next request.
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { AgentResult } from "../../agent/loop.ts";
@@ -8,7 +8,12 @@ import { runTitle } from "../../agent/summary.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import { isPermanent } from "../../errors.ts";
 import { redact } from "../../log/redact.ts";
-import { type ApiChat, getApiChat, lastTurn, saveChatTurn } from "../../store/api-chats.ts";
+import {
+  type ApiConversation,
+  getApiConversation,
+  lastTurn,
+  saveChatTurn,
+} from "../../store/api-conversations.ts";
 import { appendJobEvent, listJobEvents } from "../../store/job-events.ts";
 import { getJob, type Job, updateJob } from "../../store/jobs.ts";
 import { commitInWorkspace, VMPILOT_AUTHOR } from "../../workspace/git/commit.ts";
@@ -23,7 +28,7 @@ import {
 import { providerFor } from "../../workspace/isolation.ts";
 import { testsOf } from "../pipeline/agent.ts";
 import { runAgentTurn } from "../pipeline/agent-turn.ts";
-import { loadChat } from "../pipeline/history.ts";
+import { loadConversation } from "../pipeline/history.ts";
 import { JobProgress } from "../pipeline/progress.ts";
 import type { PipelineDeps, Run } from "../pipeline/run.ts";
 import { extendHash } from "./history-hash.ts";
@@ -51,8 +56,9 @@ export async function runChatTurn(
   const db = deps.db.pool;
   const job = await getJob(db, run.jobId);
   if (!job || job.finishedAt) return "skipped";
-  const chat = await getApiChat(db, job.chatId);
-  if (!chat) throw new Error(`chat ${job.chatId} of job ${job.id} does not exist`);
+  const conversation = await getApiConversation(db, job.conversationId);
+  if (!conversation)
+    throw new Error(`conversation ${job.conversationId} of job ${job.id} does not exist`);
   const request = readChatTurnRequest(job);
   await updateJob(db, job.id, { status: "running" });
   const progress = new JobProgress({
@@ -67,21 +73,22 @@ export async function runChatTurn(
   try {
     const settings = await chatTurnSettings(deps, job);
     if (!settings.ok) return await end(deps, job, request, progress, { error: settings.error });
-    ws = await openTurnWorkspace(deps, run, job, chat, request, settings.settings);
-    const history = await loadChat(db, chat.id, job.id);
+    ws = await openTurnWorkspace(deps, run, job, conversation, request, settings.settings);
+    const history = await loadConversation(db, conversation.id, job.id);
     // A message that only asks for the pull request runs no agent.
     const asked =
       job.instruction.trim() !== "" || request.transcript !== "" || request.images.length > 0;
     const result = !asked
       ? undefined
       : await runAgentTurn(deps, run, settings, {
-          chatId: chat.id,
+          conversationId: conversation.id,
           jobId: job.id,
           mode: "fix",
           conversational: true,
           workspace: ws.workspace,
           history,
-          turn: () => withMessageImages(db, chat.id, instruction(job, request), request.images),
+          turn: () =>
+            withMessageImages(db, conversation.id, instruction(job, request), request.images),
           clientSystem: request.system,
           progress,
         });
@@ -101,7 +108,7 @@ export async function runChatTurn(
             job: { ...job, installationId: job.installationId },
             workspace: ws.workspace,
             checkout: ws.checkout,
-            branch: chatBranch(chat.id),
+            branch: chatBranch(conversation.id),
             result,
             startedAt,
             signal: run.signal,
@@ -135,7 +142,7 @@ async function openTurnWorkspace(
   deps: PipelineDeps,
   run: Run,
   job: Job,
-  chat: ApiChat,
+  conversation: ApiConversation,
   request: ChatTurnRequest,
   settings: Pick<RepoSettings, "network" | "isolation">,
 ): Promise<TurnWorkspace> {
@@ -157,7 +164,7 @@ async function openTurnWorkspace(
         repo: request.cloneUrl,
         auth: { token: await deps.installationToken(job.installationId) },
         dest: root,
-        branch: chatBranch(chat.id),
+        branch: chatBranch(conversation.id),
         existingBranch: "if-present",
       });
     }
@@ -173,7 +180,7 @@ async function openTurnWorkspace(
       owner: `job-${job.id}-${run.attempt}`,
       pool: deps.vmPool,
     });
-    const previous = await lastTurn(deps.db.pool, chat.id);
+    const previous = await lastTurn(deps.db.pool, conversation.id);
     if (previous?.bundle) await restoreTurnBundle(workspace, previous.bundle);
     const ready = workspace;
     return {
@@ -237,18 +244,18 @@ async function end(
     costUsd,
     priceKnown: result?.priceKnown ?? true,
   });
-  const previous = "error" in ending ? await lastTurn(db, job.chatId) : undefined;
+  const previous = "error" in ending ? await lastTurn(db, job.conversationId) : undefined;
   const workspace =
     "error" in ending
       ? { commitSha: previous?.commitSha ?? null, bundle: previous?.bundle ?? null }
       : { commitSha: ending.commitSha, bundle: ending.bundle };
   const reply = renderReply(await listJobEvents(db, job.id, 0, 100_000));
-  const chat = await getApiChat(db, job.chatId);
+  const conversation = await getApiConversation(db, job.conversationId);
   await saveChatTurn(db, {
-    chatId: job.chatId,
+    conversationId: job.conversationId,
     jobId: job.id,
     historyHash: extendHash(request.askedHash, { role: "assistant", text: reply }),
-    messageCount: chat?.messageCount ?? 0,
+    messageCount: conversation?.messageCount ?? 0,
     ...workspace,
   });
   const status = error === undefined ? "succeeded" : "failed";

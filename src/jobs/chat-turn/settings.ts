@@ -1,8 +1,8 @@
 // A chat turn's settings and budget: a repository's as for its issue jobs (defaults, settings page,
 // `.github/vmpilot.yml`, the same gate, daily limit shared with them); a scratch workspace's from
-// the defaults, with the daily limit counted per chat owner (the operator, or a person by GitHub
-// user id). Either budget is reserved, with the chat owner's monthly one where the settings cap it,
-// so concurrent turns never promise more than the day or the month allows.
+// the defaults, with the daily limit counted per conversation owner (the operator, or a person by
+// GitHub user id). Either budget is reserved, with the conversation owner's monthly one where the
+// settings cap it, so concurrent turns never promise more than the day or the month allows.
 import {
   checkRepoConfig,
   defaults,
@@ -10,7 +10,7 @@ import {
   resolveSettings,
 } from "../../config/repo-config.ts";
 import { loadRepoConfig } from "../../github/repo-config-loader.ts";
-import { getApiChat } from "../../store/api-chats.ts";
+import { getApiConversation } from "../../store/api-conversations.ts";
 import { getRepository } from "../../store/installations.ts";
 import { type BudgetGrant, type Job, reserveBudget } from "../../store/jobs.ts";
 import type { PipelineDeps } from "../pipeline/run.ts";
@@ -37,14 +37,19 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
     maxJobUsd: settings.maxCostUsd,
     monthly: monthlyBudget(settings, now),
   });
-  const chatOwner = (await getApiChat(db, job.chatId))?.owner;
-  // A chat stored before owners were ids, whose owner could not be told, is nobody's to go on.
-  if (!chatOwner) return { ok: false, error: "This chat has no known owner; start a new chat." };
+  const conversationOwner = (await getApiConversation(db, job.conversationId))?.owner;
+  // A conversation stored before owners were ids, whose owner could not be told, is nobody's to go
+  // on.
+  if (!conversationOwner)
+    return { ok: false, error: "This conversation has no known owner; start a new chat." };
   if (job.repositoryId === null || job.installationId === null) {
     const settings = deps.defaults ?? defaults;
-    const budget = await reserveBudget(db, { scratchOwner: chatOwner, ...limits(settings) });
+    const budget = await reserveBudget(db, {
+      scratchOwner: conversationOwner,
+      ...limits(settings),
+    });
     if (budget.dailyLeftUsd <= 0) {
-      return { ok: false, error: dailyLimit(settings, "Your scratch chats") };
+      return { ok: false, error: dailyLimit(settings, "Your scratch conversations") };
     }
     if (monthlyReached(budget)) return { ok: false, error: monthlyLimit(settings) };
     return { ok: true, settings, budgetUsd: budget.grantUsd };
@@ -68,9 +73,9 @@ export async function chatTurnSettings(deps: ChatTurnDeps, job: Job): Promise<Tu
     return { ok: false, error: "vmpilot is turned off for this repository (`enabled: false`)." };
   }
   // The web side let the request in; the policy may have changed while the turn waited, and the
-  // file read here is newer than what the web side knew. The operator passes: the chat is theirs
-  // (a flag, never a login) and the request says it came with their key.
-  if (!(chatOwner.kind === "operator" && readChatTurnRequest(job).operator)) {
+  // file read here is newer than what the web side knew. The operator passes: the conversation is
+  // theirs (a flag, never a login) and the request says it came with their key.
+  if (!(conversationOwner.kind === "operator" && readChatTurnRequest(job).operator)) {
     const query = { owner, repo: name, username: job.requester, allowedUsers: deps.allowedUsers };
     if (!(await mayTrigger(octokit, query, settings)).allowed) {
       return {

@@ -1,11 +1,11 @@
 // The agent step every job of a worker shares (the pipeline, a chat turn, a scheduled automation):
-// the agent on the chat's stored history with the worker's model clients and plugins, within the
-// granted settings; a first attempt adds the new turn, one after a crash goes on from what the
-// earlier attempt stored.
+// the agent on the conversation's stored history with the worker's model clients and plugins,
+// within the granted settings; a first attempt adds the new turn, one after a crash goes on from
+// what the earlier attempt stored.
 import type { AgentResult } from "../../agent/loop.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import { type JobAgentInput, runJobAgent } from "./agent.ts";
-import { type LoadedChat, resumes } from "./history.ts";
+import { type LoadedConversation, resumes } from "./history.ts";
 import { RESUME_INSTRUCTION } from "./request.ts";
 import type { PipelineDeps, Run } from "./run.ts";
 
@@ -21,7 +21,7 @@ type TurnInput = Omit<
   | "instruction"
   | "signal"
 > & {
-  history: LoadedChat;
+  history: LoadedConversation;
   /** The new user turn; asked for only when the attempt does not resume. */
   turn(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
 };

@@ -1,5 +1,5 @@
-// The agent run of a job: the chat so far plus the new turn, every new message stored as it comes,
-// every event logged and shown.
+// The agent run of a job: the conversation so far plus the new turn, every new message stored as it
+// comes, every event logged and shown.
 import type Anthropic from "@anthropic-ai/sdk";
 import { type AgentResult, runAgent } from "../../agent/loop.ts";
 import { type ClientOptions, createClient } from "../../agent/model-call.ts";
@@ -20,7 +20,7 @@ import type { Mode } from "./request.ts";
 
 export interface JobAgentInput {
   db: Queryable;
-  chatId: number;
+  conversationId: number;
   jobId: number;
   mode: Mode;
   /**
@@ -32,7 +32,7 @@ export interface JobAgentInput {
   /** The commit the workspace started at: a run that leaves it as it was owes no test report. */
   startSha?: string;
   history: Anthropic.MessageParam[];
-  /** How many stored messages `history` stands for (see loadChat). */
+  /** How many stored messages `history` stands for (see loadConversation). */
   storedCount: number;
   /** The new user turn: text, or text and images. */
   instruction: string | Anthropic.ContentBlockParam[];
@@ -112,7 +112,7 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
         // Every message so far is stored (onMessage is awaited): the compaction stands for them.
         const compaction = { coveredMessages: stored, messages: event.messages };
         compacted = compacted
-          .then(() => saveCompaction(input.db, input.chatId, compaction))
+          .then(() => saveCompaction(input.db, input.conversationId, compaction))
           .catch((error: unknown) => {
             input.logger.warn({ err: error, jobId: input.jobId }, "storing a compaction failed");
           });
@@ -122,7 +122,7 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
     // Stored before the loop goes on, so a crash loses at most the turn in flight.
     onMessage: async (message) => {
       await appendMessage(input.db, {
-        chatId: input.chatId,
+        conversationId: input.conversationId,
         role: message.role,
         content: message.content,
         jobId: input.jobId,

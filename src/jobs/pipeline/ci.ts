@@ -42,18 +42,18 @@ export async function afterPush(
   db: Queryable,
   queue: Pick<Queue, "enqueueReady"> | undefined,
   push: {
-    chatId: number;
+    conversationId: number;
     jobId: number;
     sha: string;
     settings: RepoSettings;
     result: AgentResult;
   },
 ): Promise<void> {
-  await recordPush(db, push.chatId, push.sha, push.jobId);
+  await recordPush(db, push.conversationId, push.sha, push.jobId);
   if (!queue || !push.settings.readyForReview) return;
   if (testsOf(push.result)?.outcome !== "passed") return;
   await queue.enqueueReady(
-    { chatId: push.chatId, sha: push.sha, grace: true },
+    { conversationId: push.conversationId, sha: push.sha, grace: true },
     { delaySeconds: push.settings.ci.graceMinutes * 60 },
   );
 }

@@ -1,4 +1,4 @@
-// A fix's way out: commit and push the branch, then open or update the chat's pull request.
+// A fix's way out: commit and push the branch, then open or update the conversation's pull request.
 import type { ProbotOctokit } from "probot";
 import type { TestsSummary } from "../../github/progress-comment.ts";
 import {
@@ -27,9 +27,9 @@ export interface DeliverInput {
   requester: string;
   /** From the webhook; without it the id is looked up. */
   requesterId?: number;
-  /** The issue the pull request fixes, when the chat started on one. */
+  /** The issue the pull request fixes, when the conversation started on one. */
   fixes?: number;
-  /** The pull request the chat opened before. */
+  /** The pull request the conversation opened before. */
   knownPr: number | null;
   jobUrl: string;
   costUsd: number;
@@ -42,7 +42,7 @@ export interface Delivered {
   pushed: boolean;
   sha: string;
   files: ChangedFile[];
-  /** Set when this job opened or updated the chat's pull request. */
+  /** Set when this job opened or updated the conversation's pull request. */
   pullRequest?: PullRequestRef & { created: boolean };
 }
 

@@ -1,9 +1,9 @@
-// The first step of a job: what it asks (request.ts), the settings it runs with, its chat so far
-// and the item it is on, as much of it as its mode shows the model.
+// The first step of a job: what it asks (request.ts), the settings it runs with, its conversation
+// so far and the item it is on, as much of it as its mode shows the model.
 import { gatherIssueContext, type IssueContext } from "../../github/issue-context.ts";
 import type { RepoConfigLoad } from "../../github/repo-config-loader.ts";
-import { getChat } from "../../store/chats.ts";
-import { loadChat } from "./history.ts";
+import { getConversation } from "../../store/conversations.ts";
+import { loadConversation } from "./history.ts";
 import { MODES } from "./modes/index.ts";
 import type { Ended, ModeJob, PipelineMode } from "./modes/mode.ts";
 import { resolveRequest } from "./request.ts";
@@ -13,7 +13,7 @@ import { jobSettings } from "./settings.ts";
 
 export type Gathered = Pick<
   ModeJob,
-  "request" | "granted" | "chat" | "history" | "itemSeen" | "issue"
+  "request" | "granted" | "conversation" | "history" | "itemSeen" | "issue"
 > & { mode: PipelineMode };
 
 export async function gather(
@@ -49,9 +49,10 @@ export async function gather(
     return { ended: await session.notice("refused", "⏸", "vmpilot is turned off here", text) };
   }
 
-  const chat = await getChat(db, job.chatId);
-  if (!chat) throw new Error(`chat ${job.chatId} of job ${job.id} does not exist`);
-  const history = await loadChat(db, chat.id, job.id);
+  const conversation = await getConversation(db, job.conversationId);
+  if (!conversation)
+    throw new Error(`conversation ${job.conversationId} of job ${job.id} does not exist`);
+  const history = await loadConversation(db, conversation.id, job.id);
   const itemSeen = history.messages.length > 0;
   const issue = mode.readsItem
     ? await gatherIssueContext(octokit, {
@@ -65,7 +66,7 @@ export async function gather(
         withDiff: context.itemKind === "pull_request" && (!itemSeen || mode.readsDiff === true),
       })
     : titleOnly(job.number, context.title);
-  return { mode, request, granted, chat, history, itemSeen, issue };
+  return { mode, request, granted, conversation, history, itemSeen, issue };
 }
 
 function titleOnly(number: number, title: string): IssueContext {

@@ -1,4 +1,4 @@
-// The chat's conversation as the model API takes it, loaded from the append-only store.
+// A conversation as the model API takes it, loaded from the append-only store.
 import type Anthropic from "@anthropic-ai/sdk";
 import { getCompaction } from "../../store/compactions.ts";
 import { messageParamSchema } from "../../store/message-param.ts";
@@ -17,15 +17,15 @@ function pendingToolUses(message: MessageParam | undefined): string[] {
 }
 
 function toParam(message: Message): MessageParam {
-  const { chatId, seq, role, content } = message;
+  const { conversationId, seq, role, content } = message;
   return parseStored(
     messageParamSchema,
     { role, content },
-    `messages row ${seq} of chat ${chatId}`,
+    `messages row ${seq} of conversation ${conversationId}`,
   );
 }
 
-export interface LoadedChat {
+export interface LoadedConversation {
   messages: MessageParam[];
   fromThisJob: number;
   /** How many stored messages `messages` stand for (a compaction stands for several). */
@@ -33,19 +33,19 @@ export interface LoadedChat {
 }
 
 /**
- * The chat's conversation: its last compaction, if any, then the stored messages after it. A
- * worker that died between a model reply and its tool results leaves tool calls unanswered,
- * which the API rejects; they get answered here (and the answer is stored), so the chat can go on.
- * jobId is null for the CLI, whose turns are no jobs.
+ * The conversation's messages: its last compaction, if any, then the stored messages after it. A
+ * worker that died between a model reply and its tool results leaves tool calls unanswered, which
+ * the API rejects; they get answered here (and the answer is stored), so the conversation can go
+ * on. jobId is null for the CLI, whose turns are no jobs.
  */
-export async function loadChat(
+export async function loadConversation(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   jobId: number | null,
-): Promise<LoadedChat> {
+): Promise<LoadedConversation> {
   const [stored, compaction] = await Promise.all([
-    listMessages(db, chatId),
-    getCompaction(db, chatId),
+    listMessages(db, conversationId),
+    getCompaction(db, conversationId),
   ]);
   const all = stored.map(toParam);
   const covered = compaction && compaction.coveredMessages <= all.length ? compaction : undefined;
@@ -60,7 +60,7 @@ export async function loadChat(
       content: INTERRUPTED,
       is_error: true,
     }));
-    await appendMessage(db, { chatId, role: "user", content, jobId });
+    await appendMessage(db, { conversationId, role: "user", content, jobId });
     messages.push({ role: "user", content });
     fromThisJob++;
     storedCount++;
@@ -69,6 +69,6 @@ export async function loadChat(
 }
 
 /** An attempt after a crash goes on from what the earlier attempt stored. */
-export function resumes(attempt: number, chat: LoadedChat): boolean {
-  return attempt > 1 && chat.fromThisJob > 0;
+export function resumes(attempt: number, conversation: LoadedConversation): boolean {
+  return attempt > 1 && conversation.fromThisJob > 0;
 }

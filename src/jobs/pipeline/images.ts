@@ -1,9 +1,9 @@
 // The images a job shows the model: those attached to the triggering comment and to the item's
-// description. Each goes into the conversation once: an image the chat holds already (by its
-// SHA-256) was shown in an earlier turn, and is not added again.
+// description. Each goes into the conversation once: an image the conversation holds already (by
+// its SHA-256) was shown in an earlier turn, and is not added again.
 import { type FetchedImage, fetchImage, type ImageFetchOptions } from "../../github/images.ts";
 import type { ImageSource } from "../../github/issue-context.ts";
-import { chatImageHashes, sha256Hex } from "../../store/chat-images.ts";
+import { conversationImageHashes, sha256Hex } from "../../store/conversation-images.ts";
 import type { Queryable } from "../../store/sql.ts";
 
 /** The most images one job fetches; more are left out, saying so. */
@@ -19,12 +19,12 @@ export const NO_IMAGES: JobImages = { images: [], leftOut: [] };
 
 export async function readJobImages(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   sources: readonly ImageSource[],
   options: ImageFetchOptions,
 ): Promise<JobImages> {
   if (sources.length === 0) return NO_IMAGES;
-  const shown = await chatImageHashes(db, chatId);
+  const shown = await conversationImageHashes(db, conversationId);
   const found: JobImages = { images: [], leftOut: [] };
   for (const source of sources.slice(0, IMAGES_PER_JOB)) {
     const outcome = await fetchImage(source.url, options);

@@ -9,7 +9,7 @@ import {
   type ReviewThread,
   replyToThreads,
 } from "../../github/review-threads.ts";
-import { type Chat, linkChatToPr } from "../../store/chats.ts";
+import { type Conversation, linkConversationToPr } from "../../store/conversations.ts";
 import { updateJob } from "../../store/jobs.ts";
 import type { Queryable } from "../../store/sql.ts";
 import type { CommitIdentity } from "../../workspace/git/commit.ts";
@@ -79,7 +79,7 @@ export async function reviewBody(
 export interface FixInput {
   session: Session;
   db: Queryable;
-  chat: Chat;
+  conversation: Conversation;
   request: WorkRequest;
   target: Found;
   ws: JobWorkspace;
@@ -97,7 +97,7 @@ export interface FixInput {
 
 /** Pushes the work, opens or updates the pull request, answers the threads; the final comment. */
 export async function fixBody(input: FixInput): Promise<string> {
-  const { session, result, target, chat } = input;
+  const { session, result, target, conversation } = input;
   const { context, job } = session;
   const base = baseView(session, result);
   const view = { ...base, notes: [...(input.notes ?? []), ...base.notes] };
@@ -116,8 +116,8 @@ export async function fixBody(input: FixInput): Promise<string> {
     author: botAuthor(session, input.author),
     requester: job.requester,
     requesterId: context.requesterId,
-    fixes: chat.kind === "issue" ? chat.number : undefined,
-    knownPr: chat.prNumber ?? job.prNumber,
+    fixes: conversation.kind === "issue" ? conversation.number : undefined,
+    knownPr: conversation.prNumber ?? job.prNumber,
     jobUrl: session.url,
     costUsd: view.usage.costUsd,
     priceKnown: view.usage.priceKnown,
@@ -127,7 +127,7 @@ export async function fixBody(input: FixInput): Promise<string> {
   const pr = delivered.pullRequest;
   if (pr) {
     session.progress.step("pull_request");
-    await linkChatToPr(input.db, chat.id, pr.number, target.branch);
+    await linkConversationToPr(input.db, conversation.id, pr.number, target.branch);
     await updateJob(input.db, job.id, { prNumber: pr.number });
   }
   if (delivered.pushed && !target.served) await input.onPushed?.(delivered.sha);

@@ -17,7 +17,7 @@ export interface WorkRequest {
   request: string;
   /** A plain "approve" (or nothing) right after a plan: carry the plan out. */
   approvesPlan: boolean;
-  /** The chat's previous piece of work, for "comments since then". */
+  /** The conversation's previous piece of work, for "comments since then". */
   previous: Job | undefined;
 }
 
@@ -32,9 +32,9 @@ export async function resolveRequest(
   db: Queryable,
   job: Job,
 ): Promise<WorkRequest | { nothing: string }> {
-  const earlier = (await listJobs(db, { chatId: job.chatId, beforeId: job.id, limit: 50 })).filter(
-    isWork,
-  );
+  const earlier = (
+    await listJobs(db, { conversationId: job.conversationId, beforeId: job.id, limit: 50 })
+  ).filter(isWork);
   let source = job;
   if (job.command === "retry") {
     const last = earlier[0];
@@ -76,7 +76,7 @@ export interface InstructionParts {
   number: number;
   kind: "issue" | "pull_request";
   context: IssueContext;
-  /** The chat has seen the item before: only new comments are shown. */
+  /** The conversation has seen the item before: only new comments are shown. */
   itemSeen: boolean;
   threads?: readonly ReviewThread[];
   /** merge: the base branch merged in, and the files git could not merge on its own. */
@@ -216,6 +216,8 @@ function mergeInstruction(merge: { base: string; conflicts: readonly string[] })
   return `${base} moved on and this pull request no longer merges into it. vmpilot started merging ${base} into the branch; git could not merge these files on its own:\n\n${files}\n\nResolve the conflicts in them: remove every conflict marker (\`<<<<<<<\`, \`=======\`, \`>>>>>>>\`) and keep the intent of both sides, the base's changes and this pull request's. ${tests}`;
 }
 
-/** The user turn when an interrupted attempt of the same job goes on from the stored chat. */
+/**
+ * The user turn when an interrupted attempt of the same job goes on from the stored conversation.
+ */
 export const RESUME_INSTRUCTION =
   "The previous attempt of this job was interrupted (the worker stopped), and its workspace was lost: the checkout is fresh. Continue the task from the conversation above, and redo any changes that are not in the workspace.";

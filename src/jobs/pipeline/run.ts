@@ -1,7 +1,7 @@
 // The job after its acknowledgement: settings, workspace, agent, then what its mode does with the
-// run (modes/: push and open a pull request, post a plan or a review...), with the progress
-// comment kept up to date all along. Safe to run again after a crash: it edits the job's one
-// comment, continues the stored chat, and finds the chat's pull request instead of opening
+// run (modes/: push and open a pull request, post a plan or a review...), with the progress comment
+// kept up to date all along. Safe to run again after a crash: it edits the job's one comment,
+// continues the stored conversation, and finds the conversation's pull request instead of opening
 // another.
 import type Anthropic from "@anthropic-ai/sdk";
 import type { ProbotOctokit } from "probot";
@@ -131,7 +131,7 @@ async function work(
   if ("ended" in gathered) return gathered.ended;
   const { mode, ...found } = gathered;
   const target = chooseTarget({
-    chat: found.chat,
+    conversation: found.conversation,
     job,
     mode: found.request.mode,
     issue: found.issue,
@@ -170,11 +170,21 @@ async function work(
 }
 
 /** The images the job shows the model; none when it resumes a turn that showed them. */
-function jobImages({ run, deps, chat, history, issue, itemSeen }: ModeJob): Promise<JobImages> {
+function jobImages({
+  run,
+  deps,
+  conversation,
+  history,
+  issue,
+  itemSeen,
+}: ModeJob): Promise<JobImages> {
   if (resumes(run.attempt, history)) return Promise.resolve(NO_IMAGES);
   // The description's images went with the turn that showed the description.
   const sources = (issue.images ?? []).filter((image) => !(itemSeen && image.inDescription));
-  return readJobImages(deps.db.pool, chat.id, sources, { ...deps.imageFetch, signal: run.signal });
+  return readJobImages(deps.db.pool, conversation.id, sources, {
+    ...deps.imageFetch,
+    signal: run.signal,
+  });
 }
 
 function runAgent(
@@ -185,7 +195,7 @@ function runAgent(
 ): Promise<AgentResult> {
   const { plugins, ...told } = extras;
   return runAgentTurn(job.deps, job.run, job.granted, {
-    chatId: job.chat.id,
+    conversationId: job.conversation.id,
     jobId: job.session.job.id,
     mode: job.request.mode,
     workspace: ws.workspace,

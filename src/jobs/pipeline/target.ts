@@ -1,7 +1,7 @@
 // Which branch a job works on, and whether it may push there.
 import { chooseIssueBranch, isValidBranchName } from "../../github/branch-name.ts";
 import type { IssueContext } from "../../github/issue-context.ts";
-import type { Chat } from "../../store/chats.ts";
+import type { Conversation } from "../../store/conversations.ts";
 import type { IssueJob } from "../../store/jobs.ts";
 import { MODES } from "./modes/index.ts";
 import type { Mode } from "./request.ts";
@@ -18,28 +18,28 @@ export type Target =
   | { ok: false; headline: string; text: string };
 
 export function chooseTarget(input: {
-  chat: Chat;
+  conversation: Conversation;
   job: IssueJob;
   mode: Mode;
   issue: IssueContext;
   title: string;
   defaultBranch: string;
 }): Target {
-  const { chat, job, mode, issue } = input;
+  const { conversation, job, mode, issue } = input;
   const pr = issue.pullRequest;
-  if (chat.kind === "issue") {
-    // The chat's own pull request, if it opened one, is where reviews and threads live.
-    const prNumber = pr ? job.number : chat.prNumber;
+  if (conversation.kind === "issue") {
+    // The conversation's own pull request, if it opened one, is where reviews and threads live.
+    const prNumber = pr ? job.number : conversation.prNumber;
     if ((mode === "review" || mode === "threads") && prNumber === null) {
       return {
         ok: false,
         headline: "Nothing to review yet",
-        text: `There is no pull request for #${chat.number} yet: ask for a fix first.`,
+        text: `There is no pull request for #${conversation.number} yet: ask for a fix first.`,
       };
     }
     const branch = chooseIssueBranch({
-      existing: chat.branch,
-      number: chat.number,
+      existing: conversation.branch,
+      number: conversation.number,
       title: input.title,
     });
     return { ok: true, branch, served: false, prNumber };

@@ -1,6 +1,6 @@
-// The job queue: an entry per job, and jobs sharing a chat's key run one at a time, in order. An
-// attempt that throws is retried with backoff; a job out of retries goes to the dead-letter queue,
-// whose worker buries it.
+// The job queue: an entry per job, and jobs sharing a conversation's key run one at a time, in
+// order. An attempt that throws is retried with backoff; a job out of retries goes to the
+// dead-letter queue, whose worker buries it.
 import { randomUUID } from "node:crypto";
 import type { Job as BossJob, JobWithMetadata, PgBoss } from "pg-boss";
 import { MAX_TIMEOUT_MINUTES } from "../../config/repo-config.ts";
@@ -25,14 +25,16 @@ const ERROR_LIMIT = 2000;
 
 export interface QueuedJob {
   jobId: number;
-  /** Jobs sharing a key run one at a time, in order (see chatKey in store/chats.ts). */
-  chatKey: string;
+  /**
+   * Jobs sharing a key run one at a time, in order (see conversationKey in store/conversations.ts).
+   */
+  conversationKey: string;
 }
 
 export interface NewQueueEntry extends QueuedJob {
   /**
    * Also queue a notice, which acknowledges the job at once should it find the job waiting behind
-   * another of its chat (acknowledge.ts).
+   * another of its conversation (acknowledge.ts).
    */
   notice?: boolean;
 }
@@ -77,7 +79,7 @@ let lastIdMicros = 0;
  * A queue entry id that sorts after every one this process made before: microseconds since the
  * epoch up front (as in UUIDv7), random after. pg-boss hands out a key's jobs by created_on, which
  * is the transaction's start time, so jobs enqueued in one transaction tie on it and fall back to
- * comparing ids; random ids would run a chat's jobs from one batch in any order.
+ * comparing ids; random ids would run a conversation's jobs from one batch in any order.
  */
 function orderedId(): string {
   lastIdMicros = Math.max(lastIdMicros + 1, Date.now() * 1000);
@@ -110,8 +112,8 @@ async function createJobQueues(boss: PgBoss, settings: JobQueueSettings): Promis
   // pg-boss rejects a backoff cap, even an undefined one, on a queue without backoff.
   const cap = retryBackoff ? { retryDelayMax: settings.retryDelayMax ?? 600 } : {};
   // key_strict_fifo: one active job per key, enforced by a unique index, so workers in other
-  // processes cannot both claim a chat; later jobs of the chat wait their turn without
-  // spending retries.
+  // processes cannot both claim a conversation; later jobs of the conversation wait their turn
+  // without spending retries.
   await boss.createQueue(JOB_QUEUE, { policy: "key_strict_fifo", ...queueSettings, ...cap });
   // Settings may have changed since the queue was created.
   await boss.updateQueue(JOB_QUEUE, { ...queueSettings, retryDelayMax: null, ...cap });
@@ -140,10 +142,10 @@ async function enqueueJobs(
   const [ids] = await Promise.all([
     boss.insert(
       JOB_QUEUE,
-      jobs.map(({ jobId, chatKey }) => ({
+      jobs.map(({ jobId, conversationKey }) => ({
         id: orderedId(),
-        data: { jobId, chatKey },
-        singletonKey: chatKey,
+        data: { jobId, conversationKey },
+        singletonKey: conversationKey,
       })),
       { db, returnId: true },
     ),
@@ -161,7 +163,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
   const running = new Set<string>();
 
   async function run(job: BossJob<QueuedJob>, handler: JobHandler): Promise<void> {
-    const { jobId, chatKey } = job.data;
+    const { jobId, conversationKey } = job.data;
     const attempt = job.retryCount + 1;
     if (!(await startJobAttempt(db.pool, jobId, attempt, { workerId, queueJobId: job.id }))) {
       // Cancelled while it waited: nothing to run, and nothing to retry.
@@ -172,7 +174,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
     const cancel = cancels.track(jobId);
     const signal = AbortSignal.any([job.signal, cancel.signal]);
     try {
-      await handler({ jobId, chatKey, attempt, maxAttempts: retryLimit + 1, signal });
+      await handler({ jobId, conversationKey, attempt, maxAttempts: retryLimit + 1, signal });
     } catch (error) {
       if (!cancel.signal.aborted) {
         const message = describeError(error);
@@ -193,15 +195,16 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
   }
 
   async function bury(dead: JobWithMetadata<QueuedJob>, onDead?: DeadHook): Promise<void> {
-    const { jobId, chatKey } = dead.data;
-    // A failed job keeps holding its chat's key; deleting it lets the chat's next job run.
+    const { jobId, conversationKey } = dead.data;
+    // A failed job keeps holding its conversation's key; deleting it lets the conversation's next
+    // job run.
     if (dead.sourceId) await boss.deleteJob(JOB_QUEUE, dead.sourceId);
     const output = dead.sourceOutput as { message?: unknown } | null;
     const error = typeof output?.message === "string" ? describeError(output.message) : null;
     if (!(await markJobDead(db.pool, jobId, error))) return;
     await appendJobEvent(db.pool, jobId, "dead", { error });
     logger.error({ jobId, error }, "job ran out of retries");
-    await onDead?.({ jobId, chatKey, error });
+    await onDead?.({ jobId, conversationKey, error });
   }
 
   /** The failures were the worker's, not the jobs': their retries need not wait out the delay. */

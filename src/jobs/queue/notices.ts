@@ -1,5 +1,5 @@
-// Acknowledgements of jobs that wait behind their chat's running job (acknowledge.ts), queued
-// with the job (job-queue.ts): short, never held by a key.
+// Acknowledgements of jobs that wait behind their conversation's running job (acknowledge.ts),
+// queued with the job (job-queue.ts): short, never held by a key.
 import { z } from "zod";
 import type { SideQueue } from "./side-queue.ts";
 

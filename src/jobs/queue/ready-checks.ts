@@ -5,13 +5,21 @@ import { prepared, type Queryable } from "../../store/sql.ts";
 import type { SideQueue } from "./side-queue.ts";
 
 const ReadyCheckData = z.object({
-  chatId: z.number().int(),
+  conversationId: z.number().int(),
   /** The head vmpilot pushed; a later push makes the check moot. */
   sha: z.string(),
   /** Without any check suite on the head, the pull request is ready once this check runs. */
   grace: z.boolean(),
 });
 export type ReadyCheck = z.infer<typeof ReadyCheckData>;
+
+/** Checks queued before migration 023 name their conversation chatId. */
+const QueuedReadyCheck = z.union([
+  ReadyCheckData,
+  ReadyCheckData.omit({ conversationId: true })
+    .extend({ chatId: z.number().int() })
+    .transform(({ chatId, ...check }) => ({ ...check, conversationId: chatId })),
+]);
 
 /** Runs the ready-for-review checks; a throw retries the check. */
 export type ReadyHook = (check: ReadyCheck, signal: AbortSignal) => Promise<void>;
@@ -20,7 +28,7 @@ export const readyChecks: SideQueue<ReadyHook> = {
   name: "vmpilot-ready",
   options: { retryLimit: 3, retryDelay: 10, retryBackoff: true, notify: false },
   inTransactions: true,
-  handler: (onReady) => (check) => onReady(ReadyCheckData.parse(check.data), check.signal),
+  handler: (onReady) => (check) => onReady(QueuedReadyCheck.parse(check.data), check.signal),
 };
 
 export async function enqueueReady(

@@ -1,6 +1,6 @@
 // The small queues beside the job queue (notices, config checks, ready checks, automations): each
-// message a short task that a throw retries, never held by a chat's key. A side queue's module
-// names it, says how its messages are retried, and parses them for the process's hook.
+// message a short task that a throw retries, never held by a conversation's key. A side queue's
+// module names it, says how its messages are retried, and parses them for the process's hook.
 import type { Job as BossJob, PgBoss, QueueOptions } from "pg-boss";
 
 export interface SideQueue<Hook> {

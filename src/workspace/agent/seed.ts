@@ -1,7 +1,8 @@
 // The checkout going into a VM: the worker streams a git bundle of the job's branch (made from the
-// checkout it just cloned from its mirror), and the agent turns it into a working tree at its root. The bundle is written to the
-// agent's disk as it arrives, so a big repository never sits in memory; an empty body makes an
-// empty repository (a chat on a scratch workspace).
+// checkout it just cloned from its mirror), and the agent turns it into a working tree at its root.
+// The bundle is written to the agent's disk as it arrives, so a big repository never sits in
+// memory; an empty body makes an empty repository (a chat-face conversation on a scratch
+// workspace).
 import { createWriteStream } from "node:fs";
 import { mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";

@@ -18,9 +18,9 @@ function start(id: number, spec: unknown): void {
     return;
   }
   if ((spec as LaunchSpec).user && (process.getuid?.() !== 0 || process.geteuid?.() !== 0)) {
-    // Not root through and through (a launcher restarted by an agent that took the command user
-    // as its effective uid): setuid would change the effective uid only, and leave the command a
-    // real uid of root to take back.
+    // Not root through and through (a launcher restarted by a workspace agent that took the command
+    // user as its effective uid): setuid would change the effective uid only, and leave the command
+    // a real uid of root to take back.
     reply({ type: "failed", id, code: "EPERM", message: "Only root starts a process as a user" });
     return;
   }

@@ -61,10 +61,10 @@ export interface SandboxLayout {
   /** The worker is root: bwrap mounts as root, then commands drop to UNPRIVILEGED_OWNER. */
   asRoot: boolean;
   /**
-   * The workspace agent runs here, and starts each command in a sandbox of its own inside this
-   * one (commandSandbox): set to the host directory bound at AGENT_DIR for it. The agent may make
-   * the user namespace its commands need, and their /proc: so its own /proc is one that shows all
-   * (as root: made by the unprivileged bwrap of dropPrivileges), and kernel knobs are made
+   * The workspace agent runs here, and starts each command in a sandbox of its own inside this one
+   * (commandSandbox): set to the host directory bound at AGENT_DIR for it. The workspace agent may
+   * make the user namespace its commands need, and their /proc: so its own /proc is one that shows
+   * all (as root: made by the unprivileged bwrap of dropPrivileges), and kernel knobs are made
    * read-only by the command's sandbox.
    */
   agentDir?: string;
@@ -106,15 +106,16 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
     if (type === "dir") args.push("--tmpfs", secret);
     else if (type === "file") args.push("--ro-bind", "/dev/null", secret);
   }
-  // As root under the agent, the unprivileged bwrap of dropPrivileges mounts the /proc the agent
-  // sees: this bwrap's would hide parts of itself, and a user namespace made below could then
-  // mount no /proc of its own. Until then, the host's serves (this bwrap runs no command).
+  // As root under the workspace agent, the unprivileged bwrap of dropPrivileges mounts the /proc
+  // the workspace agent sees: this bwrap's would hide parts of itself, and a user namespace made
+  // below could then mount no /proc of its own. Until then, the host's serves (this bwrap runs no
+  // command).
   const rootAgent = layout.asRoot && layout.agentDir !== undefined;
   args.push(
     // A fresh /proc for the new PID namespace.
     ...(rootAgent ? ["--dev-bind", "/proc", "/proc"] : ["--proc", "/proc"]),
-    // As root, and under the agent, the inner bwrap makes these read-only: it must first disable
-    // user namespaces there.
+    // As root, and under the workspace agent, the inner bwrap makes these read-only: it must first
+    // disable user namespaces there.
     ...(layout.asRoot || layout.agentDir ? [] : READ_ONLY_KNOBS),
     "--dev",
     "/dev",
@@ -184,7 +185,7 @@ const USER_NAMESPACE = [...IDENTITY, "--disable-userns", "--assert-userns-disabl
  * What runs between bwrap and the command. As root, bwrap made its mounts with root's access (the
  * checkout may sit under a 0700 directory); the command then drops to an unprivileged host uid
  * without a way back, and a second bwrap gives it the same user namespace as a non-root worker:
- * for the agent (`agent`), with the PID namespace and the /proc the first one left out.
+ * for the workspace agent (`agent`), with the PID namespace and the /proc the first one left out.
  */
 export function dropPrivileges(asRoot: boolean, agent = false): string[] {
   if (!asRoot) return [];
@@ -209,9 +210,10 @@ export function dropPrivileges(asRoot: boolean, agent = false): string[] {
 /**
  * What the workspace agent starts each command under, inside its own sandbox: the sandbox's
  * identity in a user namespace of the command's own that can make no other, a PID namespace and
- * /proc of its own, the kernel knobs read-only and the agent's directory hidden. So a command can
- * neither signal, trace nor see the agent (a process of an outer user and PID namespace), nor
- * reach its socket, and whatever it leaves running dies with it, as in a sandbox per command.
+ * /proc of its own, the kernel knobs read-only and the workspace agent's directory hidden. So a
+ * command can neither signal, trace nor see the workspace agent (a process of an outer user and PID
+ * namespace), nor reach its socket, and whatever it leaves running dies with it, as in a sandbox
+ * per command.
  */
 export function commandSandbox(bwrapPath = "bwrap"): string[] {
   return [
@@ -253,9 +255,9 @@ function mountPoint(path: string, asRoot: boolean): string[] {
 const probes = new Map<string, Promise<void>>();
 
 /**
- * Starts one sandbox with `true` the first time a bwrap binary is used for a kind of sandbox
- * (per command, or the agent's with a command's inside), and remembers the outcome, so a missing
- * or unusable bwrap is reported once, clearly, and never per command.
+ * Starts one sandbox with `true` the first time a bwrap binary is used for a kind of sandbox (per
+ * command, or the workspace agent's with a command's inside), and remembers the outcome, so a
+ * missing or unusable bwrap is reported once, clearly, and never per command.
  */
 export function probeBwrap(
   bwrapPath: string,

@@ -70,7 +70,10 @@ interface SandboxRun {
 export interface Sandbox {
   readonly root: string;
   readonly limits: SandboxLimits;
-  /** The host directory the agent has for its socket and key (with `agent`), else undefined. */
+  /**
+   * The host directory the workspace agent has for its socket and key (with `agent`), else
+   * undefined.
+   */
   readonly agentDir: string | undefined;
   /** Runs `command` under bash in the sandbox; its rlimits are the command's own business. */
   run(command: string, options?: SandboxRun): Promise<ExecResult>;
@@ -195,7 +198,7 @@ export async function openSandbox(
     await mkdir(tmpDir, { recursive: true });
     await mkdir(homeDir, { recursive: true });
     await mkdir(accounts, { recursive: true });
-    // The agent's alone: its commands never see it (bwrap.ts, commandSandbox).
+    // The workspace agent's alone: its commands never see it (bwrap.ts, commandSandbox).
     if (agentDir) await mkdir(agentDir, { mode: 0o700 });
     await writeFile(join(accounts, "passwd"), SANDBOX_PASSWD);
     await writeFile(join(accounts, "group"), SANDBOX_GROUP);

@@ -1,8 +1,8 @@
 // Fly network isolation (README "Fly network isolation"). The workspace app is made on a private
 // network (6PN) of its own, so its Machines reach nothing on the organization's default one: not
-// the worker, not the database. The worker then reaches each agent through a Flycast address of
-// the workspace app allocated in its own network: the Fly Proxy forwards only the ports a
-// Machine's services declare, and fly-force-instance-id picks the Machine. The VMs reach the
+// the worker, not the database. The worker then reaches each workspace agent through a Flycast
+// address of the workspace app allocated in its own network: the Fly Proxy forwards only the ports
+// a Machine's services declare, and fly-force-instance-id picks the Machine. The VMs reach the
 // worker's egress proxy the other way round, through gateway.ts.
 import { connect } from "node:net";
 import { VmRefused } from "./engine.ts";
@@ -11,9 +11,9 @@ import { VmRefused } from "./engine.ts";
 export const FORCE_INSTANCE = "fly-force-instance-id";
 
 /**
- * The Machine's service for the agent's port. The proxy reads HTTP (the `http` handler) so that
- * it can honour fly-force-instance-id; it neither starts nor stops the Machine, whose life the
- * worker decides.
+ * The Machine's service for the workspace agent's port. The proxy reads HTTP (the `http` handler)
+ * so that it can honour fly-force-instance-id; it neither starts nor stops the Machine, whose life
+ * the worker decides.
  */
 export function agentService(port: number) {
   return {

@@ -1,6 +1,7 @@
 // The `fly` engine: one Fly Machine (a Firecracker microVM) per workspace, through the Machines
-// REST API. The Machine runs the workspace image, whose entry is the agent; it is made with
-// auto_destroy and no restarts, so a Machine whose agent exits is gone on its own as well.
+// REST API. The Machine runs the workspace image, whose entry is the workspace agent; it is made
+// with auto_destroy and no restarts, so a Machine whose workspace agent exits is gone on its own as
+// well.
 import { z } from "zod";
 import {
   agentUrl,
@@ -20,18 +21,18 @@ export interface FlyEngineOptions {
   cpus: number;
   memoryMb: number;
   region?: string;
-  /** The port the agent listens on inside the Machine. */
+  /** The port the workspace agent listens on inside the Machine. */
   port: number;
   /**
-   * The agent exits this long after its checkout (or its boot, for a VM never given a job), and
-   * the Machine is destroyed with it: Fly has no deadline of its own, as a pod does.
+   * The workspace agent exits this long after its checkout (or its boot, for a VM never given a
+   * job), and the Machine is destroyed with it: Fly has no deadline of its own, as a pod does.
    */
   deadlineSeconds: number;
   /** Default https://api.machines.dev; inside Fly, http://_api.internal:4280 also works. */
   apiUrl?: string;
   /**
    * Network isolation (fly-network.ts): the workspace app's Flycast address in the worker's
-   * network, or `<app>.flycast`. Set, the worker reaches each agent only through it.
+   * network, or `<app>.flycast`. Set, the worker reaches each workspace agent only through it.
    */
   flycast?: string;
   /** Whether the worker reaches a Machine's own address; default a TCP connect (fly-network.ts). */

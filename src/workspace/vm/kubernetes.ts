@@ -27,7 +27,7 @@ export interface KubernetesEngineOptions {
   deadlineSeconds: number;
   /** Default: in-cluster service account, else KUBECONFIG or ~/.kube/config. */
   kubeConfig?: KubeConfig;
-  /** How long a pod may take to run its agent (image pull included). Default 5 min. */
+  /** How long a pod may take to run its workspace agent (image pull included). Default 5 min. */
   startTimeoutMs?: number;
 }
 
@@ -77,9 +77,9 @@ function podSpec(options: KubernetesEngineOptions, name: string, spec: VmSpec) {
           env: [{ name: "VMPILOT_AGENT_SECRET", value: secret }],
           ports: [{ containerPort: options.port, name: "agent" }],
           resources: { requests: resources, limits: resources },
-          // The agent runs commands as the image's command user, who must not be able to signal
-          // or read it (agent/identity.ts): it stays root, with the capabilities to start and
-          // stop them and nothing else. Root, because a container gives added capabilities to a
+          // The workspace agent runs commands as the image's command user, who must not be able to
+          // signal or read it (agent/identity.ts): it stays root, with the capabilities to start
+          // and stop them and nothing else. Root, because a container gives added capabilities to a
           // non-root process only in its bounding set. The namespace's pod security level is
           // "baseline" for this (deploy/kubernetes/); no_new_privs keeps commands from regaining any.
           securityContext: {

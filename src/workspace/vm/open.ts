@@ -1,6 +1,6 @@
-// A workspace on a VM: make the VM, wait for its agent, send it the checkout as a git bundle, and
-// hand back the same remote workspace the local agent provider uses. The VM is destroyed when
-// the workspace is disposed, and before anything here throws.
+// A workspace on a VM: make the VM, wait for its workspace agent, send it the checkout as a git
+// bundle, and hand back the same remote workspace the local agent provider uses. The VM is
+// destroyed when the workspace is disposed, and before anything here throws.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -20,7 +20,7 @@ import type { EgressGateway } from "./gateway.ts";
 import type { VmPool } from "./pool.ts";
 import { destroyEarlierAttempts } from "./sweep.ts";
 
-/** After the engine says the VM runs, its agent still has to listen. */
+/** After the engine says the VM runs, its workspace agent still has to listen. */
 const AGENT_READY_MS = 60_000;
 /**
  * The commits of history a VM gets: enough for `git log` and `blame` on recent work, while a
@@ -142,7 +142,7 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
       }
     };
     try {
-      // A pooled VM's agent answered just above; a new VM's has yet to start listening.
+      // A pooled VM's workspace agent answered just above; a new VM's has yet to start listening.
       if (!vm) {
         vm = await engine.create({ owner: options.owner, secret }, options.signal);
         await waitForAgent(endpointOf(vm), AGENT_READY_MS, options.signal);

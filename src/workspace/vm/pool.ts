@@ -19,13 +19,15 @@ interface IdleVm extends StartedVm {
 export interface VmPool {
   /** The engine's name: a pool serves only workspaces of that provider. */
   readonly provider: VmEngine["name"];
-  /** A started VM whose agent answers, or undefined when none is ready; refills behind it. */
+  /**
+   * A started VM whose workspace agent answers, or undefined when none is ready; refills behind it.
+   */
   take(): StartedVm | undefined;
   /** Resolves once the pool is full (or a fill failed). */
   filled(): Promise<void>;
   /**
    * Replaces the idle VMs that stopped answering or waited too long (run every minute): a pod's
-   * deadline counts from its start, and a Fly Machine's agent exits at its own.
+   * deadline counts from its start, and a Fly Machine's workspace agent exits at its own.
    */
   refresh(): Promise<void>;
   /** Destroys the idle VMs. */

@@ -59,7 +59,7 @@ const flyIsolation = z
     if (!s.FLY_WORKSPACE_FLYCAST !== !s.FLY_WORKER_FLYCAST) {
       problem(
         s.FLY_WORKSPACE_FLYCAST ? "FLY_WORKER_FLYCAST" : "FLY_WORKSPACE_FLYCAST",
-        "isolation needs both Flycast addresses: the worker reaches the agents through FLY_WORKSPACE_FLYCAST, the VMs reach the worker's proxy through FLY_WORKER_FLYCAST",
+        "isolation needs both Flycast addresses: the worker reaches the workspace agents through FLY_WORKSPACE_FLYCAST, the VMs reach the worker's proxy through FLY_WORKER_FLYCAST",
       );
     }
     if (!s.FLY_WORKER_FLYCAST) return;

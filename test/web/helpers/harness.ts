@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { findOrCreateChat } from "../../../src/store/chats.ts";
+import { findOrCreateConversation } from "../../../src/store/conversations.ts";
 import type { Database } from "../../../src/store/database.ts";
 import { upsertRepository } from "../../../src/store/installations.ts";
 import { appendJobEvent } from "../../../src/store/job-events.ts";
@@ -78,13 +78,13 @@ export async function startWebHarness(
     },
     async addJob(repo, patch = {}) {
       const { number = issue++, ...rest } = patch;
-      const chat = await findOrCreateChat(db.pool, {
+      const conversation = await findOrCreateConversation(db.pool, {
         repositoryId: repo.id,
         number,
         kind: "issue",
       });
       const job = await insertJob(db.pool, {
-        chatId: chat.id,
+        conversationId: conversation.id,
         installationId: repo.installationId,
         repositoryId: repo.id,
         repo: repo.fullName,

@@ -7,7 +7,7 @@ import { onPushed, type PipelineMode } from "./mode.ts";
 export const merge: PipelineMode = {
   steps: ["acknowledged", "workspace", "agent", "tests", "pushed"],
   pushes: false,
-  // It needs nothing of the pull request but its branch, which the chat knows.
+  // It needs nothing of the pull request but its branch, which the conversation knows.
   readsItem: false,
   runsSetup: true,
   async inWorkspace({ session, run, target }, ws) {

@@ -8,9 +8,9 @@ import type { RepoSettings } from "../../../config/repo-config.ts";
 import type { IssueContext } from "../../../github/issue-context.ts";
 import type { ProgressStep } from "../../../github/progress-comment.ts";
 import type { ReviewThread } from "../../../github/review-threads.ts";
-import type { Chat } from "../../../store/chats.ts";
+import type { Conversation } from "../../../store/conversations.ts";
 import { afterPush, type CiFailures } from "../ci.ts";
-import type { LoadedChat } from "../history.ts";
+import type { LoadedConversation } from "../history.ts";
 import type { MergeStart } from "../merge.ts";
 import type { WorkRequest } from "../request.ts";
 import type { PipelineDeps, Run } from "../run.ts";
@@ -26,9 +26,9 @@ export interface ModeJob {
   request: WorkRequest;
   /** The settings the job runs with, and the most this attempt may spend. */
   granted: { settings: RepoSettings; budgetUsd: number };
-  chat: Chat;
-  history: LoadedChat;
-  /** The chat has seen the item before: only new comments are shown. */
+  conversation: Conversation;
+  history: LoadedConversation;
+  /** The conversation has seen the item before: only new comments are shown. */
   itemSeen: boolean;
   issue: IssueContext;
   target: Extract<Target, { ok: true }>;
@@ -66,11 +66,11 @@ export interface PipelineMode {
    */
   pushes: boolean;
   /**
-   * Shows the model the issue or pull request: its text, the comments new to the chat, and a pull
-   * request's diff the first time. Without it the model gets only the title.
+   * Shows the model the issue or pull request: its text, the comments new to the conversation, and
+   * a pull request's diff the first time. Without it the model gets only the title.
    */
   readsItem: boolean;
-  /** The pull request's diff every time, even when the chat has seen it. */
+  /** The pull request's diff every time, even when the conversation has seen it. */
   readsDiff?: boolean;
   /** Runs the repository's setup commands in the workspace. */
   runsSetup: boolean;
@@ -86,7 +86,7 @@ export interface PipelineMode {
 export function onPushed(job: ModeJob, result: AgentResult) {
   return (sha: string) =>
     afterPush(job.deps.db.pool, job.deps.readyQueue, {
-      chatId: job.chat.id,
+      conversationId: job.conversation.id,
       jobId: job.session.job.id,
       sha,
       settings: job.granted.settings,

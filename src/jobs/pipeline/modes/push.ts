@@ -14,7 +14,7 @@ async function finishPush(job: ModeJob, { ws, result, extras }: Ran): Promise<Pi
   const body = await fixBody({
     session,
     db: deps.db.pool,
-    chat: job.chat,
+    conversation: job.conversation,
     request: job.request,
     target: job.target,
     ws,

@@ -5,7 +5,7 @@ import { PermanentError } from "../errors.ts";
 import type { Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
-export interface CliChat {
+export interface CliConversation {
   id: number;
   /** The repository: a local path (absolute) or a git URL without credentials. */
   repo: string;
@@ -33,8 +33,8 @@ const row = z.object({
   updated_at: z.date(),
 });
 
-function toCliChat(value: unknown): CliChat {
-  const r = parseStored(row, value, "a chats row of the CLI");
+function toCliConversation(value: unknown): CliConversation {
+  const r = parseStored(row, value, "a conversations row of the CLI");
   return {
     id: r.id,
     repo: r.local_repo,
@@ -50,12 +50,12 @@ function toCliChat(value: unknown): CliChat {
 }
 
 /** Another run holds the conversation; it says who, so the user knows what to wait for. */
-export class ChatLockedError extends PermanentError {
-  constructor(chat: CliChat) {
+export class ConversationLockedError extends PermanentError {
+  constructor(conversation: CliConversation) {
     super(
-      `conversation ${chat.id} is in use by ${chat.lockedBy ?? "another run"} since ${chat.lockedAt?.toISOString()}; wait for that run to end`,
+      `conversation ${conversation.id} is in use by ${conversation.lockedBy ?? "another run"} since ${conversation.lockedAt?.toISOString()}; wait for that run to end`,
     );
-    this.name = "ChatLockedError";
+    this.name = "ConversationLockedError";
   }
 }
 
@@ -63,68 +63,80 @@ const COLUMNS =
   "id, local_repo, branch, title, turns, cost_usd, message_count, locked_by, locked_at, updated_at";
 
 /** Creates a conversation already held by `holder`. */
-export async function createCliChat(
+export async function createCliConversation(
   db: Queryable,
   input: { repo: string; branch: string; title: string; holder: string },
-): Promise<CliChat> {
+): Promise<CliConversation> {
   const { rows } = await db.query(
-    `INSERT INTO chats (kind, local_repo, branch, title, locked_by, locked_at)
+    `INSERT INTO conversations (kind, local_repo, branch, title, locked_by, locked_at)
      VALUES ('cli', $1, $2, $3, $4, now()) RETURNING ${COLUMNS}`,
     [input.repo, input.branch, input.title, input.holder],
   );
-  return toCliChat(rows[0]);
+  return toCliConversation(rows[0]);
 }
 
-export async function getCliChat(db: Queryable, id: number): Promise<CliChat | undefined> {
-  const { rows } = await db.query(`SELECT ${COLUMNS} FROM chats WHERE id = $1 AND kind = 'cli'`, [
-    id,
-  ]);
-  return rows[0] && toCliChat(rows[0]);
+export async function getCliConversation(
+  db: Queryable,
+  id: number,
+): Promise<CliConversation | undefined> {
+  const { rows } = await db.query(
+    `SELECT ${COLUMNS} FROM conversations WHERE id = $1 AND kind = 'cli'`,
+    [id],
+  );
+  return rows[0] && toCliConversation(rows[0]);
 }
 
 /** The repository's conversations, the latest first. */
-export async function listCliChats(db: Queryable, repo: string): Promise<CliChat[]> {
+export async function listCliConversations(
+  db: Queryable,
+  repo: string,
+): Promise<CliConversation[]> {
   const { rows } = await db.query(
-    `SELECT ${COLUMNS} FROM chats WHERE kind = 'cli' AND local_repo = $1
+    `SELECT ${COLUMNS} FROM conversations WHERE kind = 'cli' AND local_repo = $1
      ORDER BY updated_at DESC, id DESC`,
     [repo],
   );
-  return rows.map(toCliChat);
+  return rows.map(toCliConversation);
 }
 
 /**
  * Takes the conversation for `holder`. A lock whose holder is known to be gone (`stale`, as the
- * caller judged it) or older than a day is taken over; any other refuses with ChatLockedError.
+ * caller judged it) or older than a day is taken over; any other refuses with
+ * ConversationLockedError.
  */
-export async function lockCliChat(
+export async function lockCliConversation(
   db: Queryable,
-  chat: CliChat,
+  conversation: CliConversation,
   holder: string,
   stale: boolean,
-): Promise<CliChat> {
+): Promise<CliConversation> {
   const { rows } = await db.query(
-    `UPDATE chats SET locked_by = $2, locked_at = now()
+    `UPDATE conversations SET locked_by = $2, locked_at = now()
      WHERE id = $1 AND (locked_by IS NULL OR locked_by = $2 OR ($3 AND locked_by = $4)
                         OR locked_at < now() - interval '1 day')
      RETURNING ${COLUMNS}`,
-    [chat.id, holder, stale, chat.lockedBy],
+    [conversation.id, holder, stale, conversation.lockedBy],
   );
-  if (rows[0]) return toCliChat(rows[0]);
-  const now = await getCliChat(db, chat.id);
-  throw new ChatLockedError(now ?? chat);
+  if (rows[0]) return toCliConversation(rows[0]);
+  const now = await getCliConversation(db, conversation.id);
+  throw new ConversationLockedError(now ?? conversation);
 }
 
 /**
  * Lets the conversation go. One that never got a message (its run failed before the agent
  * started: no sandbox, a bad model) is removed, so it is neither listed nor continued.
  */
-export async function releaseCliChat(db: Queryable, id: number, holder: string): Promise<void> {
+export async function releaseCliConversation(
+  db: Queryable,
+  id: number,
+  holder: string,
+): Promise<void> {
   await db.query(
-    "DELETE FROM chats WHERE id = $1 AND kind = 'cli' AND message_count = 0 AND locked_by = $2",
+    "DELETE FROM conversations WHERE id = $1 AND kind = 'cli' AND message_count = 0 AND locked_by = $2",
     [id, holder],
   );
   await db.query(
-    "UPDATE chats SET locked_by = NULL, locked_at = NULL WHERE id = $1 AND locked_by = $2",
+    "UPDATE conversations SET locked_by = NULL, locked_at = NULL WHERE id = $1 AND locked_by = $2",
     [id, holder],
   );
 }
@@ -132,7 +144,7 @@ export async function releaseCliChat(db: Queryable, id: number, holder: string):
 /** Counts a finished turn and what it cost. */
 export async function addCliTurn(db: Queryable, id: number, costUsd: number): Promise<void> {
   await db.query(
-    "UPDATE chats SET turns = turns + 1, cost_usd = cost_usd + $2, updated_at = now() WHERE id = $1",
+    "UPDATE conversations SET turns = turns + 1, cost_usd = cost_usd + $2, updated_at = now() WHERE id = $1",
     [id, costUsd],
   );
 }

@@ -1,4 +1,4 @@
-import { listCliChats } from "../store/cli-chats.ts";
+import { listCliConversations } from "../store/cli-conversations.ts";
 import type { ProgressOutput } from "./progress.ts";
 import { formatUsd } from "./progress.ts";
 import { resolveTarget } from "./session.ts";
@@ -9,27 +9,31 @@ function lastUse(at: Date): string {
   return at.toISOString().slice(0, 16).replace("T", " ");
 }
 
-/** `vmpilot chats`: the repository's conversations, the latest first, as a table. */
-export async function listChats(
+/** `vmpilot conversations`: the repository's conversations, the latest first, as a table. */
+export async function listConversations(
   repo: string,
   io: { stdout: ProgressOutput; env: NodeJS.ProcessEnv },
 ): Promise<number> {
   const target = await resolveTarget(repo);
-  const chats = await withStore(io.env, cliDataDir(io.env), (db) => listCliChats(db, target.key));
-  if (chats.length === 0) {
+  const conversations = await withStore(io.env, cliDataDir(io.env), (db) =>
+    listCliConversations(db, target.key),
+  );
+  if (conversations.length === 0) {
     io.stdout.write(`no conversations for ${terminalText(target.key)} yet\n`);
     return 0;
   }
   const rows = [
     ["id", "branch", "turns", "cost", "last use (UTC)", "first line"],
-    ...chats.map((chat) => [
-      String(chat.id),
-      terminalText(chat.branch),
-      String(chat.turns),
-      formatUsd(chat.costUsd),
-      lastUse(chat.updatedAt),
+    ...conversations.map((conversation) => [
+      String(conversation.id),
+      terminalText(conversation.branch),
+      String(conversation.turns),
+      formatUsd(conversation.costUsd),
+      lastUse(conversation.updatedAt),
       // The first line of a task, which may have been piped in.
-      terminalText(chat.title.length > 60 ? `${chat.title.slice(0, 59)}…` : chat.title),
+      terminalText(
+        conversation.title.length > 60 ? `${conversation.title.slice(0, 59)}…` : conversation.title,
+      ),
     ]),
   ];
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => row[i]?.length ?? 0))) ?? [];

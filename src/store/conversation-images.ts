@@ -1,7 +1,8 @@
-// Images in a chat's messages, stored once per chat by their SHA-256 (chat_images). What the
-// messages and compactions tables hold in place of an image's bytes is a reference block,
-// { type: "image", source: { type: "chat_image", media_type, sha256 } }; reading them back puts
-// the bytes in again, as the model API takes them (a base64 source).
+// Images in a conversation's messages, stored once per conversation by their SHA-256
+// (conversation_images). What the messages and compactions tables hold in place of an image's bytes
+// is a reference block, { type: "image", source: { type: "chat_image", media_type, sha256 } };
+// reading them back puts the bytes in again, as the model API takes them (a base64 source). The
+// type keeps the name it was stored under: messages are append-only.
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { PermanentError } from "../errors.ts";
@@ -31,11 +32,11 @@ export function sha256Hex(bytes: Buffer): string {
 
 /**
  * Stores the images of a message's content (its top-level image blocks) and returns the content
- * with references in their place. An image the chat has already is not stored again.
+ * with references in their place. An image the conversation has already is not stored again.
  */
 export async function storeImages(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   content: unknown,
 ): Promise<unknown> {
   if (!Array.isArray(content)) return content;
@@ -47,24 +48,24 @@ export async function storeImages(
       continue;
     }
     const { media_type, data } = image.data.source;
-    const sha256 = await storeImage(db, chatId, media_type, Buffer.from(data, "base64"));
+    const sha256 = await storeImage(db, conversationId, media_type, Buffer.from(data, "base64"));
     out.push(imageReference(media_type, sha256));
   }
   return out;
 }
 
-/** Stores one image for the chat, unless it has it already; resolves to its SHA-256. */
+/** Stores one image for the conversation, unless it has it already; resolves to its SHA-256. */
 export async function storeImage(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   mediaType: ImageMediaType,
   bytes: Buffer,
 ): Promise<string> {
   const sha256 = sha256Hex(bytes);
   await db.query(
-    `INSERT INTO chat_images (chat_id, sha256, media_type, data) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (chat_id, sha256) DO NOTHING`,
-    [chatId, sha256, mediaType, bytes],
+    `INSERT INTO conversation_images (conversation_id, sha256, media_type, data) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (conversation_id, sha256) DO NOTHING`,
+    [conversationId, sha256, mediaType, bytes],
   );
   return sha256;
 }
@@ -77,7 +78,7 @@ export function imageReference(mediaType: ImageMediaType, sha256: string) {
 /** Message contents as stored, with the images' bytes put back in place of their references. */
 export async function loadImages(
   db: Queryable,
-  chatId: number,
+  conversationId: number,
   contents: readonly unknown[],
 ): Promise<unknown[]> {
   const wanted = new Set<string>();
@@ -90,12 +91,16 @@ export async function loadImages(
   }
   if (wanted.size === 0) return [...contents];
   const { rows } = await db.query(
-    "SELECT sha256, data FROM chat_images WHERE chat_id = $1 AND sha256 = ANY($2)",
-    [chatId, [...wanted]],
+    "SELECT sha256, data FROM conversation_images WHERE conversation_id = $1 AND sha256 = ANY($2)",
+    [conversationId, [...wanted]],
   );
   const bytes = new Map(
     rows.map((row) => {
-      const image = parseStored(imageRow, row, `a chat_images row of chat ${chatId}`);
+      const image = parseStored(
+        imageRow,
+        row,
+        `a conversation_images row of conversation ${conversationId}`,
+      );
       return [image.sha256, image.data.toString("base64")];
     }),
   );
@@ -107,7 +112,9 @@ export async function loadImages(
           const { media_type, sha256 } = ref.data.source;
           const data = bytes.get(sha256);
           if (data === undefined) {
-            throw new PermanentError(`chat ${chatId} shows image ${sha256}, which is not stored`);
+            throw new PermanentError(
+              `conversation ${conversationId} shows image ${sha256}, which is not stored`,
+            );
           }
           return { type: "image", source: { type: "base64", media_type, data } };
         })
@@ -115,12 +122,19 @@ export async function loadImages(
   );
 }
 
-/** The SHA-256 of every image the chat holds: images its conversation has shown already. */
-export async function chatImageHashes(db: Queryable, chatId: number): Promise<Set<string>> {
-  const { rows } = await db.query("SELECT sha256 FROM chat_images WHERE chat_id = $1", [chatId]);
+/** The SHA-256 of every image the conversation holds: images it has shown already. */
+export async function conversationImageHashes(
+  db: Queryable,
+  conversationId: number,
+): Promise<Set<string>> {
+  const { rows } = await db.query(
+    "SELECT sha256 FROM conversation_images WHERE conversation_id = $1",
+    [conversationId],
+  );
   return new Set(
     rows.map(
-      (row) => parseStored(z.object({ sha256: z.string() }), row, "a chat_images row").sha256,
+      (row) =>
+        parseStored(z.object({ sha256: z.string() }), row, "a conversation_images row").sha256,
     ),
   );
 }
