@@ -14,7 +14,7 @@ const UNIT = [
   "test/config/{deploy,repo-config}.test.ts",
   "test/fuzz/trigger.test.ts",
   "test/intake/{batcher,deliveries,trigger}.test.ts",
-  "test/jobs/worker-identity.test.ts",
+  "test/jobs/{ready-checks,worker-identity}.test.ts",
   "test/web/{hsts,html,installation-permissions,session,settings-form,timeline}.test.ts",
   "test/workspace/{commit,isolation,limit-guard,output,paths,proxy}.test.ts",
 ];
