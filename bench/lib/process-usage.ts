@@ -46,6 +46,11 @@ function launcherOf(worker: number): number | undefined {
   );
 }
 
+/** CPU seconds of the children `pid` has reaped so far (for a process that waits for its own). */
+export function reapedCpu(pid: number): number {
+  return times(pid).children;
+}
+
 export interface Usage {
   /** The worker process itself. */
   worker: number;
