@@ -3,7 +3,7 @@
 // whose pods stay Pending while held, so the test decides when a pod runs.
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { VmFailed } from "../../src/workspace/vm/engine.ts";
+import { VmFailed, VmRefused } from "../../src/workspace/vm/engine.ts";
 import { createKubernetesEngine } from "../../src/workspace/vm/kubernetes.ts";
 import { type KubernetesFake, NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
 
@@ -95,7 +95,7 @@ describe("the kubernetes engine's wait for a pod", () => {
     expect(fake.problems).toEqual([]);
   });
 
-  it("stops watching when the caller gives up, the pod is deleted or misses its start deadline", async () => {
+  it("stops when the caller gives up, the pod is deleted, the watch refused or the deadline passed", async () => {
     const release = fake.hold();
     const stop = new AbortController();
     const cancelled = engine().create({ owner: "job-82-1", secret: "s".repeat(40) }, stop.signal);
@@ -110,6 +110,15 @@ describe("the kubernetes engine's wait for a pod", () => {
     const [name] = fake.pods.keys();
     await kubernetes.destroy(name ?? "");
     await expect(deleted).rejects.toThrow(`the workspace pod ${name} was deleted`);
+
+    // A role without the watch verb: the API refuses the watch, which says so at once.
+    const refused = engine().create({ owner: "job-85-1", secret: "s".repeat(40) });
+    await fake.untilWatches(3);
+    fake.failNext({ method: "GET", status: 403 });
+    fake.breakWatches();
+    await expect(refused).rejects.toBeInstanceOf(VmRefused);
+    await expect(refused).rejects.toThrow(/refused \(403\)/);
+    expect(fake.pods.size).toBe(0);
 
     const late = engine(100).create({ owner: "job-83-1", secret: "s".repeat(40) });
     await expect(late).rejects.toBeInstanceOf(VmFailed);

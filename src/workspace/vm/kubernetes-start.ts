@@ -48,7 +48,9 @@ const podState = z.object({
 type PodState = z.output<typeof podState>;
 
 /** The object of a watch's ERROR event: a Status. */
-const watchStatus = z.object({ code: z.number().optional(), message: z.string().optional() });
+const watchStatus = z.object({ code: z.number().optional() });
+/** How the client's Watch reports an HTTP answer other than 200. */
+const watchRefused = z.object({ statusCode: z.number(), message: z.string() });
 
 export function failure(error: unknown, k8s: Client): Error {
   if (error instanceof k8s.ApiException) {
@@ -143,13 +145,13 @@ function watchOnce(wait: PodWait, version: string, stop: AbortSignal): Promise<W
           }
         },
         (error: unknown) => {
-          // The client reports an HTTP answer other than 200 as an error with its status code.
-          const code = (error as { statusCode?: unknown } | null)?.statusCode;
-          if (code === 410) settle(() => resolve({ expired: true }));
-          else if (typeof code === "number") {
-            const message = error instanceof Error ? error.message : "";
-            settle(() => reject(engineError("the Kubernetes API", code, message)));
-          } else settle(() => resolve({ version: latest, changed }));
+          const refused = watchRefused.safeParse(error);
+          if (!refused.success) settle(() => resolve({ version: latest, changed }));
+          else if (refused.data.statusCode === 410) settle(() => resolve({ expired: true }));
+          else {
+            const { statusCode, message } = refused.data;
+            settle(() => reject(engineError("the Kubernetes API", statusCode, message)));
+          }
         },
       )
       .then(
