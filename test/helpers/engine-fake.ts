@@ -16,7 +16,7 @@ export interface EngineFake {
   port: number;
   token: string;
   image: string;
-  /** Calls made, as "METHOD /path" without the query. */
+  /** Calls made, as "METHOD /path" without the query (Kubernetes: a watch as "WATCH /path"). */
   calls: string[];
   /** Requests the fake could not match: a test that sees any has a bug. */
   problems: string[];
@@ -25,12 +25,20 @@ export interface EngineFake {
   close(): Promise<void>;
 }
 
-export type Handler = (req: IncomingMessage, url: URL, body: unknown) => Promise<[number, unknown]>;
+/** The status and JSON body to answer with, or "answered" when the handler wrote (streams) `res`. */
+export type Handler = (
+  req: IncomingMessage,
+  url: URL,
+  body: unknown,
+  res: ServerResponse,
+) => Promise<[number, unknown] | "answered">;
 
 export interface EngineFakeParts {
   /** The body of an error answer, in the engine's own shape. */
   errorBody(status: number, message: string): unknown;
   handle(vms: FakeVms, problems: string[]): Handler;
+  /** The verb a call is recorded with; default its HTTP method. */
+  verb?(req: IncomingMessage, url: URL): string;
 }
 
 export const TOKEN = "fake-engine-token-0123456789";
@@ -55,7 +63,7 @@ export async function startEngineFake(parts: EngineFakeParts): Promise<EngineFak
   };
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://fake.invalid");
-    calls.push(`${req.method} ${url.pathname}`);
+    calls.push(`${parts.verb?.(req, url) ?? req.method} ${url.pathname}`);
     if (req.headers.authorization !== `Bearer ${TOKEN}`) {
       send(res, 401, parts.errorBody(401, "unauthorized"));
       return;
@@ -68,8 +76,8 @@ export async function startEngineFake(parts: EngineFakeParts): Promise<EngineFak
       return;
     }
     try {
-      const [status, value] = await handle(req, url, await readJson(req));
-      send(res, status, value);
+      const answer = await handle(req, url, await readJson(req), res);
+      if (answer !== "answered") send(res, ...answer);
     } catch (error) {
       problems.push(`${req.method} ${url.pathname}: ${(error as Error).message}`);
       send(res, 500, parts.errorBody(500, (error as Error).message));

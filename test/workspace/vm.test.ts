@@ -60,7 +60,7 @@ const cases: Case[] = [
         startTimeoutMs: 30_000,
       });
     },
-    calls: [/^POST \/api\/v1\/namespaces\/[^/]+\/pods$/, /^GET .*\/pods\/[^/]+$/, /^DELETE /],
+    calls: [/^POST \/api\/v1\/namespaces\/[^/]+\/pods$/, /^(GET|WATCH) .*\/pods$/, /^DELETE /],
   },
 ];
 
@@ -150,7 +150,7 @@ describe.each(cases)("the $name provider", (c) => {
     await workspace.dispose();
     expect(fake.vms.running()).toBe(0);
     expect(await engine.list()).toEqual([]);
-    // Make, wait (Kubernetes: reads until Ready), destroy; the list above is the last call.
+    // Make, wait (Kubernetes: a list, then a watch until Ready), destroy; the list above is the last call.
     const [create, ...rest] = fake.calls.slice(0, -1);
     expect(create).toMatch(c.calls[0] as RegExp);
     expect(rest.at(-1)).toMatch(c.calls[2] as RegExp);

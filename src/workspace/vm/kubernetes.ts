@@ -4,16 +4,8 @@
 // NetworkPolicy that keeps it off everything but its egress proxy.
 import { randomBytes } from "node:crypto";
 import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
-import {
-  agentUrl,
-  engineError,
-  isGone,
-  type VmEngine,
-  VmFailed,
-  type VmListing,
-  VmRefused,
-  type VmSpec,
-} from "./engine.ts";
+import { agentUrl, isGone, type VmEngine, type VmListing, type VmSpec } from "./engine.ts";
+import { failure, waitRunning } from "./kubernetes-start.ts";
 
 export interface KubernetesEngineOptions {
   namespace: string;
@@ -32,29 +24,8 @@ export interface KubernetesEngineOptions {
 }
 
 const OWNER = "vmpilot.dev/owner";
-/** Container states another attempt would meet again: the image or the pod spec is wrong. */
-const BROKEN = [
-  "ErrImagePull",
-  "ImagePullBackOff",
-  "InvalidImageName",
-  "CreateContainerConfigError",
-];
-const WAIT_START_MS = 250;
-const WAIT_MAX_MS = 2000;
 
 type Client = typeof import("@kubernetes/client-node");
-
-function failure(error: unknown, k8s: Client): Error {
-  if (error instanceof k8s.ApiException) {
-    const body = typeof error.body === "string" ? error.body : JSON.stringify(error.body ?? "");
-    let message = body;
-    try {
-      message = (JSON.parse(body) as { message?: string }).message ?? body;
-    } catch {}
-    return engineError("the Kubernetes API", error.code, message);
-  }
-  return new VmFailed(`the Kubernetes API is unreachable: ${(error as Error).message}`);
-}
 
 function podSpec(options: KubernetesEngineOptions, name: string, spec: VmSpec) {
   const { owner, secret } = spec;
@@ -95,32 +66,15 @@ function podSpec(options: KubernetesEngineOptions, name: string, spec: VmSpec) {
   } satisfies V1Pod;
 }
 
-function running(pod: V1Pod): string | undefined {
-  const phase = pod.status?.phase;
-  if (phase === "Failed" || phase === "Succeeded") {
-    throw new VmFailed(`the workspace pod ended (${phase}): ${pod.status?.message ?? ""}`.trim());
-  }
-  for (const container of pod.status?.containerStatuses ?? []) {
-    const waiting = container.state?.waiting;
-    if (waiting?.reason && BROKEN.includes(waiting.reason)) {
-      throw new VmRefused(
-        `the workspace pod cannot start: ${waiting.reason}: ${waiting.message ?? ""}`,
-      );
-    }
-  }
-  const ready = pod.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-  return phase === "Running" && ready ? pod.status?.podIP : undefined;
-}
-
 export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngine {
   const { namespace } = options;
   // The client adds about 130 MB to a process, so it is loaded when the engine is first used.
-  let loaded: Promise<{ k8s: Client; api: CoreV1Api }> | undefined;
+  let loaded: Promise<{ k8s: Client; api: CoreV1Api; config: KubeConfig }> | undefined;
   const client = () => {
     loaded ??= import("@kubernetes/client-node").then((k8s) => {
       const config = options.kubeConfig ?? new k8s.KubeConfig();
       if (!options.kubeConfig) config.loadFromDefault();
-      return { k8s, api: config.makeApiClient(k8s.CoreV1Api) };
+      return { k8s, api: config.makeApiClient(k8s.CoreV1Api), config };
     });
     return loaded;
   };
@@ -135,24 +89,6 @@ export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngi
     }
   }
 
-  async function waitRunning(name: string, signal?: AbortSignal): Promise<string> {
-    const { k8s, api } = await client();
-    const deadline = Date.now() + (options.startTimeoutMs ?? 5 * 60_000);
-    let wait = WAIT_START_MS;
-    for (;;) {
-      signal?.throwIfAborted();
-      const pod = await api.readNamespacedPod({ name, namespace }).catch((error) => {
-        throw failure(error, k8s);
-      });
-      const ip = running(pod);
-      if (ip) return ip;
-      if (Date.now() > deadline) throw new VmFailed(`the workspace pod ${name} did not start`);
-      // Polled with backoff: a pod takes seconds to schedule and pull, and each read is one call.
-      await new Promise((resolve) => setTimeout(resolve, wait));
-      wait = Math.min(wait * 2, WAIT_MAX_MS);
-    }
-  }
-
   return {
     name: "kubernetes",
     async create(spec, signal) {
@@ -160,7 +96,7 @@ export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngi
         .toLowerCase()
         .replace(/[^a-z0-9-]/g, "-")
         .slice(0, 40)}-${randomBytes(3).toString("hex")}`;
-      const { k8s, api } = await client();
+      const { k8s, api, config } = await client();
       try {
         await api.createNamespacedPod({
           namespace,
@@ -170,7 +106,9 @@ export function createKubernetesEngine(options: KubernetesEngineOptions): VmEngi
         throw failure(error, k8s);
       }
       try {
-        return { id: name, baseUrl: agentUrl(await waitRunning(name, signal), options.port) };
+        const timeoutMs = options.startTimeoutMs ?? 5 * 60_000;
+        const ip = await waitRunning({ k8s, api, config, namespace, name, timeoutMs, signal });
+        return { id: name, baseUrl: agentUrl(ip, options.port) };
       } catch (error) {
         await destroy(name).catch(() => undefined);
         throw error;
