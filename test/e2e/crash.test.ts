@@ -208,7 +208,9 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
     if (fly) {
       // One Machine per attempt; the retry destroyed the one its dead worker left.
       expect(fly.calls.filter((call) => call.startsWith("POST"))).toHaveLength(2);
-      expect(fly.vms.running()).toBe(0);
+      // The job's row says finished before its workspace is disposed (run.ts): its Machine goes
+      // just after.
+      await vi.waitFor(() => expect(fly.vms.running()).toBe(0), { timeout: 30_000 });
       expect(fly.problems).toEqual([]);
     }
   });
