@@ -210,7 +210,8 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
       expect(fly.calls.filter((call) => call.startsWith("POST"))).toHaveLength(2);
       // The job's row says finished before its workspace is disposed (run.ts): its Machine goes
       // just after.
-      await vi.waitFor(() => expect(fly.vms.running()).toBe(0), { timeout: 30_000 });
+      const vms = fly.vms;
+      await vi.waitFor(() => expect(vms.running()).toBe(0), { timeout: 30_000 });
       expect(fly.problems).toEqual([]);
     }
   });
