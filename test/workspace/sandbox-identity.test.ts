@@ -43,7 +43,14 @@ describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
     await chmod(join(secrets, "root-only"), 0o600);
     await writeFile(join(base, "outside"), "not the sandbox's");
     await symlink(join(base, "outside"), join(root, "link-out"));
-    workspace = await openWorkspace(provider, root, { readOnlyPaths: [secrets] });
+    // A package reached through a symlinked node_modules, as in a git worktree or with pnpm.
+    await mkdir(join(base, "store", "pkg"), { recursive: true });
+    await writeFile(join(base, "store", "pkg", "index.js"), "export {};\n");
+    await mkdir(join(base, "project"));
+    await symlink(join(base, "store"), join(base, "project", "node_modules"));
+    workspace = await openWorkspace(provider, root, {
+      readOnlyPaths: [secrets, join(base, "project", "node_modules", "pkg")],
+    });
   });
 
   afterAll(async () => {
@@ -55,6 +62,11 @@ describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
     it("runs commands as an unprivileged user of its own", async () => {
       const result = await workspace.exec("id -u; id -g; id -un; getent passwd | wc -l");
       expect(result.stdout).toBe("1000\n1000\nsandbox\n3\n");
+    });
+
+    it("sees a read-only path where it was named, though a symlink led there", async () => {
+      const result = await workspace.exec(`cat ${base}/project/node_modules/pkg/index.js`);
+      expect(result.stdout).toBe("export {};\n");
     });
 
     it("cannot create nested user namespaces", async () => {

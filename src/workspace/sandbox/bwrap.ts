@@ -1,5 +1,5 @@
 import { lstat, readlink, realpath } from "node:fs/promises";
-import { dirname, isAbsolute, relative } from "node:path";
+import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { PermanentError } from "../../errors.ts";
 import { type LaunchError, launchAndCollect } from "../process/launcher.ts";
 import { UNPRIVILEGED_OWNER } from "./owner.ts";
@@ -130,9 +130,13 @@ export async function sandboxArgs(layout: SandboxLayout): Promise<string[]> {
   // After /tmp: these (and the root) may live under the host's /tmp, which the private one covers.
   for (const path of layout.readOnly) {
     const real = await realpath(path);
-    if (bound.some((b) => isWithin(b, real))) continue;
-    args.push(...mountPoint(real, layout.asRoot), "--ro-bind", real, real);
-    bound.push(real);
+    // Where it was named too, when a symlink led there (a symlinked node_modules: a git worktree,
+    // pnpm): Node looks for the workspace agent's zod under the project's node_modules.
+    for (const at of new Set([real, resolve(path)])) {
+      if (bound.some((b) => isWithin(b, at))) continue;
+      args.push(...mountPoint(at, layout.asRoot), "--ro-bind", real, at);
+      bound.push(at);
+    }
   }
   args.push(...mountPoint(layout.root, layout.asRoot), "--bind", layout.root, layout.root);
   bound.push(layout.root);
