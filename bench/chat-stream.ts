@@ -9,7 +9,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { replyPiece } from "../src/jobs/chat-turn/reply.ts";
+import { replyPiece } from "../src/jobs/chat-reply/reply.ts";
 import { createLogger } from "../src/log/logger.ts";
 import { startServer } from "../src/main.ts";
 import { listJobEvents } from "../src/store/job-events.ts";

@@ -3,7 +3,7 @@
 // heartbeat outlasts the run, so it plays no part. Goal: under 10 s. PostgreSQL when
 // TEST_DATABASE_URL is set, else PGlite.
 import { randomUUID } from "node:crypto";
-import { createQueue, type QueueOptions } from "../src/jobs/queue.ts";
+import { createQueue, type QueueOptions } from "../src/jobs/queue/queue.ts";
 import { insertJob } from "../src/store/jobs.ts";
 import { withTransaction } from "../src/store/sql.ts";
 import { databases, newJob, seedConversation } from "../test/helpers/db.ts";

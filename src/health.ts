@@ -1,8 +1,8 @@
 // GET /healthz: the database, the queue and what is not ready yet, as JSON for load balancers and
 // the Docker HEALTHCHECK; 503 when a dependency is down.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Queue } from "./jobs/queue.ts";
-import { Readiness } from "./jobs/readiness.ts";
+import type { Queue } from "./jobs/queue/queue.ts";
+import { Readiness } from "./roles/readiness.ts";
 import type { Database } from "./store/database.ts";
 import type { LimitEnforcement } from "./workspace/index.ts";
 

@@ -1,7 +1,7 @@
 // Refuses a turn up front when its daily budget, or its owner's monthly one, is spent, with
 // OpenAI's 429, rather than queueing a job that would stop at once. The worker still reserves the budget itself (chat-turn/settings).
 import { checkRepoConfig, type RepoSettings, resolveSettings } from "../config/repo-config.ts";
-import { startOfUtcDay, startOfUtcMonth } from "../jobs/pipeline/settings.ts";
+import { startOfUtcDay, startOfUtcMonth } from "../jobs/run/settings.ts";
 import { spentSince } from "../store/jobs.ts";
 import { ownerSpender, spentBySpender } from "../store/spenders.ts";
 import type { Queryable } from "../store/sql.ts";

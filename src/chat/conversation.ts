@@ -2,7 +2,7 @@
 // longest part of it that ends at a reply vmpilot gave finds the turn (see history-hash.ts). A
 // request that goes back (regenerate, an edited message) branches the conversation at that turn.
 import { sanitize } from "../github/sanitize.ts";
-import { type ClientMessage, extendHash } from "../jobs/chat-turn/history-hash.ts";
+import { type ClientMessage, extendHash } from "../jobs/chat-reply/history-hash.ts";
 import {
   type ApiConversation,
   branchApiConversation,

@@ -2,8 +2,8 @@
 // transaction.
 
 import type { FetchedImage } from "../github/images.ts";
-import type { ChatTurnRequest } from "../jobs/chat-turn/request.ts";
-import type { Queue } from "../jobs/queue.ts";
+import type { ChatTurnRequest } from "../jobs/queue/chat-turn-request.ts";
+import type { Queue } from "../jobs/queue/queue.ts";
 import { storeImage } from "../store/conversation-images.ts";
 import { conversationKey } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";

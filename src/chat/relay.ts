@@ -1,7 +1,7 @@
 // A turn's session-log events, relayed to the client as they are stored: OpenAI's streamed chunks
 // (`chat.completion.chunk`, then `[DONE]`), or one `chat.completion` at the end.
 import type { ServerResponse } from "node:http";
-import { pieceOf, WORKING } from "../jobs/chat-turn/reply.ts";
+import { pieceOf, WORKING } from "../jobs/chat-reply/reply.ts";
 import {
   REPLY_END,
   readJobEvent,

@@ -7,7 +7,7 @@ import type { RepoSettings } from "../config/repo-config.ts";
 import type { ImageFetchOptions } from "../github/images.ts";
 import { TtlCache } from "../http/cache.ts";
 import { readCapped } from "../http/capped-body.ts";
-import type { Queue } from "../jobs/queue.ts";
+import type { Queue } from "../jobs/queue/queue.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Database } from "../store/database.ts";
 import { authenticate } from "./auth.ts";

@@ -3,7 +3,7 @@
 import { hostname } from "node:os";
 import type Anthropic from "@anthropic-ai/sdk";
 import type pg from "pg";
-import { loadConversation } from "../jobs/pipeline/history.ts";
+import { loadConversation } from "../jobs/run/history.ts";
 import {
   addCliTurn,
   type CliConversation,

@@ -1,7 +1,7 @@
 // The Probot application: webhook handlers of the intake. They touch only the database; GitHub
 // and the model are called later, by the worker.
 import type { ApplicationFunction, Context } from "probot";
-import type { Queue } from "../jobs/queue.ts";
+import type { Queue } from "../jobs/queue/queue.ts";
 import { deliveries } from "../metrics.ts";
 import { recordIssueAutomations } from "./automations.ts";
 import { recordBasePush } from "./base-push.ts";

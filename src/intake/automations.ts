@@ -4,7 +4,7 @@
 // here, as everywhere in the intake: what the file says is what vmpilot last read of it
 // (file_settings). While that is unknown (the file changed and no one has read it since; the
 // re-read comes within seconds), an opened issue starts no automation.
-import { knownAutomations } from "../jobs/automations.ts";
+import { knownAutomations } from "../jobs/automations/schedules.ts";
 import { conversationKey, findOrCreateConversation } from "../store/conversations.ts";
 import { recordDelivery } from "../store/deliveries.ts";
 import { getRepository, type Repository } from "../store/installations.ts";

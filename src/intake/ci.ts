@@ -6,7 +6,7 @@
 // GitHub call here, as everywhere in the intake.
 import { z } from "zod";
 import { BRANCH_PREFIX } from "../github/branch-name.ts";
-import type { Queue } from "../jobs/queue.ts";
+import type { Queue } from "../jobs/queue/queue.ts";
 import { findPushedConversation } from "../store/ci-loop.ts";
 import { conversationKey } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";

@@ -2,7 +2,7 @@
 // worker (jobs/config-check.ts). The intake claims the repository's head and queues the check in
 // one transaction, so a push and a pull request naming one commit, or a redelivery, queue it once.
 import type { Context } from "probot";
-import type { ConfigCheckRequest, Queue } from "../jobs/queue.ts";
+import type { ConfigCheckRequest, Queue } from "../jobs/queue/queue.ts";
 import { claimConfigCheck } from "../store/config-checks.ts";
 import type { Database } from "../store/database.ts";
 import { withTransaction } from "../store/sql.ts";

@@ -4,7 +4,7 @@
 // schedules queued here (jobs/automations.ts). No GitHub call here, as everywhere in the intake.
 import type { Context } from "probot";
 import { REPO_CONFIG_PATH } from "../github/repo-config-loader.ts";
-import type { Queue } from "../jobs/queue.ts";
+import type { Queue } from "../jobs/queue/queue.ts";
 import { forgetFileSettings } from "../store/installations.ts";
 import { type ConfigCheckIntake, recordConfigCheck } from "./config-check.ts";
 

@@ -2,8 +2,8 @@
 // the job rows and the queue entries, so a crash anywhere leaves either all of them or none.
 // Deliveries arriving together share that transaction (group commit, see batcher.ts).
 import type { PoolClient } from "pg";
-import { CONTROL_VERBS } from "../jobs/acknowledge.ts";
-import type { Queue } from "../jobs/queue.ts";
+import { CONTROL_VERBS } from "../jobs/kinds/issue/acknowledge.ts";
+import type { Queue } from "../jobs/queue/queue.ts";
 import { conversationKey, findOrCreateConversation } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";
 import { type Repository, upsertRepository } from "../store/installations.ts";

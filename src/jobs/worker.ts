@@ -4,16 +4,20 @@ import { editComment, postComment } from "../github/comments.ts";
 import { jobDuration } from "../metrics.ts";
 import { readJobContext } from "../store/job-context.ts";
 import { getJob, isIssueJob, updateJob } from "../store/jobs.ts";
-import { type AcknowledgeDeps, acknowledge, acknowledgeWaiting } from "./acknowledge.ts";
-import { deadBody } from "./acknowledge-messages.ts";
-import { handleAutomationMessage } from "./automations.ts";
-import { isScheduledRun, runScheduledAutomation } from "./automations-run.ts";
-import { runChatTurn } from "./chat-turn/run.ts";
-import { runConfigCheck } from "./config-check.ts";
-import { type MergeablePoll, mergeWanted } from "./merge-gate.ts";
-import { type PipelineDeps, runPipeline } from "./pipeline/run.ts";
-import type { DeadJob, Queue } from "./queue.ts";
-import { runReadyCheck } from "./ready.ts";
+import { handleAutomationMessage } from "./automations/schedules.ts";
+import { runChatTurn } from "./kinds/chat-turn/run.ts";
+import { runConfigCheck } from "./kinds/config-check/run.ts";
+import {
+  type AcknowledgeDeps,
+  acknowledge,
+  acknowledgeWaiting,
+} from "./kinds/issue/acknowledge.ts";
+import { deadBody } from "./kinds/issue/acknowledge-messages.ts";
+import { type MergeablePoll, mergeWanted } from "./kinds/issue/merge-gate.ts";
+import { type PipelineDeps, runPipeline } from "./kinds/issue/run.ts";
+import { runReadyCheck } from "./kinds/ready/run.ts";
+import { isScheduledRun, runScheduledAutomation } from "./kinds/scheduled/run.ts";
+import type { DeadJob, Queue } from "./queue/queue.ts";
 
 export interface WorkerDeps extends AcknowledgeDeps {
   queue: Queue;

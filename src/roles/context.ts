@@ -6,9 +6,9 @@ import type { Probot } from "probot";
 import type { Plugin } from "../agent/plugins.ts";
 import type { Config } from "../config/env.ts";
 import type { RepoSettings } from "../config/repo-config.ts";
-import type { Queue } from "../jobs/queue.ts";
-import type { Readiness } from "../jobs/readiness.ts";
+import type { Queue } from "../jobs/queue/queue.ts";
 import type { Database } from "../store/database.ts";
+import type { Readiness } from "./readiness.ts";
 
 /** Answers a request and returns true, or returns false (or nothing) to pass it on. */
 export type Handler = (req: IncomingMessage, res: ServerResponse) => unknown;

@@ -6,12 +6,12 @@ import { type ChatFaceDeps, mountChatFace } from "../chat/server.ts";
 import type { Config } from "../config/env.ts";
 import { intakeApp } from "../intake/app.ts";
 import { capWebhookBody } from "../intake/body-limit.ts";
-import { type Backoff, untilReachable } from "../jobs/until-reachable.ts";
 import { registerSecret } from "../log/redact.ts";
 import { sharedSecret } from "../store/app-secrets.ts";
 import type { Database } from "../store/database.ts";
 import { mountWeb } from "../web/index.ts";
 import { fetchAppSlug, type Handler, type RoleContext } from "./context.ts";
+import { type Backoff, untilReachable } from "./until-reachable.ts";
 
 export const WEBHOOK_PATH = "/api/github/webhooks";
 

@@ -4,13 +4,9 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { Probot } from "probot";
 import { watchRateLimit } from "../github/rate-limit.ts";
-import { syncAutomations } from "../jobs/automations.ts";
-import { startInstallationSync } from "../jobs/installation-sync.ts";
-import type { PipelineDeps } from "../jobs/pipeline/run.ts";
-import type { Readiness } from "../jobs/readiness.ts";
-import { startVmSweeper } from "../jobs/vm-sweeper.ts";
+import { syncAutomations } from "../jobs/automations/schedules.ts";
+import type { PipelineDeps } from "../jobs/kinds/issue/run.ts";
 import { startWorker } from "../jobs/worker.ts";
-import type { WorkerIdentity } from "../jobs/worker-identity.ts";
 import { workspaceErrors } from "../metrics.ts";
 import {
   checkProvider,
@@ -21,6 +17,10 @@ import {
 import { createVmPool, poolOwner, type VmPool } from "../workspace/vm/pool.ts";
 import { engineFor, startFlyNetwork } from "../workspace/vm/settings.ts";
 import { fetchAppSlug, type RoleContext } from "./context.ts";
+import { startInstallationSync } from "./installation-sync.ts";
+import type { Readiness } from "./readiness.ts";
+import { startVmSweeper } from "./vm-sweeper.ts";
+import type { WorkerIdentity } from "./worker-identity.ts";
 
 export interface WorkerRoleOptions {
   /** This worker's identity, kept across restarts. */

@@ -1,4 +1,4 @@
-import { startOfUtcMonth } from "../jobs/pipeline/settings.ts";
+import { startOfUtcMonth } from "../jobs/run/settings.ts";
 import { OPERATOR_SPENDER, spentBySpender } from "../store/spenders.ts";
 import { readableRepos } from "./access.ts";
 import { requireSession } from "./auth.ts";

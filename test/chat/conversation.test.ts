@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Principal } from "../../src/chat/auth.ts";
 import { planTurn } from "../../src/chat/conversation.ts";
-import { extendHash } from "../../src/jobs/chat-turn/history-hash.ts";
+import { extendHash } from "../../src/jobs/chat-reply/history-hash.ts";
 import { createApiConversation, saveChatTurn } from "../../src/store/api-conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import { insertJob } from "../../src/store/jobs.ts";

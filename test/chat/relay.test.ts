@@ -3,7 +3,7 @@
 // poll is ten minutes apart, so only the wake-up can deliver the pieces within the test.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { relayTurn } from "../../src/chat/relay.ts";
-import { REPLY_END } from "../../src/jobs/chat-turn/reply.ts";
+import { REPLY_END } from "../../src/jobs/chat-reply/reply.ts";
 import type { Database } from "../../src/store/database.ts";
 import { appendJobEvent } from "../../src/store/job-events.ts";
 import { databases, seedConversation, seedJob } from "../helpers/db.ts";

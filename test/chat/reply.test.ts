@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { extendHash } from "../../src/jobs/chat-turn/history-hash.ts";
-import { fenceLanguage } from "../../src/jobs/chat-turn/language.ts";
-import { REPLY_END, renderReply, replyPiece, WORKING } from "../../src/jobs/chat-turn/reply.ts";
+import { extendHash } from "../../src/jobs/chat-reply/history-hash.ts";
+import { fenceLanguage } from "../../src/jobs/chat-reply/language.ts";
+import { REPLY_END, renderReply, replyPiece, WORKING } from "../../src/jobs/chat-reply/reply.ts";
 
 const result = (output: string, isError = false, name = "bash") => ({
   type: "tool_result",

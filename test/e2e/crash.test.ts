@@ -10,7 +10,7 @@ import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { QueueOptions } from "../../src/jobs/queue.ts";
+import type { QueueOptions } from "../../src/jobs/queue/queue.ts";
 import type { RunningServer } from "../../src/main.ts";
 import type { Database } from "../../src/store/database.ts";
 import { getJob } from "../../src/store/jobs.ts";

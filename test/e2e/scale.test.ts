@@ -4,7 +4,7 @@
 // others once their heartbeat lapses. bench/scale.ts measures the same setup for throughput.
 import { once } from "node:events";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { QueueOptions } from "../../src/jobs/queue.ts";
+import type { QueueOptions } from "../../src/jobs/queue/queue.ts";
 import type { Database } from "../../src/store/database.ts";
 import { databases } from "../helpers/db.ts";
 import { type Scale, startScale, type Tally } from "./scale.ts";

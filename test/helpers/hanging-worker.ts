@@ -4,7 +4,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import type { QueueOptions } from "../../src/jobs/queue.ts";
+import type { QueueOptions } from "../../src/jobs/queue/queue.ts";
 import { TYPESCRIPT_FLAGS } from "./typescript.ts";
 
 const src = (path: string) => fileURLToPath(new URL(`../../src/${path}`, import.meta.url));

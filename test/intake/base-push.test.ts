@@ -3,7 +3,7 @@
 // none twice for one pushed commit. Real push payloads, PGlite and PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordBasePush } from "../../src/intake/base-push.ts";
-import { createQueue, type Queue } from "../../src/jobs/queue.ts";
+import { createQueue, type Queue } from "../../src/jobs/queue/queue.ts";
 import { findOrCreateConversation, linkConversationToPr } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromIssueComment, fromIssues } from "../../src/intake/deliveries.ts";
 import { createIntake, type IntakeResult } from "../../src/intake/record.ts";
-import { createQueue, type Queue } from "../../src/jobs/queue.ts";
+import { createQueue, type Queue } from "../../src/jobs/queue/queue.ts";
 import type { Database } from "../../src/store/database.ts";
 import {
   forgetFileSettings,

@@ -5,7 +5,7 @@ import {
   type AcknowledgeDeps,
   acknowledge,
   acknowledgeWaiting,
-} from "../../src/jobs/acknowledge.ts";
+} from "../../src/jobs/kinds/issue/acknowledge.ts";
 import { reportDead } from "../../src/jobs/worker.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import { REDACTED } from "../../src/log/redact.ts";

@@ -4,8 +4,8 @@
 // on the wall clock.
 import { TestClock } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { handleAutomationMessage } from "../../src/jobs/automations.ts";
-import { createQueue, type Queue } from "../../src/jobs/queue.ts";
+import { handleAutomationMessage } from "../../src/jobs/automations/schedules.ts";
+import { createQueue, type Queue } from "../../src/jobs/queue/queue.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import type { Database } from "../../src/store/database.ts";
 import { upsertRepository } from "../../src/store/installations.ts";

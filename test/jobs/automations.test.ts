@@ -3,10 +3,10 @@
 // loopback git server as the remote, the Anthropic fake, and GitHub's REST API mocked with nock.
 import { describe, expect, it } from "vitest";
 import { recordIssueAutomations } from "../../src/intake/automations.ts";
-import { acknowledge } from "../../src/jobs/acknowledge.ts";
-import { type ScheduledContext, syncAutomations } from "../../src/jobs/automations.ts";
-import { runScheduledAutomation } from "../../src/jobs/automations-run.ts";
-import { runPipeline } from "../../src/jobs/pipeline/run.ts";
+import { type ScheduledContext, syncAutomations } from "../../src/jobs/automations/schedules.ts";
+import { acknowledge } from "../../src/jobs/kinds/issue/acknowledge.ts";
+import { runPipeline } from "../../src/jobs/kinds/issue/run.ts";
+import { runScheduledAutomation } from "../../src/jobs/kinds/scheduled/run.ts";
 import { createAutomationConversation } from "../../src/store/conversations.ts";
 import { getRepository, setRepositoryFileSettings } from "../../src/store/installations.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";

@@ -3,7 +3,7 @@
 // concurrent turns never promise more than the day allows.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaults } from "../../src/config/repo-config.ts";
-import { chatTurnSettings } from "../../src/jobs/chat-turn/settings.ts";
+import { chatTurnSettings } from "../../src/jobs/kinds/chat-turn/settings.ts";
 import {
   type ConversationOwner,
   createApiConversation,

@@ -1,7 +1,7 @@
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { fromCheckRun, fromCheckSuite, recordCiRun } from "../../src/intake/ci.ts";
-import { createQueue, type Queue } from "../../src/jobs/queue.ts";
+import { createQueue, type Queue } from "../../src/jobs/queue/queue.ts";
 import { startWorker } from "../../src/jobs/worker.ts";
 import { pushState, recordPush } from "../../src/store/ci-loop.ts";
 import { getJob, insertJob, updateJob } from "../../src/store/jobs.ts";

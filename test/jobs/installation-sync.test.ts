@@ -2,13 +2,13 @@
 // fake (two pages of installations and of repositories) and the store on each database.
 import { Probot } from "probot";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { createQueue } from "../../src/jobs/queue/queue.ts";
+import { createLogger } from "../../src/log/logger.ts";
 import {
   type InstallationSyncDeps,
   startInstallationSync,
   syncInstallations,
-} from "../../src/jobs/installation-sync.ts";
-import { createQueue } from "../../src/jobs/queue.ts";
-import { createLogger } from "../../src/log/logger.ts";
+} from "../../src/roles/installation-sync.ts";
 import type { Database } from "../../src/store/database.ts";
 import {
   databaseTime,

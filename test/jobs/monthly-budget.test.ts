@@ -1,7 +1,7 @@
 // A job whose requester has spent their month (maxMonthlyCostUsdPerUser, the repository's cap over
 // what they spent in every repository) stops before it starts, and its comment says why.
 import { describe, expect, it } from "vitest";
-import { runPipeline } from "../../src/jobs/pipeline/run.ts";
+import { runPipeline } from "../../src/jobs/kinds/issue/run.ts";
 import { updateJob } from "../../src/store/jobs.ts";
 import { github } from "../helpers/github-mock.ts";
 import { captureComment, run, usePipelineHarness } from "./pipeline-harness.ts";

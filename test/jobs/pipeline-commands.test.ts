@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { SUMMARY_REQUEST } from "../../src/agent/compaction.ts";
-import { runPipeline } from "../../src/jobs/pipeline/run.ts";
+import { runPipeline } from "../../src/jobs/kinds/issue/run.ts";
 import { getCompaction } from "../../src/store/compactions.ts";
 import { getJob } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { discoverPlugins, type Plugin } from "../../src/agent/plugins.ts";
-import type { PipelineDeps } from "../../src/jobs/pipeline/run.ts";
+import type { PipelineDeps } from "../../src/jobs/kinds/issue/run.ts";
 import {
   type ConversationKind,
   findOrCreateConversation,

@@ -2,7 +2,7 @@
 // of the rendered HTML without credentials, checked by their bytes and size, and stored once per
 // conversation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runPipeline } from "../../src/jobs/pipeline/run.ts";
+import { runPipeline } from "../../src/jobs/kinds/issue/run.ts";
 import { text } from "../helpers/anthropic-fake.ts";
 import {
   type AssetServer,

@@ -5,16 +5,16 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "v
 import { describeToolCall } from "../../src/agent/tool-call.ts";
 import type { IssueContext } from "../../src/github/issue-context.ts";
 import { formatDuration, ThrottledComment } from "../../src/github/progress-comment.ts";
-import { loadConversation } from "../../src/jobs/pipeline/history.ts";
-import { JobProgress } from "../../src/jobs/pipeline/progress.ts";
 import {
   instructionFor,
   resolveRequest,
   type WorkRequest,
-} from "../../src/jobs/pipeline/request.ts";
-import { commentableLines, parseReview } from "../../src/jobs/pipeline/review.ts";
-import { jobSettings } from "../../src/jobs/pipeline/settings.ts";
-import { chooseTarget } from "../../src/jobs/pipeline/target.ts";
+} from "../../src/jobs/kinds/issue/request.ts";
+import { commentableLines, parseReview } from "../../src/jobs/kinds/issue/review.ts";
+import { chooseTarget } from "../../src/jobs/kinds/issue/target.ts";
+import { loadConversation } from "../../src/jobs/run/history.ts";
+import { JobProgress } from "../../src/jobs/run/progress.ts";
+import { jobSettings } from "../../src/jobs/run/settings.ts";
 import { saveCompaction } from "../../src/store/compactions.ts";
 import { type Conversation, findOrCreateConversation } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";

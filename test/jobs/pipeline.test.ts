@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { type PipelineDeps, runPipeline } from "../../src/jobs/pipeline/run.ts";
+import { type PipelineDeps, runPipeline } from "../../src/jobs/kinds/issue/run.ts";
 import { modelTokens, workspaceErrors } from "../../src/metrics.ts";
 import { getConversation } from "../../src/store/conversations.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";

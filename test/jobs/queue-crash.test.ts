@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { TestClock } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createQueue, type Queue, type QueueOptions } from "../../src/jobs/queue.ts";
+import { createQueue, type Queue, type QueueOptions } from "../../src/jobs/queue/queue.ts";
 import type { Database } from "../../src/store/database.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";
 import { withTransaction } from "../../src/store/sql.ts";

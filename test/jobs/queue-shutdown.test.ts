@@ -1,7 +1,7 @@
 // Graceful shutdown: stop() lets running jobs finish for the drain time, then hands the rest back
 // to the queue, where another worker takes them up without waiting for their heartbeat to lapse.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createQueue, type Queue, type QueueOptions } from "../../src/jobs/queue.ts";
+import { createQueue, type Queue, type QueueOptions } from "../../src/jobs/queue/queue.ts";
 import type { Database } from "../../src/store/database.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";
 import { withTransaction } from "../../src/store/sql.ts";

@@ -7,7 +7,7 @@ import {
   type JobHandler,
   type Queue,
   type QueueOptions,
-} from "../../src/jobs/queue.ts";
+} from "../../src/jobs/queue/queue.ts";
 import type { Database } from "../../src/store/database.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";

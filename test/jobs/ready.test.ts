@@ -1,7 +1,7 @@
 // The ready-for-review check on its own: what keeps a draft a draft, and that a head is marked
 // ready once however many passed suites ask. PGlite, GitHub mocked with nock.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runReadyCheck } from "../../src/jobs/ready.ts";
+import { runReadyCheck } from "../../src/jobs/kinds/ready/run.ts";
 import { recordPush } from "../../src/store/ci-loop.ts";
 import { findOrCreateConversation, linkConversationToPr } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";

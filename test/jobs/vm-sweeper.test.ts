@@ -1,6 +1,6 @@
 // The sweeper against the store and the Fly API fake: a VM outlives neither its attempt nor its job.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sweepOnce } from "../../src/jobs/vm-sweeper.ts";
+import { sweepOnce } from "../../src/roles/vm-sweeper.ts";
 import type { Database } from "../../src/store/database.ts";
 import { finishJob, startJobAttempt } from "../../src/store/job-lifecycle.ts";
 import { databases, seedConversation, seedJob } from "../helpers/db.ts";

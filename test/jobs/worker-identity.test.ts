@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { claimWorkerIdentity } from "../../src/jobs/worker-identity.ts";
 import { silentLogger } from "../../src/log/logger.ts";
+import { claimWorkerIdentity } from "../../src/roles/worker-identity.ts";
 
 let dir: string;
 beforeEach(async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REPLY_END, renderReply } from "../../src/jobs/chat-turn/reply.ts";
+import { REPLY_END, renderReply } from "../../src/jobs/chat-reply/reply.ts";
 import type { JobEvent } from "../../src/store/job-events.ts";
 import { renderEvent } from "../../src/web/timeline.ts";
 

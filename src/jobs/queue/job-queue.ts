@@ -16,7 +16,7 @@ import {
   unfinishedAttempts,
 } from "../../store/job-lifecycle.ts";
 import { prepared, type Queryable } from "../../store/sql.ts";
-import type { CancelWatch } from "../cancel-watch.ts";
+import type { CancelWatch } from "./cancel-watch.ts";
 import { notices } from "./notices.ts";
 
 const JOB_QUEUE = "vmpilot-jobs";

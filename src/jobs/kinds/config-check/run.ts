@@ -1,0 +1,93 @@
+// The "vmpilot config" check run on a head that changes `.github/vmpilot.yml`: the file as that
+// commit has it, checked as a job would read it, over the settings page and the defaults.
+import type { ProbotOctokit } from "probot";
+import { z } from "zod";
+import {
+  checkRepoConfig,
+  parseRepoConfig,
+  type RepoSettings,
+  resolveSettings,
+} from "../../../config/repo-config.ts";
+import {
+  type CheckRunBody,
+  configFailureRun,
+  configSuccessRun,
+} from "../../../github/config-check-run.ts";
+import { REPO_CONFIG_PATH, readRepoConfigFile } from "../../../github/repo-config-loader.ts";
+import { githubStatus } from "../../../github/request-status.ts";
+import type { Logger } from "../../../log/logger.ts";
+import type { Database } from "../../../store/database.ts";
+import { getRepository } from "../../../store/installations.ts";
+import type { ConfigCheckRequest } from "../../queue/queue.ts";
+
+export interface ConfigCheckDeps {
+  db: Database;
+  auth(installationId: number): Promise<ProbotOctokit>;
+  /** The worker's defaults, as the settings page shows them. */
+  defaults?: RepoSettings;
+  logger: Logger;
+}
+
+const ChangedFiles = z.array(
+  z.object({ filename: z.string(), previous_filename: z.string().optional() }),
+);
+
+async function pullRequestChangesConfig(
+  octokit: ProbotOctokit,
+  check: ConfigCheckRequest,
+  number: number,
+): Promise<boolean> {
+  const route = "GET /repos/{owner}/{repo}/pulls/{pull_number}/files";
+  const files = ChangedFiles.parse(
+    await octokit.paginate(route, {
+      owner: check.owner,
+      repo: check.repo,
+      pull_number: number,
+      per_page: 100,
+    }),
+  );
+  return files.some(
+    (file) => file.filename === REPO_CONFIG_PATH || file.previous_filename === REPO_CONFIG_PATH,
+  );
+}
+
+export async function runConfigCheck(
+  deps: ConfigCheckDeps,
+  check: ConfigCheckRequest,
+  signal: AbortSignal,
+): Promise<void> {
+  const { owner, repo, headSha, changes } = check;
+  const octokit = await deps.auth(check.installationId);
+  if (changes.kind === "pull_request") {
+    if (!(await pullRequestChangesConfig(octokit, check, changes.number))) return;
+  }
+  const text = await readRepoConfigFile(octokit, owner, repo, headSha);
+  // A push of too many commits to tell may not have touched the file: without one there, nothing
+  // to check.
+  if (text === undefined && changes.kind === "push" && !changes.listed) return;
+  const parsed = parseRepoConfig(text ?? "");
+  let body: CheckRunBody;
+  if (parsed.ok) {
+    const stored = await getRepository(deps.db.pool, check.repositoryId);
+    const page = checkRepoConfig(stored?.settings ?? {});
+    const resolved = resolveSettings({
+      defaults: deps.defaults,
+      page: page.ok ? page.config : null,
+      file: parsed.config,
+    });
+    body = configSuccessRun(headSha, resolved, text !== undefined);
+  } else {
+    body = configFailureRun(headSha, parsed.issues);
+  }
+  signal.throwIfAborted();
+  try {
+    await octokit.request("POST /repos/{owner}/{repo}/check-runs", { owner, repo, ...body });
+  } catch (error) {
+    // An installation that has not accepted the checks permission yet: a retry cannot help.
+    if (githubStatus(error) !== 403) throw error;
+    deps.logger.warn(
+      { repo: `${owner}/${repo}`, headSha },
+      "cannot create the vmpilot config check run: the installation lacks the checks permission",
+    );
+  }
+}

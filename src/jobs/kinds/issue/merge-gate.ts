@@ -1,0 +1,89 @@
+// Whether a job started by a push to a pull request's base has a conflict to resolve. GitHub
+// works mergeability out in the background after the push, so the pull request is asked again
+// until it knows, a bounded number of times. A pull request that still merges ends the job here,
+// silently: no comment, no workspace, no model.
+import { setTimeout as delay } from "node:timers/promises";
+import type { ProbotOctokit } from "probot";
+import { z } from "zod";
+import type { Logger } from "../../../log/logger.ts";
+import type { Database } from "../../../store/database.ts";
+import { readJobContext } from "../../../store/job-context.ts";
+import { getIssueJob, updateJob } from "../../../store/jobs.ts";
+import { markPullRequestClosed } from "../../../store/pull-request-conversations.ts";
+
+export interface MergeablePoll {
+  /** Requests at most; default 6. */
+  attempts: number;
+  /** Between two requests; default 5 s. */
+  delayMs: number;
+}
+
+const DEFAULT_POLL: MergeablePoll = { attempts: 6, delayMs: 5000 };
+
+export interface MergeGateDeps {
+  db: Database;
+  auth(installationId: number): Promise<ProbotOctokit>;
+  logger: Logger;
+  mergeablePoll?: MergeablePoll;
+}
+
+const pullSchema = z.object({
+  state: z.string(),
+  /** null while GitHub has not computed it. */
+  mergeable: z.boolean().nullable(),
+  mergeable_state: z.string(),
+  head: z.object({ ref: z.string(), repo: z.object({ full_name: z.string() }).nullable() }),
+  base: z.object({ ref: z.string() }),
+});
+type Pull = z.infer<typeof pullSchema>;
+
+/** The pull request once GitHub knows whether it merges, or as it last was after the bound. */
+async function pollMergeable(
+  octokit: ProbotOctokit,
+  pr: { owner: string; repo: string; number: number },
+  poll: MergeablePoll,
+  signal: AbortSignal,
+): Promise<Pull> {
+  for (let attempt = 1; ; attempt++) {
+    const { data } = await octokit.rest.pulls.get({
+      owner: pr.owner,
+      repo: pr.repo,
+      pull_number: pr.number,
+    });
+    const pull = pullSchema.parse(data);
+    if (pull.mergeable !== null || pull.state !== "open" || attempt >= poll.attempts) return pull;
+    await delay(poll.delayMs, undefined, { signal });
+  }
+}
+
+/** Why the pull request needs no merge from vmpilot, or undefined when it conflicts. */
+function noMergeNeeded(pull: Pull, repo: string, branch: string | null, base: string) {
+  if (pull.state !== "open") return "closed";
+  if (pull.head.repo?.full_name !== repo || pull.head.ref !== branch) return "not vmpilot's branch";
+  if (pull.base.ref !== base) return `based on ${pull.base.ref}, not ${base}`;
+  if (pull.mergeable === null) return "GitHub did not say whether it merges";
+  if (pull.mergeable || pull.mergeable_state !== "dirty") return "merges cleanly";
+  return undefined;
+}
+
+/**
+ * For a base_push job: true when its pull request conflicts with the base, else the job is ended
+ * as ignored.
+ */
+export async function mergeWanted(
+  deps: MergeGateDeps,
+  run: { jobId: number; signal: AbortSignal },
+): Promise<boolean> {
+  const job = await getIssueJob(deps.db.pool, run.jobId);
+  if (!job || job.finishedAt) return false;
+  const context = readJobContext(job);
+  const octokit = await deps.auth(job.installationId);
+  const pr = { owner: context.owner, repo: context.name, number: job.number };
+  const pull = await pollMergeable(octokit, pr, deps.mergeablePoll ?? DEFAULT_POLL, run.signal);
+  const why = noMergeNeeded(pull, job.repo, job.branch, context.defaultBranch);
+  if (!why) return true;
+  if (why === "closed") await markPullRequestClosed(deps.db.pool, job.conversationId);
+  deps.logger.info({ jobId: job.id, pr: job.number, why }, "no merge of the base needed");
+  await updateJob(deps.db.pool, job.id, { status: "ignored" });
+  return false;
+}

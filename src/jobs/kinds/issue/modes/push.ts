@@ -1,0 +1,71 @@
+// The modes that push the agent's work to the job's branch and open or update its pull request:
+// fix (the issue, or what was asked), threads (a pull request's unresolved review threads,
+// answered once the work is pushed) and ci (the checks that failed on vmpilot's last push).
+import { listUnresolvedThreads } from "../../../../github/review-threads.ts";
+import { ciFailures } from "../ci.ts";
+import { fixBody } from "../outcome.ts";
+import type { PipelineOutcome } from "../session.ts";
+import { type ModeJob, onPushed, type PipelineMode, type Ran } from "./mode.ts";
+
+const STEPS = ["acknowledged", "workspace", "agent", "tests", "pushed"] as const;
+
+async function finishPush(job: ModeJob, { ws, result, extras }: Ran): Promise<PipelineOutcome> {
+  const { deps, session } = job;
+  const body = await fixBody({
+    session,
+    db: deps.db.pool,
+    conversation: job.conversation,
+    request: job.request,
+    target: job.target,
+    ws,
+    token: () => deps.installationToken(session.job.installationId),
+    result,
+    threads: extras.threads ?? [],
+    author: deps.commitAuthor,
+    signal: job.run.signal,
+    notes: extras.ci ? [extras.ci.note] : [],
+    onPushed: onPushed(job, result),
+  });
+  return session.end("succeeded", body);
+}
+
+export const fix: PipelineMode = {
+  steps: [...STEPS, "pull_request"],
+  pushes: true,
+  readsItem: true,
+  runsSetup: true,
+  finish: finishPush,
+};
+
+export const threads: PipelineMode = {
+  steps: STEPS,
+  pushes: true,
+  readsItem: true,
+  runsSetup: true,
+  async prepare({ session, target, request }) {
+    const found =
+      target.prNumber === null
+        ? []
+        : await listUnresolvedThreads(session.octokit, {
+            ...session.item,
+            number: target.prNumber,
+          });
+    if (found.length === 0 && !request.request.trim()) {
+      const text = "There are no unresolved review threads.";
+      return { ended: await session.notice("succeeded", "ℹ️", "Nothing to do", text) };
+    }
+    return { threads: found };
+  },
+  finish: finishPush,
+};
+
+export const ci: PipelineMode = {
+  steps: STEPS,
+  pushes: true,
+  // Told what failed instead; people's new comments start jobs of their own.
+  readsItem: false,
+  runsSetup: true,
+  // Read before the workspace opens: the model's first request carries it.
+  prepare: async ({ session, run }) => ({ ci: await ciFailures(session, run.signal) }),
+  finish: finishPush,
+};

@@ -1,0 +1,67 @@
+// Which branch a job works on, and whether it may push there.
+import { chooseIssueBranch, isValidBranchName } from "../../../github/branch-name.ts";
+import type { IssueContext } from "../../../github/issue-context.ts";
+import type { Conversation } from "../../../store/conversations.ts";
+import type { IssueJob } from "../../../store/jobs.ts";
+import { MODES } from "./modes/index.ts";
+import type { Mode } from "./request.ts";
+
+export type Target =
+  | {
+      ok: true;
+      branch: string;
+      /** Someone's pull request branch rather than our own vmpilot/ branch. */
+      served: boolean;
+      /** The pull request the job is about (reviews, threads), if any. */
+      prNumber: number | null;
+    }
+  | { ok: false; headline: string; text: string };
+
+export function chooseTarget(input: {
+  conversation: Conversation;
+  job: IssueJob;
+  mode: Mode;
+  issue: IssueContext;
+  title: string;
+  defaultBranch: string;
+}): Target {
+  const { conversation, job, mode, issue } = input;
+  const pr = issue.pullRequest;
+  if (conversation.kind === "issue") {
+    // The conversation's own pull request, if it opened one, is where reviews and threads live.
+    const prNumber = pr ? job.number : conversation.prNumber;
+    if ((mode === "review" || mode === "threads") && prNumber === null) {
+      return {
+        ok: false,
+        headline: "Nothing to review yet",
+        text: `There is no pull request for #${conversation.number} yet: ask for a fix first.`,
+      };
+    }
+    const branch = chooseIssueBranch({
+      existing: conversation.branch,
+      number: conversation.number,
+      title: input.title,
+    });
+    return { ok: true, branch, served: false, prNumber };
+  }
+  if (!pr) throw new Error(`pull request #${job.number} has no pull request data`);
+  if (pr.fromFork) {
+    if (MODES[mode].pushes) {
+      return {
+        ok: false,
+        headline: "Cannot push to a fork",
+        text: `This pull request comes from ${pr.headRepo ?? "a deleted fork"}, where vmpilot has no push rights. \`plan\` and \`review\` still work here; for changes, open the pull request from a branch of this repository.`,
+      };
+    }
+    // Read-only work on a fork's pull request: the diff is in the context; check out the base.
+    return { ok: true, branch: `vmpilot/job-${job.id}`, served: false, prNumber: job.number };
+  }
+  if (!isValidBranchName(pr.headRef) || pr.headRef === input.defaultBranch) {
+    return {
+      ok: false,
+      headline: "Cannot work on this branch",
+      text: `vmpilot only pushes to branches named with letters, digits, \`.\`, \`_\`, \`-\` and \`/\`, and never to the default branch; this pull request's branch is \`${pr.headRef.replaceAll("`", "'")}\`.`,
+    };
+  }
+  return { ok: true, branch: pr.headRef, served: true, prNumber: job.number };
+}

@@ -1,0 +1,52 @@
+import type pg from "pg";
+import type { Logger } from "../../log/logger.ts";
+import { cancelRequested } from "../../store/job-lifecycle.ts";
+
+export interface CancelWatch {
+  /** The controller aborts once someone, in any process, asks to cancel the job. */
+  track(jobId: number): AbortController;
+  untrack(jobId: number): void;
+  stop(): void;
+}
+
+/**
+ * Polls the jobs table for cancel requests on the jobs this process runs. Polling rather than
+ * LISTEN/NOTIFY because the embedded database's connections share one session, and one small
+ * query per interval for all running jobs costs nothing.
+ */
+export function watchCancellations(pool: pg.Pool, intervalMs: number, logger: Logger): CancelWatch {
+  const running = new Map<number, AbortController>();
+  let checking = false;
+  const check = async () => {
+    if (checking || running.size === 0) return;
+    checking = true;
+    try {
+      for (const jobId of await cancelRequested(pool, [...running.keys()])) {
+        const controller = running.get(jobId);
+        if (controller && !controller.signal.aborted) {
+          logger.info({ jobId }, "job cancelled");
+          controller.abort(new Error("job cancelled"));
+        }
+      }
+    } catch (error) {
+      logger.warn({ err: error }, "checking for cancelled jobs failed");
+    } finally {
+      checking = false;
+    }
+  };
+  const timer = setInterval(check, intervalMs);
+  timer.unref();
+  return {
+    track(jobId) {
+      const controller = new AbortController();
+      running.set(jobId, controller);
+      return controller;
+    },
+    untrack(jobId) {
+      running.delete(jobId);
+    },
+    stop() {
+      clearInterval(timer);
+    },
+  };
+}

@@ -1,0 +1,140 @@
+// The agent run of a job: the conversation so far plus the new turn, every new message stored as it
+// comes, every event logged and shown.
+import type Anthropic from "@anthropic-ai/sdk";
+import { type AgentResult, runAgent } from "../../agent/loop.ts";
+import { type ClientOptions, createClient } from "../../agent/model-call.ts";
+import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent/plugins.ts";
+import { buildSystemPrompt } from "../../agent/prompt.ts";
+import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
+import type { ProviderTable } from "../../config/providers.ts";
+import type { RepoSettings } from "../../config/repo-config.ts";
+import type { TestsSummary } from "../../github/progress-comment.ts";
+import type { Logger } from "../../log/logger.ts";
+import { saveCompaction } from "../../store/compactions.ts";
+import { appendMessage } from "../../store/messages.ts";
+import type { Queryable } from "../../store/sql.ts";
+import { changedSince } from "../../workspace/git/commit.ts";
+import type { Workspace } from "../../workspace/types.ts";
+import type { Mode } from "../kinds/issue/request.ts";
+import type { JobProgress } from "./progress.ts";
+
+export interface JobAgentInput {
+  db: Queryable;
+  conversationId: number;
+  jobId: number;
+  mode: Mode;
+  /**
+   * A chat turn: it may be only a question, so the person, not the plugins' finish checks,
+   * decides when tests run.
+   */
+  conversational?: boolean;
+  workspace: Workspace;
+  /** The commit the workspace started at: a run that leaves it as it was owes no test report. */
+  startSha?: string;
+  history: Anthropic.MessageParam[];
+  /** How many stored messages `history` stands for (see loadConversation). */
+  storedCount: number;
+  /** The new user turn: text, or text and images. */
+  instruction: string | Anthropic.ContentBlockParam[];
+  /** A chat client's system message, for a chat turn. */
+  clientSystem?: string;
+  /** Plugins of this run alone (triage's apply_labels), offered even in a read-only mode. */
+  extraPlugins?: readonly Plugin[];
+  settings: RepoSettings;
+  /** The most this run may spend (job and daily limits). */
+  budgetUsd: number;
+  maxWallTimeMs: number;
+  available: readonly Plugin[];
+  anthropic?: Anthropic | ClientOptions;
+  providers: ProviderTable;
+  compatible?: OpenAiProviderOptions;
+  streamRetryDelayMs?: number;
+  progress: Pick<JobProgress, "step" | "onEvent">;
+  logger: Logger;
+  signal: AbortSignal;
+}
+
+/** The modes that change no file: bash to read with, and no editor. */
+const READ_ONLY: ReadonlySet<Mode> = new Set(["plan", "review", "triage"]);
+
+/** Read-only modes get no tests to report and no editor; reviews get the code_review guidance. */
+function pluginsFor(mode: Mode, enabled: readonly string[], available: readonly Plugin[]) {
+  let names = enabled.length > 0 ? [...enabled] : [...DEFAULT_ENABLED_PLUGINS];
+  if (READ_ONLY.has(mode)) names = names.filter((n) => n !== "testing");
+  if (mode === "review" && !names.includes("code_review")) names.push("code_review");
+  return selectPlugins(available, names);
+}
+
+export function testsOf(result: AgentResult): TestsSummary | undefined {
+  const tests = result.reports.tests as TestsSummary | undefined;
+  return tests?.outcome ? tests : undefined;
+}
+
+export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
+  const extra = input.extraPlugins ?? [];
+  const selected = [...pluginsFor(input.mode, input.settings.plugins, input.available), ...extra];
+  const plugins = input.conversational
+    ? selected.map((plugin) => ({ ...plugin, finishCheck: undefined }))
+    : selected;
+  const client =
+    input.anthropic && "messages" in input.anthropic
+      ? input.anthropic
+      : createClient(input.anthropic);
+  const readOnly = READ_ONLY.has(input.mode);
+  const { progress, startSha } = input;
+  let stored = input.storedCount;
+  let compacted = Promise.resolve();
+  const result = await runAgent({
+    workspace: input.workspace,
+    messages: input.history,
+    instruction: input.instruction,
+    system: await buildSystemPrompt({
+      workspace: input.workspace,
+      plugins,
+      clientSystem: input.clientSystem,
+    }),
+    model: input.settings.model,
+    limits: {
+      maxSteps: input.settings.maxSteps,
+      maxCostUsd: input.budgetUsd,
+      maxWallTimeMs: input.maxWallTimeMs,
+    },
+    plugins,
+    ...(startSha !== undefined && {
+      changed: () => changedSince(input.workspace, startSha),
+    }),
+    ...(readOnly && {
+      tools: ["bash", ...extra.flatMap((plugin) => plugin.tools.map((tool) => tool.name))],
+    }),
+    onEvent: (event) => {
+      if (event.type === "tool_call" && event.name === "report_tests") progress.step("tests");
+      if (event.type === "compacted") {
+        // Every message so far is stored (onMessage is awaited): the compaction stands for them.
+        const compaction = { coveredMessages: stored, messages: event.messages };
+        compacted = compacted
+          .then(() => saveCompaction(input.db, input.conversationId, compaction))
+          .catch((error: unknown) => {
+            input.logger.warn({ err: error, jobId: input.jobId }, "storing a compaction failed");
+          });
+      }
+      progress.onEvent(event);
+    },
+    // Stored before the loop goes on, so a crash loses at most the turn in flight.
+    onMessage: async (message) => {
+      await appendMessage(input.db, {
+        conversationId: input.conversationId,
+        role: message.role,
+        content: message.content,
+        jobId: input.jobId,
+      });
+      stored++;
+    },
+    signal: input.signal,
+    client,
+    providers: input.providers,
+    compatible: input.compatible,
+    streamRetryDelayMs: input.streamRetryDelayMs,
+  });
+  await compacted;
+  return result;
+}
