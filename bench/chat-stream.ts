@@ -43,7 +43,7 @@ for (const target of databases()) {
     db,
     logger: createLogger({ level: "silent", format: "json" }),
     queue: { pollingIntervalSeconds: 0.5 },
-    pipeline: {
+    work: {
       anthropic: { apiKey: `sk-ant-api03-${"b".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
       dataDir: join(data, "work"),
       provider: "sandbox",

@@ -138,7 +138,7 @@ const server = await startServer({
   role: "all",
   db,
   logger: createLogger({ level: "silent", format: "json" }),
-  pipeline: {
+  work: {
     anthropic: { apiKey: `sk-ant-api03-${"b".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
     dataDir: join(base, "data"),
     provider: "sandbox",

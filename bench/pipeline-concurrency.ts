@@ -82,7 +82,7 @@ async function child(setup: ChildSetup): Promise<void> {
     role: "all",
     db,
     logger: createLogger({ level: "silent", format: "json" }),
-    pipeline: {
+    work: {
       anthropic: {
         apiKey: `sk-ant-api03-${"b".repeat(40)}`,
         baseURL: setup.modelUrl,

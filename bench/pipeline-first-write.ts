@@ -34,7 +34,7 @@ const server = await startServer({
   role: "all",
   db,
   logger: createLogger({ level: "silent", format: "json" }),
-  pipeline: false,
+  work: false,
 });
 
 /** A job that makes no GitHub call for this long has stopped: the bench says so instead of waiting. */

@@ -1,6 +1,5 @@
 // `npm start` (bin/start.js): the webhook server and/or the job worker (--role web|worker|all), or Probot's
 // setup page when no GitHub App is configured yet.
-import "./node-version.ts";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -13,8 +12,8 @@ import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
 import { routeModel } from "./config/model-route.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
 import { health, healthHandler } from "./health.ts";
-import type { PipelineDeps } from "./jobs/kinds/issue/run.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue/queue.ts";
+import type { JobDeps } from "./jobs/run/deps.ts";
 import { createLogger } from "./log/logger.ts";
 import { redact, registerSecret } from "./log/redact.ts";
 import type { Cleanup, Handler, RoleContext } from "./roles/context.ts";
@@ -39,8 +38,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Queue tuning on top of the configured concurrency. */
   queue?: Omit<QueueOptions, "logger">;
-  /** Overrides for the agent pipeline (tests point it at fakes); false ends jobs once acknowledged. */
-  pipeline?: Partial<PipelineDeps> | false;
+  /** Overrides for the jobs' deps (tests point them at fakes); false ends jobs once answered. */
+  work?: Partial<JobDeps> | false;
   /** Overrides for the chat face (tests point clone URLs at their git server). */
   chat?: ChatOverrides;
   /** Backoff between attempts to reach GitHub at startup; default 1 s doubling up to 30 s. */
@@ -120,7 +119,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       await startWorkerRole(ctx, {
         identity,
         appSlug,
-        pipeline: options.pipeline,
+        work: options.work,
         onSandboxLimits: (found) => {
           sandboxLimits = found;
         },

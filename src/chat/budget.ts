@@ -1,7 +1,8 @@
 // Refuses a turn up front when its daily budget, or its owner's monthly one, is spent, with
-// OpenAI's 429, rather than queueing a job that would stop at once. The worker still reserves the budget itself (chat-turn/settings).
-import { checkRepoConfig, type RepoSettings, resolveSettings } from "../config/repo-config.ts";
-import { startOfUtcDay, startOfUtcMonth } from "../jobs/run/settings.ts";
+// OpenAI's 429, rather than queueing a job that would stop at once. The worker still reserves the
+// budget itself (jobs/run/settings.ts), with the same texts.
+import type { RepoSettings } from "../config/repo-config.ts";
+import { limitText, settingsOver, startOfUtcDay, startOfUtcMonth } from "../jobs/run/settings.ts";
 import { spentSince } from "../store/jobs.ts";
 import { ownerSpender, spentBySpender } from "../store/spenders.ts";
 import type { Queryable } from "../store/sql.ts";
@@ -16,25 +17,21 @@ export async function checkBudget(
   chatModel: ChatModel,
 ): Promise<void> {
   const repository = chatModel.repository;
-  const page = repository ? checkRepoConfig(repository.settings) : undefined;
-  const settings = resolveSettings({ defaults, page: page?.ok ? page.config : null }).values;
+  const settings = settingsOver(repository ?? undefined, null, defaults).values;
   const spent = await spentSince(
     db,
     repository ? { repositoryId: repository.id } : { scratchOwner: who },
     startOfUtcDay(new Date()),
   );
   if (spent >= settings.maxDailyCostUsd) {
-    throw quotaError(
-      `The daily budget ($${settings.maxDailyCostUsd.toFixed(2)}) of ${repository ? repository.fullName : "your scratch conversations"} is spent; try again tomorrow (UTC).`,
-    );
+    const whose = repository ? "This repository" : "Your scratch conversations";
+    throw quotaError(limitText.daily(settings, whose));
   }
   const cap = settings.maxMonthlyCostUsdPerUser;
   if (cap === null) return;
   const month = startOfUtcMonth(new Date());
   if ((await spentBySpender(db, ownerSpender(who), month)) < cap) return;
-  throw quotaError(
-    `Your monthly budget ($${cap.toFixed(2)}, maxMonthlyCostUsdPerUser) is spent: it counts your jobs and chat turns in every repository this month (UTC); try again next month.`,
-  );
+  throw quotaError(limitText.monthly(settings, "you"));
 }
 
 const quotaError = (message: string) =>

@@ -7,7 +7,8 @@ import type { ProbotOctokit } from "probot";
 import type { RepoSettings } from "../config/repo-config.ts";
 import { findRepositoryInstallation, getRepositoryByName } from "../github/installations.ts";
 import type { TtlCache } from "../http/cache.ts";
-import { mayTrigger, repositoryTriggerSettings } from "../jobs/run/trigger-settings.ts";
+import { mayTrigger } from "../jobs/run/gate.ts";
+import { repositoryTriggerSettings } from "../jobs/run/settings.ts";
 import type { Logger } from "../log/logger.ts";
 import {
   findActiveRepository,

@@ -1,4 +1,3 @@
-import "../node-version.ts";
 import { SandboxUnavailableError } from "../workspace/index.ts";
 import { parseCommand, UsageError } from "./args.ts";
 import { readsStdin } from "./attachments.ts";

@@ -2,7 +2,7 @@
 // the job rows and the queue entries, so a crash anywhere leaves either all of them or none.
 // Deliveries arriving together share that transaction (group commit, see batcher.ts).
 import type { PoolClient } from "pg";
-import { CONTROL_VERBS } from "../jobs/kinds/issue/acknowledge.ts";
+import { CONTROL_VERBS } from "../jobs/queue/job-queue.ts";
 import type { Queue } from "../jobs/queue/queue.ts";
 import { conversationKey, findOrCreateConversation } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";

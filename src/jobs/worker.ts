@@ -1,30 +1,21 @@
-// Runs queued jobs in this process: the acknowledgement, then the agent pipeline; or a turn of
-// the chat face; or a scheduled automation's run.
-import { editComment, postComment } from "../github/comments.ts";
+// Runs queued jobs in this process: each through the one runner (run/runner.ts), as the kind that
+// claims it (kinds/); and the small tasks beside them (notices, config checks, ready checks,
+// automations' schedules).
 import { jobDuration } from "../metrics.ts";
-import { readJobContext } from "../store/job-context.ts";
-import { getJob, isIssueJob, updateJob } from "../store/jobs.ts";
 import { handleAutomationMessage } from "./automations/schedules.ts";
-import { runChatTurn } from "./kinds/chat-turn/run.ts";
 import { runConfigCheck } from "./kinds/config-check/run.ts";
-import {
-  type AcknowledgeDeps,
-  acknowledge,
-  acknowledgeWaiting,
-} from "./kinds/issue/acknowledge.ts";
-import { deadBody } from "./kinds/issue/acknowledge-messages.ts";
-import { type MergeablePoll, mergeWanted } from "./kinds/issue/merge-gate.ts";
-import { type PipelineDeps, runPipeline } from "./kinds/issue/run.ts";
+import { KINDS } from "./kinds/index.ts";
+import { acknowledgeWaiting } from "./kinds/issue/acknowledge.ts";
+import { reportDead } from "./kinds/issue/dead.ts";
 import { runReadyCheck } from "./kinds/ready/run.ts";
-import { isScheduledRun, runScheduledAutomation } from "./kinds/scheduled/run.ts";
-import type { DeadJob, Queue } from "./queue/queue.ts";
+import type { Queue } from "./queue/queue.ts";
+import type { OpenDeps, WorkDeps } from "./run/deps.ts";
+import { runJob } from "./run/runner.ts";
 
-export interface WorkerDeps extends AcknowledgeDeps {
+export interface WorkerDeps extends OpenDeps {
   queue: Queue;
-  /** Omitted, jobs end once acknowledged; the intake tests run the worker that way. */
-  pipeline?: PipelineDeps;
-  /** How long a job for a moved base waits for GitHub to know whether the pull request merges. */
-  mergeablePoll?: MergeablePoll;
+  /** Omitted, jobs end once answered; the intake tests run the worker that way. */
+  work?: WorkDeps;
   /**
    * The app's slug, for the jobs of scheduled automations (the app is their requester). Without
    * it this worker takes no automation messages.
@@ -39,26 +30,7 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
       const end = jobDuration.startTimer();
       let outcome = "retry";
       try {
-        const job = await getJob(deps.db.pool, run.jobId);
-        const trigger = job?.trigger;
-        if (job && isScheduledRun(job)) {
-          outcome = deps.pipeline ? await runScheduledAutomation(run, deps.pipeline) : "skipped";
-          return;
-        }
-        if (trigger === "chat") {
-          const pipeline = deps.pipeline && { ...deps.pipeline, allowedUsers: deps.allowedUsers };
-          outcome = pipeline ? await runChatTurn(run, pipeline) : "skipped";
-          return;
-        }
-        if (trigger === "base_push" && !(await mergeWanted(deps, run))) {
-          outcome = "ignored";
-          return;
-        }
-        const ack = await acknowledge(deps, run);
-        outcome = ack.outcome;
-        if (ack.outcome === "acknowledged" && deps.pipeline) {
-          outcome = await runPipeline(run, deps.pipeline, ack.repoConfig);
-        }
+        outcome = await runJob(KINDS, run, deps, deps.work);
       } finally {
         end({ outcome });
       }
@@ -74,21 +46,4 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
       }),
     },
   );
-}
-
-/** Tells the requester that the job gave up, in the job's own comment when it has one. */
-export async function reportDead(deps: AcknowledgeDeps, dead: DeadJob): Promise<void> {
-  const job = await getJob(deps.db.pool, dead.jobId);
-  // A chat turn's client saw the failure in its stream; there is no comment to write.
-  if (!job || !isIssueJob(job)) return;
-  const context = readJobContext(job);
-  const item = { owner: context.owner, repo: context.name, number: job.number };
-  const octokit = await deps.auth(job.installationId);
-  const body = deadBody(job, context, dead.error, deps.publicUrl);
-  if (job.progressCommentId !== null) {
-    await editComment(octokit, item, job.progressCommentId, body);
-  } else {
-    const commentId = await postComment(octokit, item, body);
-    await updateJob(deps.db.pool, job.id, { progressCommentId: commentId });
-  }
 }

@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Probot } from "probot";
 import { watchRateLimit } from "../github/rate-limit.ts";
 import { syncAutomations } from "../jobs/automations/schedules.ts";
-import type { PipelineDeps } from "../jobs/kinds/issue/run.ts";
+import type { JobDeps, WorkDeps } from "../jobs/run/deps.ts";
 import { startWorker } from "../jobs/worker.ts";
 import { workspaceErrors } from "../metrics.ts";
 import {
@@ -27,8 +27,8 @@ export interface WorkerRoleOptions {
   identity: WorkerIdentity | undefined;
   /** The app's slug, when the web role of this process fetched it already. */
   appSlug: string | undefined;
-  /** Overrides for the agent pipeline (tests point it at fakes); false ends jobs once acknowledged. */
-  pipeline: Partial<PipelineDeps> | false | undefined;
+  /** Overrides for the jobs' deps (tests point them at fakes); false ends jobs once answered. */
+  work: Partial<JobDeps> | false | undefined;
   /** What the kernel holds of the sandbox limits, once known (for /healthz). */
   onSandboxLimits(found: LimitEnforcement): void;
 }
@@ -36,28 +36,27 @@ export interface WorkerRoleOptions {
 export async function startWorkerRole(ctx: RoleContext, options: WorkerRoleOptions) {
   const { config, db, queue, probot, logger } = ctx;
   const vmPool =
-    options.pipeline === false
+    options.work === false
       ? undefined
-      : startWorkspaces(ctx, options.pipeline?.provider ?? config.workspaceProvider, options);
+      : startWorkspaces(ctx, options.work?.provider ?? config.workspaceProvider, options);
   const auth = async (installationId: number) => {
     const octokit = await probot.auth(installationId);
     watchRateLimit(octokit, String(installationId));
     return octokit;
   };
   const appSlug = knownSlug(probot, options.appSlug);
+  const overrides = options.work || {};
   await startWorker({
     db,
-    queue,
     auth,
     appSlug,
     allowedUsers: config.allowedUsers,
     defaults: ctx.defaults,
     publicUrl: config.publicUrl,
     logger,
-    pipeline:
-      options.pipeline === false
-        ? undefined
-        : { ...pipelineDeps(ctx, auth, vmPool), ...options.pipeline },
+    ...overrides,
+    queue,
+    work: options.work === false ? undefined : { ...workDeps(ctx, vmPool), ...overrides },
   });
   const automations = { db, queue, auth, appSlug, defaults: ctx.defaults, logger };
   const sync = await startInstallationSync(queue, config.installationSyncMinutes, {
@@ -100,17 +99,10 @@ function startWorkspaces(
   return vmPool;
 }
 
-function pipelineDeps(
-  ctx: RoleContext,
-  auth: PipelineDeps["auth"],
-  vmPool: VmPool | undefined,
-): PipelineDeps {
-  const { config, db, probot, logger } = ctx;
+function workDeps(ctx: RoleContext, vmPool: VmPool | undefined): WorkDeps {
+  const { config, probot } = ctx;
   return {
-    db,
-    auth,
     installationToken: (id) => installationToken(probot, id),
-    publicUrl: config.publicUrl,
     dataDir: config.dataDir,
     spareCheckouts: config.spareCheckouts,
     provider: config.workspaceProvider,
@@ -118,11 +110,9 @@ function pipelineDeps(
     vmPool,
     allowPrivate: config.networkAllowPrivate,
     sandboxLimits: config.sandboxLimits,
-    logger,
     plugins: ctx.plugins,
     anthropic: { apiKey: config.anthropicApiKey },
     providers: config.providers,
-    defaults: ctx.defaults,
     readyQueue: ctx.queue,
   };
 }

@@ -1,5 +1,5 @@
 // Who may see what. Every answer comes from GitHub, asked with the viewer's own token.
-import { checkRepoConfig, type RepoConfig, resolveSettings } from "../config/repo-config.ts";
+import { settingsOver } from "../jobs/run/settings.ts";
 import { getApiConversation } from "../store/api-conversations.ts";
 import { getRepository } from "../store/installations.ts";
 import type { Job } from "../store/jobs.ts";
@@ -71,14 +71,5 @@ export async function canViewJob(
   });
   if (!facts.isPublic) return false;
   const repository = await getRepository(web.pool, repositoryId);
-  const page = pageSettings(repository?.settings);
-  const resolved = resolveSettings({ defaults: web.defaults, page, file: facts.file });
-  return resolved.values.publicJobs;
-}
-
-/** Stored page settings; anything the schema no longer accepts is ignored rather than fatal. */
-export function pageSettings(stored: Record<string, unknown> | undefined): RepoConfig | null {
-  if (!stored) return null;
-  const parsed = checkRepoConfig(stored);
-  return parsed.ok ? parsed.config : null;
+  return settingsOver(repository, facts.file, web.defaults).values.publicJobs;
 }

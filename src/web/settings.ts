@@ -1,8 +1,9 @@
 import { routeModel } from "../config/model-route.ts";
 import type { ProviderTable } from "../config/providers.ts";
 import { type RepoConfig, resolveSettings } from "../config/repo-config.ts";
+import { pageSettings } from "../jobs/run/settings.ts";
 import { getRepository, setRepositorySettings, upsertRepository } from "../store/installations.ts";
-import { administeredRepo, pageSettings } from "./access.ts";
+import { administeredRepo } from "./access.ts";
 import { requireCsrf, requireSession } from "./auth.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import type { UserRepo } from "./github-user.ts";

@@ -59,7 +59,7 @@ beforeAll(async () => {
   server = await startTestServer(db, {
     config: testConfig({ apiKey: OPERATOR_KEY }),
     chat: { pollIntervalMs: 20, cloneUrl: (fullName) => git.url(`${fullName}.git`) },
-    pipeline: {
+    work: {
       anthropic: { apiKey: `sk-ant-api03-${"c".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
       dataDir: join(base, "data"),
       provider: "sandbox",

@@ -39,7 +39,7 @@ beforeAll(async () => {
   server = await startTestServer(db, {
     config: testConfig({ apiKey: OPERATOR_KEY }),
     chat: { pollIntervalMs: 20 },
-    pipeline: {
+    work: {
       anthropic: { apiKey: `sk-ant-api03-${"i".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
       dataDir: join(base, "data"),
       provider: "sandbox",

@@ -50,7 +50,7 @@ beforeAll(async () => {
       installationSyncMinutes: 15,
     }),
     chat: { pollIntervalMs: 20, cloneUrl: (fullName) => git.url(`${fullName}.git`) },
-    pipeline: {
+    work: {
       anthropic: { apiKey: `sk-ant-api03-${"i".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
       dataDir: join(base, "data"),
       provider: "sandbox",

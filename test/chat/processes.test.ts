@@ -53,7 +53,7 @@ async function spawnWorker(): Promise<ChildProcess> {
   const started = await spawnServerProcess({
     config: { baseUrl: gh.url, databaseUrl: db.url, dataDir: join(base, "worker-home") },
     queue: QUEUE,
-    pipeline: {
+    work: {
       anthropic: { apiKey: `sk-ant-api03-${"w".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
       dataDir: join(base, "worker-data"),
       provider: "sandbox",

@@ -3,7 +3,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { nodeVersionProblem } from "../../src/node-version.ts";
+import { nodeVersionProblem } from "../../bin/node-version.js";
 
 const root = new URL("../../", import.meta.url).pathname;
 const engines: string = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).engines.node;

@@ -116,7 +116,7 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
     const started = await spawnServerProcess({
       config: { baseUrl: gh.url, databaseUrl: db.url, dataDir: join(base, "worker-home") },
       queue: QUEUE,
-      pipeline: pipeline(gate.url, join(base, "worker-1")),
+      work: pipeline(gate.url, join(base, "worker-1")),
     });
     return started.process;
   }
@@ -185,7 +185,7 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
         config: { ...config, dataDir: join(base, "worker-home") },
         role: "worker",
         queue: QUEUE,
-        pipeline: pipeline(fake.url, join(base, "worker-2")),
+        work: pipeline(fake.url, join(base, "worker-2")),
       }),
     );
 

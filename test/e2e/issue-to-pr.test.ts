@@ -60,7 +60,7 @@ beforeAll(async () => {
   db = await openTestDatabase();
   mockApp(APP_SLUG);
   server = await startTestServer(db, {
-    pipeline: {
+    work: {
       anthropic: { apiKey: API_KEY, baseURL: fake.url, maxRetries: 0 },
       // An Ollama of the operator's: its models cost nothing.
       providers: new Map([

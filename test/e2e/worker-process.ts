@@ -3,7 +3,7 @@
 // parent passes the configuration, role, queue and pipeline options as JSON in
 // VMPILOT_TEST_WORKER, and waits for "ready" on stdout; the line before it is "url <server URL>".
 import type { Config } from "../../src/config/env.ts";
-import type { PipelineDeps } from "../../src/jobs/kinds/issue/run.ts";
+import type { JobDeps } from "../../src/jobs/run/deps.ts";
 import type { QueueOptions } from "../../src/jobs/queue/queue.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import { type Role, startServer } from "../../src/main.ts";
@@ -13,7 +13,7 @@ interface WorkerOptions {
   config: Partial<Config>;
   role?: Role;
   queue?: Omit<QueueOptions, "logger">;
-  pipeline?: Partial<PipelineDeps>;
+  work?: Partial<JobDeps>;
   /** Probot's pacing of each installation's writes, a second apart; default on, as in production. */
   paced?: boolean;
 }
@@ -24,7 +24,7 @@ const server = await startServer({
   role: options.role ?? "worker",
   logger: createLogger({ level: "silent", format: "json" }),
   queue: options.queue,
-  pipeline: options.pipeline,
+  work: options.work,
   ...(options.paced === false && { Octokit: TestProbotOctokit }),
 });
 console.log(`url ${server.url}`);

@@ -73,7 +73,7 @@ export const TestProbotOctokit = ProbotOctokit.defaults((options: object) => {
 
 /**
  * startServer on a loopback port with quiet logs and a fast-polling queue. Jobs end once
- * acknowledged unless the caller passes pipeline options.
+ * answered unless the caller passes work options.
  */
 export function startTestServer(
   db: Database,
@@ -82,7 +82,7 @@ export function startTestServer(
   const config = options.config ?? testConfig();
   return startServer({
     role: "all",
-    pipeline: false,
+    work: false,
     logger: createLogger({ level: config.logLevel, format: "json" }),
     Octokit: TestProbotOctokit,
     ...options,

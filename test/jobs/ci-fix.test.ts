@@ -36,7 +36,7 @@ beforeEach(async () => {
     allowedUsers: [],
     publicUrl: "https://vmpilot.test",
     logger: quiet,
-    pipeline: h.deps({ readyQueue: queue }),
+    work: h.deps({ readyQueue: queue }),
   });
 });
 afterEach(async () => {

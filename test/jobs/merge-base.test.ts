@@ -42,7 +42,7 @@ beforeEach(async () => {
     allowedUsers: [],
     publicUrl: "https://vmpilot.test",
     logger: quiet,
-    pipeline: h.deps(),
+    work: h.deps(),
     mergeablePoll: { attempts: 3, delayMs: 0 },
   });
 });

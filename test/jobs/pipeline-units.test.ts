@@ -199,7 +199,7 @@ describe("chooseTarget", () => {
       chooseTarget({
         ...input,
         conversation: conversation({ branch: "vmpilot/issue-3-old" }),
-        mode: "fix",
+        mode: "fix", pushes: true,
         issue,
       }),
     ).toEqual({
@@ -209,7 +209,7 @@ describe("chooseTarget", () => {
       prNumber: null,
     });
     expect(
-      chooseTarget({ ...input, conversation: conversation(), mode: "fix", issue }),
+      chooseTarget({ ...input, conversation: conversation(), mode: "fix", pushes: true, issue }),
     ).toMatchObject({
       branch: "vmpilot/issue-3-bug",
     });
@@ -217,7 +217,7 @@ describe("chooseTarget", () => {
 
   it("review needs a pull request", () => {
     expect(
-      chooseTarget({ ...input, conversation: conversation(), mode: "review", issue }),
+      chooseTarget({ ...input, conversation: conversation(), mode: "review", pushes: false, issue }),
     ).toMatchObject({
       ok: false,
     });
@@ -226,7 +226,7 @@ describe("chooseTarget", () => {
   it("someone's pull request is served on its own branch, but not from a fork or the default branch", () => {
     const prConversation = conversation({ kind: "pull_request", prNumber: 3 });
     expect(
-      chooseTarget({ ...input, conversation: prConversation, mode: "fix", issue: pr() }),
+      chooseTarget({ ...input, conversation: prConversation, mode: "fix", pushes: true, issue: pr() }),
     ).toEqual({
       ok: true,
       branch: "feature/x",
@@ -237,7 +237,7 @@ describe("chooseTarget", () => {
       chooseTarget({
         ...input,
         conversation: prConversation,
-        mode: "fix",
+        mode: "fix", pushes: true,
         issue: pr({ fromFork: true, headRepo: "x/r" }),
       }),
     ).toMatchObject({ ok: false, headline: "Cannot push to a fork" });
@@ -245,7 +245,7 @@ describe("chooseTarget", () => {
       chooseTarget({
         ...input,
         conversation: prConversation,
-        mode: "review",
+        mode: "review", pushes: false,
         issue: pr({ fromFork: true }),
       }),
     ).toMatchObject({ ok: true, branch: "vmpilot/job-44", served: false });
@@ -253,7 +253,7 @@ describe("chooseTarget", () => {
       chooseTarget({
         ...input,
         conversation: prConversation,
-        mode: "fix",
+        mode: "fix", pushes: true,
         issue: pr({ headRef: "main" }),
       }),
     ).toMatchObject({ ok: false });
@@ -261,7 +261,7 @@ describe("chooseTarget", () => {
       chooseTarget({
         ...input,
         conversation: prConversation,
-        mode: "fix",
+        mode: "fix", pushes: true,
         issue: pr({ headRef: "a b" }),
       }),
     ).toMatchObject({ ok: false });

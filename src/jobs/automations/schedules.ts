@@ -16,7 +16,6 @@ import {
   checkRepoConfig,
   type RepoConfig,
   type RepoSettings,
-  resolveSettings,
 } from "../../config/repo-config.ts";
 import { loadRepoConfig } from "../../github/repo-config-loader.ts";
 import type { Logger } from "../../log/logger.ts";
@@ -37,7 +36,7 @@ import type {
   Queue,
   ScheduledAutomation,
 } from "../queue/queue.ts";
-import { rememberFileSettings } from "../run/trigger-settings.ts";
+import { rememberFileSettings, settingsOver } from "../run/settings.ts";
 
 export interface AutomationDeps {
   db: Database;
@@ -235,6 +234,5 @@ function enabled(
   file: RepoConfig,
   defaults: RepoSettings | undefined,
 ): boolean {
-  const page = checkRepoConfig(repository.settings);
-  return resolveSettings({ defaults, page: page.ok ? page.config : null, file }).values.enabled;
+  return settingsOver(repository, file, defaults).values.enabled;
 }

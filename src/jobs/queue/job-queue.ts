@@ -23,6 +23,9 @@ const JOB_QUEUE = "vmpilot-jobs";
 const DEAD_QUEUE = "vmpilot-jobs-dead";
 const ERROR_LIMIT = 2000;
 
+/** Verbs answered at once; they never wait behind the conversation's running job. */
+export const CONTROL_VERBS: ReadonlySet<string> = new Set(["stop", "status", "help"]);
+
 export interface QueuedJob {
   jobId: number;
   /**

@@ -1,5 +1,7 @@
-// The agent run of a job: the conversation so far plus the new turn, every new message stored as it
-// comes, every event logged and shown.
+// The one way a job runs the model (an issue job, a chat turn, a scheduled run alike): the agent on
+// the conversation's stored history with the worker's model clients and plugins, within the
+// granted settings; every new message stored as it comes, every event logged and shown. A first
+// attempt adds the new turn; one after a crash goes on from what the earlier attempt stored.
 import type Anthropic from "@anthropic-ai/sdk";
 import { type AgentResult, runAgent } from "../../agent/loop.ts";
 import { type ClientOptions, createClient } from "../../agent/model-call.ts";
@@ -15,10 +17,18 @@ import { appendMessage } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
 import { changedSince } from "../../workspace/git/commit.ts";
 import type { Workspace } from "../../workspace/types.ts";
-import type { Mode } from "../kinds/issue/request.ts";
+import type { JobDeps, Run } from "./deps.ts";
+import { type LoadedConversation, resumes } from "./history.ts";
 import type { JobProgress } from "./progress.ts";
+import type { Granted } from "./settings.ts";
 
-export interface JobAgentInput {
+/** What the agent is asked to do: change the code (fix, threads, ci, merge) or only read it. */
+export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci" | "triage";
+
+export const RESUME_INSTRUCTION =
+  "The previous attempt of this job was interrupted (the worker stopped), and its workspace was lost: the checkout is fresh. Continue the task from the conversation above, and redo any changes that are not in the workspace.";
+
+interface JobAgentInput {
   db: Queryable;
   conversationId: number;
   jobId: number;
@@ -70,7 +80,7 @@ export function testsOf(result: AgentResult): TestsSummary | undefined {
   return tests?.outcome ? tests : undefined;
 }
 
-export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
+async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
   const extra = input.extraPlugins ?? [];
   const selected = [...pluginsFor(input.mode, input.settings.plugins, input.available), ...extra];
   const plugins = input.conversational
@@ -137,4 +147,47 @@ export async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
   });
   await compacted;
   return result;
+}
+
+/** What a kind says of its agent run; the rest comes from the deps, the run and the grant. */
+export type AgentTurn = Pick<
+  JobAgentInput,
+  | "conversationId"
+  | "jobId"
+  | "mode"
+  | "conversational"
+  | "workspace"
+  | "startSha"
+  | "clientSystem"
+  | "extraPlugins"
+> & {
+  history: LoadedConversation;
+  /** The new user turn; asked for only when the attempt does not resume. */
+  turn(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
+};
+
+export async function runAgentTurn(
+  deps: JobDeps,
+  run: Run,
+  granted: Pick<Granted, "settings" | "budgetUsd">,
+  input: AgentTurn & { progress: JobAgentInput["progress"] },
+): Promise<AgentResult> {
+  const { history, turn, ...rest } = input;
+  return runJobAgent({
+    ...rest,
+    db: deps.db.pool,
+    history: history.messages,
+    storedCount: history.storedCount,
+    instruction: resumes(run.attempt, history) ? RESUME_INSTRUCTION : await turn(),
+    settings: granted.settings,
+    budgetUsd: granted.budgetUsd,
+    maxWallTimeMs: deps.maxWallTimeMs ?? granted.settings.timeoutMinutes * 60_000,
+    available: deps.plugins,
+    anthropic: deps.anthropic,
+    providers: deps.providers ?? new Map(),
+    compatible: deps.compatible,
+    streamRetryDelayMs: deps.streamRetryDelayMs,
+    logger: deps.logger,
+    signal: run.signal,
+  });
 }

@@ -38,6 +38,11 @@ function eventData(event: AgentEvent): Record<string, unknown> {
   return redactDeep(data);
 }
 
+/** The job's page, where its log is shown live. */
+export function jobUrl(publicUrl: string, jobId: number): string {
+  return `${publicUrl}/jobs/${jobId}`;
+}
+
 export interface JobProgressOptions {
   db: Queryable;
   jobId: number;

@@ -1,116 +1,117 @@
-// A job's workspace: the branch's checkout from the mirror cache, in a sandbox or on a VM, after
-// the repository's setup commands.
-
+// The one way a job opens its workspace: the repository's branch checked out from the mirror
+// cache (continuing the branch when it exists), or an empty repository of the worker's making for a
+// scratch conversation; then the sandbox or VM the repository's isolation asks for, with its
+// network allow-list and the worker's limits; then the repository's setup commands, each logged as
+// the job's progress.
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
+import type { RepoSettings } from "../../config/repo-config.ts";
 import { PermanentError } from "../../errors.ts";
-import type { Logger } from "../../log/logger.ts";
 import { workspaceErrors } from "../../metrics.ts";
+import { gitClient } from "../../workspace/git/git.ts";
+import { SPARE_REPOSITORIES } from "../../workspace/git/spares.ts";
 import {
   type Checkout,
   createWorkspace,
-  type GitAuth,
-  type ProviderName,
   prepareCheckout,
   runSetup,
-  type SandboxLimits,
   SandboxUnavailableError,
-  type SetupStep,
   VmFailed,
   VmRefused,
   type Workspace,
 } from "../../workspace/index.ts";
-import type { VmPool } from "../../workspace/vm/pool.ts";
+import { providerFor } from "../../workspace/isolation.ts";
+import type { JobDeps, Run } from "./deps.ts";
+import type { JobProgress } from "./progress.ts";
 
-export interface JobWorkspace {
+/** The repository's branch a job works on. */
+export interface CheckoutSpec {
+  /** The repository's clone URL from the webhook (any GitHub or Enterprise host). */
+  cloneUrl: string;
+  installationId: number;
+  branch: string;
+  /** What a new branch starts from; default the remote's HEAD. */
+  baseBranch?: string;
+  /** Runs the repository's setup commands; false skips them. */
+  setup: boolean;
+}
+
+export type WorkspaceSpec = CheckoutSpec | { scratch: true };
+
+export interface JobWorkspace<C extends Checkout | null = Checkout> {
   workspace: Workspace;
-  checkout: Checkout;
+  /** The repository's checkout; null for scratch. */
+  checkout: C;
   /** The remote branch's commit the job continues, or null when the job creates the branch. */
   remoteSha: string | null;
   dispose(): Promise<void>;
-}
-
-export interface JobWorkspaceOptions {
-  dataDir: string;
-  provider: ProviderName;
-  jobId: number;
-  attempt: number;
-  /** The repository's clone URL from the webhook (any GitHub or Enterprise host). */
-  cloneUrl: string;
-  auth: GitAuth;
-  branch: string;
-  defaultBranch: string;
-  allowHosts: readonly string[];
-  allowPrivate: readonly string[];
-  limits?: SandboxLimits;
-  setup: readonly string[];
-  /** Started VMs to take one from, for a VM provider. */
-  pool?: VmPool;
-  /** How many repositories keep a ready checkout for their next job; 0 keeps none. */
-  spareCheckouts: number;
-  signal: AbortSignal;
-  logger: Logger;
-  onSetupStep(step: SetupStep): void;
 }
 
 class SetupFailed extends PermanentError {
   override name = "SetupFailed";
 }
 
-/** Checks the branch out (continuing it when it exists), opens the sandbox and runs setup. */
-export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<JobWorkspace> {
-  const dir = join(options.dataDir, "workspaces", `job-${options.jobId}-${options.attempt}`);
+/** How the runner hands a kind the one way to its workspace. */
+export interface OpenWorkspace {
+  (spec: CheckoutSpec): Promise<JobWorkspace>;
+  (spec: WorkspaceSpec): Promise<JobWorkspace<Checkout | null>>;
+}
+
+type Settings = Pick<RepoSettings, "isolation" | "network" | "setup">;
+type Progress = Pick<JobProgress, "log">;
+
+export function openWorkspace(
+  deps: JobDeps,
+  run: Run,
+  settings: Settings,
+  spec: CheckoutSpec,
+  progress: Progress,
+): Promise<JobWorkspace>;
+export function openWorkspace(
+  deps: JobDeps,
+  run: Run,
+  settings: Settings,
+  spec: WorkspaceSpec,
+  progress: Progress,
+): Promise<JobWorkspace<Checkout | null>>;
+export async function openWorkspace(
+  deps: JobDeps,
+  run: Run,
+  settings: Settings,
+  spec: WorkspaceSpec,
+  progress: Progress,
+): Promise<JobWorkspace<Checkout | null>> {
+  // Before the token: a repository asking for an isolation this worker lacks needs none.
+  const provider = providerFor(deps.provider ?? "sandbox", settings.isolation, deps.vmProvider);
+  const owner = `job-${run.jobId}-${run.attempt}`;
+  const dir = join(deps.dataDir, "workspaces", owner);
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
+  const root = join(dir, "repo");
   const remove = () => rm(dir, { recursive: true, force: true });
   let workspace: Workspace | undefined;
   try {
-    const checkout = await prepareCheckout({
-      dataDir: options.dataDir,
-      repo: options.cloneUrl,
-      auth: options.auth,
-      dest: join(dir, "repo"),
-      baseBranch: options.defaultBranch,
-      branch: options.branch,
-      existingBranch: "if-present",
-      // A worker serves the same repositories again and again: the next job claims a ready tree.
-      keepSpare: options.spareCheckouts > 0,
-      spareLimit: options.spareCheckouts,
-    });
-    const spec = {
-      provider: options.provider,
-      root: checkout.root,
-      dataDir: options.dataDir,
-      // Named here so the sandbox never trusts the checkout's own (agent-writable) alternates file.
-      mirror: checkout.mirror,
-      allowPrivate: options.allowPrivate,
-      limits: options.limits,
-      logger: options.logger,
-    };
+    const checkout = "scratch" in spec ? await scratch(root) : await checkOut(deps, spec, root);
     workspace = await createWorkspace({
-      ...spec,
-      allowHosts: [...options.allowHosts],
-      owner: `job-${options.jobId}-${options.attempt}`,
-      pool: options.pool,
-      signal: options.signal,
+      provider,
+      root,
+      dataDir: deps.dataDir,
+      // Named here so the sandbox never trusts the checkout's own (agent-writable) alternates file.
+      mirror: checkout?.mirror,
+      allowHosts: [...settings.network.allow],
+      allowPrivate: deps.allowPrivate ?? [],
+      limits: deps.sandboxLimits,
+      logger: deps.logger,
+      owner,
+      pool: deps.vmPool,
+      signal: run.signal,
     });
-    const setup = await runSetup(workspace, options.setup, {
-      signal: options.signal,
-      onStep: options.onSetupStep,
-    });
-    if (!setup.ok) {
-      const failed = setup.steps.at(-1);
-      const tail = `${failed?.result.stderr ?? ""}\n${failed?.result.stdout ?? ""}`
-        .trim()
-        .slice(-500);
-      const status = failed?.result.timedOut ? "timed out" : `exited ${failed?.result.exitCode}`;
-      throw new SetupFailed(`setup command \`${failed?.command}\` ${status}: ${tail}`);
-    }
+    if (!("scratch" in spec) && spec.setup) await setUp(workspace, settings.setup, run, progress);
     const ready = workspace;
     return {
       workspace: ready,
       checkout,
-      remoteSha: checkout.continued ? checkout.baseSha : null,
+      remoteSha: checkout?.continued ? checkout.baseSha : null,
       async dispose() {
         await ready.dispose();
         await remove();
@@ -122,6 +123,50 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
     await remove();
     throw error;
   }
+}
+
+/** An empty repository of the worker's making. */
+async function scratch(root: string): Promise<null> {
+  await mkdir(root, { recursive: true });
+  await gitClient(root).raw(["init", "-q", "-b", "main"]);
+  return null;
+}
+
+async function checkOut(deps: JobDeps, spec: CheckoutSpec, dest: string): Promise<Checkout> {
+  const spares = deps.spareCheckouts ?? SPARE_REPOSITORIES;
+  return prepareCheckout({
+    dataDir: deps.dataDir,
+    repo: spec.cloneUrl,
+    auth: { token: await deps.installationToken(spec.installationId) },
+    dest,
+    ...(spec.baseBranch !== undefined && { baseBranch: spec.baseBranch }),
+    branch: spec.branch,
+    existingBranch: "if-present",
+    // A worker serves the same repositories again and again: the next job claims a ready tree.
+    keepSpare: spares > 0,
+    spareLimit: spares,
+  });
+}
+
+async function setUp(
+  workspace: Workspace,
+  commands: readonly string[],
+  run: Run,
+  progress: Progress,
+): Promise<void> {
+  const setup = await runSetup(workspace, commands, {
+    signal: run.signal,
+    onStep: (step) =>
+      progress.log("setup", {
+        message: `\`${step.command}\` exited ${step.result.exitCode}`,
+        output: `${step.result.fullStdout}\n${step.result.fullStderr}`.slice(-20_000),
+      }),
+  });
+  if (setup.ok) return;
+  const failed = setup.steps.at(-1);
+  const tail = `${failed?.result.stderr ?? ""}\n${failed?.result.stdout ?? ""}`.trim().slice(-500);
+  const status = failed?.result.timedOut ? "timed out" : `exited ${failed?.result.exitCode}`;
+  throw new SetupFailed(`setup command \`${failed?.command}\` ${status}: ${tail}`);
 }
 
 /** The metric's label: an operator alerts on an engine refusing (a quota, a bad token) apart. */

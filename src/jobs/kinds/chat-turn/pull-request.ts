@@ -9,7 +9,7 @@ import { publishWorkspace } from "../../../workspace/git/publish.ts";
 import type { Checkout, Workspace } from "../../../workspace/index.ts";
 import { readChatTurnRequest } from "../../queue/chat-turn-request.ts";
 import { testsOf } from "../../run/agent.ts";
-import type { PipelineDeps } from "../issue/run.ts";
+import type { JobDeps } from "../../run/deps.ts";
 
 export interface ChatPullRequestInput {
   job: Job & { installationId: number };
@@ -24,7 +24,7 @@ export interface ChatPullRequestInput {
 
 /** Resolves to the pull request's URL, or to a sentence saying why there is none. */
 export async function openChatPullRequest(
-  deps: PipelineDeps,
+  deps: JobDeps,
   input: ChatPullRequestInput,
 ): Promise<{ url: string } | { none: string }> {
   const { job, checkout, branch } = input;

@@ -2,12 +2,7 @@
 // commit has it, checked as a job would read it, over the settings page and the defaults.
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
-import {
-  checkRepoConfig,
-  parseRepoConfig,
-  type RepoSettings,
-  resolveSettings,
-} from "../../../config/repo-config.ts";
+import { parseRepoConfig, type RepoSettings } from "../../../config/repo-config.ts";
 import {
   type CheckRunBody,
   configFailureRun,
@@ -19,6 +14,7 @@ import type { Logger } from "../../../log/logger.ts";
 import type { Database } from "../../../store/database.ts";
 import { getRepository } from "../../../store/installations.ts";
 import type { ConfigCheckRequest } from "../../queue/queue.ts";
+import { settingsOver } from "../../run/settings.ts";
 
 export interface ConfigCheckDeps {
   db: Database;
@@ -69,12 +65,7 @@ export async function runConfigCheck(
   let body: CheckRunBody;
   if (parsed.ok) {
     const stored = await getRepository(deps.db.pool, check.repositoryId);
-    const page = checkRepoConfig(stored?.settings ?? {});
-    const resolved = resolveSettings({
-      defaults: deps.defaults,
-      page: page.ok ? page.config : null,
-      file: parsed.config,
-    });
+    const resolved = settingsOver(stored, parsed.config, deps.defaults);
     body = configSuccessRun(headSha, resolved, text !== undefined);
   } else {
     body = configFailureRun(headSha, parsed.issues);

@@ -3,10 +3,7 @@ import { jobMarker } from "../../../github/comments.ts";
 import { codeSpan } from "../../../github/markdown.ts";
 import type { JobContext } from "../../../store/job-context.ts";
 import type { Job, JobStatus } from "../../../store/jobs.ts";
-
-export function jobUrl(publicUrl: string, jobId: number): string {
-  return `${publicUrl}/jobs/${jobId}`;
-}
+import { jobUrl } from "../../run/progress.ts";
 
 function withMarker(jobId: number, lines: string[]): string {
   return [...lines, "", jobMarker(jobId)].join("\n");

@@ -1,8 +1,9 @@
-// A job's first step: is the requester allowed, and the bot's first visible answer. Safe to rerun
-// after a crash: the answer is one comment per job, found again by id or marker, never duplicated.
+// An issue job's admission: where it stands, whether it is still wanted, what the gate's refusal
+// says, and the bot's first visible answer (👀 and the job's comment, or the answer to a control
+// verb). Safe to rerun after a crash: the answer is one comment per job, found again by id or
+// marker, never duplicated.
 import { setTimeout as delay } from "node:timers/promises";
 import type { ProbotOctokit } from "probot";
-import type { RepoSettings } from "../../../config/repo-config.ts";
 import {
   editComment,
   findMarkedComment,
@@ -11,15 +12,15 @@ import {
   postComment,
 } from "../../../github/comments.ts";
 import { addEyes } from "../../../github/reactions.ts";
-import type { RepoConfigLoad } from "../../../github/repo-config-loader.ts";
-import type { Logger } from "../../../log/logger.ts";
-import type { Database } from "../../../store/database.ts";
 import { type JobContext, readJobContext } from "../../../store/job-context.ts";
 import { claimNotice } from "../../../store/job-lifecycle.ts";
 import { getIssueJob, type IssueJob, listJobs, updateJob } from "../../../store/jobs.ts";
 import { claimRefusalNotice } from "../../../store/refusal-notices.ts";
-import type { Queue, RunningJob } from "../../queue/queue.ts";
-import { loadTriggerSettings, mayTrigger, unwanted } from "../../run/trigger-settings.ts";
+import { CONTROL_VERBS } from "../../queue/job-queue.ts";
+import type { OpenDeps, Run } from "../../run/deps.ts";
+import { type GateResult, gate, type Starter } from "../../run/gate.ts";
+import type { Admitted, Admitting, Ended, Place } from "../../run/kind.ts";
+import { triggerSettings } from "../../run/settings.ts";
 import {
   helpBody,
   progressBody,
@@ -29,30 +30,10 @@ import {
   stopBody,
 } from "./acknowledge-messages.ts";
 import { ciFixUnwanted } from "./ci-admit.ts";
-
-export interface AcknowledgeDeps {
-  db: Database;
-  queue: Pick<Queue, "cancel">;
-  /** An installation-authenticated client (Probot's `app.auth(installationId)`). */
-  auth(installationId: number): Promise<ProbotOctokit>;
-  /** ALLOWED_USERS: may trigger on every repository. */
-  allowedUsers: readonly string[];
-  /** The worker's defaults, as the settings page shows them (the label, above all). */
-  defaults?: RepoSettings;
-  publicUrl: string;
-  logger: Logger;
-}
-
-export type Acknowledgement =
-  | { outcome: "refused" | "ignored" | "answered" | "skipped" }
-  /** The pipeline goes on with the repository's config as read here. */
-  | { outcome: "acknowledged"; repoConfig: RepoConfigLoad };
+import { mergeUnwanted } from "./merge-gate.ts";
 
 /** Jobs the app starts itself: they answer no one's comment, so they add no 👀. */
 const APP_TRIGGERS: ReadonlySet<string> = new Set(["ci", "base_push", "automation"]);
-
-/** Verbs answered at once; they never wait behind the conversation's running job. */
-export const CONTROL_VERBS: ReadonlySet<string> = new Set(["stop", "status", "help"]);
 
 /** How long a starting job waits for the notice that claimed its first comment to post it. */
 const NOTICE_WAIT_MS = 20_000;
@@ -64,31 +45,124 @@ interface Notice {
   waiting: number;
 }
 
-export async function acknowledge(
-  deps: AcknowledgeDeps,
-  run: Pick<RunningJob, "jobId" | "attempt" | "signal">,
-): Promise<Acknowledgement> {
-  let job = await getIssueJob(deps.db.pool, run.jobId);
-  if (!job) throw new Error(`job ${run.jobId} does not exist`);
-  if (job.finishedAt) return { outcome: "skipped" };
-  if (job.noticedAt && job.progressCommentId === null) {
-    job = await noticeComment(deps, job, run.signal);
-  }
+/**
+ * Whom the job acts for. The app itself starts a CI fix (no comment can name that trigger), for
+ * work its requester was allowed to ask for, and the merge of a moved base; an automation acts
+ * for the issue's author, whom the file lets start it (authors).
+ */
+export function issueStarter(job: IssueJob, context: JobContext): Starter {
+  if (job.trigger === "ci") return { app: "a check failed on the head vmpilot pushed" };
+  if (job.trigger === "base_push") return { app: "the base of vmpilot's pull request moved" };
+  const automation = job.trigger === "automation" ? context.automation : undefined;
+  if (automation?.authors === "any") return { app: `automation ${automation.name}` };
+  if (automation) return { person: { login: automation.author } };
+  return {
+    person: {
+      login: job.requester,
+      ...(context.requesterId !== undefined && { id: context.requesterId }),
+    },
+  };
+}
+
+export async function issuePlace(job: IssueJob, deps: OpenDeps): Promise<Place> {
   const context = readJobContext(job);
   const octokit = await deps.auth(job.installationId);
-  const trigger = await loadTriggerSettings(deps.db, octokit, job, context, deps.defaults);
-  const outcome = await respond(deps, run, job, context, octokit, trigger.settings);
-  const repoConfig = await trigger.repoConfig;
-  return outcome === "acknowledged" ? { outcome, repoConfig } : { outcome };
+  return {
+    repository: {
+      id: job.repositoryId,
+      owner: context.owner,
+      name: context.name,
+      installationId: job.installationId,
+      octokit,
+    },
+    starter: issueStarter(job, context),
+  };
+}
+
+/**
+ * Why a job the intake let through is not wanted after all, or undefined when it is. A moved
+ * base's job first asks whether its pull request conflicts at all: one that still merges ends
+ * here, silently.
+ */
+export async function issueUnwanted(job: IssueJob, ctx: Admitting): Promise<string | undefined> {
+  const why = await noLongerWanted(job, ctx);
+  if (why || job.trigger !== "base_push" || !ctx.place.repository) return why;
+  const octokit = ctx.place.repository.octokit;
+  return mergeUnwanted(ctx.deps, octokit, job, readJobContext(job), ctx.run.signal);
+}
+
+/** What the settings, and for a CI fix its pull request, say of the job now. */
+function noLongerWanted(
+  job: IssueJob,
+  { deps, place, settings }: Admitting,
+): Promise<string | undefined> | string | undefined {
+  const context = readJobContext(job);
+  if (!settings.enabled) return "vmpilot is disabled for this repository";
+  if (job.trigger === "label" && context.label.toLowerCase() !== settings.label.toLowerCase()) {
+    return `label ${context.label} is not the repository's trigger label ${settings.label}`;
+  }
+  const octokit = place.repository?.octokit;
+  if (job.trigger !== "ci" || !octokit) return undefined;
+  return ciFixUnwanted(deps.db.pool, octokit, job, context, settings);
+}
+
+/** The gate said no: the requester is told, once per conversation; an automation's issue is not its work. */
+export async function issueRefused(
+  job: IssueJob,
+  { run, deps }: { run: Run; deps: OpenDeps },
+  why: GateResult | { refused: string },
+): Promise<"refused" | "ignored"> {
+  const context = readJobContext(job);
+  if (job.trigger === "automation") {
+    // Nobody asked: an issue whose author may not start the automation is simply not its work.
+    const author = context.automation?.author;
+    deps.logger.info({ jobId: job.id, author }, "automation not for this author");
+    await updateJob(deps.db.pool, job.id, { status: "ignored" });
+    return "ignored";
+  }
+  const via = "via" in why ? why.via : why.refused;
+  deps.logger.info({ jobId: job.id, requester: job.requester, via }, "refused");
+  // Someone without access could otherwise make the bot post once per comment they write.
+  const notice = { conversationId: job.conversationId, login: job.requester, jobId: job.id };
+  if (await claimRefusalNotice(deps.db.pool, notice)) {
+    const octokit = await deps.auth(job.installationId);
+    const body = refusalBody(job, "policy" in why ? why.policy : "write");
+    await answerOnce(deps, octokit, job, postedBefore(run, job), body);
+  }
+  await updateJob(deps.db.pool, job.id, { status: "refused" });
+  return "refused";
+}
+
+/** An earlier attempt, or a notice that claimed the comment, may have posted it unrecorded. */
+const postedBefore = (run: Pick<Run, "attempt">, job: IssueJob, notice?: Notice) =>
+  run.attempt > 1 || (job.noticedAt !== null && !notice);
+
+/**
+ * The first visible answer of an admitted job: a control verb's answer, or 👀 and the job's
+ * comment, which its session then keeps up to date.
+ */
+export async function acknowledgeIssue(
+  job: IssueJob,
+  { run, deps, place }: Admitted,
+): Promise<Ended | { acknowledged: IssueJob }> {
+  const octokit = place.repository?.octokit ?? (await deps.auth(job.installationId));
+  let current = job;
+  if (current.noticedAt && current.progressCommentId === null) {
+    current = await noticeComment(deps, current, run.signal);
+  }
+  const outcome = await answer(deps, run, current, octokit);
+  if (outcome !== "acknowledged") return { ended: outcome };
+  return { acknowledged: (await getIssueJob(deps.db.pool, job.id)) ?? current };
 }
 
 /**
  * The notice of a job that arrived while its conversation's job ran: 👀 and a comment saying what it
  * waits behind, at once, instead of when the job starts. Nothing when the job needs no notice (see
- * claimNotice). The job's own acknowledgement later edits the same comment.
+ * claimNotice), or when the gate would refuse it (its own start says so). The job's own
+ * acknowledgement later edits the same comment.
  */
 export async function acknowledgeWaiting(
-  deps: AcknowledgeDeps,
+  deps: OpenDeps,
   jobId: number,
   signal: AbortSignal,
 ): Promise<void> {
@@ -96,11 +170,22 @@ export async function acknowledgeWaiting(
   if (!notice) return;
   const job = await getIssueJob(deps.db.pool, jobId);
   if (!job) return;
-  const context = readJobContext(job);
-  const octokit = await deps.auth(job.installationId);
-  const trigger = await loadTriggerSettings(deps.db, octokit, job, context, deps.defaults);
-  await respond(deps, { attempt: 1, signal }, job, context, octokit, trigger.settings, notice);
-  await trigger.repoConfig;
+  const place = await issuePlace(job, deps);
+  const { repository } = place;
+  if (!repository) return;
+  const known = await triggerSettings(deps.db.pool, repository.octokit, repository, deps.defaults);
+  const run = { attempt: 1, signal };
+  const admitting = {
+    run: { ...run, jobId, maxAttempts: 1 },
+    deps,
+    place,
+    settings: known.settings,
+  };
+  if (!(await noLongerWanted(job, admitting))) {
+    const result = await gate(place.starter, repository, known.settings, deps.allowedUsers);
+    if (result.allowed) await answer(deps, run, job, repository.octokit, notice);
+  }
+  await known.fresh;
 }
 
 /**
@@ -109,7 +194,7 @@ export async function acknowledgeWaiting(
  * by its marker (answerOnce).
  */
 async function noticeComment(
-  deps: AcknowledgeDeps,
+  deps: OpenDeps,
   job: IssueJob,
   signal: AbortSignal,
 ): Promise<IssueJob> {
@@ -121,78 +206,31 @@ async function noticeComment(
   return job;
 }
 
-async function respond(
-  deps: AcknowledgeDeps,
-  run: Pick<RunningJob, "attempt" | "signal">,
+async function answer(
+  deps: OpenDeps,
+  run: Pick<Run, "attempt" | "signal">,
   job: IssueJob,
-  context: JobContext,
   octokit: ProbotOctokit,
-  settings: RepoSettings,
   notice?: Notice,
-): Promise<Acknowledgement["outcome"]> {
-  const item: Item = { owner: context.owner, repo: context.name, number: job.number };
-  const why =
-    unwanted(job, context, settings) ??
-    (job.trigger === "ci"
-      ? await ciFixUnwanted(deps.db.pool, octokit, job, context, settings)
-      : undefined);
-  if (why) {
-    deps.logger.info({ jobId: job.id, why }, "ignored");
-    await updateJob(deps.db.pool, job.id, { status: "ignored" });
-    return "ignored";
-  }
-  const policy = settings.triggerPolicy;
-  // The app itself starts a CI fix (no comment can name that trigger), for work its requester
-  // was allowed to ask for; an automation, for the issues of whom the file says (authors).
-  const automation = job.trigger === "automation" ? context.automation : undefined;
-  const permission =
-    job.trigger === "ci" || automation?.authors === "any"
-      ? { allowed: true, via: "app" }
-      : await mayTrigger(
-          octokit,
-          {
-            owner: item.owner,
-            repo: item.repo,
-            username: automation?.author ?? job.requester,
-            allowedUsers: deps.allowedUsers,
-          },
-          settings,
-        );
-  run.signal.throwIfAborted();
-  if (automation && !permission.allowed) {
-    // Nobody asked: an issue whose author may not start the automation is simply not its work.
-    deps.logger.info(
-      { jobId: job.id, author: automation.author },
-      "automation not for this author",
-    );
-    await updateJob(deps.db.pool, job.id, { status: "ignored" });
-    return "ignored";
-  }
-  // An earlier attempt, or a notice that claimed the comment, may have posted it unrecorded.
-  const posted = run.attempt > 1 || (job.noticedAt !== null && !notice);
-  const answer = (body: string) => answerOnce(deps, octokit, item, job, posted, body);
-  if (!permission.allowed) {
-    deps.logger.info({ jobId: job.id, requester: job.requester, via: permission.via }, "refused");
-    // Someone without access could otherwise make the bot post once per comment they write.
-    const notice = { conversationId: job.conversationId, login: job.requester, jobId: job.id };
-    if (await claimRefusalNotice(deps.db.pool, notice)) await answer(refusalBody(job, policy));
-    await updateJob(deps.db.pool, job.id, { status: "refused" });
-    return "refused";
-  }
+): Promise<"answered" | "acknowledged"> {
+  const context = readJobContext(job);
+  const item = itemOf(job, context);
+  const say = (body: string) =>
+    answerOnce(deps, octokit, job, postedBefore(run, job, notice), body);
   switch (job.command) {
     case "help":
-      await answer(helpBody(job, context));
+      await say(helpBody(job, context));
       return "answered";
     case "status":
-      await answer(await status(deps, job));
+      await say(await status(deps, job));
       return "answered";
     case "stop":
-      await answer(stopBody(job, await stop(deps, job), deps.publicUrl));
+      await say(stopBody(job, await stop(deps, job), deps.publicUrl));
       return "answered";
     default:
       if (notice) {
         if (!APP_TRIGGERS.has(job.trigger)) await addEyes(octokit, item, context.target);
-        await answer(queuedBody(job, notice.ahead, notice.waiting, deps.publicUrl));
+        await say(queuedBody(job, notice.ahead, notice.waiting, deps.publicUrl));
         deps.logger.info({ jobId: job.id, ahead: notice.ahead }, "acknowledged while waiting");
         return "acknowledged";
       }
@@ -205,26 +243,32 @@ async function respond(
       ) {
         await addEyes(octokit, item, context.target);
       }
-      await answer(progressBody(job, deps.publicUrl));
+      await say(progressBody(job, deps.publicUrl));
       await updateJob(deps.db.pool, job.id, { status: "acknowledged" });
       deps.logger.info({ jobId: job.id }, "acknowledged");
       return "acknowledged";
   }
 }
 
+const itemOf = (job: IssueJob, context: JobContext): Item => ({
+  owner: context.owner,
+  repo: context.name,
+  number: job.number,
+});
+
 /**
  * Posts the job's comment, or edits it when an earlier attempt already posted it: known by the id
  * stored on the job, or — when the crash came between posting and storing — by its marker.
  */
 async function answerOnce(
-  deps: AcknowledgeDeps,
+  deps: OpenDeps,
   octokit: ProbotOctokit,
-  item: Item,
   job: IssueJob,
   /** The comment may have been posted before without its id being stored. */
   posted: boolean,
   body: string,
 ): Promise<number> {
+  const item = itemOf(job, readJobContext(job));
   let commentId = job.progressCommentId ?? undefined;
   if (commentId === undefined && posted) {
     commentId = await findMarkedComment(octokit, item, jobMarker(job.id), job.createdAt);
@@ -242,7 +286,7 @@ async function answerOnce(
 
 const RUNNING: ReadonlySet<string> = new Set(["running", "acknowledged"]);
 
-async function status(deps: AcknowledgeDeps, job: IssueJob): Promise<string> {
+async function status(deps: OpenDeps, job: IssueJob): Promise<string> {
   const jobs = await listJobs(deps.db.pool, { conversationId: job.conversationId, limit: 50 });
   const work = jobs.filter(
     (other) => other.id !== job.id && !CONTROL_VERBS.has(other.command ?? ""),
@@ -253,7 +297,7 @@ async function status(deps: AcknowledgeDeps, job: IssueJob): Promise<string> {
   return statusBody(job, latest, queued, deps.publicUrl);
 }
 
-async function stop(deps: AcknowledgeDeps, job: IssueJob): Promise<number[]> {
+async function stop(deps: OpenDeps, job: IssueJob): Promise<number[]> {
   const unfinished = await listJobs(deps.db.pool, {
     conversationId: job.conversationId,
     unfinished: true,

@@ -5,27 +5,12 @@
 import { setTimeout as delay } from "node:timers/promises";
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
-import type { Logger } from "../../../log/logger.ts";
-import type { Database } from "../../../store/database.ts";
-import { readJobContext } from "../../../store/job-context.ts";
-import { getIssueJob, updateJob } from "../../../store/jobs.ts";
+import type { JobContext } from "../../../store/job-context.ts";
+import type { IssueJob } from "../../../store/jobs.ts";
 import { markPullRequestClosed } from "../../../store/pull-request-conversations.ts";
-
-export interface MergeablePoll {
-  /** Requests at most; default 6. */
-  attempts: number;
-  /** Between two requests; default 5 s. */
-  delayMs: number;
-}
+import type { MergeablePoll, OpenDeps } from "../../run/deps.ts";
 
 const DEFAULT_POLL: MergeablePoll = { attempts: 6, delayMs: 5000 };
-
-export interface MergeGateDeps {
-  db: Database;
-  auth(installationId: number): Promise<ProbotOctokit>;
-  logger: Logger;
-  mergeablePoll?: MergeablePoll;
-}
 
 const pullSchema = z.object({
   state: z.string(),
@@ -66,24 +51,17 @@ function noMergeNeeded(pull: Pull, repo: string, branch: string | null, base: st
   return undefined;
 }
 
-/**
- * For a base_push job: true when its pull request conflicts with the base, else the job is ended
- * as ignored.
- */
-export async function mergeWanted(
-  deps: MergeGateDeps,
-  run: { jobId: number; signal: AbortSignal },
-): Promise<boolean> {
-  const job = await getIssueJob(deps.db.pool, run.jobId);
-  if (!job || job.finishedAt) return false;
-  const context = readJobContext(job);
-  const octokit = await deps.auth(job.installationId);
+/** For a base_push job: why its pull request needs no merge from vmpilot, or undefined. */
+export async function mergeUnwanted(
+  deps: Pick<OpenDeps, "db" | "logger" | "mergeablePoll">,
+  octokit: ProbotOctokit,
+  job: IssueJob,
+  context: JobContext,
+  signal: AbortSignal,
+): Promise<string | undefined> {
   const pr = { owner: context.owner, repo: context.name, number: job.number };
-  const pull = await pollMergeable(octokit, pr, deps.mergeablePoll ?? DEFAULT_POLL, run.signal);
+  const pull = await pollMergeable(octokit, pr, deps.mergeablePoll ?? DEFAULT_POLL, signal);
   const why = noMergeNeeded(pull, job.repo, job.branch, context.defaultBranch);
-  if (!why) return true;
   if (why === "closed") await markPullRequestClosed(deps.db.pool, job.conversationId);
-  deps.logger.info({ jobId: job.id, pr: job.number, why }, "no merge of the base needed");
-  await updateJob(deps.db.pool, job.id, { status: "ignored" });
-  return false;
+  return why && `no merge of the base needed: ${why}`;
 }

@@ -9,9 +9,10 @@ import {
 import { type ReviewThread, threadsInstruction } from "../../../github/review-threads.ts";
 import { type Job, listJobs } from "../../../store/jobs.ts";
 import type { Queryable } from "../../../store/sql.ts";
+import type { Mode } from "../../run/agent.ts";
 import type { JobImages } from "./images.ts";
 
-export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci" | "triage";
+export type { Mode };
 
 export interface WorkRequest {
   mode: Mode;
@@ -223,5 +224,3 @@ function mergeInstruction(merge: { base: string; conflicts: readonly string[] })
 /**
  * The user turn when an interrupted attempt of the same job goes on from the stored conversation.
  */
-export const RESUME_INSTRUCTION =
-  "The previous attempt of this job was interrupted (the worker stopped), and its workspace was lost: the checkout is fresh. Continue the task from the conversation above, and redo any changes that are not in the workspace.";

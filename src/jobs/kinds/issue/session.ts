@@ -1,27 +1,25 @@
-// One attempt's connection to the outside: the job row, the GitHub client, and the progress
-// comment, which every way out of the pipeline ends by editing exactly once more.
+// An issue job's attempt: the job row, the GitHub client, and the progress comment, which every
+// way out of the job ends by editing exactly once more.
 import type { ProbotOctokit } from "probot";
 import { editComment, type Item, postComment } from "../../../github/comments.ts";
 import { renderFailure, renderNotice, ThrottledComment } from "../../../github/progress-comment.ts";
-import type { Logger } from "../../../log/logger.ts";
+import { renderConfigError } from "../../../github/repo-config-loader.ts";
 import { redact } from "../../../log/redact.ts";
-import type { Database } from "../../../store/database.ts";
 import { type JobContext, readJobContext } from "../../../store/job-context.ts";
 import { type IssueJob, type JobStatus, updateJob } from "../../../store/jobs.ts";
-import { JobProgress } from "../../run/progress.ts";
-import { jobUrl } from "./acknowledge-messages.ts";
+import type { OpenDeps } from "../../run/deps.ts";
+import type { Attempt } from "../../run/kind.ts";
+import { JobProgress, jobUrl } from "../../run/progress.ts";
+import type { SettingsRefusal } from "../../run/settings.ts";
 
 export type PipelineOutcome = Extract<JobStatus, "succeeded" | "failed" | "refused" | "cancelled">;
 
-export interface SessionDeps {
-  db: Database;
-  auth(installationId: number): Promise<ProbotOctokit>;
-  publicUrl: string;
-  logger: Logger;
-  progressIntervalMs?: number;
-}
+export type SessionDeps = Pick<
+  OpenDeps,
+  "db" | "auth" | "publicUrl" | "logger" | "progressIntervalMs"
+>;
 
-export interface Session {
+export interface Session extends Attempt {
   job: IssueJob;
   context: JobContext;
   item: Item;
@@ -37,9 +35,9 @@ export interface Session {
     headline: string,
     text: string,
   ): Promise<PipelineOutcome>;
-  fail(reason: string): Promise<PipelineOutcome>;
-  /** Another attempt will follow: say so, and stop editing the comment. */
-  retrying(attempt: number): Promise<void>;
+  failed(reason: string): Promise<PipelineOutcome>;
+  cancelled(): Promise<PipelineOutcome>;
+  limited(refusal: SettingsRefusal): Promise<PipelineOutcome>;
 }
 
 export async function openSession(deps: SessionDeps, job: IssueJob): Promise<Session> {
@@ -88,6 +86,8 @@ export async function openSession(deps: SessionDeps, job: IssueJob): Promise<Ses
     await updateJob(db, job.id, { status, ...(error !== undefined && { error }) });
     return status;
   };
+  const notice: Session["notice"] = (status, icon, headline, text) =>
+    end(status, renderNotice({ ...view, icon, headline, text }));
   return {
     job,
     context,
@@ -97,9 +97,22 @@ export async function openSession(deps: SessionDeps, job: IssueJob): Promise<Ses
     startedAt,
     progress,
     end,
-    notice: (status, icon, headline, text) =>
-      end(status, renderNotice({ ...view, icon, headline, text })),
-    fail: (reason) =>
+    notice,
+    limited(refusal) {
+      if ("invalid" in refusal) {
+        const { invalid } = refusal;
+        const body = renderConfigError(invalid, { ...view, command: context.command });
+        return end("failed", body, `invalid ${invalid.source}: ${invalid.message}`);
+      }
+      if ("disabled" in refusal) {
+        const text = "This repository's settings say `enabled: false`.";
+        return notice("refused", "⏸", "vmpilot is turned off here", text);
+      }
+      return notice("failed", "⏹", "Limit reached", refusal.limit);
+    },
+    cancelled: () =>
+      notice("cancelled", "⏹", "Stopped", "The job was cancelled before it finished."),
+    failed: (reason) =>
       end(
         "failed",
         renderFailure({

@@ -3,7 +3,6 @@ import { chooseIssueBranch, isValidBranchName } from "../../../github/branch-nam
 import type { IssueContext } from "../../../github/issue-context.ts";
 import type { Conversation } from "../../../store/conversations.ts";
 import type { IssueJob } from "../../../store/jobs.ts";
-import { MODES } from "./modes/index.ts";
 import type { Mode } from "./request.ts";
 
 export type Target =
@@ -21,11 +20,13 @@ export function chooseTarget(input: {
   conversation: Conversation;
   job: IssueJob;
   mode: Mode;
+  /** The mode pushes the agent's work (see PipelineMode.pushes). */
+  pushes: boolean;
   issue: IssueContext;
   title: string;
   defaultBranch: string;
 }): Target {
-  const { conversation, job, mode, issue } = input;
+  const { conversation, job, mode, pushes, issue } = input;
   const pr = issue.pullRequest;
   if (conversation.kind === "issue") {
     // The conversation's own pull request, if it opened one, is where reviews and threads live.
@@ -46,7 +47,7 @@ export function chooseTarget(input: {
   }
   if (!pr) throw new Error(`pull request #${job.number} has no pull request data`);
   if (pr.fromFork) {
-    if (MODES[mode].pushes) {
+    if (pushes) {
       return {
         ok: false,
         headline: "Cannot push to a fork",

@@ -4,11 +4,7 @@
 // review it. Only GraphQL can mark a pull request ready; REST cannot.
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
-import {
-  checkRepoConfig,
-  type RepoSettings,
-  resolveSettings,
-} from "../../../config/repo-config.ts";
+import type { RepoSettings } from "../../../config/repo-config.ts";
 import { type Item, postComment } from "../../../github/comments.ts";
 import { githubStatus } from "../../../github/request-status.ts";
 import { claimReady, pushState, releaseReady } from "../../../store/ci-loop.ts";
@@ -17,9 +13,10 @@ import { getRepository } from "../../../store/installations.ts";
 import { readJobContext } from "../../../store/job-context.ts";
 import { getIssueJob } from "../../../store/jobs.ts";
 import type { ReadyCheck } from "../../queue/queue.ts";
-import type { AcknowledgeDeps } from "../issue/acknowledge.ts";
+import type { OpenDeps } from "../../run/deps.ts";
+import { knownSettings as settingsAsKnown } from "../../run/settings.ts";
 
-type ReadyDeps = Pick<AcknowledgeDeps, "db" | "auth" | "defaults" | "logger">;
+type ReadyDeps = Pick<OpenDeps, "db" | "auth" | "defaults" | "logger">;
 
 const PullRequest = z.object({
   node_id: z.string(),
@@ -134,11 +131,5 @@ async function requestReview(
  */
 async function knownSettings(deps: ReadyDeps, repositoryId: number): Promise<RepoSettings> {
   const repository = await getRepository(deps.db.pool, repositoryId);
-  const file = checkRepoConfig(repository?.fileSettings ?? {});
-  const page = checkRepoConfig(repository?.settings ?? {});
-  return resolveSettings({
-    defaults: deps.defaults,
-    page: page.ok ? page.config : null,
-    file: file.ok ? file.config : null,
-  }).values;
+  return settingsAsKnown(repository, deps.defaults);
 }

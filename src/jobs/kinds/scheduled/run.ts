@@ -3,25 +3,20 @@
 // run's final comment goes on it. A run that changes nothing leaves its answer on /jobs only.
 import type { AgentResult } from "../../../agent/loop.ts";
 import { runTitle } from "../../../agent/summary.ts";
-import { isPermanent, PermanentError } from "../../../errors.ts";
 import { editComment, postComment } from "../../../github/comments.ts";
 import { renderFinal } from "../../../github/progress-comment.ts";
 import { redact } from "../../../log/redact.ts";
-import { getJob, type Job, type JobStatus, updateJob } from "../../../store/jobs.ts";
+import { type Job, type JobStatus, updateJob } from "../../../store/jobs.ts";
 import { readScheduledContext, type ScheduledContext } from "../../automations/schedules.ts";
 import { testsOf } from "../../run/agent.ts";
-import { runAgentTurn } from "../../run/agent-turn.ts";
 import { type Delivered, deliver } from "../../run/deliver.ts";
+import type { JobDeps, OpenDeps } from "../../run/deps.ts";
 import { loadConversation } from "../../run/history.ts";
-import { openWorkspace } from "../../run/open-workspace.ts";
-import { JobProgress } from "../../run/progress.ts";
-import { jobSettings } from "../../run/settings.ts";
-import type { JobWorkspace } from "../../run/workspace.ts";
-import { jobUrl } from "../issue/acknowledge-messages.ts";
-import type { PipelineDeps, Run } from "../issue/run.ts";
+import type { Attempt, Place, Working } from "../../run/kind.ts";
+import { JobProgress, jobUrl } from "../../run/progress.ts";
 
-type Outcome = Extract<JobStatus, "succeeded" | "failed" | "cancelled" | "ignored">;
-type ScheduledJob = Job & { installationId: number; repositoryId: number };
+type ScheduledOutcome = Extract<JobStatus, "succeeded" | "failed" | "cancelled" | "ignored">;
+export type ScheduledJob = Job & { installationId: number; repositoryId: number };
 
 /** Whether the job is a scheduled automation's run (an automation's job on no item). */
 export function isScheduledRun(job: Job): job is ScheduledJob {
@@ -48,122 +43,132 @@ function instruction(context: ScheduledContext, prompt: string): string {
   return `The repository's scheduled automation \`${name}\` asks (this is your instruction):\n\n${quoted}\n\nThis run is on a schedule: no one is waiting on an issue. You are on a new branch from \`${context.defaultBranch}\`. If there is nothing to change, change nothing and say why; changes you leave in the workspace go out as a draft pull request.`;
 }
 
-export async function runScheduledAutomation(
-  run: Run,
-  deps: PipelineDeps,
-): Promise<Outcome | "skipped"> {
-  const db = deps.db.pool;
-  const job = await getJob(db, run.jobId);
-  if (!job || job.finishedAt) return "skipped";
-  if (!isScheduledRun(job)) {
-    throw new PermanentError(`job ${run.jobId} is not a scheduled automation's run`);
-  }
+/** A scheduled run's attempt: its job row and log, with no item to comment on until its PR. */
+export interface ScheduledAttempt extends Attempt {
+  end(status: ScheduledOutcome, error?: string): Promise<ScheduledOutcome>;
+}
+
+export function scheduledPlace(job: ScheduledJob, deps: OpenDeps): Promise<Place> {
   const context = readScheduledContext(job);
+  return deps.auth(job.installationId).then((octokit) => ({
+    repository: {
+      id: job.repositoryId,
+      owner: context.owner,
+      name: context.name,
+      installationId: job.installationId,
+      octokit,
+    },
+    starter: { app: `the scheduled automation ${context.automation.name}` },
+  }));
+}
+
+export function openScheduled(job: ScheduledJob, deps: OpenDeps): ScheduledAttempt {
   const url = jobUrl(deps.publicUrl, job.id);
-  const startedAt = Date.now();
-  await updateJob(db, job.id, { status: "running" });
+  const view = { jobId: job.id, jobUrl: url, current: "workspace" as const, costUsd: job.costUsd };
   const progress = new JobProgress({
-    db,
+    db: deps.db.pool,
     jobId: job.id,
-    view: { jobId: job.id, jobUrl: url, current: "workspace", startedAt, costUsd: job.costUsd },
+    view: { ...view, startedAt: Date.now() },
     baseCostUsd: job.costUsd,
     logger: deps.logger,
   });
-  const end = async (status: Outcome, error?: string): Promise<Outcome> => {
+  const end = async (status: ScheduledOutcome, error?: string) => {
     progress.stop();
     await progress.flush();
-    await updateJob(db, job.id, {
+    await updateJob(deps.db.pool, job.id, {
       status,
       ...(error !== undefined && { error: redact(error).slice(0, 2000) }),
     });
     return status;
   };
-  let ws: JobWorkspace | undefined;
-  try {
-    const octokit = await deps.auth(job.installationId);
-    const settings = await jobSettings(db, octokit, job, {
-      jobUrl: url,
-      command: "vmpilot",
-      owner: context.owner,
-      repo: context.name,
-      defaults: deps.defaults,
-    });
-    if (!settings.ok) return await end("failed", settings.error);
-    if (!settings.settings.enabled) return await end("ignored");
-    const branch = runBranch(context, job.id);
-    await updateJob(db, job.id, { branch });
-    progress.step("workspace", `scheduled run of ${context.automation.name}`);
-    ws = await openWorkspace(deps, run, {
-      job,
-      settings: settings.settings,
-      cloneUrl: context.cloneUrl,
-      branch,
-      defaultBranch: context.defaultBranch,
-      setup: true,
-      progress,
-    });
-    progress.step("agent", `workspace ready on ${branch}`);
-    const history = await loadConversation(db, job.conversationId, job.id);
-    const result = await runAgentTurn(deps, run, settings, {
-      conversationId: job.conversationId,
-      jobId: job.id,
-      mode: "fix",
-      workspace: ws.workspace,
-      startSha: ws.checkout.baseSha,
-      history,
-      turn: () => instruction(context, job.instruction),
-      progress,
-    });
-    if (result.reason === "cancelled" || run.signal.aborted) return await end("cancelled");
-    if (result.reason === "error") {
-      return await end("failed", result.error?.message ?? "the agent failed");
-    }
-    progress.step("pushed");
-    const author = deps.commitAuthor ?? {
-      name: `${context.appSlug}[bot]`,
-      email: `${context.appSlug}[bot]@users.noreply.github.com`,
-    };
-    const costUsd = job.costUsd + result.usage.costUsd;
-    const delivered = await deliver({
-      octokit,
-      owner: context.owner,
-      repo: context.name,
-      ws,
-      token: await deps.installationToken(job.installationId),
-      defaultBranch: context.defaultBranch,
-      served: false,
-      title: runTitle(result.finalText, context.automation.name),
-      summary: `Scheduled run of the automation \`${context.automation.name}\`.\n\n${result.finalText}`,
-      tests: testsOf(result),
-      author,
-      requester: job.requester,
-      knownPr: job.prNumber,
-      jobUrl: url,
-      costUsd,
-      priceKnown: result.priceKnown,
-      startedAt,
-      signal: run.signal,
-    });
-    const headline = await report(deps, job, context, {
-      delivered,
-      result,
-      url,
-      startedAt,
-      costUsd,
-    });
-    progress.log("pipeline", { step: "done", message: headline });
-    return await end("succeeded");
-  } catch (error) {
-    if (run.signal.aborted) return end("cancelled");
-    deps.logger.warn({ err: error, jobId: job.id, attempt: run.attempt }, "scheduled run failed");
-    if (!isPermanent(error) && run.attempt < run.maxAttempts) {
-      progress.stop();
-      throw error;
-    }
-    return end("failed", error instanceof Error ? error.message : String(error));
-  } finally {
-    await ws?.dispose();
+  return {
+    progress,
+    end,
+    limited: (refusal) =>
+      "disabled" in refusal
+        ? end("ignored")
+        : end(
+            "failed",
+            "limit" in refusal
+              ? refusal.limit
+              : `invalid ${refusal.invalid.source}: ${refusal.invalid.message}`,
+          ),
+    cancelled: () => end("cancelled"),
+    failed: (reason) => end("failed", reason),
+    retrying: async () => undefined,
+  };
+}
+
+export async function runScheduled(
+  job: ScheduledJob,
+  attempt: ScheduledAttempt,
+  ctx: Working,
+): Promise<ScheduledOutcome> {
+  const { run, deps } = ctx;
+  const { progress } = attempt;
+  const context = readScheduledContext(job);
+  const url = progress.view.jobUrl;
+  const startedAt = progress.view.startedAt;
+  const branch = runBranch(context, job.id);
+  await updateJob(deps.db.pool, job.id, { branch });
+  progress.step("workspace", `scheduled run of ${context.automation.name}`);
+  const ws = await ctx.workspace({
+    cloneUrl: context.cloneUrl,
+    installationId: job.installationId,
+    branch,
+    baseBranch: context.defaultBranch,
+    setup: true,
+  });
+  progress.step("agent", `workspace ready on ${branch}`);
+  const result = await ctx.agent({
+    conversationId: job.conversationId,
+    jobId: job.id,
+    mode: "fix",
+    workspace: ws.workspace,
+    startSha: ws.checkout.baseSha,
+    history: await loadConversation(deps.db.pool, job.conversationId, job.id),
+    turn: () => instruction(context, job.instruction),
+  });
+  if (result.reason === "cancelled" || run.signal.aborted) return attempt.end("cancelled");
+  if (result.reason === "error") {
+    return attempt.end("failed", result.error?.message ?? "the agent failed");
   }
+  progress.step("pushed");
+  const author = deps.commitAuthor ?? {
+    name: `${context.appSlug}[bot]`,
+    email: `${context.appSlug}[bot]@users.noreply.github.com`,
+  };
+  const costUsd = job.costUsd + result.usage.costUsd;
+  const octokit = await deps.auth(job.installationId);
+  const delivered = await deliver({
+    octokit,
+    owner: context.owner,
+    repo: context.name,
+    ws,
+    token: await deps.installationToken(job.installationId),
+    defaultBranch: context.defaultBranch,
+    served: false,
+    title: runTitle(result.finalText, context.automation.name),
+    summary: `Scheduled run of the automation \`${context.automation.name}\`.\n\n${result.finalText}`,
+    tests: testsOf(result),
+    author,
+    requester: job.requester,
+    knownPr: job.prNumber,
+    jobUrl: url,
+    costUsd,
+    priceKnown: result.priceKnown,
+    startedAt,
+    signal: run.signal,
+  });
+  const headline = await report(deps, job, context, {
+    delivered,
+    result,
+    url,
+    startedAt,
+    costUsd,
+  });
+  progress.log("pipeline", { step: "done", message: headline });
+  return attempt.end("succeeded");
 }
 
 /**
@@ -171,7 +176,7 @@ export async function runScheduledAutomation(
  * there, there being no issue); resolves to the outcome's headline, for the session log.
  */
 async function report(
-  deps: PipelineDeps,
+  deps: JobDeps,
   job: ScheduledJob,
   context: ScheduledContext,
   run: {

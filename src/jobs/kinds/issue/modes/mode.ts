@@ -4,28 +4,28 @@
 // how it ends once the agent has run.
 import type { AgentResult } from "../../../../agent/loop.ts";
 import type { Plugin } from "../../../../agent/plugins.ts";
-import type { RepoSettings } from "../../../../config/repo-config.ts";
 import type { IssueContext } from "../../../../github/issue-context.ts";
 import type { ProgressStep } from "../../../../github/progress-comment.ts";
 import type { ReviewThread } from "../../../../github/review-threads.ts";
 import type { Conversation } from "../../../../store/conversations.ts";
+import type { JobDeps, Run } from "../../../run/deps.ts";
 import type { LoadedConversation } from "../../../run/history.ts";
+import type { Granted } from "../../../run/settings.ts";
 import type { JobWorkspace } from "../../../run/workspace.ts";
 import { afterPush, type CiFailures } from "../ci.ts";
 import type { MergeStart } from "../merge.ts";
 import type { WorkRequest } from "../request.ts";
-import type { PipelineDeps, Run } from "../run.ts";
 import type { PipelineOutcome, Session } from "../session.ts";
 import type { Target } from "../target.ts";
 
 /** A job with its target chosen: what a mode has to work with. */
 export interface ModeJob {
   run: Run;
-  deps: PipelineDeps;
+  deps: JobDeps;
   session: Session;
   request: WorkRequest;
   /** The settings the job runs with, and the most this attempt may spend. */
-  granted: { settings: RepoSettings; budgetUsd: number };
+  granted: Granted;
   conversation: Conversation;
   history: LoadedConversation;
   /** The conversation has seen the item before: only new comments are shown. */

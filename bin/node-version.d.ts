@@ -1,0 +1,2 @@
+export function nodeVersionProblem(current: string, engines: string): string | undefined;
+export function requireSupportedNode(): void;

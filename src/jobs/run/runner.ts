@@ -1,0 +1,127 @@
+// The one runner every job goes through, whatever its kind (kind.ts says what a kind adds): read
+// the job and skip it if finished; the one gate; the first answer; the settings resolved once and
+// the budget reserved; running; the work; the end. The retry rule is here once: an attempt that
+// fails for a reason that can pass (GitHub or git unreachable) asks the queue for another, never
+// on the last attempt. Safe to run again after a crash: every kind ends by finding what an earlier
+// attempt left (its comment, its conversation, its pull request).
+import { defaults } from "../../config/repo-config.ts";
+import { isPermanent, PermanentError } from "../../errors.ts";
+import { getJob, type Job, updateJob } from "../../store/jobs.ts";
+import type { Checkout } from "../../workspace/index.ts";
+import { runAgentTurn } from "./agent.ts";
+import type { JobDeps, OpenDeps, Run, WorkDeps } from "./deps.ts";
+import { gate } from "./gate.ts";
+import type { Admitted, Attempt, JobKind, Outcome, Working } from "./kind.ts";
+import type { Granted } from "./settings.ts";
+import { type BudgetScope, grant, triggerSettings } from "./settings.ts";
+import {
+  type CheckoutSpec,
+  type JobWorkspace,
+  type OpenWorkspace,
+  openWorkspace,
+  type WorkspaceSpec,
+} from "./workspace.ts";
+
+export async function runJob(
+  kinds: readonly JobKind[],
+  run: Run,
+  deps: OpenDeps,
+  /** Without it, a job ends once answered: the intake's tests run the worker that way. */
+  work: WorkDeps | undefined,
+): Promise<Outcome> {
+  const job = await getJob(deps.db.pool, run.jobId);
+  if (!job || job.finishedAt) return "skipped";
+  const kind = kinds.find((candidate) => candidate.claims(job));
+  if (!kind) throw new PermanentError(`job ${job.id} is of no kind this worker runs`);
+  return runKind(kind, job, run, deps, work);
+}
+
+async function runKind<J extends Job, A extends Attempt>(
+  kind: JobKind<J, A>,
+  job: J,
+  run: Run,
+  deps: OpenDeps,
+  work: WorkDeps | undefined,
+): Promise<Outcome> {
+  const place = await kind.place(job, deps);
+  if ("refused" in place) return kind.refused(job, { run, deps }, place);
+  const repository = place.repository;
+  const known = repository
+    ? await triggerSettings(deps.db.pool, repository.octokit, repository, deps.defaults)
+    : { settings: deps.defaults ?? defaults, fresh: undefined };
+  const admitting = { run, deps, place, settings: known.settings };
+  const why = await kind.unwanted?.(job, admitting);
+  if (why) {
+    deps.logger.info({ jobId: job.id, why }, "ignored");
+    await updateJob(deps.db.pool, job.id, { status: "ignored" });
+    return "ignored";
+  }
+  const admitted: Admitted = {
+    ...admitting,
+    fresh: known.fresh,
+    gate: await gate(place.starter, repository ?? undefined, known.settings, deps.allowedUsers),
+  };
+  run.signal.throwIfAborted();
+  if (!admitted.gate.allowed) return kind.refused(job, admitted, admitted.gate);
+  const opened = await kind.open(job, admitted);
+  if ("ended" in opened) return opened.ended;
+  if (!work) {
+    opened.progress.stop();
+    return "acknowledged";
+  }
+  return attempt(kind, job, opened, { ...admitted, deps: { ...deps, ...work } });
+}
+
+async function attempt<J extends Job, A extends Attempt>(
+  kind: JobKind<J, A>,
+  job: J,
+  opened: A,
+  admitted: Admitted & { deps: JobDeps },
+): Promise<Outcome> {
+  const { run, deps, place } = admitted;
+  const workspaces: JobWorkspace<Checkout | null>[] = [];
+  await updateJob(deps.db.pool, job.id, { status: "running" });
+  try {
+    const scope: BudgetScope = place.repository
+      ? { repositoryId: place.repository.id }
+      : { scratchOwner: place.owner };
+    const granted = await grant(deps, job, scope, admitted.fresh, kind.told);
+    if (!("budgetUsd" in granted)) return await opened.limited(granted);
+    const working: Working = {
+      ...admitted,
+      granted,
+      workspace: opener(deps, run, granted, opened, workspaces),
+      agent: (turn) => runAgentTurn(deps, run, granted, { ...turn, progress: opened.progress }),
+    };
+    return await kind.work(job, opened, working);
+  } catch (error) {
+    if (run.signal.aborted) return opened.cancelled();
+    deps.logger.warn({ err: error, jobId: job.id, attempt: run.attempt }, `${kind.name} failed`);
+    if (!isPermanent(error) && run.attempt < run.maxAttempts) {
+      await opened.retrying(run.attempt);
+      throw error;
+    }
+    return opened.failed(error instanceof Error ? error.message : String(error));
+  } finally {
+    opened.progress.stop();
+    await Promise.all(workspaces.map((ws) => ws.dispose()));
+  }
+}
+
+/** The kind's way to its workspaces, each kept for disposal. */
+function opener(
+  deps: JobDeps,
+  run: Run,
+  granted: Granted,
+  opened: Attempt,
+  workspaces: JobWorkspace<Checkout | null>[],
+): OpenWorkspace {
+  function open(spec: CheckoutSpec): Promise<JobWorkspace>;
+  function open(spec: WorkspaceSpec): Promise<JobWorkspace<Checkout | null>>;
+  async function open(spec: WorkspaceSpec) {
+    const ws = await openWorkspace(deps, run, granted.settings, spec, opened.progress);
+    workspaces.push(ws);
+    return ws;
+  }
+  return open;
+}
