@@ -7,6 +7,7 @@ import { z } from "zod";
 import { checkRepoConfig, type RepoSettings, resolveSettings } from "../config/repo-config.ts";
 import { type Item, postComment } from "../github/comments.ts";
 import { githubStatus } from "../github/request-status.ts";
+import { loginOf } from "../github/users.ts";
 import { claimReady, pushState, releaseReady } from "../store/ci-loop.ts";
 import { getConversation } from "../store/conversations.ts";
 import { getRepository } from "../store/installations.ts";
@@ -94,18 +95,25 @@ export async function runReadyCheck(
     ran.length > 0
       ? `The checks passed on ${check.sha.slice(0, 10)}`
       : `The tests passed on ${check.sha.slice(0, 10)} and no checks ran on it`;
-  const review = await requestReview(deps, octokit, item, job.requester);
+  const review = await requestReview(deps, octokit, item, context.requesterId);
   await postComment(octokit, item, `✅ ${why}: this pull request is ready for review. ${review}`);
   deps.logger.info({ ...check, prNumber: item.number }, "marked ready for review");
 }
 
-/** Asks `login` for a review; what the note says of it. */
+/**
+ * Asks the requester, by user id, for a review; what the note says of it. GitHub takes reviewers
+ * by login: the id's login now, so a renamed account is still asked, and whoever took its old
+ * login is not. The app's own runs have no requester id: nobody to ask.
+ */
 async function requestReview(
   deps: ReadyDeps,
   octokit: ProbotOctokit,
   item: Item,
-  login: string,
+  requesterId: number | undefined,
 ): Promise<string> {
+  if (requesterId === undefined) return "No one asked for this work, so no review was requested.";
+  const login = await loginOf(octokit, requesterId);
+  if (login === null) return "The requester's GitHub account is gone, so no review was requested.";
   try {
     await octokit.rest.pulls.requestReviewers({
       owner: item.owner,
