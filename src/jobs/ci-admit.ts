@@ -16,6 +16,15 @@ const PullHead = z.object({
   base: z.object({ repo: z.object({ id: z.number() }) }),
 });
 
+/**
+ * Whether a person pushed to vmpilot's branch after it: the pull request's head now is not the
+ * commit vmpilot pushed there last. That head is theirs, and vmpilot builds on it no more (a CI
+ * fix, the ready check, a merge of the moved base).
+ */
+export function pushedAfterVmpilot(head: string, pushed: string | null | undefined) {
+  return head === pushed ? undefined : "someone pushed to the branch after vmpilot";
+}
+
 /** Why the CI fix should not run, or undefined when it should. */
 export async function ciFixUnwanted(
   db: Queryable,
@@ -36,7 +45,8 @@ export async function ciFixUnwanted(
   });
   const pr = PullHead.parse(data);
   if (pr.state !== "open") return "the pull request is closed";
-  if (pr.head.sha !== context.headSha) return "someone pushed to the branch after vmpilot";
+  const after = pushedAfterVmpilot(pr.head.sha, context.headSha);
+  if (after) return after;
   if (pr.head.repo?.id !== pr.base.repo.id) return "the pull request comes from a fork";
   const attempts = await ciFixAttempts(db, job.conversationId, job.id);
   if (attempts < max) return undefined;

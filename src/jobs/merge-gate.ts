@@ -1,15 +1,18 @@
 // Whether a job started by a push to a pull request's base has a conflict to resolve. GitHub
 // works mergeability out in the background after the push, so the pull request is asked again
 // until it knows, a bounded number of times. A pull request that still merges ends the job here,
-// silently: no comment, no workspace, no model.
+// silently: no comment, no workspace, no model; one a person pushed to after vmpilot, with a note.
 import { setTimeout as delay } from "node:timers/promises";
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
+import { postComment } from "../github/comments.ts";
 import type { Logger } from "../log/logger.ts";
+import { pushState } from "../store/ci-loop.ts";
 import type { Database } from "../store/database.ts";
 import { readJobContext } from "../store/job-context.ts";
 import { getIssueJob, updateJob } from "../store/jobs.ts";
 import { markPullRequestClosed } from "../store/pull-request-conversations.ts";
+import { pushedAfterVmpilot } from "./ci-admit.ts";
 
 export interface MergeablePoll {
   /** Requests at most; default 6. */
@@ -32,7 +35,11 @@ const pullSchema = z.object({
   /** null while GitHub has not computed it. */
   mergeable: z.boolean().nullable(),
   mergeable_state: z.string(),
-  head: z.object({ ref: z.string(), repo: z.object({ full_name: z.string() }).nullable() }),
+  head: z.object({
+    ref: z.string(),
+    sha: z.string(),
+    repo: z.object({ full_name: z.string() }).nullable(),
+  }),
   base: z.object({ ref: z.string() }),
 });
 type Pull = z.infer<typeof pullSchema>;
@@ -67,8 +74,9 @@ function noMergeNeeded(pull: Pull, repo: string, branch: string | null, base: st
 }
 
 /**
- * For a base_push job: true when its pull request conflicts with the base, else the job is ended
- * as ignored.
+ * For a base_push job: true when its pull request conflicts with the base and its head is the
+ * commit vmpilot pushed last. A conflict on a head a person pushed after vmpilot is theirs to
+ * merge: the job is refused with a note on the pull request. Otherwise it is ended as ignored.
  */
 export async function mergeWanted(
   deps: MergeGateDeps,
@@ -81,7 +89,19 @@ export async function mergeWanted(
   const pr = { owner: context.owner, repo: context.name, number: job.number };
   const pull = await pollMergeable(octokit, pr, deps.mergeablePoll ?? DEFAULT_POLL, run.signal);
   const why = noMergeNeeded(pull, job.repo, job.branch, context.defaultBranch);
-  if (!why) return true;
+  if (!why) {
+    const pushed = await pushState(deps.db.pool, job.conversationId);
+    const after = pushedAfterVmpilot(pull.head.sha, pushed.sha);
+    if (!after) return true;
+    deps.logger.info({ jobId: job.id, pr: job.number, why: after }, "merge of the base refused");
+    await postComment(
+      octokit,
+      pr,
+      `⏸ \`${context.defaultBranch}\` moved and this pull request no longer merges with it, but vmpilot did not merge it: ${after}, and does not build on their commits. Merge \`${context.defaultBranch}\` into the branch yourself.`,
+    );
+    await updateJob(deps.db.pool, job.id, { status: "refused", error: after });
+    return false;
+  }
   if (why === "closed") await markPullRequestClosed(deps.db.pool, job.conversationId);
   deps.logger.info({ jobId: job.id, pr: job.number, why }, "no merge of the base needed");
   await updateJob(deps.db.pool, job.id, { status: "ignored" });

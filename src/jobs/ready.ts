@@ -14,6 +14,7 @@ import { getRepository } from "../store/installations.ts";
 import { readJobContext } from "../store/job-context.ts";
 import { getIssueJob } from "../store/jobs.ts";
 import type { AcknowledgeDeps } from "./acknowledge.ts";
+import { pushedAfterVmpilot } from "./ci-admit.ts";
 import type { ReadyCheck } from "./queue.ts";
 
 type ReadyDeps = Pick<AcknowledgeDeps, "db" | "auth" | "defaults" | "logger">;
@@ -68,7 +69,8 @@ export async function runReadyCheck(
   });
   const pr = PullRequest.parse(data);
   if (pr.state !== "open" || !pr.draft) return log("not an open draft");
-  if (pr.head.sha !== check.sha) return log("someone pushed to the branch after vmpilot");
+  const after = pushedAfterVmpilot(pr.head.sha, check.sha);
+  if (after) return log(after);
   const suites = CheckSuites.parse(
     await octokit.paginate("GET /repos/{owner}/{repo}/commits/{ref}/check-suites", {
       owner: item.owner,
