@@ -141,10 +141,20 @@ async function respond(
     await updateJob(deps.db.pool, job.id, { status: "ignored" });
     return "ignored";
   }
+  const automation = job.trigger === "automation" ? context.automation : undefined;
+  if (automation?.authors === "any" && !(job.command === "triage" && automation.labels?.length)) {
+    // The file's check refuses it; a job recorded before it did must not run either: anyone's
+    // issue may steer a triage that applies only the labels the file names, nothing else.
+    deps.logger.warn(
+      { jobId: job.id },
+      "automation with authors: any refused: not a triage with labels",
+    );
+    await updateJob(deps.db.pool, job.id, { status: "refused" });
+    return "refused";
+  }
   const policy = settings.triggerPolicy;
   // The app itself starts a CI fix (no comment can name that trigger), for work its requester
   // was allowed to ask for; an automation, for the issues of whom the file says (authors).
-  const automation = job.trigger === "automation" ? context.automation : undefined;
   const permission =
     job.trigger === "ci" || automation?.authors === "any"
       ? { allowed: true, via: "app" }
