@@ -108,9 +108,7 @@ function circles(): string[][] {
 
 describe("the layers of src/", () => {
   it("import only their own layer or lower ones", () => {
-    const upward = edges.filter(
-      ({ file, target }) => layerOf(top(target)) > layerOf(top(file)),
-    );
+    const upward = edges.filter(({ file, target }) => layerOf(top(target)) > layerOf(top(file)));
     expect(upward.map(show)).toEqual([]);
   });
 

@@ -127,7 +127,15 @@ const automationSchema = z
     authors: z
       .enum(["write", "any"], "must be write or any")
       .describe(
-        "With on: whose issues start it: write (default) only people who may trigger vmpilot; any: everyone's.",
+        "With on: whose issues start it: write (default) only people who may trigger vmpilot; any: everyone's, only with mode: triage and labels.",
+      )
+      .optional(),
+    labels: z
+      .array(z.string().trim().min(1, "must not be empty").max(50, "must be at most 50 characters"))
+      .min(1, "must name at least one label")
+      .max(50, "must be at most 50")
+      .describe(
+        "With mode: triage: the only labels it may apply (of the repository's). Required with authors: any.",
       )
       .optional(),
   })
@@ -142,6 +150,17 @@ const automationSchema = z
     }
     if (automation.authors !== undefined && automation.on === undefined) {
       issue("only applies to automations with on:", "authors");
+    }
+    if (automation.labels !== undefined && automation.mode !== "triage") {
+      issue("only applies to automations with mode: triage", "labels");
+    }
+    // Anyone may open an issue, and its text steers the run: a stranger's issue may only get
+    // labels the file names, and a comment; never code pushed.
+    if (automation.authors === "any" && automation.mode !== "triage") {
+      issue("any lets anyone's issue steer the run: only with mode: triage", "authors");
+    }
+    if (automation.authors === "any" && automation.labels === undefined) {
+      issue("any needs labels: the labels a stranger's issue may get", "authors");
     }
   });
 

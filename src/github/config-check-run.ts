@@ -1,10 +1,9 @@
 // The "vmpilot config" check run's request body: the errors of `.github/vmpilot.yml` as
-// annotations at their lines, or the settings a job would run with.
+// annotations at their lines, or the settings the file sets.
 import {
   type ConfigIssue,
   getSetting,
-  type ResolvedSettings,
-  type SettingSource,
+  type RepoConfig,
   settingKeys,
 } from "../config/repo-config.ts";
 import { codeSpan } from "./markdown.ts";
@@ -16,12 +15,6 @@ const MAX_ANNOTATIONS = 50;
 /** A long value (setup commands) is cut in the summary; the file shows it whole. */
 const VALUE_CHARS = 200;
 
-const SOURCE_NAMES: Record<SettingSource, string> = {
-  default: "default",
-  page: "settings page",
-  file: "file",
-};
-
 interface Annotation {
   path: string;
   start_line: number;
@@ -30,7 +23,7 @@ interface Annotation {
   message: string;
 }
 
-export interface CheckRunBody {
+interface CheckRunBody {
   name: string;
   head_sha: string;
   status: "completed";
@@ -69,22 +62,33 @@ export function configFailureRun(headSha: string, issues: readonly ConfigIssue[]
 }
 
 /**
- * A passing check run listing every setting a job would run with, and where it comes from. Without
- * the file (`present` false: the head removes it), a job reads the owner's `.github` repository's.
+ * A passing check run listing what the file itself sets. Check runs are public, on a fork's pull
+ * request too: the settings page and the operator's defaults (allowed users, the network
+ * allow-list, budgets) are not the file's to show. Without the file (`present` false: the head
+ * removes it), a job reads the owner's `.github` repository's.
  */
 export function configSuccessRun(
   headSha: string,
-  resolved: ResolvedSettings,
+  config: RepoConfig,
   present: boolean,
 ): CheckRunBody {
-  const intro = present
-    ? `\`${REPO_CONFIG_PATH}\` is valid. A job would run with these settings:`
-    : `There is no \`${REPO_CONFIG_PATH}\` at this commit: a job would read the owner's \`.github\` repository's file, if there is one, over these settings:`;
-  const lines = settingKeys.map((key) => {
-    let text = JSON.stringify(getSetting(resolved.values, key));
-    if (text.length > VALUE_CHARS) text = `${text.slice(0, VALUE_CHARS)}…`;
-    return `- \`${key}\`: ${codeSpan(text)} (${SOURCE_NAMES[resolved.sources[key]]})`;
+  const set = settingKeys.flatMap((key) => {
+    const value = getSetting(config, key);
+    return value === undefined ? [] : [`- \`${key}\`: ${shown(value)}`];
   });
+  const automations = config.automations ?? [];
+  if (automations.length > 0)
+    set.push(`- \`automations\`: ${shown(automations.map((a) => a.name))}`);
+  const summary = present
+    ? [
+        `\`${REPO_CONFIG_PATH}\` is valid.${set.length > 0 ? " It sets:" : " It sets nothing."}`,
+        ...(set.length > 0 ? ["", ...set] : []),
+        "",
+        "What it does not set comes from the repository's settings page and vmpilot's defaults.",
+      ]
+    : [
+        `There is no \`${REPO_CONFIG_PATH}\` at this commit: a job would read the owner's \`.github\` repository's file, if there is one.`,
+      ];
   return {
     name: CONFIG_CHECK_NAME,
     head_sha: headSha,
@@ -92,7 +96,13 @@ export function configSuccessRun(
     conclusion: "success",
     output: {
       title: present ? `${REPO_CONFIG_PATH} is valid` : `No ${REPO_CONFIG_PATH}`,
-      summary: [intro, "", ...lines].join("\n"),
+      summary: summary.join("\n"),
     },
   };
+}
+
+function shown(value: unknown): string {
+  let text = JSON.stringify(value);
+  if (text.length > VALUE_CHARS) text = `${text.slice(0, VALUE_CHARS)}…`;
+  return codeSpan(text);
 }

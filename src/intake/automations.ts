@@ -60,6 +60,7 @@ export async function recordIssueAutomations(
     });
     const queued: Array<{ jobId: number; conversationKey: string }> = [];
     for (const automation of automations) {
+      const authors = automation.authors ?? "write";
       const context: JobContext = {
         owner: repo.owner,
         name: repo.name,
@@ -74,9 +75,13 @@ export async function recordIssueAutomations(
         label: deps.label,
         automation: {
           name: automation.name,
-          authors: automation.authors ?? "write",
+          authors,
           author: input.item.authorLogin ?? delivery.requester,
+          ...(automation.labels && { labels: automation.labels }),
         },
+        // Anyone's issue: its author (the sender of issues.opened), by user id, spends it, under
+        // their monthly budget (spenders.ts). The app stays the requester: the author asked nothing.
+        ...(authors === "any" && { requesterId: delivery.requesterId }),
       };
       const job = await insertJob(client, {
         conversationId: conversation.id,

@@ -111,3 +111,12 @@ export async function releaseReady(
     sha,
   ]);
 }
+
+/**
+ * Whether a person pushed to vmpilot's branch after it: the pull request's head now is not the
+ * commit vmpilot pushed there last. That head is theirs, and vmpilot builds on it no more (a CI
+ * fix, the ready check, a merge of the moved base).
+ */
+export function pushedAfterVmpilot(head: string, pushed: string | null | undefined) {
+  return head === pushed ? undefined : "someone pushed to the branch after vmpilot";
+}

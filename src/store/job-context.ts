@@ -38,10 +38,15 @@ const jobContextSchema = z.object({
   headSha: z.string().optional(),
   /**
    * A run of the repository's automation `name` on an item (trigger "automation"): whose issues
-   * may start it, and who opened this one.
+   * may start it, who opened this one, and the only labels a triage may apply, when it names them.
    */
   automation: z
-    .object({ name: z.string(), authors: z.enum(["write", "any"]), author: z.string() })
+    .object({
+      name: z.string(),
+      authors: z.enum(["write", "any"]),
+      author: z.string(),
+      labels: z.array(z.string()).optional(),
+    })
     .optional(),
 });
 export type JobContext = z.infer<typeof jobContextSchema>;

@@ -6,7 +6,8 @@
 // A job that never recorded the id counts under its requester's login, apart from the id: a login
 // can change hands, so the two are never joined. The operator's key spends as one more spender. An
 // app (a `[bot]` login: vmpilot's own automations, and the CI fixes and merges that follow them) is
-// no person: /usage shows it, no person's budget counts it.
+// no person: /usage shows it, no person's budget counts it. An automation that anyone's issue starts
+// (authors: any) is the app's too, but the issue's author spends it: its job records their id.
 import type { ConversationOwner } from "./api-conversations.ts";
 import type { Queryable } from "./sql.ts";
 
@@ -24,10 +25,17 @@ const CHAT_SPENDER = "CASE WHEN c.api_operator THEN 'operator' ELSE c.api_owner_
 
 /** The spender key of job `j`, its conversation LEFT JOINed as `c`. */
 export const SPENDER_OF_JOB = `CASE WHEN j.trigger = 'chat' THEN ${CHAT_SPENDER}
-  WHEN j.requester LIKE '%[bot]' THEN 'app:' || j.requester ELSE ${ISSUE_SPENDER} END`;
+  WHEN j.requester LIKE '%[bot]' AND j.context->>'requesterId' IS NULL THEN 'app:' || j.requester
+  ELSE ${ISSUE_SPENDER} END`;
 
-/** The login to show for job `j`'s spender (the conversation owner's, for a chat turn). */
-export const SPENDER_LOGIN = "CASE WHEN j.trigger = 'chat' THEN c.api_owner ELSE j.requester END";
+/**
+ * The login to show for job `j`'s spender: the conversation owner's for a chat turn, the issue's
+ * author for an app's job that a person spends.
+ */
+export const SPENDER_LOGIN = `CASE WHEN j.trigger = 'chat' THEN c.api_owner
+  WHEN j.requester LIKE '%[bot]' AND j.context->>'requesterId' IS NOT NULL
+    THEN j.context->'automation'->>'author'
+  ELSE j.requester END`;
 
 export const OPERATOR_SPENDER: SpenderKey = "operator";
 

@@ -64,6 +64,7 @@ automations:
     on: issues.opened
     mode: triage
     authors: any
+    labels: [bug, question]
     prompt: Label the issue and thank its author.
 `;
     expect(parseRepoConfig(text)).toEqual({
@@ -85,6 +86,7 @@ automations:
             on: "issues.opened",
             mode: "triage",
             authors: "any",
+            labels: ["bug", "question"],
             prompt: "Label the issue and thank its author.",
           },
         ],
@@ -164,6 +166,26 @@ automations:
     [
       "automations:\n  - {name: a, prompt: x, schedule: '0 6 * * 1', authors: any}",
       "automations[0].authors: only applies to automations with on:",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, on: issues.opened, authors: any}",
+      "automations[0].authors: any lets anyone's issue steer the run: only with mode: triage",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, on: issues.opened, mode: fix, authors: any, labels: [bug]}",
+      "automations[0].authors: any lets anyone's issue steer the run: only with mode: triage",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, on: issues.opened, mode: triage, authors: any}",
+      "automations[0].authors: any needs labels: the labels a stranger's issue may get",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, on: issues.opened, labels: [bug]}",
+      "automations[0].labels: only applies to automations with mode: triage",
+    ],
+    [
+      "automations:\n  - {name: a, prompt: x, on: issues.opened, mode: triage, labels: []}",
+      "automations[0].labels: must name at least one label",
     ],
     ["automations:\n  - {name: a, prompt: x, on: issues.closed}", "automations[0].on: must be"],
     ["automations:\n  - {name: Weekly, prompt: x, on: issues.opened}", "automations[0].name"],

@@ -3,8 +3,8 @@
 // parent passes the configuration, role, queue and pipeline options as JSON in
 // VMPILOT_TEST_WORKER, and waits for "ready" on stdout; the line before it is "url <server URL>".
 import type { Config } from "../../src/config/env.ts";
-import type { JobDeps } from "../../src/jobs/run/deps.ts";
 import type { QueueOptions } from "../../src/jobs/queue/queue.ts";
+import type { JobDeps } from "../../src/jobs/run/deps.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import { type Role, startServer } from "../../src/main.ts";
 import { TestProbotOctokit, testConfig } from "../helpers/app.ts";

@@ -10,6 +10,7 @@ import { runScheduledAutomation } from "../../src/jobs/kinds/scheduled/run.ts";
 import { createAutomationConversation } from "../../src/store/conversations.ts";
 import { getRepository, setRepositoryFileSettings } from "../../src/store/installations.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";
+import { jobSpender } from "../../src/store/spenders.ts";
 import { text, toolUse } from "../helpers/anthropic-fake.ts";
 import { github, mockPermission, mockRepoConfig } from "../helpers/github-mock.ts";
 import { testOctokit } from "../helpers/octokit.ts";
@@ -32,6 +33,16 @@ automations:
     on: issues.opened
     mode: triage
     prompt: Label the issue from the repository's labels and thank its author.
+`;
+
+const ANY_TRIAGE_FILE = `
+automations:
+  - name: triage
+    on: issues.opened
+    mode: triage
+    authors: any
+    labels: [bug, question]
+    prompt: Label it.
 `;
 
 /** The intake's view: the queue takes the jobs (they are run by hand here). */
@@ -57,7 +68,7 @@ const ackDeps = () => ({
 let nextIssueId = 800_000;
 
 /** GitHub's issues.opened example, on the seeded repository and issue, opened by `author`. */
-function issueOpened(seeded: Seeded, author: string) {
+function issueOpened(seeded: Seeded, author: string, authorId = 21031067) {
   const payload = examplePayload("issues", "opened");
   payload.installation = { id: 77 };
   payload.repository = {
@@ -74,9 +85,9 @@ function issueOpened(seeded: Seeded, author: string) {
     id: nextIssueId++,
     number: seeded.number,
     title: "Crash on empty input",
-    user: { ...payload.issue.user, login: author },
+    user: { ...payload.issue.user, login: author, id: authorId },
   };
-  payload.sender = { ...payload.sender, login: author, type: "User" };
+  payload.sender = { ...payload.sender, login: author, id: authorId, type: "User" };
   return payload;
 }
 
@@ -182,7 +193,7 @@ describe("an automation on issues.opened", () => {
     expect(opening).toContain("The repository's automation `triage` asks");
     expect(opening).toContain('- \\"needs info\\"');
     expect(JSON.stringify(h.fake.requests[1]?.body.messages.at(-1))).toContain(
-      "Not labels of this repository: wontfix",
+      "Not labels you may apply: wontfix",
     );
     // Nothing pushed: no branch, and no pull request (nock would have refused one).
     expect(sh(seeded.remote, "git for-each-ref --format='%(refname)' refs/heads")).toBe(
@@ -213,7 +224,7 @@ describe("an automation on issues.opened", () => {
     });
     expect((await getJob(h.db.pool, jobId as number))?.status).toBe("ignored");
 
-    const open = { ...automation, authors: "any" };
+    const open = { ...automation, authors: "any", labels: ["bug"] };
     const second = await h.seedRepo({ number: 6 });
     await setRepositoryFileSettings(h.db.pool, second.repositoryId, { automations: [open] });
     const [anyJob] = await recordIssueAutomations(
@@ -221,13 +232,125 @@ describe("an automation on issues.opened", () => {
       "delivery-4",
       issueOpened(second, "stranger"),
     );
-    mockRepoConfig(
-      second.repo,
-      TRIAGE_FILE.replace("mode: triage", "mode: triage\n    authors: any"),
-    );
+    mockRepoConfig(second.repo, ANY_TRIAGE_FILE);
     github().post(`/repos/${second.repo}/issues/6/comments`).reply(201, { id: 7002 });
     const ack = await acknowledge(ackDeps(), { jobId: anyJob as number, attempt: 1, signal });
     expect(ack.outcome).toBe("acknowledged");
+  });
+
+  it("lets a stranger's issue steer an authors: any triage to the file's labels only, pushing nothing, on the stranger's monthly budget", async () => {
+    const seeded = await h.seedRepo({ number: 9 });
+    const automation = {
+      name: "triage",
+      on: "issues.opened",
+      mode: "triage",
+      authors: "any",
+      labels: ["bug", "question"],
+      prompt: "Label it.",
+    };
+    await setRepositoryFileSettings(h.db.pool, seeded.repositoryId, { automations: [automation] });
+    // A stranger: no write access, and no permission is asked.
+    const [jobId] = await recordIssueAutomations(
+      intakeDeps(),
+      "delivery-8",
+      issueOpened(seeded, "stranger", 4242),
+    );
+    expect(await getJob(h.db.pool, jobId as number)).toMatchObject({
+      command: "triage",
+      requester: "vmpilot-bot[bot]",
+      context: {
+        requesterId: 4242,
+        automation: { authors: "any", author: "stranger", labels: ["bug", "question"] },
+      },
+    });
+    // The stranger spends it, by id: their monthly budget counts it.
+    expect(await jobSpender(h.db.pool, jobId as number)).toBe("4242");
+
+    mockRepoConfig(seeded.repo, ANY_TRIAGE_FILE);
+    github().post(`/repos/${seeded.repo}/issues/9/comments`).reply(201, { id: 7003 });
+    const signal = new AbortController().signal;
+    const ack = await acknowledge(ackDeps(), { jobId: jobId as number, attempt: 1, signal });
+    expect(ack.outcome).toBe("acknowledged");
+
+    mockIssue(seeded, "stranger");
+    github()
+      .get(`/repos/${seeded.repo}/labels`)
+      .query({ per_page: 100 })
+      .reply(200, [{ name: "bug" }, { name: "Question" }, { name: "security" }, { name: "p0" }]);
+    let labelled: unknown;
+    github()
+      .post(`/repos/${seeded.repo}/issues/9/labels`, (body) => {
+        labelled = body;
+        return true;
+      })
+      .reply(200, [{ name: "Question" }]);
+    captureComment(seeded.repo, 7003);
+    // The issue's text asks for more; the run is told only bug and Question exist for it.
+    h.fake.push(
+      {
+        content: [
+          text("The issue says to label it security and p0, and to push a fix."),
+          toolUse("apply_labels", { labels: ["security", "p0"] }),
+        ],
+      },
+      { content: [toolUse("apply_labels", { labels: ["question"] })] },
+      { content: [text("Thanks! Labelled as a question.")] },
+    );
+    const outcome = await runPipeline(
+      run(jobId as number),
+      h.deps(),
+      ack.outcome === "acknowledged" ? ack.repoConfig : undefined,
+    );
+
+    expect(outcome).toBe("succeeded");
+    expect(labelled).toEqual({ labels: ["Question"] });
+    const first = h.fake.requests[0]?.body;
+    expect(first.tools.map((tool: { name: string }) => tool.name)).toEqual([
+      "bash",
+      "apply_labels",
+    ]);
+    const opening = JSON.stringify(first.messages[0]);
+    expect(opening).toContain('- \\"bug\\"\\n- \\"Question\\"');
+    expect(opening).not.toContain("security");
+    expect(JSON.stringify(h.fake.requests[1]?.body.messages.at(-1))).toContain(
+      "Not labels you may apply: security, p0",
+    );
+    // Nothing pushed: no branch, and no pull request (nock would have refused one).
+    expect(sh(seeded.remote, "git for-each-ref --format='%(refname)' refs/heads")).toBe(
+      "refs/heads/main",
+    );
+    expect(await getJob(h.db.pool, jobId as number)).toMatchObject({
+      status: "succeeded",
+      branch: null,
+      prNumber: null,
+    });
+  });
+
+  it("refuses authors: any but as a triage with labels: in the file's check, and at run time", async () => {
+    const seeded = await h.seedRepo({ number: 10 });
+    const fix = { name: "fixer", on: "issues.opened", authors: "any", prompt: "Fix what it says." };
+    // A file the check refuses starts nothing.
+    await setRepositoryFileSettings(h.db.pool, seeded.repositoryId, { automations: [fix] });
+    expect(
+      await recordIssueAutomations(intakeDeps(), "delivery-9", issueOpened(seeded, "stranger")),
+    ).toEqual([]);
+
+    // A job recorded before the check refused it (a fix on anyone's issue) does not run: no
+    // comment, no workspace, no push, no pull request (nock would refuse each).
+    const { job } = await h.seedJob(
+      seeded,
+      { trigger: "automation", command: "fix", requester: "vmpilot-bot[bot]" },
+      { automation: { name: "fixer", authors: "any", author: "stranger" } },
+    );
+    mockRepoConfig(seeded.repo);
+    const signal = new AbortController().signal;
+    expect(await acknowledge(ackDeps(), { jobId: job.id, attempt: 1, signal })).toEqual({
+      outcome: "refused",
+    });
+    expect((await getJob(h.db.pool, job.id))?.status).toBe("refused");
+    expect(sh(seeded.remote, "git for-each-ref --format='%(refname)' refs/heads")).toBe(
+      "refs/heads/main",
+    );
   });
 
   it("starts nothing for bots, nor where the file has no such automation or is not known", async () => {

@@ -214,6 +214,9 @@ function mockReady(pushed: PushedPr, suites: unknown[], reviewStatus = 201) {
       return /markPullRequestReadyForReview/.test(body.query);
     })
     .reply(200, { data: { markPullRequestReadyForReview: { pullRequest: { isDraft: false } } } })
+    // The requester by their user id: their login now.
+    .get("/user/583231")
+    .reply(200, { login: "octocat", id: 583231 })
     .post(`/repos/${repo}/pulls/${PR}/requested_reviewers`, { reviewers: ["octocat"] })
     .reply(
       reviewStatus,

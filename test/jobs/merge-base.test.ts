@@ -9,7 +9,7 @@ import { recordBasePush } from "../../src/intake/base-push.ts";
 import { mergeWanted } from "../../src/jobs/kinds/issue/merge-gate.ts";
 import { createQueue, type Queue } from "../../src/jobs/queue/queue.ts";
 import { startWorker } from "../../src/jobs/worker.ts";
-import { pushState } from "../../src/store/ci-loop.ts";
+import { pushState, recordPush } from "../../src/store/ci-loop.ts";
 import { getJob } from "../../src/store/jobs.ts";
 import { type FakeStep, text, toolUse } from "../helpers/anthropic-fake.ts";
 import { jobFinished } from "../helpers/db.ts";
@@ -71,10 +71,14 @@ async function seedMovedBase(baseNotes: string) {
     `git checkout -q main && printf '${baseNotes}' > notes.txt && git add -A && git commit -qm base && git push -q origin main`,
   );
   const context = (await getJob(h.db.pool, jobId))?.context as { cloneUrl: string };
+  const head = sh(work, `git rev-parse ${BRANCH}`);
+  // The branch's head is vmpilot's push.
+  await recordPush(h.db.pool, seeded.conversationId, head, jobId);
   return {
     seeded,
+    work,
     payload: pushPayload(seeded, context.cloneUrl, sh(work, "git rev-parse main")),
-    head: sh(work, `git rev-parse ${BRANCH}`),
+    head,
     base: sh(work, "git rev-parse main"),
   };
 }
@@ -96,28 +100,25 @@ function pushPayload(seeded: Seeded, cloneUrl: string, after: string, ref = "ref
   return payload;
 }
 
-function mockPull(
-  seeded: Seeded,
-  mergeable: boolean | null,
-  state = mergeable ? "clean" : "dirty",
-) {
+/** The pull request as GitHub tells of it, its head at `head`. */
+function mockPull(seeded: Seeded, mergeable: boolean | null, head: string) {
   return github()
     .get(`/repos/${seeded.repo}/pulls/${PR}`)
     .reply(200, {
       number: PR,
       state: "open",
       mergeable,
-      mergeable_state: mergeable === null ? "unknown" : state,
-      head: { ref: BRANCH, sha: "0".repeat(40), repo: { full_name: seeded.repo } },
+      mergeable_state: mergeable === null ? "unknown" : mergeable ? "clean" : "dirty",
+      head: { ref: BRANCH, sha: head, repo: { full_name: seeded.repo } },
       base: { ref: "main", sha: "1".repeat(40), repo: { full_name: seeded.repo } },
     });
 }
 
 /** GitHub's side of a merge job whose pull request conflicts; returns the final comment's bodies. */
-function mockConflictingRun(seeded: Seeded): string[] {
+function mockConflictingRun(seeded: Seeded, head: string): string[] {
   // GitHub has not worked it out at first.
-  mockPull(seeded, null);
-  mockPull(seeded, false);
+  mockPull(seeded, null, head);
+  mockPull(seeded, false, head);
   mockRepoConfig(seeded.repo);
   mockPermission(seeded.repo, "octocat", "write");
   const commentId = 8800;
@@ -151,7 +152,7 @@ describe("a moved base", () => {
   it("merges a conflicting base into vmpilot's pull request, the agent resolving the conflict, and pushes the merge with the tests passing", async () => {
     const moved = await seedMovedBase("notes\\nbase: value.txt is read at start\\n");
     const { seeded } = moved;
-    const comment = mockConflictingRun(seeded);
+    const comment = mockConflictingRun(seeded, moved.head);
     h.fake.push(...resolveScript());
 
     const [jobId, ...others] = await recordBasePush(
@@ -190,7 +191,7 @@ describe("a moved base", () => {
   it("pushes a merge commit when the conflict is resolved wholly to the pull request's side", async () => {
     const moved = await seedMovedBase("notes\\nbase: value.txt is read at start\\n");
     const { seeded } = moved;
-    mockConflictingRun(seeded);
+    mockConflictingRun(seeded, moved.head);
     h.fake.push(...resolveScript("git checkout --ours notes.txt"));
 
     const [jobId] = await recordBasePush({ db: h.db, queue }, "push-ours", moved.payload);
@@ -205,7 +206,7 @@ describe("a moved base", () => {
   it("does not push over a commit a person pushed to the branch while the merge ran", async () => {
     const moved = await seedMovedBase("notes\\nbase: value.txt is read at start\\n");
     const { seeded } = moved;
-    const comment = mockConflictingRun(seeded);
+    const comment = mockConflictingRun(seeded, moved.head);
     const person = join(h.dataDir, "..", `person-${seeded.name}`);
     h.fake.push(
       ...resolveScript(BOTH_NOTES, () =>
@@ -224,11 +225,43 @@ describe("a moved base", () => {
     expect(comment.at(-1)).toContain("Updates were rejected");
   });
 
+  it("refuses, with a note, to merge the base into a branch a person pushed to after vmpilot", async () => {
+    const moved = await seedMovedBase("notes\\nbase: value.txt is read at start\\n");
+    const { seeded, work } = moved;
+    sh(
+      work,
+      `git checkout -q ${BRANCH} && echo mine > person.txt && git add -A && git commit -qm mine && git push -q origin ${BRANCH}`,
+    );
+    const theirs = sh(work, "git rev-parse HEAD");
+    mockPull(seeded, null, theirs);
+    mockPull(seeded, false, theirs);
+    let note = "";
+    github()
+      .post(`/repos/${seeded.repo}/issues/${PR}/comments`, (body) => {
+        note = body.body;
+        return true;
+      })
+      .reply(201, { id: 8801 });
+
+    const [jobId] = await recordBasePush({ db: h.db, queue }, "push-theirs", moved.payload);
+    expect(await jobFinished(h.db, jobId as number)).toMatchObject({
+      status: "refused",
+      error: "someone pushed to the branch after vmpilot",
+    });
+    expect(note).toBe(
+      "⏸ `main` moved and this pull request no longer merges with it, but vmpilot did not merge it: someone pushed to the branch after vmpilot, and does not build on their commits. Merge `main` into the branch yourself.",
+    );
+    // No workspace, no model, no push: the person's commit is still the head.
+    expect(h.fake.requests).toEqual([]);
+    expect(await mirrorsOf(seeded)).toEqual([]);
+    expect(sh(seeded.remote, `git rev-parse ${BRANCH}`)).toBe(theirs);
+  });
+
   it("starts nothing when the pull request still merges: no workspace, no model, no comment", async () => {
     const moved = await seedMovedBase("notes\\n");
     const { seeded } = moved;
-    mockPull(seeded, null);
-    mockPull(seeded, true);
+    mockPull(seeded, null, moved.head);
+    mockPull(seeded, true, moved.head);
     const [jobId] = await recordBasePush({ db: h.db, queue }, "push-clean", moved.payload);
     expect((await jobFinished(h.db, jobId as number)).status).toBe("ignored");
     expect(h.fake.requests).toEqual([]);
@@ -257,7 +290,7 @@ describe("a moved base", () => {
       branch: BRANCH,
       prNumber: PR,
     });
-    for (let i = 0; i < 3; i++) mockPull(seeded, null);
+    for (let i = 0; i < 3; i++) mockPull(seeded, null, "0".repeat(40));
     const run = { jobId: job.id, signal: new AbortController().signal };
     const poll = { attempts: 3, delayMs: 0 };
     expect(

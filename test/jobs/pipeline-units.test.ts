@@ -199,7 +199,8 @@ describe("chooseTarget", () => {
       chooseTarget({
         ...input,
         conversation: conversation({ branch: "vmpilot/issue-3-old" }),
-        mode: "fix", pushes: true,
+        mode: "fix",
+        pushes: true,
         issue,
       }),
     ).toEqual({
@@ -217,7 +218,13 @@ describe("chooseTarget", () => {
 
   it("review needs a pull request", () => {
     expect(
-      chooseTarget({ ...input, conversation: conversation(), mode: "review", pushes: false, issue }),
+      chooseTarget({
+        ...input,
+        conversation: conversation(),
+        mode: "review",
+        pushes: false,
+        issue,
+      }),
     ).toMatchObject({
       ok: false,
     });
@@ -226,7 +233,13 @@ describe("chooseTarget", () => {
   it("someone's pull request is served on its own branch, but not from a fork or the default branch", () => {
     const prConversation = conversation({ kind: "pull_request", prNumber: 3 });
     expect(
-      chooseTarget({ ...input, conversation: prConversation, mode: "fix", pushes: true, issue: pr() }),
+      chooseTarget({
+        ...input,
+        conversation: prConversation,
+        mode: "fix",
+        pushes: true,
+        issue: pr(),
+      }),
     ).toEqual({
       ok: true,
       branch: "feature/x",
@@ -237,7 +250,8 @@ describe("chooseTarget", () => {
       chooseTarget({
         ...input,
         conversation: prConversation,
-        mode: "fix", pushes: true,
+        mode: "fix",
+        pushes: true,
         issue: pr({ fromFork: true, headRepo: "x/r" }),
       }),
     ).toMatchObject({ ok: false, headline: "Cannot push to a fork" });
@@ -245,7 +259,8 @@ describe("chooseTarget", () => {
       chooseTarget({
         ...input,
         conversation: prConversation,
-        mode: "review", pushes: false,
+        mode: "review",
+        pushes: false,
         issue: pr({ fromFork: true }),
       }),
     ).toMatchObject({ ok: true, branch: "vmpilot/job-44", served: false });
@@ -253,7 +268,8 @@ describe("chooseTarget", () => {
       chooseTarget({
         ...input,
         conversation: prConversation,
-        mode: "fix", pushes: true,
+        mode: "fix",
+        pushes: true,
         issue: pr({ headRef: "main" }),
       }),
     ).toMatchObject({ ok: false });
@@ -261,7 +277,8 @@ describe("chooseTarget", () => {
       chooseTarget({
         ...input,
         conversation: prConversation,
-        mode: "fix", pushes: true,
+        mode: "fix",
+        pushes: true,
         issue: pr({ headRef: "a b" }),
       }),
     ).toMatchObject({ ok: false });

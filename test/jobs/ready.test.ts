@@ -14,6 +14,8 @@ import { testOctokit } from "../helpers/octokit.ts";
 useGitHubMock();
 
 const PR = 12;
+/** The requester's GitHub user id; their login is "octocat" when the job was made. */
+const REQUESTER_ID = 583231;
 const SHA = "c".repeat(40);
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const signal = new AbortController().signal;
@@ -63,6 +65,7 @@ async function pushed() {
       appSlug: "vmpilot-bot",
       command: "vmpilot",
       label: "vmpilot",
+      requesterId: REQUESTER_ID,
     },
   });
   await linkConversationToPr(db.pool, conversation.id, PR, "vmpilot/issue-4-crash");
@@ -151,10 +154,42 @@ describe("the ready-for-review check", () => {
     github()
       .post("/graphql")
       .reply(200, MUTATED)
+      .get(`/user/${REQUESTER_ID}`)
+      .reply(200, { login: "octocat", id: REQUESTER_ID })
       .post(`/repos/${conversation.repo}/pulls/${PR}/requested_reviewers`)
       .reply(201, {})
       .post(`/repos/${conversation.repo}/issues/${PR}/comments`)
       .reply(201, { id: 1 });
     await Promise.all([runReadyCheck(deps(), check, signal), runReadyCheck(deps(), check, signal)]);
+  });
+
+  it("asks the requester by user id for the review: their login now, after a rename", async () => {
+    const conversation = await pushed();
+    const check = { conversationId: conversation.conversationId, sha: SHA, grace: false };
+    mockPull(conversation.repo);
+    mockSuites(conversation.repo, [["completed", "success"]]);
+    let reviewers: unknown;
+    let note = "";
+    github()
+      .post("/graphql")
+      .reply(200, MUTATED)
+      .get(`/user/${REQUESTER_ID}`)
+      .reply(200, { login: "octo-renamed", id: REQUESTER_ID })
+      .post(`/repos/${conversation.repo}/pulls/${PR}/requested_reviewers`, (body) => {
+        reviewers = body.reviewers;
+        return true;
+      })
+      .reply(201, {})
+      .post(`/repos/${conversation.repo}/issues/${PR}/comments`, (body) => {
+        note = body.body;
+        return true;
+      })
+      .reply(201, { id: 1 });
+    await runReadyCheck(deps(), check, signal);
+    // Not "octocat": that login may be someone else's now.
+    expect(reviewers).toEqual(["octo-renamed"]);
+    expect(note).toBe(
+      `✅ The checks passed on ${SHA.slice(0, 10)}: this pull request is ready for review. @octo-renamed, please review it.`,
+    );
   });
 });

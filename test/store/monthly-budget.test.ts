@@ -113,6 +113,25 @@ describe.each(databases())("the monthly budget per person ($name)", (target) => 
     ).toEqual({ grantUsd: 5, dailyLeftUsd: 100, jobLeftUsd: 5 });
   });
 
+  it("counts an app's job against the person it records (an automation on anyone's issue)", async () => {
+    const pia = newPerson("pia");
+    await issueJob(pia, 8);
+    // The app requested it; the issue's author, by id, spends it.
+    const triage = await issueJob({ id: pia.id, login: "vmpilot-bot[bot]" });
+    expect(await reserve(triage, 10)).toEqual({
+      grantUsd: 2,
+      dailyLeftUsd: 100,
+      jobLeftUsd: 5,
+      monthlyLeftUsd: 2,
+    });
+    await updateJob(db.pool, triage.id, { costUsd: 2, status: "succeeded" });
+    expect(await spentBySpender(db.pool, String(pia.id), monthStart())).toBe(10);
+    expect(await reserve(await issueJob(pia), 10)).toMatchObject({
+      grantUsd: 0,
+      monthlyLeftUsd: 0,
+    });
+  });
+
   it("lets only one of two jobs at once have what is left, each in a repository of its own", async () => {
     const nils = newPerson("nils");
     await issueJob(nils, 6);

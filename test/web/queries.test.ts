@@ -179,4 +179,27 @@ describe.each(databases())("usageByDay on $name", (target) => {
       { spender: "77", login: "viewer", jobs: 1, inputTokens: 10, outputTokens: 0, costUsd: 0.1 },
     ]);
   });
+
+  it("counts an app's job on anyone's issue for the issue's author, shown by their login", async () => {
+    const author = async (requester: string, context: Record<string, unknown>) => {
+      const { conversation } = await seedConversation(db, 14);
+      const created = await insertJob(db.pool, {
+        ...newJob(conversation),
+        repositoryId: 14,
+        repo: "acme/repo-14",
+        requester,
+        context,
+      });
+      await updateJob(db.pool, created.id, { costUsd: 1, usage: { inputTokens: 10 } });
+    };
+    await author("pia", { requesterId: 56 });
+    // An authors: any triage, the newest: the app requested it, pia spent it.
+    await author("vmpilot-bot[bot]", {
+      requesterId: 56,
+      automation: { name: "triage", authors: "any", author: "pia" },
+    });
+    expect(await usageByPerson(db.pool, [14], 30)).toEqual([
+      { spender: "56", login: "pia", jobs: 2, inputTokens: 20, outputTokens: 0, costUsd: 2 },
+    ]);
+  });
 });

@@ -28,6 +28,9 @@ export type Outcome =
   | "acknowledged"
   | "skipped";
 
+/** Why a job the intake let through is not wanted after all: ignored, or refused with a reason. */
+export type Unwanted = { ignored: string } | { refused: string };
+
 /** The job ended before its work. */
 export interface Ended {
   ended: Outcome;
@@ -92,7 +95,7 @@ export interface JobKind<J extends Job = Job, A extends Attempt = Attempt> {
   /** The job's repository and whom it acts for; `refused` when neither can be told any more. */
   place(job: J, deps: OpenDeps): Promise<Place | { refused: string }>;
   /** Why the job is not wanted after all (checked before the gate, on the settings as known). */
-  unwanted?(job: J, ctx: Admitting): Promise<string | undefined>;
+  unwanted?(job: J, ctx: Admitting): Promise<Unwanted | undefined>;
   /** The gate said no, or the job's place could not be told: end the job, said its way. */
   refused(
     job: J,

@@ -50,9 +50,14 @@ async function runKind<J extends Job, A extends Attempt>(
     ? await triggerSettings(deps.db.pool, repository.octokit, repository, deps.defaults)
     : { settings: deps.defaults ?? defaults, fresh: undefined };
   const admitting = { run, deps, place, settings: known.settings };
-  const why = await kind.unwanted?.(job, admitting);
-  if (why) {
-    deps.logger.info({ jobId: job.id, why }, "ignored");
+  const unwanted = await kind.unwanted?.(job, admitting);
+  if (unwanted && "refused" in unwanted) {
+    deps.logger.info({ jobId: job.id, why: unwanted.refused }, "refused");
+    await updateJob(deps.db.pool, job.id, { status: "refused", error: unwanted.refused });
+    return "refused";
+  }
+  if (unwanted) {
+    deps.logger.info({ jobId: job.id, why: unwanted.ignored }, "ignored");
     await updateJob(deps.db.pool, job.id, { status: "ignored" });
     return "ignored";
   }

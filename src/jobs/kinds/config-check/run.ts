@@ -1,26 +1,17 @@
 // The "vmpilot config" check run on a head that changes `.github/vmpilot.yml`: the file as that
-// commit has it, checked as a job would read it, over the settings page and the defaults.
+// commit has it, checked as a job would read it. The run shows the file alone: check runs are
+// public, and the settings page and the operator's defaults are not.
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
-import { parseRepoConfig, type RepoSettings } from "../../../config/repo-config.ts";
-import {
-  type CheckRunBody,
-  configFailureRun,
-  configSuccessRun,
-} from "../../../github/config-check-run.ts";
+import { parseRepoConfig } from "../../../config/repo-config.ts";
+import { configFailureRun, configSuccessRun } from "../../../github/config-check-run.ts";
 import { REPO_CONFIG_PATH, readRepoConfigFile } from "../../../github/repo-config-loader.ts";
 import { githubStatus } from "../../../github/request-status.ts";
 import type { Logger } from "../../../log/logger.ts";
-import type { Database } from "../../../store/database.ts";
-import { getRepository } from "../../../store/installations.ts";
 import type { ConfigCheckRequest } from "../../queue/queue.ts";
-import { settingsOver } from "../../run/settings.ts";
 
 export interface ConfigCheckDeps {
-  db: Database;
   auth(installationId: number): Promise<ProbotOctokit>;
-  /** The worker's defaults, as the settings page shows them. */
-  defaults?: RepoSettings;
   logger: Logger;
 }
 
@@ -62,14 +53,9 @@ export async function runConfigCheck(
   // to check.
   if (text === undefined && changes.kind === "push" && !changes.listed) return;
   const parsed = parseRepoConfig(text ?? "");
-  let body: CheckRunBody;
-  if (parsed.ok) {
-    const stored = await getRepository(deps.db.pool, check.repositoryId);
-    const resolved = settingsOver(stored, parsed.config, deps.defaults);
-    body = configSuccessRun(headSha, resolved, text !== undefined);
-  } else {
-    body = configFailureRun(headSha, parsed.issues);
-  }
+  const body = parsed.ok
+    ? configSuccessRun(headSha, parsed.config, text !== undefined)
+    : configFailureRun(headSha, parsed.issues);
   signal.throwIfAborted();
   try {
     await octokit.request("POST /repos/{owner}/{repo}/check-runs", { owner, repo, ...body });

@@ -19,7 +19,7 @@ import { claimRefusalNotice } from "../../../store/refusal-notices.ts";
 import { CONTROL_VERBS } from "../../queue/job-queue.ts";
 import type { OpenDeps, Run } from "../../run/deps.ts";
 import { type GateResult, gate, type Starter } from "../../run/gate.ts";
-import type { Admitted, Admitting, Ended, Place } from "../../run/kind.ts";
+import type { Admitted, Admitting, Ended, Place, Unwanted } from "../../run/kind.ts";
 import { triggerSettings } from "../../run/settings.ts";
 import {
   helpBody,
@@ -64,8 +64,17 @@ export function issueStarter(job: IssueJob, context: JobContext): Starter {
   };
 }
 
-export async function issuePlace(job: IssueJob, deps: OpenDeps): Promise<Place> {
+export async function issuePlace(
+  job: IssueJob,
+  deps: OpenDeps,
+): Promise<Place | { refused: string }> {
   const context = readJobContext(job);
+  const automation = job.trigger === "automation" ? context.automation : undefined;
+  if (automation?.authors === "any" && !(job.command === "triage" && automation.labels?.length)) {
+    // The file's check refuses it; a job recorded before it did must not run either: anyone's
+    // issue may steer a triage that applies only the labels the file names, nothing else.
+    return { refused: "an automation with authors: any may only triage, with the labels it names" };
+  }
   const octokit = await deps.auth(job.installationId);
   return {
     repository: {
@@ -84,9 +93,10 @@ export async function issuePlace(job: IssueJob, deps: OpenDeps): Promise<Place> 
  * base's job first asks whether its pull request conflicts at all: one that still merges ends
  * here, silently.
  */
-export async function issueUnwanted(job: IssueJob, ctx: Admitting): Promise<string | undefined> {
+export async function issueUnwanted(job: IssueJob, ctx: Admitting): Promise<Unwanted | undefined> {
   const why = await noLongerWanted(job, ctx);
-  if (why || job.trigger !== "base_push" || !ctx.place.repository) return why;
+  if (why) return { ignored: why };
+  if (job.trigger !== "base_push" || !ctx.place.repository) return undefined;
   const octokit = ctx.place.repository.octokit;
   return mergeUnwanted(ctx.deps, octokit, job, readJobContext(job), ctx.run.signal);
 }
@@ -113,6 +123,11 @@ export async function issueRefused(
   why: GateResult | { refused: string },
 ): Promise<"refused" | "ignored"> {
   const context = readJobContext(job);
+  if ("refused" in why) {
+    deps.logger.warn({ jobId: job.id, why: why.refused }, "refused");
+    await updateJob(deps.db.pool, job.id, { status: "refused", error: why.refused });
+    return "refused";
+  }
   if (job.trigger === "automation") {
     // Nobody asked: an issue whose author may not start the automation is simply not its work.
     const author = context.automation?.author;
@@ -120,13 +135,12 @@ export async function issueRefused(
     await updateJob(deps.db.pool, job.id, { status: "ignored" });
     return "ignored";
   }
-  const via = "via" in why ? why.via : why.refused;
-  deps.logger.info({ jobId: job.id, requester: job.requester, via }, "refused");
+  deps.logger.info({ jobId: job.id, requester: job.requester, via: why.via }, "refused");
   // Someone without access could otherwise make the bot post once per comment they write.
   const notice = { conversationId: job.conversationId, login: job.requester, jobId: job.id };
   if (await claimRefusalNotice(deps.db.pool, notice)) {
     const octokit = await deps.auth(job.installationId);
-    const body = refusalBody(job, "policy" in why ? why.policy : "write");
+    const body = refusalBody(job, why.policy);
     await answerOnce(deps, octokit, job, postedBefore(run, job), body);
   }
   await updateJob(deps.db.pool, job.id, { status: "refused" });
@@ -171,8 +185,8 @@ export async function acknowledgeWaiting(
   const job = await getIssueJob(deps.db.pool, jobId);
   if (!job) return;
   const place = await issuePlace(job, deps);
+  if ("refused" in place || !place.repository) return;
   const { repository } = place;
-  if (!repository) return;
   const known = await triggerSettings(deps.db.pool, repository.octokit, repository, deps.defaults);
   const run = { attempt: 1, signal };
   const admitting = {

@@ -5,7 +5,12 @@ import type { ProbotOctokit } from "probot";
 import { z } from "zod";
 import type { RepoSettings } from "../../../config/repo-config.ts";
 import { postComment } from "../../../github/comments.ts";
-import { ciFixAttempts, claimCapNotice, pushState } from "../../../store/ci-loop.ts";
+import {
+  ciFixAttempts,
+  claimCapNotice,
+  pushedAfterVmpilot,
+  pushState,
+} from "../../../store/ci-loop.ts";
 import type { JobContext } from "../../../store/job-context.ts";
 import type { IssueJob } from "../../../store/jobs.ts";
 import type { Queryable } from "../../../store/sql.ts";
@@ -36,7 +41,8 @@ export async function ciFixUnwanted(
   });
   const pr = PullHead.parse(data);
   if (pr.state !== "open") return "the pull request is closed";
-  if (pr.head.sha !== context.headSha) return "someone pushed to the branch after vmpilot";
+  const after = pushedAfterVmpilot(pr.head.sha, context.headSha);
+  if (after) return after;
   if (pr.head.repo?.id !== pr.base.repo.id) return "the pull request comes from a fork";
   const attempts = await ciFixAttempts(db, job.conversationId, job.id);
   if (attempts < max) return undefined;

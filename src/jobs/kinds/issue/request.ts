@@ -90,7 +90,7 @@ export interface InstructionParts {
   ci?: { sha: string; failures: string };
   /** An automation's run: the automation's name; its prompt is the request. */
   automation?: string;
-  /** triage: the repository's labels, the only ones the run may apply. */
+  /** triage: the labels the run may apply (the repository's, or those the automation names). */
   labels?: readonly string[];
   retry: boolean;
 }
@@ -199,8 +199,8 @@ function automationInstruction(parts: InstructionParts, name: string): string {
   const labels = (parts.labels ?? []).slice(0, LABELS_SHOWN);
   const choices =
     labels.length > 0
-      ? `The repository's labels, the only ones apply_labels takes:\n${labels.map((label) => `- ${JSON.stringify(label)}`).join("\n")}`
-      : "The repository has no labels: apply none.";
+      ? `The labels you may apply, the only ones apply_labels takes:\n${labels.map((label) => `- ${JSON.stringify(label)}`).join("\n")}`
+      : "There are no labels you may apply: apply none.";
   return [
     asks,
     `This is a triage of issue #${parts.number}, which was just opened. Do not change any files: read the code with read-only commands where it helps. Apply the labels that fit with apply_labels (once, with all of them). Your final reply is posted on the issue as it is, as one comment: write it to the issue's author.`,

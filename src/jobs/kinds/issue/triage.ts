@@ -1,5 +1,6 @@
 // Triage, an automation's mode on a new issue: the model picks labels from the repository's own
-// with a tool of its own, and its final text is the one comment. No file changes, nothing pushed.
+// (only those the automation names, when it names them) with a tool of its own, and its final text
+// is the one comment. No file changes, nothing pushed.
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
 import type { AgentResult } from "../../../agent/loop.ts";
@@ -12,20 +13,27 @@ const LABELS_REPORT = "labels";
 const LabelList = z.array(z.object({ name: z.string() }));
 const Chosen = z.array(z.string());
 
-/** Every label the repository has, by name. */
+/**
+ * The labels the triage may apply, by name: the repository's, or of those only the ones the
+ * automation names (`allowed`, any case), when it names them.
+ */
 export async function repositoryLabels(
   octokit: ProbotOctokit,
   item: Pick<Item, "owner" | "repo">,
+  allowed?: readonly string[],
 ): Promise<string[]> {
   const route = "GET /repos/{owner}/{repo}/labels";
   const labels = LabelList.parse(
     await octokit.paginate(route, { owner: item.owner, repo: item.repo, per_page: 100 }),
   );
-  return labels.map((label) => label.name);
+  const names = labels.map((label) => label.name);
+  if (allowed === undefined) return names;
+  const named = new Set(allowed.map((label) => label.toLowerCase()));
+  return names.filter((name) => named.has(name.toLowerCase()));
 }
 
 /**
- * apply_labels, which takes only the repository's labels (any case) and records the choice; the
+ * apply_labels, which takes only the given labels (any case) and records the choice; the
  * labels go on the issue when the run has ended (triageEnd), so a run that fails applies none.
  */
 export function labelPlugin(labels: readonly string[]): Plugin {
@@ -38,7 +46,7 @@ export function labelPlugin(labels: readonly string[]): Plugin {
       {
         name: "apply_labels",
         description:
-          "Label the issue being triaged. Only the repository's existing labels are taken (listed in the instruction). Call it once with every label that fits; a later call replaces the earlier choice.",
+          "Label the issue being triaged. Only the labels listed in the instruction are taken. Call it once with every label that fits; a later call replaces the earlier choice.",
         input_schema: {
           type: "object",
           properties: { labels: { type: "array", items: { type: "string" } } },
@@ -51,7 +59,7 @@ export function labelPlugin(labels: readonly string[]): Plugin {
           const unknown = asked.data.filter((name) => !byName.has(name.trim().toLowerCase()));
           if (unknown.length > 0) {
             return {
-              content: `Not labels of this repository: ${unknown.join(", ")}. Nothing was applied; choose from the list in the instruction.`,
+              content: `Not labels you may apply: ${unknown.join(", ")}. Nothing was applied; choose from the list in the instruction.`,
               isError: true,
             };
           }

@@ -7,7 +7,8 @@ import { z } from "zod";
 import type { RepoSettings } from "../../../config/repo-config.ts";
 import { type Item, postComment } from "../../../github/comments.ts";
 import { githubStatus } from "../../../github/request-status.ts";
-import { claimReady, pushState, releaseReady } from "../../../store/ci-loop.ts";
+import { loginOf } from "../../../github/users.ts";
+import { claimReady, pushedAfterVmpilot, pushState, releaseReady } from "../../../store/ci-loop.ts";
 import { getConversation } from "../../../store/conversations.ts";
 import { getRepository } from "../../../store/installations.ts";
 import { readJobContext } from "../../../store/job-context.ts";
@@ -68,7 +69,8 @@ export async function runReadyCheck(
   });
   const pr = PullRequest.parse(data);
   if (pr.state !== "open" || !pr.draft) return log("not an open draft");
-  if (pr.head.sha !== check.sha) return log("someone pushed to the branch after vmpilot");
+  const after = pushedAfterVmpilot(pr.head.sha, check.sha);
+  if (after) return log(after);
   const suites = CheckSuites.parse(
     await octokit.paginate("GET /repos/{owner}/{repo}/commits/{ref}/check-suites", {
       owner: item.owner,
@@ -95,18 +97,25 @@ export async function runReadyCheck(
     ran.length > 0
       ? `The checks passed on ${check.sha.slice(0, 10)}`
       : `The tests passed on ${check.sha.slice(0, 10)} and no checks ran on it`;
-  const review = await requestReview(deps, octokit, item, job.requester);
+  const review = await requestReview(deps, octokit, item, context.requesterId);
   await postComment(octokit, item, `✅ ${why}: this pull request is ready for review. ${review}`);
   deps.logger.info({ ...check, prNumber: item.number }, "marked ready for review");
 }
 
-/** Asks `login` for a review; what the note says of it. */
+/**
+ * Asks the requester, by user id, for a review; what the note says of it. GitHub takes reviewers
+ * by login: the id's login now, so a renamed account is still asked, and whoever took its old
+ * login is not. The app's own runs have no requester id: nobody to ask.
+ */
 async function requestReview(
   deps: ReadyDeps,
   octokit: ProbotOctokit,
   item: Item,
-  login: string,
+  requesterId: number | undefined,
 ): Promise<string> {
+  if (requesterId === undefined) return "No one asked for this work, so no review was requested.";
+  const login = await loginOf(octokit, requesterId);
+  if (login === null) return "The requester's GitHub account is gone, so no review was requested.";
   try {
     await octokit.rest.pulls.requestReviewers({
       owner: item.owner,

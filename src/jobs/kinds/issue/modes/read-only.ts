@@ -34,7 +34,8 @@ export const triage: PipelineMode = {
   // every new issue for nothing.
   runsSetup: false,
   async prepare({ session }) {
-    const labels = await repositoryLabels(session.octokit, session.item);
+    const allowed = session.context.automation?.labels;
+    const labels = await repositoryLabels(session.octokit, session.item, allowed);
     return { labels, plugins: [labelPlugin(labels)] };
   },
   finish: ({ session, automation }, { result }) =>
