@@ -2,9 +2,9 @@
 
 export { checkProvider, createWorkspace } from "./factory.ts";
 export { type Checkout, prepareCheckout } from "./git/checkout.ts";
-export { cleanRepoUrl, type GitAuth } from "./git/git.ts";
+export { cleanRepoUrl } from "./git/git.ts";
 export { SandboxUnavailableError } from "./sandbox/bwrap.ts";
 export { type LimitEnforcement, limitEnforcement, type SandboxLimits } from "./sandbox/limits.ts";
-export { runSetup, type SetupStep } from "./setup.ts";
+export { runSetup } from "./setup.ts";
 export type * from "./types.ts";
 export { VmFailed, VmRefused } from "./vm/engine.ts";

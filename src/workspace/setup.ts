@@ -3,7 +3,7 @@ import type { BlockedConnection, ExecResult, Workspace } from "./types.ts";
 /** Installs can take a while; a setup command gets longer than an agent's command. */
 const SETUP_TIMEOUT_MS = 10 * 60_000;
 
-export interface SetupStep {
+interface SetupStep {
   command: string;
   result: ExecResult;
 }

@@ -17,7 +17,7 @@ export async function killWorkerMidJob(
 ): Promise<void> {
   const code = `
     import { openDatabase } from ${JSON.stringify(src("store/database.ts"))};
-    import { createQueue } from ${JSON.stringify(src("jobs/queue.ts"))};
+    import { createQueue } from ${JSON.stringify(src("jobs/queue/queue.ts"))};
     const db = await openDatabase({ databaseUrl: process.env.DB_URL, dataDir: "", migrate: false });
     const queue = createQueue(db, JSON.parse(process.env.QUEUE_OPTIONS));
     await queue.start();

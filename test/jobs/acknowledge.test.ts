@@ -1,12 +1,12 @@
-// The acknowledgement step on its own, against PGlite and PostgreSQL, with GitHub mocked by nock.
+// A job's admission and first answer through the runner, with no work to go on to, against PGlite
+// and PostgreSQL, with GitHub mocked by nock.
 import { Probot } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  type AcknowledgeDeps,
-  acknowledge,
-  acknowledgeWaiting,
-} from "../../src/jobs/kinds/issue/acknowledge.ts";
-import { reportDead } from "../../src/jobs/worker.ts";
+import { KINDS } from "../../src/jobs/kinds/index.ts";
+import { acknowledgeWaiting } from "../../src/jobs/kinds/issue/acknowledge.ts";
+import { reportDead } from "../../src/jobs/kinds/issue/dead.ts";
+import type { OpenDeps } from "../../src/jobs/run/deps.ts";
+import { runJob } from "../../src/jobs/run/runner.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import { REDACTED } from "../../src/log/redact.ts";
 import { findOrCreateConversation } from "../../src/store/conversations.ts";
@@ -44,7 +44,7 @@ let nextRepository = 5000;
 describe.each(databases())("acknowledge on $name", (target) => {
   let db: Database;
   const cancelled: number[] = [];
-  let deps: AcknowledgeDeps;
+  let deps: OpenDeps;
 
   beforeAll(async () => {
     db = await target.open();
@@ -114,8 +114,16 @@ describe.each(databases())("acknowledge on $name", (target) => {
     return { job, repo: `acme/${name}`, repositoryId };
   }
 
-  const run = (job: Job, attempt = 1) =>
-    acknowledge(deps, { jobId: job.id, attempt, signal: new AbortController().signal });
+  const run = async (job: Job, attempt = 1) => {
+    const signal = new AbortController().signal;
+    const outcome = await runJob(
+      KINDS,
+      { jobId: job.id, attempt, maxAttempts: 3, signal },
+      deps,
+      undefined,
+    );
+    return { outcome };
+  };
 
   it("reacts, posts one progress comment and stores its id", async () => {
     const { job, repo } = await seed();
@@ -197,10 +205,7 @@ describe.each(databases())("acknowledge on $name", (target) => {
     github().post(`/repos/${outsider.repo}/issues/comments/99/reactions`).reply(201, {});
     github().post(`/repos/${outsider.repo}/issues/7/comments`).reply(201, { id: 506 });
     const ack = await run(outsider.job);
-    expect(ack).toMatchObject({
-      outcome: "acknowledged",
-      repoConfig: { ok: true, config: { model: "claude-opus-4-1" } },
-    });
+    expect(ack).toEqual({ outcome: "acknowledged" });
     expect((await getRepository(db.pool, outsider.repositoryId))?.fileSettings).toEqual({
       allowedUsers: ["Outsider"],
     });

@@ -4,9 +4,9 @@
 import { describe, expect, it } from "vitest";
 import { recordIssueAutomations } from "../../src/intake/automations.ts";
 import { type ScheduledContext, syncAutomations } from "../../src/jobs/automations/schedules.ts";
-import { acknowledge } from "../../src/jobs/kinds/issue/acknowledge.ts";
-import { runPipeline } from "../../src/jobs/kinds/issue/run.ts";
-import { runScheduledAutomation } from "../../src/jobs/kinds/scheduled/run.ts";
+import { KINDS } from "../../src/jobs/kinds/index.ts";
+import type { OpenDeps, Run } from "../../src/jobs/run/deps.ts";
+import { runJob } from "../../src/jobs/run/runner.ts";
 import { createAutomationConversation } from "../../src/store/conversations.ts";
 import { getRepository, setRepositoryFileSettings } from "../../src/store/installations.ts";
 import { getJob, insertJob } from "../../src/store/jobs.ts";
@@ -19,6 +19,7 @@ import {
   captureComment,
   fixScript,
   run,
+  runQueued,
   type Seeded,
   sh,
   usePipelineHarness,
@@ -55,6 +56,11 @@ function intakeDeps() {
     command: "vmpilot",
   };
 }
+
+/** A job through the runner as far as its first answer: a worker with no work to go on to. */
+const acknowledge = async (deps: OpenDeps, at: Omit<Run, "maxAttempts">) => ({
+  outcome: await runJob(KINDS, { ...at, maxAttempts: 3 }, deps, undefined),
+});
 
 const ackDeps = () => ({
   db: h.db,
@@ -141,13 +147,6 @@ describe("an automation on issues.opened", () => {
         return true;
       })
       .reply(201, { id: 7001 });
-    const ack = await acknowledge(ackDeps(), {
-      jobId: jobId as number,
-      attempt: 1,
-      signal: new AbortController().signal,
-    });
-    expect(ack.outcome).toBe("acknowledged");
-    expect(posted).toContain("Acknowledged `triage` by this repository's automation");
 
     mockIssue(seeded, "reporter");
     github()
@@ -168,13 +167,10 @@ describe("an automation on issues.opened", () => {
       { content: [text("Thanks @reporter! This is a bug: an empty value.txt is not handled.")] },
     );
 
-    const outcome = await runPipeline(
-      run(jobId as number),
-      h.deps(),
-      ack.outcome === "acknowledged" ? ack.repoConfig : undefined,
-    );
+    const outcome = await runQueued(run(jobId as number), { ...h.deps(), allowedUsers: [] });
 
     expect(outcome).toBe("succeeded");
+    expect(posted).toContain("Acknowledged `triage` by this repository's automation");
     expect(labelled).toEqual({ labels: ["bug"] });
     expect(comment.at(-1)).toMatchInlineSnapshot(`
       "Thanks @​reporter! This is a bug: an empty value.txt is not handled.
@@ -268,10 +264,6 @@ describe("an automation on issues.opened", () => {
 
     mockRepoConfig(seeded.repo, ANY_TRIAGE_FILE);
     github().post(`/repos/${seeded.repo}/issues/9/comments`).reply(201, { id: 7003 });
-    const signal = new AbortController().signal;
-    const ack = await acknowledge(ackDeps(), { jobId: jobId as number, attempt: 1, signal });
-    expect(ack.outcome).toBe("acknowledged");
-
     mockIssue(seeded, "stranger");
     github()
       .get(`/repos/${seeded.repo}/labels`)
@@ -296,11 +288,7 @@ describe("an automation on issues.opened", () => {
       { content: [toolUse("apply_labels", { labels: ["question"] })] },
       { content: [text("Thanks! Labelled as a question.")] },
     );
-    const outcome = await runPipeline(
-      run(jobId as number),
-      h.deps(),
-      ack.outcome === "acknowledged" ? ack.repoConfig : undefined,
-    );
+    const outcome = await runQueued(run(jobId as number), { ...h.deps(), allowedUsers: [] });
 
     expect(outcome).toBe("succeeded");
     expect(labelled).toEqual({ labels: ["Question"] });
@@ -342,7 +330,6 @@ describe("an automation on issues.opened", () => {
       { trigger: "automation", command: "fix", requester: "vmpilot-bot[bot]" },
       { automation: { name: "fixer", authors: "any", author: "stranger" } },
     );
-    mockRepoConfig(seeded.repo);
     const signal = new AbortController().signal;
     expect(await acknowledge(ackDeps(), { jobId: job.id, attempt: 1, signal })).toEqual({
       outcome: "refused",
@@ -424,7 +411,7 @@ describe("a scheduled automation", () => {
       .reply(201, { id: 7100 });
     h.fake.push(...fixScript("Made value.txt say fixed.\n\nSummary: Make the tests pass"));
 
-    expect(await runScheduledAutomation(run(job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(job.id), h.deps())).toBe("succeeded");
 
     expect(JSON.stringify(h.fake.requests[0]?.body.messages[0])).toContain(
       "The repository's scheduled automation `weekly-fix` asks",
@@ -452,7 +439,7 @@ describe("a scheduled automation", () => {
     mockRepoConfig(seeded.repo);
     h.fake.push({ content: [text("The tests pass on main; nothing to fix.")] });
 
-    expect(await runScheduledAutomation(run(job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(job.id), h.deps())).toBe("succeeded");
     expect(sh(seeded.remote, "git for-each-ref --format='%(refname)' refs/heads")).toBe(
       "refs/heads/main",
     );

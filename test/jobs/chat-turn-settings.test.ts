@@ -3,10 +3,13 @@
 // concurrent turns never promise more than the day allows.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaults } from "../../src/config/repo-config.ts";
-import { chatTurnSettings } from "../../src/jobs/kinds/chat-turn/settings.ts";
+import { KINDS } from "../../src/jobs/kinds/index.ts";
+import { runJob } from "../../src/jobs/run/runner.ts";
+import { grant, readFile } from "../../src/jobs/run/settings.ts";
 import {
   type ConversationOwner,
   createApiConversation,
+  getApiConversation,
 } from "../../src/store/api-conversations.ts";
 import { findOrCreateConversation } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
@@ -15,7 +18,13 @@ import {
   upsertInstallation,
   upsertRepository,
 } from "../../src/store/installations.ts";
-import { insertJob, type Job, SCRATCH_BUDGET_LOCK, updateJob } from "../../src/store/jobs.ts";
+import {
+  getJob,
+  insertJob,
+  type Job,
+  SCRATCH_BUDGET_LOCK,
+  updateJob,
+} from "../../src/store/jobs.ts";
 import { databases } from "../helpers/db.ts";
 import { mockPermission, mockRepoConfig, useGitHubMock } from "../helpers/github-mock.ts";
 import { testOctokit } from "../helpers/octokit.ts";
@@ -32,7 +41,31 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
     auth: async () => testOctokit(),
     defaults: { ...defaults, maxDailyCostUsd: 1, maxCostUsd: 1 },
     allowedUsers: [],
+    publicUrl: "https://pilot.example",
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+    queue: { cancel: async () => "finished" as const },
   });
+  /** The turn through the runner as far as its work, which this worker has none for. */
+  const admit = async (job: Job) => {
+    const signal = new AbortController().signal;
+    const outcome = await runJob(
+      KINDS,
+      { jobId: job.id, attempt: 1, maxAttempts: 3, signal },
+      deps(),
+      undefined,
+    );
+    return { outcome, error: (await getJob(db.pool, job.id))?.error };
+  };
+  /** What the turn may spend: the scratch owner's budget, or the repository's over its file now. */
+  const granted = async (job: Job, base = deps()) => {
+    if (job.repositoryId === null) {
+      const owner = (await getApiConversation(db.pool, job.conversationId))?.owner;
+      if (!owner) throw new Error("no owner");
+      return grant(base, job, { scratchOwner: owner }, undefined, "you");
+    }
+    const fresh = readFile(db.pool, testOctokit(), { id: 700, owner: "acme", name: "widgets" });
+    return grant(base, job, { repositoryId: 700 }, fresh, "you");
+  };
 
   beforeAll(async () => {
     db = await target.open();
@@ -84,8 +117,8 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
   it("refuses a repository turn whose requester the file's allow-list now leaves out", async () => {
     const job = await turn("bob");
     mockRepoConfig(REPO, ALLOW_ALICE);
-    expect(await chatTurnSettings(deps(), job)).toEqual({
-      ok: false,
+    expect(await admit(job)).toEqual({
+      outcome: "failed",
       error: "bob may no longer use vmpilot on acme/widgets (its triggerPolicy or allowedUsers).",
     });
     const { rows } = await db.pool.query("SELECT reserved_usd FROM jobs WHERE id = $1", [job.id]);
@@ -95,21 +128,21 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
   it("runs the turns of whoever the gate admits: a writer, the allow-list, the operator", async () => {
     mockRepoConfig(REPO);
     mockPermission(REPO, "carol", "write");
-    expect(await chatTurnSettings(deps(), await turn("carol"))).toMatchObject({ ok: true });
+    expect(await admit(await turn("carol"))).toEqual({ outcome: "acknowledged", error: null });
     for (const [owner, operator] of [
       ["alice", false],
       ["operator", true],
     ] as const) {
       mockRepoConfig(REPO, ALLOW_ALICE);
-      const settings = await chatTurnSettings(deps(), await turn(owner, { operator }));
-      expect(settings).toMatchObject({ ok: true });
+      const admitted = await admit(await turn(owner, { operator }));
+      expect(admitted).toEqual({ outcome: "acknowledged", error: null });
     }
   });
 
   it("holds a person whose login is 'operator' to the gate, and goes on no chat of nobody's", async () => {
     mockRepoConfig(REPO, ALLOW_ALICE);
-    expect(await chatTurnSettings(deps(), await turn("operator"))).toMatchObject({
-      ok: false,
+    expect(await admit(await turn("operator"))).toMatchObject({
+      outcome: "failed",
       error: expect.stringContaining("operator may no longer use vmpilot on acme/widgets"),
     });
     // A chat carried over from before owners were ids, whose owner could not be told.
@@ -117,8 +150,8 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
     await db.pool.query("UPDATE conversations SET api_owner_id = NULL WHERE id = $1", [
       job.conversationId,
     ]);
-    expect(await chatTurnSettings(deps(), job)).toEqual({
-      ok: false,
+    expect(await admit(job)).toEqual({
+      outcome: "failed",
       error: "This conversation has no known owner; start a new chat.",
     });
   });
@@ -126,24 +159,14 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
   it("reserves a scratch budget, so concurrent scratch turns never promise more than the day allows", async () => {
     const jobs: Job[] = [];
     for (let i = 0; i < 3; i++) jobs.push(await turn("mona", { scratch: true }));
-    const results = await Promise.all(jobs.map((job) => chatTurnSettings(deps(), job)));
-    const granted = results.flatMap((r) => (r.ok ? [r.budgetUsd] : []));
-    expect(granted).toEqual([1]);
-    expect(results.filter((r) => !r.ok)).toEqual([
-      {
-        ok: false,
-        error: expect.stringContaining("Your scratch conversations reached the daily cost"),
-      },
-      {
-        ok: false,
-        error: expect.stringContaining("Your scratch conversations reached the daily cost"),
-      },
+    const results = await Promise.all(jobs.map((job) => granted(job)));
+    expect(results.flatMap((r) => ("budgetUsd" in r ? [r.budgetUsd] : []))).toEqual([1]);
+    expect(results.filter((r) => !("budgetUsd" in r))).toEqual([
+      { limit: expect.stringContaining("Your scratch conversations reached the daily cost") },
+      { limit: expect.stringContaining("Your scratch conversations reached the daily cost") },
     ]);
     // Another owner's scratch budget is their own.
-    expect(await chatTurnSettings(deps(), await turn("nils", { scratch: true }))).toMatchObject({
-      ok: true,
-      budgetUsd: 1,
-    });
+    expect(await granted(await turn("nils", { scratch: true }))).toMatchObject({ budgetUsd: 1 });
   });
 
   it("holds a key's owner to their monthly budget, counting their issue jobs too", async () => {
@@ -166,15 +189,12 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
     await updateJob(db.pool, asked.id, { costUsd: 1, status: "succeeded" });
     // Scratch: the defaults' cap.
     const capped = { ...deps(), defaults: { ...deps().defaults, maxMonthlyCostUsdPerUser: 1 } };
-    expect(await chatTurnSettings(capped, await turn("petra", { scratch: true }))).toEqual({
-      ok: false,
-      error: expect.stringContaining("You reached the monthly cost limit per person ($1.00,"),
+    expect(await granted(await turn("petra", { scratch: true }), capped)).toEqual({
+      limit: expect.stringContaining("You reached the monthly cost limit per person ($1.00,"),
     });
     // A repository: its own cap, over the same month.
     mockRepoConfig(REPO, "maxMonthlyCostUsdPerUser: 1.5\n");
-    mockPermission(REPO, "petra", "write");
-    expect(await chatTurnSettings(deps(), await turn("petra"))).toEqual({
-      ok: true,
+    expect(await granted(await turn("petra"))).toMatchObject({
       settings: expect.objectContaining({ maxMonthlyCostUsdPerUser: 1.5 }),
       budgetUsd: 0.5,
     });
@@ -191,7 +211,7 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
         SCRATCH_BUDGET_LOCK,
         `user ${ids.get("olga")}`,
       ]);
-      const pending = chatTurnSettings(deps(), job);
+      const pending = granted(job);
       const waiting = async () => {
         const { rows } = await holder.query(
           "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
@@ -203,7 +223,7 @@ describe.each(databases())("a chat turn's settings ($name)", (target) => {
       expect(await waiting()).toBe(true);
       await holder.query("COMMIT");
       holder.release();
-      expect(await pending).toMatchObject({ ok: true, budgetUsd: 1 });
+      expect(await pending).toMatchObject({ budgetUsd: 1 });
     },
   );
 });

@@ -6,7 +6,6 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { recordBasePush } from "../../src/intake/base-push.ts";
-import { mergeWanted } from "../../src/jobs/kinds/issue/merge-gate.ts";
 import { createQueue, type Queue } from "../../src/jobs/queue/queue.ts";
 import { startWorker } from "../../src/jobs/worker.ts";
 import { pushState, recordPush } from "../../src/store/ci-loop.ts";
@@ -19,6 +18,7 @@ import { examplePayload, type Payload } from "../helpers/webhooks.ts";
 import {
   captureComment,
   lastTurn,
+  runQueued,
   type Seeded,
   seedPullRequestConversation,
   sh,
@@ -291,14 +291,14 @@ describe("a moved base", () => {
       prNumber: PR,
     });
     for (let i = 0; i < 3; i++) mockPull(seeded, null, "0".repeat(40));
-    const run = { jobId: job.id, signal: new AbortController().signal };
     const poll = { attempts: 3, delayMs: 0 };
-    expect(
-      await mergeWanted(
-        { db: h.db, auth: async () => testOctokit(), logger: quiet, mergeablePoll: poll },
-        run,
-      ),
-    ).toBe(false);
+    const attempt = {
+      jobId: job.id,
+      attempt: 1,
+      maxAttempts: 1,
+      signal: new AbortController().signal,
+    };
+    expect(await runQueued(attempt, { ...h.deps(), mergeablePoll: poll })).toBe("ignored");
     expect((await getJob(h.db.pool, job.id))?.status).toBe("ignored");
   });
 });

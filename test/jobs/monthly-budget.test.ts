@@ -1,10 +1,9 @@
 // A job whose requester has spent their month (maxMonthlyCostUsdPerUser, the repository's cap over
 // what they spent in every repository) stops before it starts, and its comment says why.
 import { describe, expect, it } from "vitest";
-import { runPipeline } from "../../src/jobs/kinds/issue/run.ts";
 import { updateJob } from "../../src/store/jobs.ts";
 import { github } from "../helpers/github-mock.ts";
-import { captureComment, run, usePipelineHarness } from "./pipeline-harness.ts";
+import { captureComment, run, runQueued, usePipelineHarness } from "./pipeline-harness.ts";
 
 const h = usePipelineHarness();
 const OCTOCAT = { requesterId: 583231 };
@@ -24,11 +23,11 @@ describe("the monthly budget per person", () => {
       });
     const bodies = captureComment(seeded.repo, commentId);
 
-    expect(await runPipeline(run(job.id), h.deps())).toBe("failed");
+    expect(await runQueued(run(job.id), h.deps())).toBe("failed");
     expect(bodies.at(-1)).toMatchInlineSnapshot(`
       "⏹ **Limit reached** — [job #2](https://vmpilot.test/jobs/2)
 
-      This job's requester reached the monthly cost limit per person ($10.00, maxMonthlyCostUsdPerUser), which counts their jobs and chats this month (UTC) in every repository vmpilot works on, with what running ones may still spend; it resets on the 1st, or a maintainer can raise maxMonthlyCostUsdPerUser.
+      This job's requester reached the monthly cost limit per person ($10.00, maxMonthlyCostUsdPerUser), which counts their jobs and chat turns this month (UTC) in every repository vmpilot works on, with what running ones may still spend; it resets on the 1st, or a maintainer can raise maxMonthlyCostUsdPerUser.
 
       <!-- vmpilot:job:2 -->"
     `);

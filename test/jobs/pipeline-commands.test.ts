@@ -3,12 +3,11 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { SUMMARY_REQUEST } from "../../src/agent/compaction.ts";
-import { runPipeline } from "../../src/jobs/kinds/issue/run.ts";
 import { getCompaction } from "../../src/store/compactions.ts";
 import { getJob } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";
 import { type FakeReply, overloaded, text, toolUse } from "../helpers/anthropic-fake.ts";
-import { github } from "../helpers/github-mock.ts";
+import { github, mockRepoConfig } from "../helpers/github-mock.ts";
 import { processesWith, waitUntil } from "../workspace/helpers.ts";
 import {
   captureComment,
@@ -17,6 +16,7 @@ import {
   mockRequester,
   mockStart,
   run,
+  runQueued,
   type Seeded,
   sh,
   usePipelineHarness,
@@ -82,7 +82,7 @@ describe("pipeline commands", () => {
       { content: [text("Plan:\n1. Change value.txt to `fixed`.\n2. Run `sh test.sh`.")] },
     );
 
-    expect(await runPipeline(run(plan.job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(plan.job.id), h.deps())).toBe("succeeded");
     const planned = planComment.at(-1) ?? "";
     expect(planned).toContain("**Plan ready**");
     expect(planned).toContain("1. Change value.txt to `fixed`.");
@@ -110,7 +110,7 @@ describe("pipeline commands", () => {
       ...rest,
     );
 
-    expect(await runPipeline(run(approve.job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(approve.job.id), h.deps())).toBe("succeeded");
     expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
     expect(comment.at(-1)).toContain("Opened draft pull request #12");
   });
@@ -132,7 +132,7 @@ describe("pipeline commands", () => {
       },
       { content: [text("Plan:\n1. Write fixed into value.txt.")] },
     );
-    expect(await runPipeline(run(first.job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(first.job.id), h.deps())).toBe("succeeded");
     // Instruction + three tool rounds were stored when the loop compacted them into a summary
     // and the last three rounds; the final answer came after.
     const compaction = await getCompaction(h.db.pool, seeded.conversationId);
@@ -151,7 +151,7 @@ describe("pipeline commands", () => {
       expect(messages).toHaveLength(9);
       return { content: [text("Plan:\n1. Same as before.")] };
     });
-    expect(await runPipeline(run(second.job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(second.job.id), h.deps())).toBe("succeeded");
   });
 
   it("retry runs the conversation's last request again", async () => {
@@ -164,7 +164,7 @@ describe("pipeline commands", () => {
     mockStart(seeded);
     captureComment(seeded.repo, failed.commentId);
     h.fake.push(overloaded(), overloaded(), overloaded());
-    expect(await runPipeline(run(failed.job.id), h.deps())).toBe("failed");
+    expect(await runQueued(run(failed.job.id), h.deps())).toBe("failed");
 
     const retry = await h.seedJob(seeded, {
       trigger: "command",
@@ -186,15 +186,16 @@ describe("pipeline commands", () => {
       ...rest,
     );
 
-    expect(await runPipeline(run(retry.job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(retry.job.id), h.deps())).toBe("succeeded");
     expect(comment.at(-1)).toContain("Opened draft pull request #12");
   });
 
   it("retry with nothing before it says so", async () => {
     const seeded = await h.seedRepo();
     const { job, commentId } = await h.seedJob(seeded, { command: "retry", trigger: "command" });
+    mockRepoConfig(seeded.repo);
     const comment = captureComment(seeded.repo, commentId);
-    expect(await runPipeline(run(job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(job.id), h.deps())).toBe("succeeded");
     expect(comment.at(-1)).toContain("There is nothing to retry");
   });
 
@@ -237,7 +238,7 @@ describe("pipeline commands", () => {
       },
     );
 
-    expect(await runPipeline(run(job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(job.id), h.deps())).toBe("succeeded");
     expect(review).toMatchObject({
       commit_id: sha,
       event: "COMMENT",
@@ -311,7 +312,7 @@ describe("pipeline commands", () => {
       },
     );
 
-    expect(await runPipeline(run(job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(job.id), h.deps())).toBe("succeeded");
     const after = sh(seeded.remote, "git rev-parse feature/x");
     expect(sh(seeded.remote, `git rev-parse ${after}^`)).toBe(before);
     expect(sh(seeded.remote, "git show feature/x:value.txt")).toBe("fixed");
@@ -345,7 +346,7 @@ describe("pipeline commands", () => {
       .query(true)
       .reply(200, []);
     const comment = captureComment(seeded.repo, commentId);
-    expect(await runPipeline(run(job.id), h.deps())).toBe("refused");
+    expect(await runQueued(run(job.id), h.deps())).toBe("refused");
     expect(comment.at(-1)).toContain("comes from stranger/app, where vmpilot has no push rights");
   });
 
@@ -357,7 +358,7 @@ describe("pipeline commands", () => {
     const marker = `stop-test-${randomUUID()}`;
     h.fake.push({ content: [toolUse("bash", { command: `sleep 300 # ${marker}` })] });
     const controller = new AbortController();
-    const running = runPipeline(run(job.id, 1, controller.signal), h.deps());
+    const running = runQueued(run(job.id, 1, controller.signal), h.deps());
     expect(await waitUntil(async () => (await processesWith(marker)).length > 0, 20_000)).toBe(
       true,
     );
@@ -386,7 +387,7 @@ describe("pipeline commands", () => {
       .reply(500, { message: "Server Error" });
     const comment = captureComment(seeded.repo, commentId);
     h.fake.push(...fixScript("Summary: Fix value.txt"));
-    await expect(runPipeline(run(job.id, 1), h.deps())).rejects.toMatchObject({ status: 500 });
+    await expect(runQueued(run(job.id, 1), h.deps())).rejects.toMatchObject({ status: 500 });
     expect(comment.at(-1)).toContain("Retrying");
     const firstAttempt = await listMessages(h.db.pool, seeded.conversationId);
 
@@ -415,7 +416,7 @@ describe("pipeline commands", () => {
       ...rest,
     );
 
-    expect(await runPipeline(run(job.id, 2), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(job.id, 2), h.deps())).toBe("succeeded");
     expect(comment.at(-1)).toContain("Updated pull request #12");
     expect(sh(seeded.remote, `git log --format=%s main..${branch}`)).toBe(
       "Add again.txt\nFix value.txt",

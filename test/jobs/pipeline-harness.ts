@@ -6,7 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from "vitest";
 import { discoverPlugins, type Plugin } from "../../src/agent/plugins.ts";
-import type { PipelineDeps } from "../../src/jobs/kinds/issue/run.ts";
+import { KINDS } from "../../src/jobs/kinds/index.ts";
+import type { JobDeps, Run } from "../../src/jobs/run/deps.ts";
+import { runJob } from "../../src/jobs/run/runner.ts";
 import {
   type ConversationKind,
   findOrCreateConversation,
@@ -46,7 +48,7 @@ export interface Harness {
   readonly db: Database;
   readonly fake: AnthropicFake;
   readonly dataDir: string;
-  deps(overrides?: Partial<PipelineDeps>): PipelineDeps;
+  deps(overrides?: Partial<JobDeps>): JobDeps;
   /** Where the loopback git server serves the seeded repository. */
   cloneUrl(seeded: Seeded): string;
   /**
@@ -89,6 +91,9 @@ export const run = (jobId: number, attempt = 1, signal = new AbortController().s
   maxAttempts: 3,
   signal,
 });
+
+/** A job through the one runner, as a worker runs it. */
+export const runQueued = (run: Run, deps: JobDeps) => runJob(KINDS, run, deps, deps);
 
 export function usePipelineHarness(): Harness {
   useGitHubMock();
@@ -143,6 +148,9 @@ export function usePipelineHarness(): Harness {
         plugins,
         anthropic: { apiKey: API_KEY, baseURL: fake.url, maxRetries: 2 },
         provider: "sandbox",
+        // The seeded jobs' requester: the gate lets them in without asking GitHub.
+        allowedUsers: ["octocat"],
+        queue: { cancel: async () => "finished" as const },
         progressIntervalMs: 60_000,
         streamRetryDelayMs: 1,
         ...overrides,

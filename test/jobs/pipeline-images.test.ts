@@ -2,7 +2,6 @@
 // of the rendered HTML without credentials, checked by their bytes and size, and stored once per
 // conversation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runPipeline } from "../../src/jobs/kinds/issue/run.ts";
 import { text } from "../helpers/anthropic-fake.ts";
 import {
   type AssetServer,
@@ -18,6 +17,7 @@ import {
   mockRequester,
   plain,
   run,
+  runQueued,
   type Seeded,
   TOKEN,
   usePipelineHarness,
@@ -79,7 +79,7 @@ describe("images attached to an issue", () => {
     h.fake.push({ content: [text("A crash dialog.")] });
     const deps = h.deps({ imageFetch: { policy: LOOPBACK_POLICY } });
 
-    expect(await runPipeline(run(first.job.id), deps)).toBe("succeeded");
+    expect(await runQueued(run(first.job.id), deps)).toBe("succeeded");
 
     const opening = blocksOf(h.fake.requests[0]?.body.messages[0]);
     expect(opening.map((b) => b.type)).toEqual(["text", "text", "text", "image", "text"]);
@@ -139,7 +139,7 @@ describe("images attached to an issue", () => {
     captureComment(seeded.repo, second.commentId);
     h.fake.push({ content: [text("The same dialog.")] });
 
-    expect(await runPipeline(run(second.job.id), deps)).toBe("succeeded");
+    expect(await runQueued(run(second.job.id), deps)).toBe("succeeded");
 
     // Only the comment's image was read: the description's went with the first turn.
     expect(assets.requests.slice(3).map((r) => r.path.split("?")[0])).toEqual(["/again.png"]);

@@ -14,7 +14,7 @@ import { commentableLines, parseReview } from "../../src/jobs/kinds/issue/review
 import { chooseTarget } from "../../src/jobs/kinds/issue/target.ts";
 import { loadConversation } from "../../src/jobs/run/history.ts";
 import { JobProgress } from "../../src/jobs/run/progress.ts";
-import { jobSettings } from "../../src/jobs/run/settings.ts";
+import { grant, readFile } from "../../src/jobs/run/settings.ts";
 import { saveCompaction } from "../../src/store/compactions.ts";
 import { type Conversation, findOrCreateConversation } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
@@ -482,8 +482,10 @@ describe("JobProgress", () => {
   });
 });
 
-describe("jobSettings", () => {
-  const view = (repo: string) => ({ jobUrl: "u", command: "vmpilot", owner: "o", repo });
+describe("grant", () => {
+  const read = (job: IssueJob, repo: string) =>
+    readFile(db.pool, testOctokit(), { id: job.repositoryId, owner: "o", name: repo });
+  const scope = (job: IssueJob) => ({ repositoryId: job.repositoryId });
 
   it("merges page settings under the file and stops at the daily cap", async () => {
     const { jobs } = await conversationWithJobs([{}, {}]);
@@ -494,8 +496,8 @@ describe("jobSettings", () => {
     nock(GITHUB_API)
       .get(`/repos/o/${repo}/contents/.github%2Fvmpilot.yml`)
       .reply(200, "maxCostUsd: 3\n", { "content-type": "text/plain; charset=utf-8" });
-    const ok = await jobSettings(db.pool, testOctokit(), job, view(repo));
-    expect(ok).toMatchObject({ ok: true, settings: { maxSteps: 7, maxCostUsd: 3 }, budgetUsd: 1 });
+    const ok = await grant({ db }, job, scope(job), read(job, repo), "requester");
+    expect(ok).toMatchObject({ settings: { maxSteps: 7, maxCostUsd: 3 }, budgetUsd: 1 });
 
     await updateJob(db.pool, spent.id, { costUsd: 10 });
     nock(GITHUB_API)
@@ -503,11 +505,8 @@ describe("jobSettings", () => {
       .reply(404)
       .get("/repos/o/.github/contents/.github%2Fvmpilot.yml")
       .reply(404);
-    const capped = await jobSettings(db.pool, testOctokit(), job, view(repo));
-    expect(capped).toMatchObject({
-      ok: false,
-      error: expect.stringContaining("daily cost limit ($10.00)"),
-    });
+    const capped = await grant({ db }, job, scope(job), read(job, repo), "requester");
+    expect(capped).toEqual({ limit: expect.stringContaining("daily cost limit ($10.00)") });
   });
 });
 

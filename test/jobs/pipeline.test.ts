@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { type PipelineDeps, runPipeline } from "../../src/jobs/kinds/issue/run.ts";
+import type { JobDeps } from "../../src/jobs/run/deps.ts";
 import { modelTokens, workspaceErrors } from "../../src/metrics.ts";
 import { getConversation } from "../../src/store/conversations.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
@@ -26,6 +26,7 @@ import {
   mockStart,
   plain,
   run,
+  runQueued,
   sh,
   TOKEN,
   toolResults,
@@ -42,7 +43,7 @@ const secretForms = [
 ];
 const branch = "vmpilot/issue-4-crash-on-empty-input";
 
-describe("runPipeline", () => {
+describe("an issue job", () => {
   it("fixes an issue: branch pushed, draft PR with Fixes #N, final comment links it; a follow-up continues the conversation and the PR", async () => {
     const seeded = await h.seedRepo();
     const first = await h.seedJob(seeded);
@@ -70,7 +71,7 @@ describe("runPipeline", () => {
       (await modelTokens.get()).values.find((v) => v.labels.kind === "output")?.value ?? 0;
     const tokensBefore = await outputTokens();
 
-    expect(await runPipeline(run(first.job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(first.job.id), h.deps())).toBe("succeeded");
     // The fake model reports output tokens on every reply; /metrics counts them.
     expect(await outputTokens()).toBeGreaterThan(tokensBefore);
 
@@ -145,7 +146,7 @@ describe("runPipeline", () => {
       ...rest,
     );
 
-    expect(await runPipeline(run(second.job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(second.job.id), h.deps())).toBe("succeeded");
     expect(sh(seeded.remote, `git log --format=%s main..${branch}`)).toBe(
       "Add done.txt\nMake value.txt say fixed",
     );
@@ -155,7 +156,7 @@ describe("runPipeline", () => {
   });
 
   /** One issue → pull request job with these deps (and this vmpilot.yml), expected to succeed. */
-  async function expectPullRequest(deps: Partial<PipelineDeps>, yml?: string) {
+  async function expectPullRequest(deps: Partial<JobDeps>, yml?: string) {
     const seeded = await h.seedRepo();
     const job = await h.seedJob(seeded);
     mockStart(seeded, [], yml);
@@ -168,7 +169,7 @@ describe("runPipeline", () => {
       .post(`/repos/${seeded.repo}/pulls`)
       .reply(201, { number: 14, html_url: `https://github.com/${seeded.repo}/pull/14` });
     h.fake.push(...fixScript("Changed value.txt to fixed.\n\nSummary: Make value.txt say fixed"));
-    expect(await runPipeline(run(job.job.id), h.deps(deps))).toBe("succeeded");
+    expect(await runQueued(run(job.job.id), h.deps(deps))).toBe("succeeded");
     expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
     expect(comment.at(-1)).toContain("✅ **Opened draft pull request #14**");
     expect(comment.at(-1)).toContain("- Tests: ✔ passed");
@@ -258,7 +259,7 @@ describe("runPipeline", () => {
         const { job, commentId } = await h.seedJob(seeded);
         mockStart(seeded);
         const comment = captureComment(seeded.repo, commentId);
-        expect(await runPipeline(run(job.id), h.deps({ provider: "fly" }))).toBe("failed");
+        expect(await runQueued(run(job.id), h.deps({ provider: "fly" }))).toBe("failed");
         expect(comment.at(-1)).toContain("failed to resolve image no/such-image:1");
         expect(await workspaceErrorCount("vm_refused")).toBe(refused + 1);
         expect(fake.vms.running()).toBe(0);
@@ -272,7 +273,7 @@ describe("runPipeline", () => {
     const { job, commentId } = await h.seedJob(seeded);
     mockStart(seeded, [], "isolation: vm\n");
     const comment = captureComment(seeded.repo, commentId);
-    expect(await runPipeline(run(job.id), h.deps({ provider: "sandbox" }))).toBe("failed");
+    expect(await runQueued(run(job.id), h.deps({ provider: "sandbox" }))).toBe("failed");
     expect(comment.at(-1)).toContain("asks for `isolation: vm`");
     expect(comment.at(-1)).toContain("WORKSPACE_VM_PROVIDER");
     expect(h.fake.requests).toHaveLength(0);
@@ -306,7 +307,7 @@ describe("runPipeline", () => {
       );
 
       const limits = { ...DEFAULT_LIMITS, processes: 777 };
-      expect(await runPipeline(run(job.id), h.deps({ sandboxLimits: limits }))).toBe("succeeded");
+      expect(await runQueued(run(job.id), h.deps({ sandboxLimits: limits }))).toBe("succeeded");
 
       const results = h.fake.requests.flatMap((r) => toolResults(r.body));
       expect(results.length).toBeGreaterThanOrEqual(probes.length);
@@ -341,7 +342,7 @@ describe("runPipeline", () => {
       },
     );
 
-    expect(await runPipeline(run(job.id), h.deps())).toBe("succeeded");
+    expect(await runQueued(run(job.id), h.deps())).toBe("succeeded");
 
     expect(h.fake.requests).toHaveLength(2);
     expect(toolResults(h.fake.requests[1]?.body).join()).toContain("broken");
@@ -371,7 +372,7 @@ describe("runPipeline", () => {
     const comment = captureComment(seeded.repo, commentId);
     h.fake.push(overloaded(), overloaded(), overloaded());
 
-    expect(await runPipeline(run(job.id), h.deps())).toBe("failed");
+    expect(await runQueued(run(job.id), h.deps())).toBe("failed");
 
     expect(h.fake.requests).toHaveLength(3);
     const final = comment.at(-1) ?? "";
@@ -401,7 +402,7 @@ describe("runPipeline", () => {
     });
 
     try {
-      expect(await runPipeline(run(job.id), h.deps())).toBe("succeeded");
+      expect(await runQueued(run(job.id), h.deps())).toBe("succeeded");
     } finally {
       vi.useRealTimers();
     }
@@ -420,7 +421,7 @@ describe("runPipeline", () => {
       });
     const comment = captureComment(seeded.repo, commentId);
 
-    expect(await runPipeline(run(job.id), h.deps())).toBe("failed");
+    expect(await runQueued(run(job.id), h.deps())).toBe("failed");
 
     expect(comment.at(-1)).toContain("- `maxSteps`: must be at most 500");
     expect(h.fake.requests).toHaveLength(0);

@@ -25,7 +25,7 @@ import type { Granted } from "./settings.ts";
 /** What the agent is asked to do: change the code (fix, threads, ci, merge) or only read it. */
 export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci" | "triage";
 
-export const RESUME_INSTRUCTION =
+const RESUME_INSTRUCTION =
   "The previous attempt of this job was interrupted (the worker stopped), and its workspace was lost: the checkout is fresh. Continue the task from the conversation above, and redo any changes that are not in the workspace.";
 
 interface JobAgentInput {

@@ -37,7 +37,7 @@ export interface Ended {
 }
 
 /** The repository a job is on, with a client of its installation. */
-export interface JobRepository {
+interface JobRepository {
   id: number;
   owner: string;
   name: string;
@@ -55,8 +55,8 @@ export interface Admitting {
   run: Run;
   deps: OpenDeps;
   place: Place;
-  /** The repository's settings as last known (the page over the file as last read). */
-  settings: RepoSettings;
+  /** The repository's settings the gate decides on, read when first asked for (triggerSettings). */
+  settings(): Promise<RepoSettings>;
 }
 
 export interface Admitted extends Admitting {
@@ -90,6 +90,8 @@ export interface JobKind<J extends Job = Job, A extends Attempt = Attempt> {
   readonly name: string;
   /** Whom a refusal of its budget speaks to: the person at a chat client, or of the requester. */
   readonly told: "requester" | "you";
+  /** The gate waits for the file as it is now, rather than deciding on what it said when last read. */
+  readonly freshGate: boolean;
   /** Whether a job row is of this kind. */
   claims(job: Job): job is J;
   /** The job's repository and whom it acts for; `refused` when neither can be told any more. */

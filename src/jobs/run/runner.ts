@@ -46,10 +46,20 @@ async function runKind<J extends Job, A extends Attempt>(
   const place = await kind.place(job, deps);
   if ("refused" in place) return kind.refused(job, { run, deps }, place);
   const repository = place.repository;
-  const known = repository
-    ? await triggerSettings(deps.db.pool, repository.octokit, repository, deps.defaults)
-    : { settings: deps.defaults ?? defaults, fresh: undefined };
-  const admitting = { run, deps, place, settings: known.settings };
+  let known: ReturnType<typeof triggerSettings> | undefined;
+  const read = () => {
+    if (!repository)
+      return Promise.resolve({ settings: deps.defaults ?? defaults, fresh: undefined });
+    known ??= triggerSettings(
+      deps.db.pool,
+      repository.octokit,
+      repository,
+      deps.defaults,
+      kind.freshGate,
+    );
+    return known;
+  };
+  const admitting = { run, deps, place, settings: async () => (await read()).settings };
   const unwanted = await kind.unwanted?.(job, admitting);
   if (unwanted && "refused" in unwanted) {
     deps.logger.info({ jobId: job.id, why: unwanted.refused }, "refused");
@@ -61,10 +71,11 @@ async function runKind<J extends Job, A extends Attempt>(
     await updateJob(deps.db.pool, job.id, { status: "ignored" });
     return "ignored";
   }
+  const { settings, fresh } = await read();
   const admitted: Admitted = {
     ...admitting,
-    fresh: known.fresh,
-    gate: await gate(place.starter, repository ?? undefined, known.settings, deps.allowedUsers),
+    fresh,
+    gate: await gate(place.starter, repository ?? undefined, settings, deps.allowedUsers),
   };
   run.signal.throwIfAborted();
   if (!admitted.gate.allowed) return kind.refused(job, admitted, admitted.gate);

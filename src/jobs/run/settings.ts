@@ -52,7 +52,7 @@ export function pageSettings(stored: Record<string, unknown> | undefined): RepoC
 }
 
 /** What the file said when last read; undefined when that is unknown, or was invalid. */
-export function knownFile(repository: Pick<Repository, "fileSettings"> | undefined) {
+function knownFile(repository: Pick<Repository, "fileSettings"> | undefined) {
   const known = repository?.fileSettings ? checkRepoConfig(repository.fileSettings) : undefined;
   return known?.ok ? known.config : undefined;
 }
@@ -94,22 +94,23 @@ export async function readFile(
 }
 
 /**
- * What decides whether a job is wanted and who may start it, at once: the page over what the file
- * said when last read, so the 👀 does not wait for the read; a push that changed the file makes
- * that unknown, and then the read is awaited. `fresh` is that read, for the settings the job then
- * runs with.
+ * What decides whether a job is wanted and who may start it: the page over what the file said
+ * when last read, so that an issue's 👀 does not wait for the read; a push that changed the file
+ * makes that unknown, and then the read is awaited, as it is with `wait` (a chat turn's person may
+ * have lost access since). `fresh` is that read, for the settings the job then runs with.
  */
 export async function triggerSettings(
   db: Queryable,
   octokit: ProbotOctokit,
   repository: { id: number; owner: string; name: string },
   defaults: RepoSettings | undefined,
+  wait: boolean,
 ): Promise<{ settings: RepoSettings; fresh: Promise<RepoConfigLoad> }> {
   const fresh = readFile(db, octokit, repository);
   // Settled by whoever awaits it; meanwhile a failure must not count as unhandled.
   fresh.catch(() => undefined);
   const stored = await getRepository(db, repository.id);
-  const file = knownFile(stored) ?? fileOf(await fresh);
+  const file = (wait ? undefined : knownFile(stored)) ?? fileOf(await fresh);
   return { settings: settingsOver(stored, file, defaults).values, fresh };
 }
 
@@ -159,7 +160,7 @@ export type BudgetScope = { repositoryId: number } | { scratchOwner: Conversatio
  * Reserves what this attempt may spend under the settings: the day's limit of its scope, the job's
  * own, and its spender's monthly one where the settings cap it. A refusal says which was reached.
  */
-export async function reserve(
+async function reserve(
   deps: Pick<JobDeps, "db">,
   jobId: number,
   scope: BudgetScope,

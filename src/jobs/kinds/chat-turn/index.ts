@@ -8,6 +8,7 @@ import { runTurn, type TurnAttempt, turnPlace } from "./run.ts";
 
 export const chatTurn: JobKind<Job, TurnAttempt> = {
   name: "chat turn",
+  freshGate: true,
   told: "you",
   claims: (job): job is Job => job.trigger === "chat",
   place: turnPlace,

@@ -4,6 +4,7 @@
 // marker, never duplicated.
 import { setTimeout as delay } from "node:timers/promises";
 import type { ProbotOctokit } from "probot";
+import type { RepoSettings } from "../../../config/repo-config.ts";
 import {
   editComment,
   findMarkedComment,
@@ -47,12 +48,12 @@ interface Notice {
 
 /**
  * Whom the job acts for. The app itself starts a CI fix (no comment can name that trigger), for
- * work its requester was allowed to ask for, and the merge of a moved base; an automation acts
- * for the issue's author, whom the file lets start it (authors).
+ * work its requester was allowed to ask for; the merge of a moved base continues its requester's
+ * work, and checks them again; an automation acts for the issue's author, whom the file lets start
+ * it (authors).
  */
-export function issueStarter(job: IssueJob, context: JobContext): Starter {
+function issueStarter(job: IssueJob, context: JobContext): Starter {
   if (job.trigger === "ci") return { app: "a check failed on the head vmpilot pushed" };
-  if (job.trigger === "base_push") return { app: "the base of vmpilot's pull request moved" };
   const automation = job.trigger === "automation" ? context.automation : undefined;
   if (automation?.authors === "any") return { app: `automation ${automation.name}` };
   if (automation) return { person: { login: automation.author } };
@@ -94,17 +95,23 @@ export async function issuePlace(
  * here, silently.
  */
 export async function issueUnwanted(job: IssueJob, ctx: Admitting): Promise<Unwanted | undefined> {
-  const why = await noLongerWanted(job, ctx);
-  if (why) return { ignored: why };
-  if (job.trigger !== "base_push" || !ctx.place.repository) return undefined;
-  const octokit = ctx.place.repository.octokit;
-  return mergeUnwanted(ctx.deps, octokit, job, readJobContext(job), ctx.run.signal);
+  // Asked first: a pull request that still merges needs not even the file read.
+  const { repository } = ctx.place;
+  if (job.trigger === "base_push" && repository) {
+    const context = readJobContext(job);
+    const merge = await mergeUnwanted(ctx.deps, repository.octokit, job, context, ctx.run.signal);
+    if (merge) return merge;
+  }
+  const why = await noLongerWanted(job, ctx.deps, ctx.place, await ctx.settings());
+  return why ? { ignored: why } : undefined;
 }
 
 /** What the settings, and for a CI fix its pull request, say of the job now. */
 function noLongerWanted(
   job: IssueJob,
-  { deps, place, settings }: Admitting,
+  deps: OpenDeps,
+  place: Place,
+  settings: RepoSettings,
 ): Promise<string | undefined> | string | undefined {
   const context = readJobContext(job);
   if (!settings.enabled) return "vmpilot is disabled for this repository";
@@ -187,15 +194,15 @@ export async function acknowledgeWaiting(
   const place = await issuePlace(job, deps);
   if ("refused" in place || !place.repository) return;
   const { repository } = place;
-  const known = await triggerSettings(deps.db.pool, repository.octokit, repository, deps.defaults);
+  const known = await triggerSettings(
+    deps.db.pool,
+    repository.octokit,
+    repository,
+    deps.defaults,
+    false,
+  );
   const run = { attempt: 1, signal };
-  const admitting = {
-    run: { ...run, jobId, maxAttempts: 1 },
-    deps,
-    place,
-    settings: known.settings,
-  };
-  if (!(await noLongerWanted(job, admitting))) {
+  if (!(await noLongerWanted(job, deps, place, known.settings))) {
     const result = await gate(place.starter, repository, known.settings, deps.allowedUsers);
     if (result.allowed) await answer(deps, run, job, repository.octokit, notice);
   }

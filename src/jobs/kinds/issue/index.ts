@@ -10,6 +10,7 @@ import { openSession, type Session } from "./session.ts";
 
 export const issueJob: JobKind<IssueJob, Session> = {
   name: "issue job",
+  freshGate: false,
   told: "requester",
   claims: isIssueJob,
   place: issuePlace,

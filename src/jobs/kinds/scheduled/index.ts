@@ -12,6 +12,7 @@ import {
 
 export const scheduledRun: JobKind<ScheduledJob, ScheduledAttempt> = {
   name: "scheduled run",
+  freshGate: false,
   told: "requester",
   claims: isScheduledRun,
   place: scheduledPlace,
