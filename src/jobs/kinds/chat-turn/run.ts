@@ -15,7 +15,7 @@ import {
 import type { OpenDeps } from "../../run/deps.ts";
 import { loadConversation } from "../../run/history.ts";
 import type { Attempt, Outcome, Place, Working } from "../../run/kind.ts";
-import { type Ending, endTurn } from "./end.ts";
+import type { Ending } from "./end.ts";
 import { withMessageImages } from "./images.ts";
 import { openChatPullRequest } from "./pull-request.ts";
 
