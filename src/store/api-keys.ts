@@ -4,7 +4,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type pg from "pg";
 import { z } from "zod";
 import { type Queryable, withTransaction } from "./sql.ts";
-import { bigint, parseStored } from "./stored-value.ts";
+import { bigint, parseStored, row } from "./stored-value.ts";
 
 const KEY_PREFIX = "vmp_";
 /** Live keys one person may have: each is a way in, and a budget of requests, of its own. */
@@ -12,43 +12,23 @@ const MAX_LIVE_KEYS = 20;
 /** The class of the advisory locks on a person's keys (the two-key form, apart from single keys). */
 const KEYS_LOCK = 726_302;
 
-export interface ApiKey {
-  id: number;
-  name: string;
-  /** The owner's login when last seen, to show; the owner is ownerId. */
-  ownerLogin: string;
-  /** GitHub's user id of the person who made it. */
-  ownerId: number;
-  /** The key's last characters. */
-  hint: string;
-  createdAt: Date;
-  lastUsedAt: Date | null;
-  revokedAt: Date | null;
-}
-
-const row = z.object({
+const ApiKeyRow = row({
   id: bigint,
   name: z.string(),
+  /** The owner's login when last seen, to show; the owner is ownerId. */
   owner_login: z.string(),
+  /** GitHub's user id of the person who made it. */
   owner_id: bigint,
+  /** The key's last characters. */
   hint: z.string(),
   created_at: z.date(),
   last_used_at: z.date().nullable(),
   revoked_at: z.date().nullable(),
 });
+export type ApiKey = z.output<typeof ApiKeyRow>;
 
 function toApiKey(value: unknown): ApiKey {
-  const r = parseStored(row, value, "an api_keys row");
-  return {
-    id: r.id,
-    name: r.name,
-    ownerLogin: r.owner_login,
-    ownerId: r.owner_id,
-    hint: r.hint,
-    createdAt: r.created_at,
-    lastUsedAt: r.last_used_at,
-    revokedAt: r.revoked_at,
-  };
+  return parseStored(ApiKeyRow, value, "an api_keys row");
 }
 
 function hashApiKey(key: string): string {
