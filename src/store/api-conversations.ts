@@ -140,11 +140,11 @@ export async function findTurn(
     [historyHashes, mine.param],
   );
   if (!rows[0]) return undefined;
-  const index = parseStored(HashIndex, rows[0], "a chat_turns match").hash_index;
+  const index = parseStored(hashIndex, rows[0], "a chat_turns match").hash_index;
   return { turn: parseStored(ChatTurnRow, rows[0], "a chat_turns match"), index };
 }
 
-const HashIndex = z.object({ hash_index: bigint });
+const hashIndex = z.object({ hash_index: bigint });
 
 export async function lastTurn(
   db: Queryable,
