@@ -206,8 +206,9 @@ export async function updateJob(
   const sets: string[] = [];
   const values: unknown[] = [id];
   for (const [field, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
     const column = PATCH_COLUMNS.get(field);
-    if (value === undefined || column === undefined) continue;
+    if (column === undefined) throw new Error(`updateJob does not set ${field}`);
     values.push(JSON_FIELDS.has(field) ? JSON.stringify(value) : value);
     sets.push(`${column} = $${values.length}`);
   }
