@@ -2,7 +2,7 @@
 // every request; a turn's history hash finds the conversation and the turn that history ends at.
 import { z } from "zod";
 import type { Queryable } from "./sql.ts";
-import { bigint, parseStored } from "./stored-value.ts";
+import { bigint, parseStored, queryRows, row } from "./stored-value.ts";
 
 /**
  * Whose a conversation of the chat face is: the operator's key (VMPILOT_API_KEY), or a person's
@@ -10,78 +10,41 @@ import { bigint, parseStored } from "./stored-value.ts";
  */
 export type ConversationOwner = { kind: "operator" } | { kind: "user"; id: number; login: string };
 
-export interface ApiConversation {
-  id: number;
-  /**
-   * Null for a conversation stored before owners were ids whose owner could not be told: nobody's.
-   */
-  owner: ConversationOwner | null;
-  /** Null on a scratch workspace. */
-  repositoryId: number | null;
-  clientConversationId: string | null;
-  messageCount: number;
-}
-
-export interface ChatTurn {
-  conversationId: number;
-  turn: number;
-  jobId: number;
-  historyHash: string;
-  /** The conversation's stored messages when the turn ended. */
-  messageCount: number;
-  commitSha: string | null;
-  /** The workspace's commits since its base; null when it has none. */
-  bundle: Buffer | null;
-}
-
-const conversationRow = z.object({
+const ApiConversationRow = row({
   id: bigint,
   api_owner: z.string(),
   api_operator: z.boolean(),
   api_owner_id: bigint.nullable(),
+  /** Null on a scratch workspace. */
   repository_id: bigint.nullable(),
   client_conversation_id: z.string().nullable(),
   message_count: z.number().int(),
-});
+}).transform(({ apiOwner, apiOperator, apiOwnerId, ...conversation }) => ({
+  ...conversation,
+  /**
+   * Null for a conversation stored before owners were ids whose owner could not be told: nobody's.
+   */
+  owner: ownerOf(apiOperator, apiOwnerId, apiOwner),
+}));
+export type ApiConversation = z.output<typeof ApiConversationRow>;
 
-const turnRow = z.object({
+function ownerOf(operator: boolean, id: number | null, login: string): ConversationOwner | null {
+  if (operator) return { kind: "operator" };
+  return id === null ? null : { kind: "user", id, login };
+}
+
+const ChatTurnRow = row({
   conversation_id: bigint,
   turn: z.number().int(),
   job_id: bigint,
   history_hash: z.string(),
+  /** The conversation's stored messages when the turn ended. */
   message_count: z.number().int(),
   commit_sha: z.string().nullable(),
+  /** The workspace's commits since its base; null when it has none. */
   bundle: z.instanceof(Buffer).nullable(),
 });
-
-function toConversation(value: unknown): ApiConversation {
-  const r = parseStored(conversationRow, value, "a conversations row of the chat face");
-  const owner: ConversationOwner | null = r.api_operator
-    ? { kind: "operator" }
-    : r.api_owner_id === null
-      ? null
-      : { kind: "user", id: r.api_owner_id, login: r.api_owner };
-  return {
-    id: r.id,
-    owner,
-    repositoryId: r.repository_id,
-    clientConversationId: r.client_conversation_id,
-    messageCount: r.message_count,
-  };
-}
-
-function toTurn(value: unknown): ChatTurn {
-  const r = parseStored(turnRow, value, "a chat_turns row");
-  return {
-    conversationId: r.conversation_id,
-    turn: r.turn,
-    jobId: r.job_id,
-    historyHash: r.history_hash,
-    messageCount: r.message_count,
-    commitSha: r.commit_sha,
-    bundle: r.bundle,
-  };
-}
+export type ChatTurn = z.output<typeof ChatTurnRow>;
 
 /**
  * The SQL condition that a conversation (alias `c`) is the owner's, with its one parameter at `$n`
@@ -106,10 +69,14 @@ export async function getApiConversation(
   db: Queryable,
   id: number,
 ): Promise<ApiConversation | undefined> {
-  const { rows } = await db.query("SELECT * FROM conversations WHERE id = $1 AND kind = 'api'", [
-    id,
-  ]);
-  return rows[0] && toConversation(rows[0]);
+  const [conversation] = await queryRows(
+    db,
+    "SELECT * FROM conversations WHERE id = $1 AND kind = 'api'",
+    [id],
+    ApiConversationRow,
+    `conversation ${id} of the chat face`,
+  );
+  return conversation;
 }
 
 export async function createApiConversation(
@@ -121,13 +88,17 @@ export async function createApiConversation(
   },
 ): Promise<ApiConversation> {
   const owner = ownerColumns(input.owner);
-  const { rows } = await db.query(
+  const [conversation] = await queryRows(
+    db,
     `INSERT INTO conversations (kind, api_owner, api_operator, api_owner_id, repository_id, client_conversation_id)
      VALUES ('api', $1, $2, $3, $4, $5)
      RETURNING *`,
     [owner.login, owner.operator, owner.id, input.repositoryId, input.clientConversationId ?? null],
+    ApiConversationRow,
+    "a new conversations row of the chat face",
   );
-  return toConversation(rows[0]);
+  if (!conversation) throw new Error("the conversations insert returned no row");
+  return conversation;
 }
 
 /** The owner's conversation that a client named with its own id (Open WebUI's chat id). */
@@ -137,11 +108,14 @@ export async function findClientConversation(
   clientConversationId: string,
 ): Promise<ApiConversation | undefined> {
   const mine = ownedBy(owner, 2);
-  const { rows } = await db.query(
+  const [conversation] = await queryRows(
+    db,
     `SELECT * FROM conversations c WHERE kind = 'api' AND client_conversation_id = $1 AND ${mine.sql}`,
     [clientConversationId, mine.param],
+    ApiConversationRow,
+    "a conversations row of the chat face",
   );
-  return rows[0] && toConversation(rows[0]);
+  return conversation;
 }
 
 /**
@@ -167,7 +141,7 @@ export async function findTurn(
   );
   if (!rows[0]) return undefined;
   const index = parseStored(hashIndex, rows[0], "a chat_turns match").hash_index;
-  return { turn: toTurn(rows[0]), index };
+  return { turn: parseStored(ChatTurnRow, rows[0], "a chat_turns match"), index };
 }
 
 const hashIndex = z.object({ hash_index: bigint });
@@ -176,15 +150,19 @@ export async function lastTurn(
   db: Queryable,
   conversationId: number,
 ): Promise<ChatTurn | undefined> {
-  const { rows } = await db.query(
+  const [turn] = await queryRows(
+    db,
     "SELECT * FROM chat_turns WHERE conversation_id = $1 ORDER BY turn DESC LIMIT 1",
     [conversationId],
+    ChatTurnRow,
+    `the last chat_turns row of conversation ${conversationId}`,
   );
-  return rows[0] && toTurn(rows[0]);
+  return turn;
 }
 
 export async function saveChatTurn(db: Queryable, turn: Omit<ChatTurn, "turn">): Promise<number> {
-  const { rows } = await db.query<{ turn: number }>(
+  const [saved] = await queryRows(
+    db,
     `INSERT INTO chat_turns (conversation_id, turn, job_id, history_hash, message_count, commit_sha, bundle)
      SELECT $1, coalesce(max(turn), 0) + 1, $2, $3, $4, $5, $6 FROM chat_turns WHERE conversation_id = $1
      RETURNING turn`,
@@ -196,8 +174,11 @@ export async function saveChatTurn(db: Queryable, turn: Omit<ChatTurn, "turn">):
       turn.commitSha,
       turn.bundle,
     ],
+    z.object({ turn: z.number().int() }),
+    "a new chat_turns row",
   );
-  return Number(rows[0]?.turn);
+  if (!saved) throw new Error("the chat_turns insert returned no row");
+  return saved.turn;
 }
 
 /**

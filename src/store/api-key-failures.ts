@@ -2,16 +2,15 @@
 // holds an address back alike. A window starts at an address's first failure and lasts its length.
 import { z } from "zod";
 import type { Queryable } from "./sql.ts";
-import { parseStored } from "./stored-value.ts";
+import { parseStored, row } from "./stored-value.ts";
 
-export interface KeyFailures {
+const KeyFailuresRow = row({
   /** Failures in the address's current window; 0 when it has none. */
-  failures: number;
+  failures: z.number().int(),
   /** Until the window ends, at least 1. */
-  retryAfterSeconds: number;
-}
-
-const counted = z.object({ failures: z.number().int(), retry_after: z.number() });
+  retry_after_seconds: z.number().transform((seconds) => Math.max(1, seconds)),
+});
+export type KeyFailures = z.output<typeof KeyFailuresRow>;
 
 /** The address's failures in its current window. */
 export async function keyFailures(
@@ -22,14 +21,13 @@ export async function keyFailures(
   const { rows } = await db.query(
     `SELECT failures,
             ceil(extract(epoch FROM window_start + make_interval(secs => $2) - now()))::integer
-              AS retry_after
+              AS retry_after_seconds
        FROM api_key_failures
       WHERE address = $1 AND window_start > now() - make_interval(secs => $2)`,
     [address, windowSeconds],
   );
   if (!rows[0]) return { failures: 0, retryAfterSeconds: 1 };
-  const row = parseStored(counted, rows[0], "an api_key_failures row");
-  return { failures: row.failures, retryAfterSeconds: Math.max(1, row.retry_after) };
+  return parseStored(KeyFailuresRow, rows[0], "an api_key_failures row");
 }
 
 const fresh = z.object({ fresh: z.boolean() });

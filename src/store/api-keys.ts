@@ -4,7 +4,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type pg from "pg";
 import { z } from "zod";
 import { type Queryable, withTransaction } from "./sql.ts";
-import { bigint, parseStored } from "./stored-value.ts";
+import { bigint, queryRows, row } from "./stored-value.ts";
 
 const KEY_PREFIX = "vmp_";
 /** Live keys one person may have: each is a way in, and a budget of requests, of its own. */
@@ -12,44 +12,20 @@ const MAX_LIVE_KEYS = 20;
 /** The class of the advisory locks on a person's keys (the two-key form, apart from single keys). */
 const KEYS_LOCK = 726_302;
 
-export interface ApiKey {
-  id: number;
-  name: string;
-  /** The owner's login when last seen, to show; the owner is ownerId. */
-  ownerLogin: string;
-  /** GitHub's user id of the person who made it. */
-  ownerId: number;
-  /** The key's last characters. */
-  hint: string;
-  createdAt: Date;
-  lastUsedAt: Date | null;
-  revokedAt: Date | null;
-}
-
-const row = z.object({
+const ApiKeyRow = row({
   id: bigint,
   name: z.string(),
+  /** The owner's login when last seen, to show; the owner is ownerId. */
   owner_login: z.string(),
+  /** GitHub's user id of the person who made it. */
   owner_id: bigint,
+  /** The key's last characters. */
   hint: z.string(),
   created_at: z.date(),
   last_used_at: z.date().nullable(),
   revoked_at: z.date().nullable(),
 });
-
-function toApiKey(value: unknown): ApiKey {
-  const r = parseStored(row, value, "an api_keys row");
-  return {
-    id: r.id,
-    name: r.name,
-    ownerLogin: r.owner_login,
-    ownerId: r.owner_id,
-    hint: r.hint,
-    createdAt: r.created_at,
-    lastUsedAt: r.last_used_at,
-    revokedAt: r.revoked_at,
-  };
-}
+export type ApiKey = z.output<typeof ApiKeyRow>;
 
 function hashApiKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
@@ -80,7 +56,8 @@ export function createApiKey(
       // The two-key form takes integers; ids past them share a lock, which only serializes more.
       input.ownerId % 2 ** 31,
     ]);
-    const { rows } = await client.query(
+    const [key] = await queryRows(
+      client,
       `INSERT INTO api_keys (name, owner_login, owner_id, hash, hint)
        SELECT $1, $2, $3, $4, $5
         WHERE (SELECT count(*) FROM api_keys WHERE owner_id = $3 AND revoked_at IS NULL) < $6
@@ -93,9 +70,11 @@ export function createApiKey(
         secret.slice(-4),
         MAX_LIVE_KEYS,
       ],
+      ApiKeyRow,
+      "a new api_keys row",
     );
-    if (!rows[0]) throw new TooManyKeys();
-    return { key: toApiKey(rows[0]), secret };
+    if (!key) throw new TooManyKeys();
+    return { key, secret };
   });
 }
 
@@ -109,27 +88,36 @@ export async function renameKeyOwner(db: Queryable, ownerId: number, login: stri
 
 /** The live key with this secret, its last use stamped (at most once a minute). */
 export async function useApiKey(db: Queryable, secret: string): Promise<ApiKey | undefined> {
-  const { rows } = await db.query(
+  const [used] = await queryRows(
+    db,
     `UPDATE api_keys SET last_used_at = now()
      WHERE hash = $1 AND revoked_at IS NULL
        AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
      RETURNING *`,
     [hashApiKey(secret)],
+    ApiKeyRow,
+    "a used api_keys row",
   );
-  if (rows[0]) return toApiKey(rows[0]);
-  const found = await db.query("SELECT * FROM api_keys WHERE hash = $1 AND revoked_at IS NULL", [
-    hashApiKey(secret),
-  ]);
-  return found.rows[0] && toApiKey(found.rows[0]);
+  if (used) return used;
+  const [found] = await queryRows(
+    db,
+    "SELECT * FROM api_keys WHERE hash = $1 AND revoked_at IS NULL",
+    [hashApiKey(secret)],
+    ApiKeyRow,
+    "an api_keys row",
+  );
+  return found;
 }
 
 /** The owner's keys, newest first, revoked ones included. */
 export async function listApiKeys(db: Queryable, ownerId: number): Promise<ApiKey[]> {
-  const { rows } = await db.query(
+  return queryRows(
+    db,
     "SELECT * FROM api_keys WHERE owner_id = $1 ORDER BY id DESC LIMIT 200",
     [ownerId],
+    ApiKeyRow,
+    `the api_keys rows of user ${ownerId}`,
   );
-  return rows.map(toApiKey);
 }
 
 /** Revokes one of the owner's keys; false when the owner has no such live key. */

@@ -1,26 +1,12 @@
 // What the automations' schedules need of the store: the repositories the app can act on, with
 // what their file said when last read, and whether an automation's last scheduled run is still on.
 import { z } from "zod";
+import { type Repository, RepositoryRow } from "./installations.ts";
 import type { Queryable } from "./sql.ts";
-import { bigint, parseStored } from "./stored-value.ts";
+import { bigint, parseStored, queryRows } from "./stored-value.ts";
 
-export interface AutomationRepository {
-  id: number;
-  installationId: number;
-  fullName: string;
-  /** The settings page's values. */
-  settings: Record<string, unknown>;
-  /** The file's trigger keys as last read (automations among them); null when unknown. */
-  fileSettings: Record<string, unknown> | null;
-}
-
-const row = z.object({
-  id: bigint,
-  installation_id: bigint,
-  full_name: z.string(),
-  settings: z.record(z.string(), z.unknown()),
-  file_settings: z.record(z.string(), z.unknown()).nullable(),
-});
+/** A repository the app can act on: never a removed one. */
+export type AutomationRepository = Repository;
 
 /**
  * The repositories the app can act on now (not removed, on a live installation), all of them or
@@ -30,25 +16,17 @@ export async function activeRepositories(
   db: Queryable,
   scope: { installationId?: number; repositoryId?: number } = {},
 ): Promise<AutomationRepository[]> {
-  const { rows } = await db.query(
-    `SELECT r.id, r.installation_id, r.full_name, r.settings, r.file_settings
-       FROM repositories r JOIN installations i ON i.id = r.installation_id
+  return queryRows(
+    db,
+    `SELECT r.* FROM repositories r JOIN installations i ON i.id = r.installation_id
       WHERE r.removed_at IS NULL AND i.suspended_at IS NULL AND i.deleted_at IS NULL
         AND ($1::bigint IS NULL OR r.installation_id = $1)
         AND ($2::bigint IS NULL OR r.id = $2)
       ORDER BY r.id`,
     [scope.installationId ?? null, scope.repositoryId ?? null],
+    RepositoryRow,
+    "active repositories",
   );
-  return rows.map((value) => {
-    const parsed = parseStored(row, value, "a repositories row");
-    return {
-      id: parsed.id,
-      installationId: parsed.installation_id,
-      fullName: parsed.full_name,
-      settings: parsed.settings,
-      fileSettings: parsed.file_settings,
-    };
-  });
 }
 
 /** The id of the automation's scheduled run that has not finished yet, if there is one. */

@@ -2,15 +2,19 @@
 // so every web process shares the count (and no two clocks disagree on when a minute is over).
 import { z } from "zod";
 import type { Queryable } from "./sql.ts";
-import { parseStored } from "./stored-value.ts";
+import { parseStored, row } from "./stored-value.ts";
 
-const counted = z.object({ requests: z.number().int(), retry_after: z.number() });
+const Counted = row({
+  requests: z.number().int(),
+  /** Until the key's current minute ends, at least 1. */
+  retry_after_seconds: z.number().transform((seconds) => Math.max(1, seconds)),
+});
 
 /** Counts a request of the key: how many its current minute now has, and when that minute ends. */
 export async function countRequest(
   db: Queryable,
   keyId: string,
-): Promise<{ requests: number; retryAfterSeconds: number }> {
+): Promise<z.output<typeof Counted>> {
   const { rows } = await db.query(
     `INSERT INTO chat_rate_limits AS l (key_id, window_start, requests) VALUES ($1, now(), 1)
      ON CONFLICT (key_id) DO UPDATE SET
@@ -19,9 +23,8 @@ export async function countRequest(
        requests = CASE WHEN l.window_start <= now() - interval '1 minute'
                        THEN 1 ELSE l.requests + 1 END
      RETURNING requests,
-       ceil(extract(epoch FROM l.window_start + interval '1 minute' - now()))::integer AS retry_after`,
+       ceil(extract(epoch FROM l.window_start + interval '1 minute' - now()))::integer AS retry_after_seconds`,
     [keyId],
   );
-  const row = parseStored(counted, rows[0], "a chat_rate_limits row");
-  return { requests: row.requests, retryAfterSeconds: Math.max(1, row.retry_after) };
+  return parseStored(Counted, rows[0], "a chat_rate_limits row");
 }

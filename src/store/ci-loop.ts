@@ -3,7 +3,7 @@
 // it said that the CI fix attempts ran out.
 import { z } from "zod";
 import type { Queryable } from "./sql.ts";
-import { bigint, parseStored } from "./stored-value.ts";
+import { bigint, parseStored, row } from "./stored-value.ts";
 
 /** Records a push of vmpilot's to the conversation's own branch. */
 export async function recordPush(
@@ -47,21 +47,17 @@ export async function findPushedConversation(
   return rows[0] && parseStored(PushedRow, rows[0], "a pushed conversation");
 }
 
-const StateRow = z.object({
-  last_pushed_sha: z.string().nullable(),
-  last_push_job_id: bigint.nullable(),
-});
+const PushState = row({ sha: z.string().nullable(), job_id: bigint.nullable() });
 
 export async function pushState(
   db: Queryable,
   conversationId: number,
-): Promise<{ sha: string | null; jobId: number | null }> {
+): Promise<z.output<typeof PushState>> {
   const { rows } = await db.query(
-    "SELECT last_pushed_sha, last_push_job_id FROM conversations WHERE id = $1",
+    "SELECT last_pushed_sha AS sha, last_push_job_id AS job_id FROM conversations WHERE id = $1",
     [conversationId],
   );
-  const row = parseStored(StateRow, rows[0] ?? {}, `conversations row ${conversationId}`);
-  return { sha: row.last_pushed_sha, jobId: row.last_push_job_id };
+  return parseStored(PushState, rows[0] ?? {}, `conversations row ${conversationId}`);
 }
 
 /** CI fix jobs of the conversation before `beforeJobId` that went ahead (were not dropped). */
@@ -70,12 +66,12 @@ export async function ciFixAttempts(
   conversationId: number,
   beforeJobId: number,
 ): Promise<number> {
-  const { rows } = await db.query<{ n: string }>(
+  const { rows } = await db.query(
     `SELECT count(*) AS n FROM jobs WHERE conversation_id = $1 AND trigger = 'ci' AND id < $2
         AND status NOT IN ('ignored', 'refused', 'queued')`,
     [conversationId, beforeJobId],
   );
-  return Number(rows[0]?.n ?? 0);
+  return parseStored(z.object({ n: bigint }), rows[0], "a count of CI fix jobs").n;
 }
 
 /** True for the one caller that gets to say, on the pull request, that the attempts ran out. */

@@ -3,27 +3,14 @@
 import { z } from "zod";
 import { PermanentError } from "../errors.ts";
 import type { Queryable } from "./sql.ts";
-import { bigint, parseStored } from "./stored-value.ts";
+import { bigint, parseStored, row } from "./stored-value.ts";
 
-export interface CliConversation {
-  id: number;
-  /** The repository: a local path (absolute) or a git URL without credentials. */
-  repo: string;
-  branch: string;
-  /** The first line of the first task. */
-  title: string;
-  turns: number;
-  costUsd: number;
-  messageCount: number;
-  lockedBy: string | null;
-  lockedAt: Date | null;
-  updatedAt: Date;
-}
-
-const row = z.object({
+const CliConversationRow = row({
   id: bigint,
-  local_repo: z.string(),
+  /** The repository (local_repo): a local path (absolute) or a git URL without credentials. */
+  repo: z.string(),
   branch: z.string(),
+  /** The first line of the first task. */
   title: z.string(),
   turns: z.number().int(),
   cost_usd: z.number(),
@@ -32,21 +19,10 @@ const row = z.object({
   locked_at: z.date().nullable(),
   updated_at: z.date(),
 });
+export type CliConversation = z.output<typeof CliConversationRow>;
 
 function toCliConversation(value: unknown): CliConversation {
-  const r = parseStored(row, value, "a conversations row of the CLI");
-  return {
-    id: r.id,
-    repo: r.local_repo,
-    branch: r.branch,
-    title: r.title,
-    turns: r.turns,
-    costUsd: r.cost_usd,
-    messageCount: r.message_count,
-    lockedBy: r.locked_by,
-    lockedAt: r.locked_at,
-    updatedAt: r.updated_at,
-  };
+  return parseStored(CliConversationRow, value, "a conversations row of the CLI");
 }
 
 /** Another run holds the conversation; it says who, so the user knows what to wait for. */
@@ -60,7 +36,7 @@ export class ConversationLockedError extends PermanentError {
 }
 
 const COLUMNS =
-  "id, local_repo, branch, title, turns, cost_usd, message_count, locked_by, locked_at, updated_at";
+  "id, local_repo AS repo, branch, title, turns, cost_usd, message_count, locked_by, locked_at, updated_at";
 
 /** Creates a conversation already held by `holder`. */
 export async function createCliConversation(

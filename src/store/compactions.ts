@@ -1,20 +1,18 @@
-import type Anthropic from "@anthropic-ai/sdk";
 import { z } from "zod";
 import { loadImages, storeImages } from "./conversation-images.ts";
 import { messageParamSchema } from "./message-param.ts";
 import type { Queryable } from "./sql.ts";
-import { parseStored } from "./stored-value.ts";
+import { parseStored, row } from "./stored-value.ts";
 
-export interface Compaction {
+const CompactionRow = row({
   /** How many of the conversation's stored messages, oldest first, `messages` stand for. */
-  coveredMessages: number;
-  messages: Anthropic.MessageParam[];
-}
-
-const compactionRow = z.object({
   covered_messages: z.number().int(),
-  messages: z.array(z.looseObject({ content: z.unknown() })),
+  messages: z.array(messageParamSchema),
 });
+export type Compaction = z.output<typeof CompactionRow>;
+
+/** The messages as stored: their images are references (conversation-images.ts). */
+const StoredMessages = z.object({ messages: z.array(z.looseObject({ content: z.unknown() })) });
 
 export async function saveCompaction(
   db: Queryable,
@@ -46,15 +44,12 @@ export async function getCompaction(
   );
   if (rows[0] === undefined) return undefined;
   const where = `the conversation_compactions row of conversation ${conversationId}`;
-  const row = parseStored(compactionRow, rows[0], where);
+  const stored = parseStored(StoredMessages, rows[0], where).messages;
   const contents = await loadImages(
     db,
     conversationId,
-    row.messages.map((m) => m.content),
+    stored.map((m) => m.content),
   );
-  const messages = row.messages.map((message, i) => ({ ...message, content: contents[i] }));
-  return {
-    coveredMessages: row.covered_messages,
-    messages: parseStored(z.array(messageParamSchema), messages, where),
-  };
+  const messages = stored.map((message, i) => ({ ...message, content: contents[i] }));
+  return parseStored(CompactionRow, { ...rows[0], messages }, where);
 }

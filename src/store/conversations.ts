@@ -1,51 +1,28 @@
 import { z } from "zod";
 import type { Queryable } from "./sql.ts";
-import { bigint, parseStored } from "./stored-value.ts";
+import { bigint, parseStored, row } from "./stored-value.ts";
 
-export type ConversationKind = "issue" | "pull_request";
-
-export interface Conversation {
-  id: number;
-  repositoryId: number;
+const ConversationRow = row({
+  id: bigint,
+  repository_id: bigint,
   /** The issue or pull request the conversation started on. */
-  number: number;
-  kind: ConversationKind;
+  number: z.number().int(),
+  kind: z.enum(["issue", "pull_request"]),
   /**
    * The pull request a conversation started on an issue opened and follows into; null until then,
    * and for a conversation started on a pull request (its number is that pull request).
    */
-  prNumber: number | null;
-  branch: string | null;
-  messageCount: number;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-const conversationRow = z.object({
-  id: bigint,
-  repository_id: bigint,
-  number: z.number().int(),
-  kind: z.enum(["issue", "pull_request"]),
   pr_number: z.number().int().nullable(),
   branch: z.string().nullable(),
   message_count: z.number().int(),
   created_at: z.date(),
   updated_at: z.date(),
 });
+export type Conversation = z.output<typeof ConversationRow>;
+export type ConversationKind = Conversation["kind"];
 
 function toConversation(value: unknown): Conversation {
-  const row = parseStored(conversationRow, value, "a conversations row");
-  return {
-    id: row.id,
-    repositoryId: row.repository_id,
-    number: row.number,
-    kind: row.kind,
-    prNumber: row.pr_number,
-    branch: row.branch,
-    messageCount: row.message_count,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
+  return parseStored(ConversationRow, value, "a conversations row");
 }
 
 /**

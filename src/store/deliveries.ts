@@ -1,4 +1,6 @@
+import { z } from "zod";
 import type { Queryable } from "./sql.ts";
+import { queryRows } from "./stored-value.ts";
 
 export interface DeliveryInput {
   /** The X-GitHub-Delivery header. */
@@ -27,7 +29,13 @@ export async function recordDeliveries(
   db: Queryable,
   deliveries: DeliveryInput[],
 ): Promise<Set<string>> {
-  const { rows } = await db.query<{ id: string }>(INSERT_DELIVERIES, deliveryParams(deliveries));
+  const rows = await queryRows(
+    db,
+    INSERT_DELIVERIES,
+    deliveryParams(deliveries),
+    z.object({ id: z.string() }),
+    "new deliveries rows",
+  );
   return new Set(rows.map((row) => row.id));
 }
 

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { z } from "zod";
 import { type Queryable, withTransaction } from "./sql.ts";
-import { bigint, queryRows } from "./stored-value.ts";
+import { bigint, queryRows, row, timestamp } from "./stored-value.ts";
 
 export interface InstallationInput {
   id: number;
@@ -10,16 +10,6 @@ export interface InstallationInput {
   /** true marks it suspended, false clears that, undefined leaves it as stored. */
   suspended?: boolean;
   deleted?: boolean;
-}
-
-export interface Repository {
-  id: number;
-  installationId: number;
-  fullName: string;
-  settings: Record<string, unknown>;
-  /** The trigger settings of `.github/vmpilot.yml` as last read; null when unknown or changed. */
-  fileSettings: Record<string, unknown> | null;
-  removedAt: Date | null;
 }
 
 export interface RepositoryInput {
@@ -69,25 +59,21 @@ export async function upsertRepository(db: Queryable, input: RepositoryInput): P
   );
 }
 
-const RepositoryRow = z
-  .object({
-    id: bigint,
-    installation_id: bigint,
-    full_name: z.string(),
-    settings: z.record(z.string(), z.unknown()),
-    file_settings: z.record(z.string(), z.unknown()).nullable(),
-    removed_at: z.date().nullable(),
-  })
-  .transform(
-    (row): Repository => ({
-      id: row.id,
-      installationId: row.installation_id,
-      fullName: row.full_name,
-      settings: row.settings,
-      fileSettings: row.file_settings,
-      removedAt: row.removed_at,
-    }),
-  );
+/** A repositories row, read by itself or inside JSON (intake-batch.ts's json_agg). */
+export const RepositoryRow = row({
+  id: bigint,
+  installation_id: bigint,
+  full_name: z.string(),
+  /** The settings page's values. */
+  settings: z.record(z.string(), z.unknown()),
+  /**
+   * The trigger settings of `.github/vmpilot.yml` as last read (automations among them); null
+   * when unknown or changed.
+   */
+  file_settings: z.record(z.string(), z.unknown()).nullable(),
+  removed_at: timestamp.nullable(),
+});
+export type Repository = z.output<typeof RepositoryRow>;
 
 export async function getRepository(db: Queryable, id: number): Promise<Repository | undefined> {
   const [repository] = await queryRows(

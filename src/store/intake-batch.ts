@@ -4,22 +4,13 @@
 // they, not the rows, set the intake's latency.
 import { z } from "zod";
 import { type DeliveryInput, deliveryParams, INSERT_DELIVERIES } from "./deliveries.ts";
-import type { Repository } from "./installations.ts";
+import { type Repository, RepositoryRow } from "./installations.ts";
 import { prepared, type Queryable } from "./sql.ts";
 import { bigint, parseStored } from "./stored-value.ts";
 
 const Row = z.object({
   fresh: z.array(z.string()),
-  repositories: z.array(
-    z.object({
-      id: bigint,
-      installation_id: bigint,
-      full_name: z.string(),
-      settings: z.record(z.string(), z.unknown()),
-      file_settings: z.record(z.string(), z.unknown()).nullable(),
-      removed_at: z.string().nullable(),
-    }),
-  ),
+  repositories: z.array(RepositoryRow),
   conversations: z.array(z.object({ repository_id: bigint, wanted: z.number().int(), id: bigint })),
   job_ids: z.array(bigint),
 });
@@ -67,17 +58,7 @@ export async function recordAndLookUp(
     ]),
   );
   const row = parseStored(Row, rows[0], "the intake's batch lookup");
-  const repositories = new Map<number, Repository>();
-  for (const r of row.repositories) {
-    repositories.set(r.id, {
-      id: r.id,
-      installationId: r.installation_id,
-      fullName: r.full_name,
-      settings: r.settings,
-      fileSettings: r.file_settings,
-      removedAt: r.removed_at === null ? null : new Date(r.removed_at),
-    });
-  }
+  const repositories = new Map(row.repositories.map((r) => [r.id, r]));
   const conversations = new Map<string, number>();
   for (const c of row.conversations)
     conversations.set(conversationLookupKey(c.repository_id, c.wanted), c.id);

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Queryable } from "./sql.ts";
-import { bigint, queryRows } from "./stored-value.ts";
+import { bigint, queryRows, row } from "./stored-value.ts";
 
 // The queue's transitions of a job row. finished_at marks that the queue is done with a job: every
 // transition here checks it, so whichever of worker and canceller gets the row lock first wins.
@@ -14,7 +14,7 @@ export type CancelOutcome =
   | "finished";
 
 export async function requestJobCancel(db: Queryable, jobId: number): Promise<CancelOutcome> {
-  const [row] = await queryRows(
+  const [job] = await queryRows(
     db,
     `UPDATE jobs SET
        cancel_requested_at = coalesce(cancel_requested_at, now()),
@@ -27,8 +27,8 @@ export async function requestJobCancel(db: Queryable, jobId: number): Promise<Ca
     z.object({ status: z.string() }),
     `the cancelled job ${jobId}`,
   );
-  if (!row) return "finished";
-  return row.status === "cancelled" ? "cancelled" : "requested";
+  if (!job) return "finished";
+  return job.status === "cancelled" ? "cancelled" : "requested";
 }
 
 /** Who runs an attempt: the worker instance's identity and the queue entry it took. */
@@ -58,22 +58,21 @@ export async function startJobAttempt(
   return rowCount === 1;
 }
 
-const orphanRow = z.object({ queue_job_id: z.string(), attempts: z.coerce.number().int().min(1) });
+const Orphan = row({ queue_job_id: z.string(), attempt: z.coerce.number().int().min(1) });
 
 /** The attempts a worker instance started and never ended: after its restart, they are dead. */
 export async function unfinishedAttempts(
   db: Queryable,
   workerId: string,
-): Promise<Array<{ queueJobId: string; attempt: number }>> {
-  const { rows } = await db.query(
-    `SELECT queue_job_id, attempts FROM jobs
+): Promise<z.output<typeof Orphan>[]> {
+  return queryRows(
+    db,
+    `SELECT queue_job_id, attempts AS attempt FROM jobs
      WHERE worker_id = $1 AND finished_at IS NULL AND queue_job_id IS NOT NULL`,
     [workerId],
+    Orphan,
+    `the unfinished attempts of worker ${workerId}`,
   );
-  return rows.map((row) => {
-    const parsed = orphanRow.parse(row);
-    return { queueJobId: parsed.queue_job_id, attempt: parsed.attempts };
-  });
 }
 
 /** The handler returned: a job it left queued or running has succeeded. */

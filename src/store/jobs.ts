@@ -2,9 +2,9 @@ import type pg from "pg";
 import { z } from "zod";
 import { PermanentError } from "../errors.ts";
 import { type ConversationOwner, ownedBy } from "./api-conversations.ts";
-import { jobSpender, spenderJobs } from "./spenders.ts";
+import { jobSpender, Spent, spenderJobs } from "./spenders.ts";
 import { prepared, type Queryable, withTransaction } from "./sql.ts";
-import { bigint, queryRows } from "./stored-value.ts";
+import { bigint, numeric, queryRows, row } from "./stored-value.ts";
 
 const JOB_STATUSES = [
   "queued",
@@ -50,40 +50,41 @@ const JOB_TRIGGERS = [
 ] as const;
 export type JobTrigger = (typeof JOB_TRIGGERS)[number];
 
-export interface Job {
-  id: number;
-  conversationId: number;
+const JobRow = row({
+  id: bigint,
+  conversation_id: bigint,
   /** Null only for a chat turn on a scratch workspace. */
-  installationId: number | null;
-  repositoryId: number | null;
+  installation_id: bigint.nullable(),
+  repository_id: bigint.nullable(),
   /** owner/name when the job was triggered; "scratch" for a chat turn without a repository. */
-  repo: string;
+  repo: z.string(),
   /** The issue or pull request the trigger was on; null for a chat turn. */
-  number: number | null;
-  trigger: JobTrigger;
+  number: z.number().int().nullable(),
+  trigger: z.enum(JOB_TRIGGERS),
   /** The command verb (fix, plan, review, ...), null for a plain label or mention. */
-  command: string | null;
-  requester: string;
-  instruction: string;
-  status: JobStatus;
-  branch: string | null;
-  prNumber: number | null;
-  triggerCommentId: number | null;
-  progressCommentId: number | null;
-  deliveryId: string | null;
-  context: Record<string, unknown>;
-  error: string | null;
-  attempts: number;
-  cancelRequestedAt: Date | null;
+  command: z.string().nullable(),
+  requester: z.string(),
+  instruction: z.string(),
+  status: z.enum(JOB_STATUSES),
+  branch: z.string().nullable(),
+  pr_number: z.number().int().nullable(),
+  trigger_comment_id: bigint.nullable(),
+  progress_comment_id: bigint.nullable(),
+  delivery_id: z.string().nullable(),
+  context: z.record(z.string(), z.unknown()),
+  error: z.string().nullable(),
+  attempts: z.number().int(),
+  cancel_requested_at: z.date().nullable(),
   /** Set when a notice claimed the job's first comment while it waited (acknowledgeWaiting). */
-  noticedAt: Date | null;
-  createdAt: Date;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-  updatedAt: Date;
-  usage: Record<string, unknown>;
-  costUsd: number;
-}
+  noticed_at: z.date().nullable(),
+  created_at: z.date(),
+  started_at: z.date().nullable(),
+  finished_at: z.date().nullable(),
+  updated_at: z.date(),
+  usage: z.record(z.string(), z.unknown()),
+  cost_usd: numeric,
+});
+export type Job = z.output<typeof JobRow>;
 
 /** A job on a GitHub issue or pull request: every job but a chat turn. */
 export type IssueJob = Job & { installationId: number; repositoryId: number; number: number };
@@ -92,97 +93,37 @@ export function isIssueJob(job: Job): job is IssueJob {
   return job.installationId !== null && job.repositoryId !== null && job.number !== null;
 }
 
-export interface NewJob {
-  conversationId: number;
-  installationId: number | null;
-  repositoryId: number | null;
-  repo: string;
-  number: number | null;
-  trigger: JobTrigger;
-  command?: string | null;
-  requester: string;
-  instruction?: string;
-  triggerCommentId?: number | null;
-  deliveryId?: string | null;
-  context?: Record<string, unknown>;
-  branch?: string | null;
-  prNumber?: number | null;
-}
+export type NewJob = Pick<
+  Job,
+  "conversationId" | "installationId" | "repositoryId" | "repo" | "number" | "trigger" | "requester"
+> &
+  Partial<
+    Pick<
+      Job,
+      | "command"
+      | "instruction"
+      | "triggerCommentId"
+      | "deliveryId"
+      | "context"
+      | "branch"
+      | "prNumber"
+    >
+  >;
 
-export interface JobPatch {
-  status?: JobStatus;
-  branch?: string | null;
-  prNumber?: number | null;
-  progressCommentId?: number | null;
-  error?: string | null;
-  context?: Record<string, unknown>;
-  usage?: Record<string, unknown>;
-  costUsd?: number;
-  startedAt?: Date | null;
-  finishedAt?: Date | null;
-}
-
-const JobRow = z
-  .object({
-    id: bigint,
-    conversation_id: bigint,
-    installation_id: bigint.nullable(),
-    repository_id: bigint.nullable(),
-    repo: z.string(),
-    number: z.number().int().nullable(),
-    trigger: z.enum(JOB_TRIGGERS),
-    command: z.string().nullable(),
-    requester: z.string(),
-    instruction: z.string(),
-    status: z.enum(JOB_STATUSES),
-    branch: z.string().nullable(),
-    pr_number: z.number().int().nullable(),
-    trigger_comment_id: bigint.nullable(),
-    progress_comment_id: bigint.nullable(),
-    delivery_id: z.string().nullable(),
-    context: z.record(z.string(), z.unknown()),
-    error: z.string().nullable(),
-    attempts: z.number().int(),
-    cancel_requested_at: z.date().nullable(),
-    noticed_at: z.date().nullable(),
-    created_at: z.date(),
-    started_at: z.date().nullable(),
-    finished_at: z.date().nullable(),
-    updated_at: z.date(),
-    usage: z.record(z.string(), z.unknown()),
-    cost_usd: z.union([z.string(), z.number()]).transform(Number),
-  })
-  .transform(
-    (row): Job => ({
-      id: row.id,
-      conversationId: row.conversation_id,
-      installationId: row.installation_id,
-      repositoryId: row.repository_id,
-      repo: row.repo,
-      number: row.number,
-      trigger: row.trigger,
-      command: row.command,
-      requester: row.requester,
-      instruction: row.instruction,
-      status: row.status,
-      branch: row.branch,
-      prNumber: row.pr_number,
-      triggerCommentId: row.trigger_comment_id,
-      progressCommentId: row.progress_comment_id,
-      deliveryId: row.delivery_id,
-      context: row.context,
-      error: row.error,
-      attempts: row.attempts,
-      cancelRequestedAt: row.cancel_requested_at,
-      noticedAt: row.noticed_at,
-      createdAt: row.created_at,
-      startedAt: row.started_at,
-      finishedAt: row.finished_at,
-      updatedAt: row.updated_at,
-      usage: row.usage,
-      costUsd: row.cost_usd,
-    }),
-  );
+/** The fields updateJob sets, each in the column of its name in snake_case. */
+const PATCH_FIELDS = [
+  "status",
+  "branch",
+  "prNumber",
+  "progressCommentId",
+  "error",
+  "context",
+  "usage",
+  "costUsd",
+  "startedAt",
+  "finishedAt",
+] as const;
+export type JobPatch = Partial<Pick<Job, (typeof PATCH_FIELDS)[number]>>;
 
 // How a NewJob fills the jobs table, for the one-row and the many-row insert: column, array type
 // for unnest, and the value.
@@ -248,19 +189,13 @@ export async function getIssueJob(db: Queryable, id: number): Promise<IssueJob |
   return job;
 }
 
-const PATCH_COLUMNS: Record<keyof JobPatch, string> = {
-  status: "status",
-  branch: "branch",
-  prNumber: "pr_number",
-  progressCommentId: "progress_comment_id",
-  error: "error",
-  context: "context",
-  usage: "usage",
-  costUsd: "cost_usd",
-  startedAt: "started_at",
-  finishedAt: "finished_at",
-};
-const JSON_FIELDS = new Set<keyof JobPatch>(["context", "usage"]);
+const PATCH_COLUMNS = new Map<string, string>(
+  PATCH_FIELDS.map((field) => [
+    field,
+    field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`),
+  ]),
+);
+const JSON_FIELDS = new Set<string>(["context", "usage"]);
 
 /** Sets only the given fields. A final status stamps finished_at unless the patch sets it. */
 export async function updateJob(
@@ -270,10 +205,12 @@ export async function updateJob(
 ): Promise<Job | undefined> {
   const sets: string[] = [];
   const values: unknown[] = [id];
-  for (const [field, value] of Object.entries(patch) as [keyof JobPatch, unknown][]) {
+  for (const [field, value] of Object.entries(patch)) {
     if (value === undefined) continue;
+    const column = PATCH_COLUMNS.get(field);
+    if (column === undefined) throw new Error(`updateJob does not set ${field}`);
     values.push(JSON_FIELDS.has(field) ? JSON.stringify(value) : value);
-    sets.push(`${PATCH_COLUMNS[field]} = $${values.length}`);
+    sets.push(`${column} = $${values.length}`);
   }
   if (patch.status && FINAL_STATUSES.includes(patch.status) && patch.finishedAt === undefined) {
     sets.push("finished_at = coalesce(finished_at, now())");
@@ -361,12 +298,15 @@ const lockName = (owner: ConversationOwner) =>
  * scratch workspaces.
  */
 export async function spentSince(db: Queryable, whose: BudgetOwner, since: Date): Promise<number> {
-  const { rows } = await db.query<{ spent: string }>(
+  const [sum] = await queryRows(
+    db,
     `SELECT coalesce(sum(cost_usd), 0) AS spent FROM jobs
      WHERE ${budgetJobs(whose)} AND created_at >= $2`,
     [ownerParam(whose), since],
+    Spent,
+    "the jobs' spending",
   );
-  return Number(rows[0]?.spent ?? 0);
+  return sum?.spent ?? 0;
 }
 
 export interface BudgetGrant {
@@ -392,9 +332,11 @@ const HELD = `coalesce(sum(CASE WHEN finished_at IS NULL
                               ELSE cost_usd END) FILTER (WHERE id <> $2), 0) AS others,
               coalesce(sum(cost_usd) FILTER (WHERE id = $2), 0) AS own`;
 
+const Held = z.object({ others: numeric, own: numeric });
+
 async function held(client: Queryable, sql: string, params: unknown[]) {
-  const { rows } = await client.query<{ others: string; own: string }>(sql, params);
-  return { others: Number(rows[0]?.others ?? 0), own: Number(rows[0]?.own ?? 0) };
+  const [holdings] = await queryRows(client, sql, params, Held, "a budget's holdings");
+  return holdings ?? { others: 0, own: 0 };
 }
 
 /**

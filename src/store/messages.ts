@@ -2,41 +2,24 @@ import { z } from "zod";
 import { redactDeep } from "../log/redact.ts";
 import { loadImages, storeImages } from "./conversation-images.ts";
 import type { Queryable } from "./sql.ts";
-import { bigint, parseStored } from "./stored-value.ts";
+import { bigint, parseStored, row } from "./stored-value.ts";
 
-/** The model API's message roles. */
-export type MessageRole = "user" | "assistant" | "system";
-
-export interface Message {
-  conversationId: number;
-  /** 1-based position in the conversation. */
-  seq: number;
-  role: MessageRole;
-  /** The message content as the model API takes it: a string or an array of blocks. */
-  content: unknown;
-  jobId: number | null;
-  createdAt: Date;
-}
-
-const messageRow = z.object({
+const MessageRow = row({
   conversation_id: bigint,
+  /** 1-based position in the conversation. */
   seq: z.number().int(),
+  /** The model API's message roles. */
   role: z.enum(["user", "assistant", "system"]),
+  /** The message content as the model API takes it: a string or an array of blocks. */
   content: z.unknown(),
   job_id: bigint.nullable(),
   created_at: z.date(),
 });
+export type Message = z.output<typeof MessageRow>;
+export type MessageRole = Message["role"];
 
 function toMessage(value: unknown): Message {
-  const row = parseStored(messageRow, value, "a messages row");
-  return {
-    conversationId: row.conversation_id,
-    seq: row.seq,
-    role: row.role,
-    content: row.content,
-    jobId: row.job_id,
-    createdAt: row.created_at,
-  };
+  return parseStored(MessageRow, value, "a messages row");
 }
 
 /**

@@ -1,7 +1,9 @@
 import { readdir, readFile } from "node:fs/promises";
 import type pg from "pg";
+import { z } from "zod";
 import { type Logger, silentLogger } from "../log/logger.ts";
 import { withTransaction } from "./sql.ts";
+import { queryRows } from "./stored-value.ts";
 
 const MIGRATIONS_DIR = new URL("./migrations/", import.meta.url);
 // Any fixed key works; it only has to differ from other advisory locks taken on the same database.
@@ -47,8 +49,12 @@ export async function migrate(
       name text NOT NULL,
       applied_at timestamptz NOT NULL DEFAULT now()
     )`);
-    const { rows } = await client.query<{ version: number }>(
+    const rows = await queryRows(
+      client,
       "SELECT version FROM schema_migrations",
+      [],
+      z.object({ version: z.number().int() }),
+      "schema_migrations",
     );
     const applied = new Set(rows.map((r) => r.version));
     const done: number[] = [];

@@ -8,8 +8,10 @@
 // app (a `[bot]` login: vmpilot's own automations, and the CI fixes and merges that follow them) is
 // no person: /usage shows it, no person's budget counts it. An automation that anyone's issue starts
 // (authors: any) is the app's too, but the issue's author spends it: its job records their id.
+import { z } from "zod";
 import type { ConversationOwner } from "./api-conversations.ts";
 import type { Queryable } from "./sql.ts";
+import { numeric, queryRows } from "./stored-value.ts";
 
 /** A user id ("123"), "login:<login>" for a job without one, "operator", or "app:<login>". */
 export type SpenderKey = string;
@@ -66,20 +68,29 @@ export function spenderJobs(key: SpenderKey): string {
 
 /** The person whose budget the job spends; null for an app's job or a conversation nobody owns. */
 export async function jobSpender(db: Queryable, jobId: number): Promise<SpenderKey | null> {
-  const { rows } = await db.query<{ spender: string | null }>(
+  const [row] = await queryRows(
+    db,
     `SELECT ${SPENDER_OF_JOB} AS spender FROM jobs j LEFT JOIN conversations c ON c.id = j.conversation_id
       WHERE j.id = $1`,
     [jobId],
+    z.object({ spender: z.string().nullable() }),
+    `the spender of job ${jobId}`,
   );
-  const spender = rows[0]?.spender ?? null;
+  const spender = row?.spender ?? null;
   return spender?.startsWith("app:") ? null : spender;
 }
 
+/** A sum of cost_usd, as spentBySpender and spentSince (jobs.ts) select it. */
+export const Spent = z.object({ spent: numeric });
+
 /** What the spender's jobs created since `since` cost, in every repository and on scratch. */
 export async function spentBySpender(db: Queryable, key: SpenderKey, since: Date): Promise<number> {
-  const { rows } = await db.query<{ spent: string }>(
+  const [row] = await queryRows(
+    db,
     `SELECT coalesce(sum(cost_usd), 0) AS spent FROM (${spenderJobs(key)}) p`,
     [key, null, since],
+    Spent,
+    "a spender's spending",
   );
-  return Number(rows[0]?.spent ?? 0);
+  return row?.spent ?? 0;
 }

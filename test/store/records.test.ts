@@ -7,6 +7,7 @@ import {
   upsertInstallation,
   upsertRepository,
 } from "../../src/store/installations.ts";
+import { recordAndLookUp } from "../../src/store/intake-batch.ts";
 import { appendJobEvent, listJobEvents } from "../../src/store/job-events.ts";
 import { requestJobCancel, startJobAttempt } from "../../src/store/job-lifecycle.ts";
 import {
@@ -142,6 +143,9 @@ describe.each(databases())("store records on $name", (target) => {
       removed: true,
     });
     expect((await getRepository(db.pool, 42))?.removedAt).toBeInstanceOf(Date);
+    // The intake's lookup reads the row through JSON, its removed_at a string: the same repository.
+    const lookup = await recordAndLookUp(db.pool, [], [{ repositoryId: 42, number: 1 }]);
+    expect(lookup.repositories.get(42)).toEqual(await getRepository(db.pool, 42));
 
     await upsertInstallation(db.pool, { id: 5, accountLogin: "acme", accountType: "Organization" });
     await upsertInstallation(db.pool, { id: 5, suspended: true });
