@@ -7,6 +7,7 @@ import { isPermanent, PermanentError } from "../errors.ts";
 import { editComment, postComment } from "../github/comments.ts";
 import { renderFinal } from "../github/progress-comment.ts";
 import { redact } from "../log/redact.ts";
+import { PipelineStep } from "../store/job-event-kinds.ts";
 import { getJob, type Job, type JobStatus, updateJob } from "../store/jobs.ts";
 import { jobUrl } from "./acknowledge-messages.ts";
 import { readScheduledContext, type ScheduledContext } from "./automations.ts";
@@ -151,7 +152,7 @@ export async function runScheduledAutomation(
       startedAt,
       costUsd,
     });
-    progress.log("pipeline", { step: "done", message: headline });
+    progress.log(PipelineStep, { step: "done", message: headline });
     return await end("succeeded");
   } catch (error) {
     if (run.signal.aborted) return end("cancelled");

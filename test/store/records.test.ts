@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import type { Database } from "../../src/store/database.ts";
 import { recordDeliveries, recordDelivery } from "../../src/store/deliveries.ts";
 import {
@@ -7,7 +8,7 @@ import {
   upsertInstallation,
   upsertRepository,
 } from "../../src/store/installations.ts";
-import { appendJobEvent, listJobEvents } from "../../src/store/job-events.ts";
+import { appendJobEvent, defineJobEvent, listJobEvents } from "../../src/store/job-events.ts";
 import { requestJobCancel, startJobAttempt } from "../../src/store/job-lifecycle.ts";
 import {
   getJob,
@@ -285,8 +286,10 @@ describe.each(databases())("store records on $name", (target) => {
   it("lists a job's events in order, resuming after an id", async () => {
     const { conversation } = await seedConversation(db);
     const job = await seedJob(db, conversation);
-    const first = await appendJobEvent(db.pool, job.id, "step", { name: "clone" });
-    const second = await appendJobEvent(db.pool, job.id, "tool", { line: "npm test" });
+    const step = defineJobEvent("step", z.object({ name: z.string() }));
+    const tool = defineJobEvent("tool", z.object({ line: z.string() }));
+    const first = await appendJobEvent(db.pool, job.id, step, { name: "clone" });
+    const second = await appendJobEvent(db.pool, job.id, tool, { line: "npm test" });
     const events = await listJobEvents(db.pool, job.id);
     expect(events.map((e) => [e.type, e.data])).toEqual([
       ["step", { name: "clone" }],
@@ -294,6 +297,23 @@ describe.each(databases())("store records on $name", (target) => {
     ]);
     expect(events[0]?.at).toBeInstanceOf(Date);
     expect(await listJobEvents(db.pool, job.id, first.id)).toEqual([second]);
+  });
+
+  it("stores an event as its definition parses it, and stores nothing its definition refuses", async () => {
+    const { conversation } = await seedConversation(db);
+    const job = await seedJob(db, conversation);
+    const counted = defineJobEvent(
+      "counted",
+      z.object({ n: z.number(), note: z.string().default("") }),
+    );
+    const extra = { n: 1, kept: "no" };
+    await appendJobEvent(db.pool, job.id, counted, extra);
+    // Data read from elsewhere, which the types cannot check, is stopped before the insert.
+    await expect(
+      appendJobEvent(db.pool, job.id, counted, JSON.parse('{ "n": "one" }')),
+    ).rejects.toThrow(/expected number/);
+    const events = await listJobEvents(db.pool, job.id);
+    expect(events.map((e) => e.data)).toEqual([{ n: 1, note: "" }]);
   });
 
   it("refuses a row of another shape by name, rather than handing it on cast", async () => {

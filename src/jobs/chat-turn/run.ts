@@ -14,6 +14,7 @@ import {
   lastTurn,
   saveChatTurn,
 } from "../../store/api-conversations.ts";
+import { ReplyEnd } from "../../store/job-event-kinds.ts";
 import { appendJobEvent, listJobEvents } from "../../store/job-events.ts";
 import { getJob, type Job, updateJob } from "../../store/jobs.ts";
 import { commitInWorkspace, VMPILOT_AUTHOR } from "../../workspace/git/commit.ts";
@@ -34,7 +35,7 @@ import type { PipelineDeps, Run } from "../pipeline/run.ts";
 import { extendHash } from "./history-hash.ts";
 import { withMessageImages } from "./images.ts";
 import { openChatPullRequest } from "./pull-request.ts";
-import { REPLY_END, renderReply } from "./reply.ts";
+import { renderReply } from "./reply.ts";
 import { type ChatTurnRequest, chatBranch, readChatTurnRequest } from "./request.ts";
 import { type ChatTurnDeps, chatTurnSettings } from "./settings.ts";
 
@@ -234,7 +235,7 @@ async function end(
         ? (result.error?.message ?? "the agent failed")
         : undefined;
   const tests = result && testsOf(result)?.outcome;
-  await appendJobEvent(db, job.id, REPLY_END, {
+  await appendJobEvent(db, job.id, ReplyEnd, {
     ...(error !== undefined && { error: redact(error).slice(0, 2000) }),
     ...(result?.detail && { detail: redact(result.detail) }),
     ...(tests && { tests }),

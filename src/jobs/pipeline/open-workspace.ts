@@ -1,6 +1,7 @@
 // How a worker's job on a repository opens its workspace: the worker's provider, pool and limits,
 // the repository's isolation, network and setup, each setup command logged as the job's progress.
 import type { RepoSettings } from "../../config/repo-config.ts";
+import { SetupCommand } from "../../store/job-event-kinds.ts";
 import { SPARE_REPOSITORIES } from "../../workspace/git/spares.ts";
 import { providerFor } from "../../workspace/isolation.ts";
 import type { JobProgress } from "./progress.ts";
@@ -43,7 +44,7 @@ export async function openWorkspace(
     signal: run.signal,
     logger: deps.logger,
     onSetupStep: (step) =>
-      progress.log("setup", {
+      progress.log(SetupCommand, {
         message: `\`${step.command}\` exited ${step.result.exitCode}`,
         output: `${step.result.fullStdout}\n${step.result.fullStderr}`.slice(-20_000),
       }),
