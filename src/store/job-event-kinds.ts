@@ -58,17 +58,17 @@ const usage = Usage.default(NO_USAGE);
 
 // The agent loop's events, stored as the loop emits them (see src/agent/events.ts).
 
-export const StepStarted = defineJobEvent("step_started", z.object({ step: z.number() }));
+const StepStarted = defineJobEvent("step_started", z.object({ step: z.number() }));
 
 /** A complete text block from the model. */
 export const Text = defineJobEvent("text", z.object({ step, text: z.string() }));
 
-export const ToolCall = defineJobEvent(
+const ToolCall = defineJobEvent(
   "tool_call",
   z.object({ step, id: z.string().default(""), name: z.string(), input: z.unknown() }),
 );
 
-export const ToolResult = defineJobEvent(
+const ToolResult = defineJobEvent(
   "tool_result",
   z.object({
     step,
@@ -83,7 +83,7 @@ export const ToolResult = defineJobEvent(
   }),
 );
 
-export const TurnUsage = defineJobEvent(
+const TurnUsage = defineJobEvent(
   "usage",
   z.object({
     step,
@@ -96,7 +96,7 @@ export const TurnUsage = defineJobEvent(
   }),
 );
 
-export const Compacted = defineJobEvent(
+const Compacted = defineJobEvent(
   "compacted",
   z.object({
     step,
@@ -110,7 +110,7 @@ export const Compacted = defineJobEvent(
   }),
 );
 
-export const Finished = defineJobEvent(
+const Finished = defineJobEvent(
   "finished",
   z.object({
     reason: FinishReason,
@@ -122,7 +122,7 @@ export const Finished = defineJobEvent(
   }),
 );
 
-export const Failed = defineJobEvent(
+const Failed = defineJobEvent(
   "failed",
   z.object({ code: FailureCode, error: z.string(), steps: z.number().default(0), usage }),
 );
