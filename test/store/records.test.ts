@@ -8,6 +8,7 @@ import {
   upsertInstallation,
   upsertRepository,
 } from "../../src/store/installations.ts";
+import { AGENT_EVENTS, PipelineStep, readJobEvent, Text } from "../../src/store/job-event-kinds.ts";
 import { appendJobEvent, defineJobEvent, listJobEvents } from "../../src/store/job-events.ts";
 import { requestJobCancel, startJobAttempt } from "../../src/store/job-lifecycle.ts";
 import {
@@ -314,6 +315,53 @@ describe.each(databases())("store records on $name", (target) => {
     ).rejects.toThrow(/expected number/);
     const events = await listJobEvents(db.pool, job.id);
     expect(events.map((e) => e.data)).toEqual([{ n: 1, note: "" }]);
+  });
+
+  it("reads an event back as the kind its definition wrote, and any other type as other", async () => {
+    const { conversation } = await seedConversation(db);
+    const job = await seedJob(db, conversation);
+    const usage = { inputTokens: 5, outputTokens: 2, costUsd: 0.1 };
+    await appendJobEvent(db.pool, job.id, AGENT_EVENTS.usage, {
+      step: 1,
+      turn: usage,
+      totals: usage,
+      priceKnown: false,
+    });
+    await appendJobEvent(db.pool, job.id, AGENT_EVENTS.compacted, {
+      step: 2,
+      clearedToolResults: 3,
+      summarizedMessages: 0,
+      tokensBefore: 900,
+      tokensAfter: 300,
+      // What the loop hands its listener besides: the conversation is not logged.
+      ...{ messages: [{ role: "user", content: "the whole conversation" }] },
+    });
+    await appendJobEvent(db.pool, job.id, PipelineStep, { step: "agent", message: "ready" });
+    // @ts-expect-error a text event's data has its text
+    await expect(appendJobEvent(db.pool, job.id, Text, { txt: "hi" })).rejects.toThrow();
+    const kinds = (await listJobEvents(db.pool, job.id)).map(readJobEvent);
+    expect(kinds).toEqual([
+      {
+        type: "usage",
+        data: {
+          step: 1,
+          turn: { ...usage, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+          totals: { ...usage, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+          priceKnown: false,
+        },
+      },
+      {
+        type: "compacted",
+        data: {
+          step: 2,
+          clearedToolResults: 3,
+          summarizedMessages: 0,
+          tokensBefore: 900,
+          tokensAfter: 300,
+        },
+      },
+      { type: "other", name: "pipeline", message: "ready", details: { step: "agent" } },
+    ]);
   });
 
   it("refuses a row of another shape by name, rather than handing it on cast", async () => {
