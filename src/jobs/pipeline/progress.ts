@@ -29,8 +29,13 @@ function capped(text: string): string {
     : text;
 }
 
-/** What an agent event stores: its fields, redacted, outputs capped (its definition drops the rest). */
-function eventData(event: AgentEvent): AgentEvent {
+/** What an agent event stores: its fields, redacted, outputs capped (its definition drops `type`). */
+function eventData(event: AgentEvent): Record<string, unknown> {
+  if (event.type === "compacted") {
+    // The conversation is stored apart; not worth redacting only to be dropped.
+    const { messages: _messages, ...logged } = event;
+    return redactDeep(logged);
+  }
   if (event.type !== "tool_result") return redactDeep(event);
   const log = event.log !== undefined ? { log: capped(event.log) } : {};
   return redactDeep({ ...event, output: capped(event.output), ...log });
