@@ -42,7 +42,7 @@ async function session(provider: "anthropic" | "openai") {
     const result = await runAgent({
       ...(await sessionOptions(repo.workspace)),
       onEvent: (event: AgentEvent) => {
-        if (event.type === "tool_result") toolMs += event.durationMs;
+        if (event.type === "tool_result") toolMs += event.durationMs ?? 0;
       },
       ...target,
     });

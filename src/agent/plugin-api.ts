@@ -1,3 +1,4 @@
+import type { JSONSchema } from "zod/v4/core";
 import type { ExecResult } from "../workspace/types.ts";
 
 /**
@@ -30,7 +31,12 @@ export type ToolInput = Record<string, unknown>;
 interface ToolShape {
   name: string;
   description: string;
-  input_schema: { type: "object"; properties?: Record<string, unknown>; required?: string[] };
+  /** What the model is sent; an input that does not fit it is answered without calling the handler. */
+  input_schema: {
+    type: "object";
+    properties?: Record<string, JSONSchema.JSONSchema>;
+    required?: string[];
+  };
 }
 
 export interface WorkspaceTool extends ToolShape {

@@ -1,21 +1,16 @@
 // `vmpilot run --json`: one JSON object per line on stdout for scripts, each with a `type`.
-import { z } from "zod";
 import type { AgentEvent } from "../agent/events.ts";
+import { toolCallInput } from "../agent/tool-call.ts";
 import type { ProgressOutput } from "./progress.ts";
 
-// The model's input, whatever its shape: fields of another kind are left out.
-const CallFields = z
-  .looseObject({ command: z.unknown().optional(), path: z.unknown().optional() })
-  .catch({});
-
-/** What a tool call is, for a script: a command, an edit, or another tool. */
+/** What a tool call is, for a script: a command, an edit, or another tool (or an input of odd shape). */
 function callObject(event: Extract<AgentEvent, { type: "tool_call" }>): Record<string, unknown> {
-  const input = CallFields.parse(event.input ?? {});
-  if (event.name === "bash") {
-    return { type: "command", step: event.step, command: input.command ?? null };
+  const call = toolCallInput(event.name, event.input);
+  if (call?.tool === "bash") {
+    return { type: "command", step: event.step, command: call.command ?? null };
   }
-  if (event.name === "str_replace_based_edit_tool") {
-    return { type: "edit", step: event.step, command: input.command, path: input.path };
+  if (call?.tool === "editor") {
+    return { type: "edit", step: event.step, command: call.command, path: call.path };
   }
   return { type: "tool", step: event.step, name: event.name, input: event.input };
 }

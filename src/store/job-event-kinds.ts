@@ -1,12 +1,11 @@
-// What a job's session-log events hold, for everything that shows them (the job page and its live
-// stream, the chat face's replies). A row is a type and free JSON, written by every version of the
-// app since the table began, so it is parsed once where it is shown: a known type with the shape
-// its renderers read, or an `other` event, shown by its name and message. An event stored with an
-// odd shape falls back to `other` rather than breaking a page.
+// What a job's session-log events hold: one definition per event, which types its writer and
+// parses it where it is shown (the job page and its live stream, the chat face's replies). A row
+// is a type and free JSON, written by every version of the app since the table began, so a reader
+// gets a known type with the shape its renderers read, or an `other` event, shown by its name and
+// message. An event stored with an odd shape falls back to `other` rather than breaking a page;
+// a figure an older row lacks counts as 0.
 import { z } from "zod";
-
-/** The event that ends a chat turn's reply; nothing after it is part of the reply. */
-export const REPLY_END = "chat_reply_end";
+import { defineJobEvent, type JobEventDefinition } from "./job-events.ts";
 
 const tokens = z.number().default(0);
 
@@ -16,6 +15,8 @@ const Usage = z.object({
   outputTokens: tokens,
   cacheReadInputTokens: tokens,
   cacheCreationInputTokens: tokens,
+  /** Part of `cacheCreationInputTokens` written with the 1-hour TTL, when the API says. */
+  cacheCreation1hInputTokens: z.number().optional(),
   costUsd: tokens,
 });
 export type StoredUsage = z.infer<typeof Usage>;
@@ -27,38 +28,124 @@ export function storedUsage(value: unknown): StoredUsage {
   return Usage.catch(NO_USAGE).parse(value ?? {});
 }
 
-const event = <T extends string, D extends z.ZodRawShape>(type: T, data: D) =>
-  z.object({ type: z.literal(type), data: z.object(data) });
+/** Why a run ended without an error. */
+const FinishReason = z.enum([
+  "end_turn",
+  "refusal",
+  "max_steps",
+  "max_wall_time",
+  "max_cost",
+  "cancelled",
+]);
 
-const Known = z.discriminatedUnion("type", [
-  event("step_started", { step: z.number() }),
-  event("text", { text: z.string() }),
-  event("tool_call", { name: z.string(), input: z.unknown() }),
-  event("tool_result", {
+/** Machine-readable kind of a failed run, next to its human message. */
+const FailureCode = z.enum([
+  "api_overloaded",
+  "api_rate_limited",
+  "api_server_error",
+  "api_connection",
+  "api_auth",
+  "api_request",
+  "model_unavailable",
+  "model_without_tools",
+  "output_cut_off",
+  "context_overflow",
+  "internal",
+]);
+
+const step = z.number().default(0);
+const usage = Usage.default(NO_USAGE);
+
+// The agent loop's events, stored as the loop emits them (see src/agent/events.ts).
+
+const StepStarted = defineJobEvent("step_started", z.object({ step: z.number() }));
+
+/** A complete text block from the model. */
+export const Text = defineJobEvent("text", z.object({ step, text: z.string() }));
+
+const ToolCall = defineJobEvent(
+  "tool_call",
+  z.object({ step, id: z.string().default(""), name: z.string(), input: z.unknown() }),
+);
+
+const ToolResult = defineJobEvent(
+  "tool_result",
+  z.object({
+    step,
+    id: z.string().default(""),
     name: z.string(),
     isError: z.boolean().default(false),
     /** What the model was sent. */
     output: z.string().default(""),
-    /** Uncapped output, when it differs from `output`. */
+    /** Uncapped output for the job log, when it differs from `output`. */
     log: z.string().optional(),
     durationMs: z.number().optional(),
   }),
-  event("usage", { turn: Usage.default(NO_USAGE), totals: Usage.default(NO_USAGE) }),
-  event("compacted", {
+);
+
+const TurnUsage = defineJobEvent(
+  "usage",
+  z.object({
+    step,
+    /** This request alone. */
+    turn: usage,
+    /** The run so far. */
+    totals: usage,
+    /** False when the model is missing from the price table and a fallback price was used. */
+    priceKnown: z.boolean().default(true),
+  }),
+);
+
+const Compacted = defineJobEvent(
+  "compacted",
+  z.object({
+    step,
+    /** Old tool results whose content was replaced by a placeholder. */
     clearedToolResults: z.number(),
+    /** Messages replaced by a summary (0 when clearing was enough). */
     summarizedMessages: z.number(),
     tokensBefore: z.number(),
+    /** An estimate: the next request's usage tells the real figure. */
     tokensAfter: z.number(),
   }),
-  event("finished", {
-    reason: z.string(),
+);
+
+const Finished = defineJobEvent(
+  "finished",
+  z.object({
+    reason: FinishReason,
     steps: z.number(),
+    usage,
+    finalText: z.string().default(""),
+    /** Human explanation for limits and refusals. */
     detail: z.string().optional(),
-    finalText: z.string().optional(),
   }),
-  event("failed", { code: z.string(), error: z.string() }),
-  // The end marker always counts as the end, whatever its fields hold: a reply must stop there.
-  event(REPLY_END, {
+);
+
+const Failed = defineJobEvent(
+  "failed",
+  z.object({ code: FailureCode, error: z.string(), steps: z.number().default(0), usage }),
+);
+
+/** The loop's events by type, for storing one as it comes. */
+export const AGENT_EVENTS = {
+  step_started: StepStarted,
+  text: Text,
+  tool_call: ToolCall,
+  tool_result: ToolResult,
+  usage: TurnUsage,
+  compacted: Compacted,
+  finished: Finished,
+  failed: Failed,
+} as const;
+
+/** The event that ends a chat turn's reply; nothing after it is part of the reply. */
+export const REPLY_END = "chat_reply_end";
+
+// The end marker always counts as the end, whatever its fields hold: a reply must stop there.
+export const ReplyEnd = defineJobEvent(
+  REPLY_END,
+  z.object({
     error: z.string().optional().catch(undefined),
     detail: z.string().optional().catch(undefined),
     tests: z.string().optional().catch(undefined),
@@ -67,6 +154,53 @@ const Known = z.discriminatedUnion("type", [
     costUsd: z.number().default(0).catch(0),
     priceKnown: z.boolean().default(true).catch(true),
   }),
+);
+
+// The pipeline's and the queue's own events, shown by their name and message.
+
+/** A step of the progress checklist. */
+export const PipelineStep = defineJobEvent(
+  "pipeline",
+  z.object({ step: z.string(), message: z.string() }),
+);
+
+/** A setup command of the repository's settings, run in the new workspace. */
+export const SetupCommand = defineJobEvent(
+  "setup",
+  z.object({ message: z.string(), output: z.string() }),
+);
+
+export const CiFailuresFound = defineJobEvent(
+  "ci_failures",
+  z.object({ sha: z.string(), failed: z.array(z.string()) }),
+);
+
+export const AttemptStarted = defineJobEvent("attempt_started", z.object({ attempt: z.number() }));
+
+export const AttemptFailed = defineJobEvent(
+  "attempt_failed",
+  z.object({ attempt: z.number(), error: z.string() }),
+);
+
+export const Cancelled = defineJobEvent("cancelled", z.object({}));
+
+/** Out of retries; the error is the last attempt's, when it left one. */
+export const Dead = defineJobEvent("dead", z.object({ error: z.string().nullable() }));
+
+/** A stored row of this definition: its type and its data as read. */
+const stored = <T extends string, S extends z.ZodObject>(event: JobEventDefinition<T, S>) =>
+  z.object({ type: z.literal(event.type), data: event.data });
+
+const Known = z.discriminatedUnion("type", [
+  stored(StepStarted),
+  stored(Text),
+  stored(ToolCall),
+  stored(ToolResult),
+  stored(TurnUsage),
+  stored(Compacted),
+  stored(Finished),
+  stored(Failed),
+  stored(ReplyEnd),
 ]);
 
 /** Any other type (pipeline steps, attempts, refusals…), or a known one stored in another shape. */
@@ -86,49 +220,4 @@ export type JobEventKind = z.infer<typeof StoredJobEvent>;
 /** A stored event as its renderers read it. */
 export function readJobEvent(event: { type: string; data: Record<string, unknown> }): JobEventKind {
   return StoredJobEvent.parse({ type: event.type, data: event.data });
-}
-
-/** A call of the shell or the file editor as the renderers show it; other tools show their JSON. */
-type ToolCallInput = z.infer<typeof BashInput> | z.infer<typeof EditorInput>;
-
-const BashInput = z
-  .object({ command: z.string().default(""), restart: z.boolean().default(false) })
-  .transform((input) => ({ tool: "bash" as const, ...input }));
-
-const path = z.string();
-const EditorInput = z
-  .discriminatedUnion("command", [
-    z.object({ command: z.literal("view"), path }),
-    z.object({ command: z.literal("create"), path, file_text: z.string() }),
-    z.object({
-      command: z.literal("str_replace"),
-      path,
-      old_str: z.string(),
-      new_str: z.string().default(""),
-    }),
-    z
-      .object({
-        command: z.literal("insert"),
-        path,
-        insert_line: z.number(),
-        // The model sends `insert_text`; older documentation called it `new_str`.
-        insert_text: z.string().optional(),
-        new_str: z.string().optional(),
-      })
-      .transform(({ insert_text, new_str, ...rest }) => ({
-        ...rest,
-        insert_text: insert_text ?? new_str ?? "",
-      })),
-    z.object({ command: z.literal("undo_edit"), path }),
-  ])
-  .transform((input) => ({ tool: "editor" as const, ...input }));
-
-// The editor's name up to `text_editor_20250124`, in events stored back then.
-const EDITOR_NAMES = new Set(["str_replace_based_edit_tool", "str_replace_editor"]);
-
-/** The input of a shell or editor call, or undefined for another tool or an input of odd shape. */
-export function toolCallInput(name: string, input: unknown): ToolCallInput | undefined {
-  const schema = name === "bash" ? BashInput : EDITOR_NAMES.has(name) ? EditorInput : undefined;
-  const parsed = schema?.safeParse(input);
-  return parsed?.success ? parsed.data : undefined;
 }

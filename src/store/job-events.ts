@@ -13,6 +13,22 @@ export interface JobEvent {
   data: Record<string, unknown>;
 }
 
+/** One kind of event: its type and the zod schema of its data, which types writers and readers. */
+export interface JobEventDefinition<
+  T extends string = string,
+  S extends z.ZodObject = z.ZodObject,
+> {
+  readonly type: T;
+  readonly data: S;
+}
+
+export function defineJobEvent<T extends string, S extends z.ZodObject>(
+  type: T,
+  data: S,
+): JobEventDefinition<T, S> {
+  return { type, data };
+}
+
 const JobEventRow = z
   .object({
     id: bigint,
@@ -31,22 +47,23 @@ const JobEventRow = z
     }),
   );
 
-export async function appendJobEvent(
+/** Stores the data as its definition parses it: fields it does not name are left out. */
+export async function appendJobEvent<S extends z.ZodObject>(
   db: Queryable,
   jobId: number,
-  type: string,
-  data: Record<string, unknown> = {},
+  event: JobEventDefinition<string, S>,
+  data: z.input<S>,
 ): Promise<JobEvent> {
-  const [event] = await queryRows(
+  const [stored] = await queryRows(
     db,
     "INSERT INTO job_events (job_id, type, data) VALUES ($1, $2, $3) RETURNING *",
-    [jobId, type, JSON.stringify(data)],
+    [jobId, event.type, JSON.stringify(event.data.parse(data))],
     JobEventRow,
     "a new job_events row",
   );
-  if (!event) throw new Error(`no job event was stored for job ${jobId}`);
+  if (!stored) throw new Error(`no job event was stored for job ${jobId}`);
   jobEventStored(jobId);
-  return event;
+  return stored;
 }
 
 /** In order; afterId resumes after the last event a reader saw. */

@@ -1,6 +1,8 @@
 // The session log: one list item per job event. The live stream sends the same items, so a page
 // built at once and a page grown event by event look alike.
 
+import { toolCallInput } from "../agent/tool-call.ts";
+import { insertedText } from "../agent/tools/editor.ts";
 import { lineDiff } from "../github/line-diff.ts";
 import { redact } from "../log/redact.ts";
 import {
@@ -8,7 +10,6 @@ import {
   REPLY_END,
   readJobEvent,
   type StoredUsage,
-  toolCallInput,
 } from "../store/job-event-kinds.ts";
 import type { JobEvent } from "../store/job-events.ts";
 import { type Html, html } from "./html.ts";
@@ -58,7 +59,7 @@ function renderToolCall(name: string, input: unknown): Html {
   const call = toolCallInput(name, input);
   if (call?.tool === "bash") {
     if (call.restart) return html`<span class="muted">Restarted the shell</span>`;
-    return html`<pre class="command"><span aria-hidden="true">$ </span>${redact(call.command)}</pre>`;
+    return html`<pre class="command"><span aria-hidden="true">$ </span>${redact(call.command ?? "")}</pre>`;
   }
   if (call?.tool === "editor") {
     const path = html`<code>${redact(call.path)}</code>`;
@@ -66,13 +67,11 @@ function renderToolCall(name: string, input: unknown): Html {
       case "view":
         return html`Viewed ${path}`;
       case "create":
-        return html`Created ${path}${diffBlock("", call.file_text)}`;
+        return html`Created ${path}${diffBlock("", call.file_text ?? "")}`;
       case "str_replace":
-        return html`Edited ${path}${diffBlock(call.old_str, call.new_str)}`;
+        return html`Edited ${path}${diffBlock(call.old_str ?? "", call.new_str ?? "")}`;
       case "insert":
-        return html`Inserted into ${path} after line ${num(call.insert_line)}${diffBlock("", call.insert_text)}`;
-      case "undo_edit":
-        return html`Undid the last edit of ${path}`;
+        return html`Inserted into ${path} after line ${num(call.insert_line ?? 0)}${diffBlock("", insertedText(call) ?? "")}`;
     }
   }
   return html`Called <code>${name}</code>

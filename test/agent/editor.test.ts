@@ -238,7 +238,8 @@ describe("editor: create and insert", () => {
   it("names the commands it has when given another", async () => {
     expect(await edit({ command: "undo_edit", path: "src/app.ts" })).toEqual({
       isError: true,
-      content: 'Unknown command "undo_edit"; use view, create, str_replace or insert.',
+      content:
+        'Invalid input, so nothing was run. command: Invalid option: expected one of "view"|"create"|"str_replace"|"insert".',
     });
   });
 });

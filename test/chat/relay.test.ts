@@ -3,8 +3,8 @@
 // poll is ten minutes apart, so only the wake-up can deliver the pieces within the test.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { relayTurn } from "../../src/chat/relay.ts";
-import { REPLY_END } from "../../src/jobs/chat-reply/reply.ts";
 import type { Database } from "../../src/store/database.ts";
+import { ReplyEnd, Text } from "../../src/store/job-event-kinds.ts";
 import { appendJobEvent } from "../../src/store/job-events.ts";
 import { databases, seedConversation, seedJob } from "../helpers/db.ts";
 
@@ -40,10 +40,10 @@ describe.each(databases())("chat relay on $name", (target) => {
       });
     for (const words of ["first", "second"]) {
       const arrived = nextPiece();
-      await appendJobEvent(db.pool, job.id, "text", { text: words });
+      await appendJobEvent(db.pool, job.id, Text, { text: words });
       await arrived;
     }
-    await appendJobEvent(db.pool, job.id, REPLY_END, {
+    await appendJobEvent(db.pool, job.id, ReplyEnd, {
       usage: { inputTokens: 3, outputTokens: 2 },
     });
     expect(await relayed).toMatchObject({ prompt_tokens: 3, completion_tokens: 2 });

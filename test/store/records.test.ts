@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import type { Database } from "../../src/store/database.ts";
 import { recordDeliveries, recordDelivery } from "../../src/store/deliveries.ts";
 import {
@@ -8,7 +9,8 @@ import {
   upsertRepository,
 } from "../../src/store/installations.ts";
 import { recordAndLookUp } from "../../src/store/intake-batch.ts";
-import { appendJobEvent, listJobEvents } from "../../src/store/job-events.ts";
+import { AGENT_EVENTS, PipelineStep, readJobEvent, Text } from "../../src/store/job-event-kinds.ts";
+import { appendJobEvent, defineJobEvent, listJobEvents } from "../../src/store/job-events.ts";
 import { requestJobCancel, startJobAttempt } from "../../src/store/job-lifecycle.ts";
 import {
   getJob,
@@ -289,8 +291,10 @@ describe.each(databases())("store records on $name", (target) => {
   it("lists a job's events in order, resuming after an id", async () => {
     const { conversation } = await seedConversation(db);
     const job = await seedJob(db, conversation);
-    const first = await appendJobEvent(db.pool, job.id, "step", { name: "clone" });
-    const second = await appendJobEvent(db.pool, job.id, "tool", { line: "npm test" });
+    const step = defineJobEvent("step", z.object({ name: z.string() }));
+    const tool = defineJobEvent("tool", z.object({ line: z.string() }));
+    const first = await appendJobEvent(db.pool, job.id, step, { name: "clone" });
+    const second = await appendJobEvent(db.pool, job.id, tool, { line: "npm test" });
     const events = await listJobEvents(db.pool, job.id);
     expect(events.map((e) => [e.type, e.data])).toEqual([
       ["step", { name: "clone" }],
@@ -298,6 +302,70 @@ describe.each(databases())("store records on $name", (target) => {
     ]);
     expect(events[0]?.at).toBeInstanceOf(Date);
     expect(await listJobEvents(db.pool, job.id, first.id)).toEqual([second]);
+  });
+
+  it("stores an event as its definition parses it, and stores nothing its definition refuses", async () => {
+    const { conversation } = await seedConversation(db);
+    const job = await seedJob(db, conversation);
+    const counted = defineJobEvent(
+      "counted",
+      z.object({ n: z.number(), note: z.string().default("") }),
+    );
+    const extra = { n: 1, kept: "no" };
+    await appendJobEvent(db.pool, job.id, counted, extra);
+    // Data read from elsewhere, which the types cannot check, is stopped before the insert.
+    await expect(
+      appendJobEvent(db.pool, job.id, counted, JSON.parse('{ "n": "one" }')),
+    ).rejects.toThrow(/expected number/);
+    const events = await listJobEvents(db.pool, job.id);
+    expect(events.map((e) => e.data)).toEqual([{ n: 1, note: "" }]);
+  });
+
+  it("reads an event back as the kind its definition wrote, and any other type as other", async () => {
+    const { conversation } = await seedConversation(db);
+    const job = await seedJob(db, conversation);
+    const usage = { inputTokens: 5, outputTokens: 2, costUsd: 0.1 };
+    await appendJobEvent(db.pool, job.id, AGENT_EVENTS.usage, {
+      step: 1,
+      turn: usage,
+      totals: usage,
+      priceKnown: false,
+    });
+    await appendJobEvent(db.pool, job.id, AGENT_EVENTS.compacted, {
+      step: 2,
+      clearedToolResults: 3,
+      summarizedMessages: 0,
+      tokensBefore: 900,
+      tokensAfter: 300,
+      // What the loop hands its listener besides: the conversation is not logged.
+      ...{ messages: [{ role: "user", content: "the whole conversation" }] },
+    });
+    await appendJobEvent(db.pool, job.id, PipelineStep, { step: "agent", message: "ready" });
+    // @ts-expect-error a text event's data has its text
+    await expect(appendJobEvent(db.pool, job.id, Text, { txt: "hi" })).rejects.toThrow();
+    const kinds = (await listJobEvents(db.pool, job.id)).map(readJobEvent);
+    expect(kinds).toEqual([
+      {
+        type: "usage",
+        data: {
+          step: 1,
+          turn: { ...usage, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+          totals: { ...usage, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+          priceKnown: false,
+        },
+      },
+      {
+        type: "compacted",
+        data: {
+          step: 2,
+          clearedToolResults: 3,
+          summarizedMessages: 0,
+          tokensBefore: 900,
+          tokensAfter: 300,
+        },
+      },
+      { type: "other", name: "pipeline", message: "ready", details: { step: "agent" } },
+    ]);
   });
 
   it("refuses a row of another shape by name, rather than handing it on cast", async () => {

@@ -3,8 +3,9 @@
 // then the pages show a chat-face job to the person whose id owns its conversation, and to nobody
 // else.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import type { Database } from "../../src/store/database.ts";
-import { appendJobEvent } from "../../src/store/job-events.ts";
+import { appendJobEvent, defineJobEvent } from "../../src/store/job-events.ts";
 import { loadMigrations, migrate } from "../../src/store/migrate.ts";
 import { databases, type TestDatabaseTarget } from "../helpers/db.ts";
 import { Client, startWebHarness, type WebHarness } from "./helpers/harness.ts";
@@ -31,9 +32,12 @@ async function oldConversation(owner: string, context: Record<string, unknown>, 
     [conversationId, owner, words, JSON.stringify(context)],
   );
   const jobId = job.rows[0]?.id as string;
-  await appendJobEvent(db.pool, Number(jobId), "tool", { output: `${words}: tool output` });
+  await appendJobEvent(db.pool, Number(jobId), Tool, { output: `${words}: tool output` });
   return jobId;
 }
+
+// A type no version writes any more, shown by its name and fields.
+const Tool = defineJobEvent("tool", z.object({ output: z.string() }));
 
 beforeAll(async () => {
   db = await target.open({ migrate: false });

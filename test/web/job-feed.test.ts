@@ -2,6 +2,7 @@
 // driven by hand, so the counts are exact.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/store/database.ts";
+import { Text } from "../../src/store/job-event-kinds.ts";
 import { appendJobEvent, type JobEvent } from "../../src/store/job-events.ts";
 import { type Job, updateJob } from "../../src/store/jobs.ts";
 import type { Queryable } from "../../src/store/sql.ts";
@@ -72,14 +73,14 @@ async function runningJob(): Promise<Job> {
 describe("live job streams", () => {
   it("serve 300 watchers of one job with one poll, each event to each watcher once", async () => {
     const job = await runningJob();
-    const first = (await appendJobEvent(db.pool, job.id, "text", { text: "a" })).id;
+    const first = (await appendJobEvent(db.pool, job.id, Text, { text: "a" })).id;
     const counter = counting();
     const clock = handDriven();
     const feeds = new JobFeeds(counter.db, 500, { perJob: 1000, perClient: 1000 }, clock.pause);
     const watchers = Array.from({ length: 300 }, () => watcher());
     for (const { w } of watchers) await feeds.watch(job.id, w);
     await clock.polled();
-    const second = (await appendJobEvent(db.pool, job.id, "text", { text: "b" })).id;
+    const second = (await appendJobEvent(db.pool, job.id, Text, { text: "b" })).id;
     const before = counter.queries();
     clock.next();
     await clock.polled();
@@ -99,7 +100,7 @@ describe("live job streams", () => {
     const job = await runningJob();
     const ids: number[] = [];
     for (const text of ["a", "b", "c"]) {
-      ids.push((await appendJobEvent(db.pool, job.id, "text", { text })).id);
+      ids.push((await appendJobEvent(db.pool, job.id, Text, { text })).id);
     }
     const clock = handDriven();
     const feeds = new JobFeeds(db.pool, 500, { perJob: 10, perClient: 10 }, clock.pause);
@@ -109,7 +110,7 @@ describe("live job streams", () => {
     await clock.polled();
     const late = watcher(0);
     await feeds.watch(job.id, late.w);
-    const d = (await appendJobEvent(db.pool, job.id, "text", { text: "d" })).id;
+    const d = (await appendJobEvent(db.pool, job.id, Text, { text: "d" })).id;
     clock.next();
     await clock.polled();
     expect(early.seen).toEqual([ids[2], d]);

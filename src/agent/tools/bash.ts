@@ -1,7 +1,13 @@
 import { randomBytes } from "node:crypto";
+import { z } from "zod";
 import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/exec.ts";
 import type { ExecResult, Workspace } from "../../workspace/types.ts";
-import { type AgentTool, type ToolOutcome, toolError } from "./types.ts";
+import { type AgentTool, defineTool, type ToolOutcome, toolError } from "./types.ts";
+
+export const BashInput = z.object({
+  command: z.string().optional().describe("The command to run."),
+  restart: z.boolean().optional().describe("Start over in the repository root."),
+});
 
 export interface BashToolOptions {
   /** Per-command timeout; default 120 s. */
@@ -31,20 +37,20 @@ export function bashTool(workspace: Workspace, options: BashToolOptions = {}): A
   // Relative to the root ("." is the root), or absolute when a command cd'ed outside it.
   let cwd = ".";
 
-  return {
+  return defineTool({
     name: "bash",
     definition: { type: "bash_20250124", name: "bash" },
-    async run(input, context) {
-      const { command, restart } = (input ?? {}) as { command?: unknown; restart?: unknown };
+    input: BashInput,
+    async execute({ command, restart }, context) {
       let prefix = "";
-      if (restart === true) {
+      if (restart) {
         cwd = ".";
         prefix = "Shell restarted in the workspace root.";
-        if (typeof command !== "string" || command.trim() === "") {
+        if (command === undefined || command.trim() === "") {
           return { content: prefix, isError: false };
         }
       }
-      if (typeof command !== "string" || command.trim() === "") {
+      if (command === undefined || command.trim() === "") {
         return toolError("Provide a non-empty `command`, or `restart: true`.");
       }
       if (command.includes("\0")) {
@@ -62,7 +68,7 @@ export function bashTool(workspace: Workspace, options: BashToolOptions = {}): A
       const outcome = describe(result, limit, line);
       return prefix ? { ...outcome, content: `${prefix}\n${outcome.content}` } : outcome;
     },
-  };
+  });
 }
 
 function script(cwd: string, command: string, mark: string): string {

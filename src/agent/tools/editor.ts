@@ -1,8 +1,9 @@
+import { z } from "zod";
 import { PathEscapeError } from "../../workspace/paths.ts";
 import { FileRefusedError } from "../../workspace/read-capped.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import { decodeText, type TextFile, toDisk } from "./text-file.ts";
-import { type AgentTool, type ToolOutcome, toolError } from "./types.ts";
+import { type AgentTool, defineTool, type ToolOutcome, toolError } from "./types.ts";
 
 export interface EditorOptions {
   /** Most characters one `view` returns; also sent to the model as `max_characters`. */
@@ -17,15 +18,26 @@ const DEFAULT_MAX_FILE_BYTES = 5_000_000;
 const MAX_LISTING = 1_000;
 const SNIPPET_CONTEXT = 4;
 
-interface EditorInput {
-  command?: unknown;
-  path?: unknown;
-  view_range?: unknown;
-  file_text?: unknown;
-  old_str?: unknown;
-  new_str?: unknown;
-  insert_line?: unknown;
-  insert_text?: unknown;
+/** Every command's fields in one object, as the native tool documents them; each command checks its own. */
+export const EditorInput = z.object({
+  command: z.enum(["view", "create", "str_replace", "insert"]),
+  path: z.string().describe("Relative to the repository root."),
+  file_text: z.string().optional().describe("create: the whole file."),
+  old_str: z.string().optional().describe("str_replace: the text to replace."),
+  new_str: z.string().optional().describe("str_replace and insert: the new text."),
+  insert_line: z.int().optional().describe("insert: the line to insert after."),
+  // The native tool sends the inserted text here; a function call may use new_str.
+  insert_text: z.string().optional().describe("insert: the new text (or in new_str)."),
+  view_range: z
+    .array(z.int())
+    .optional()
+    .describe("view: [first, last] line; -1 as last means the end."),
+});
+type EditorInput = z.output<typeof EditorInput>;
+
+/** What an insert adds: the native tool sends `insert_text`, the function schema `new_str`. */
+export function insertedText(input: EditorInput): string | undefined {
+  return input.insert_text ?? input.new_str;
 }
 
 /**
@@ -52,7 +64,10 @@ export function editorTool(workspace: Workspace, options: EditorOptions = {}): A
     await workspace.writeFile(path, toDisk({ ...file, text }));
   }
 
-  const commands: Record<string, (path: string, input: EditorInput) => Promise<ToolOutcome>> = {
+  const commands: Record<
+    EditorInput["command"],
+    (path: string, input: EditorInput) => Promise<ToolOutcome>
+  > = {
     async view(path, input) {
       let file: TextFile | ToolOutcome;
       try {
@@ -68,7 +83,7 @@ export function editorTool(workspace: Workspace, options: EditorOptions = {}): A
     },
 
     async create(path, input) {
-      if (typeof input.file_text !== "string") return toolError("`create` needs `file_text`.");
+      if (input.file_text === undefined) return toolError("`create` needs `file_text`.");
       const existing = await load(path).catch((error: unknown) => {
         if (code(error) === "ENOENT") return undefined;
         // Too large to load is fine to overwrite (as plain LF text); a FIFO or device is not.
@@ -88,11 +103,8 @@ export function editorTool(workspace: Workspace, options: EditorOptions = {}): A
     },
 
     async str_replace(path, input) {
-      if (typeof input.old_str !== "string" || input.old_str === "") {
+      if (input.old_str === undefined || input.old_str === "") {
         return toolError("`str_replace` needs a non-empty `old_str`.");
-      }
-      if (input.new_str !== undefined && typeof input.new_str !== "string") {
-        return toolError("`new_str` must be a string.");
       }
       const file = await load(path);
       if ("isError" in file) return file;
@@ -119,10 +131,9 @@ export function editorTool(workspace: Workspace, options: EditorOptions = {}): A
 
     async insert(path, input) {
       const line = input.insert_line;
-      // The model sends `insert_text`; older documentation called it `new_str`.
-      const inserted = input.insert_text ?? input.new_str;
-      if (typeof inserted !== "string") return toolError("`insert` needs `insert_text`.");
-      if (typeof line !== "number" || !Number.isInteger(line)) {
+      const inserted = insertedText(input);
+      if (inserted === undefined) return toolError("`insert` needs `insert_text`.");
+      if (line === undefined) {
         return toolError("`insert` needs an integer `insert_line` (0 inserts at the top).");
       }
       const file = await load(path);
@@ -141,26 +152,19 @@ export function editorTool(workspace: Workspace, options: EditorOptions = {}): A
     },
   };
 
-  return {
+  return defineTool({
     name: EDITOR_NAME,
     definition: { type: "text_editor_20250728", name: EDITOR_NAME, max_characters: maxCharacters },
-    async run(raw) {
-      const input = (raw ?? {}) as EditorInput;
-      if (typeof input.path !== "string" || input.path === "")
-        return toolError("`path` is required.");
-      const command = typeof input.command === "string" ? commands[input.command] : undefined;
-      if (!command) {
-        return toolError(
-          `Unknown command ${JSON.stringify(input.command)}; use view, create, str_replace or insert.`,
-        );
-      }
+    input: EditorInput,
+    async execute(input) {
+      if (input.path === "") return toolError("`path` is required.");
       try {
-        return await command(input.path, input);
+        return await commands[input.command](input.path, input);
       } catch (error) {
         return toolError(describeError(input.path, error));
       }
     },
-  };
+  });
 }
 
 function ok(content: string): ToolOutcome {
@@ -251,17 +255,23 @@ function snippet(text: string, from: number, to: number): string {
   return numbered(lines.slice(start - 1, end), start);
 }
 
-function view(path: string, file: TextFile, range: unknown, maxCharacters: number): ToolOutcome {
+function view(
+  path: string,
+  file: TextFile,
+  range: readonly number[] | undefined,
+  maxCharacters: number,
+): ToolOutcome {
   const lines = splitLines(file.text);
   let start = 1;
   let end = lines.length;
-  if (range !== undefined && range !== null) {
-    if (!Array.isArray(range) || range.length !== 2 || !range.every(Number.isInteger)) {
+  if (range !== undefined) {
+    const [first, last] = range;
+    if (range.length !== 2 || first === undefined || last === undefined) {
       return toolError(
         "view_range must be [start_line, end_line]; use -1 as end_line for the end of the file.",
       );
     }
-    [start, end] = range as [number, number];
+    [start, end] = [first, last];
     if (end === -1) end = lines.length;
     if (start < 1 || start > Math.max(lines.length, 1) || end < start || end > lines.length) {
       return toolError(

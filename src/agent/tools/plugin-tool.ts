@@ -1,17 +1,17 @@
+import { z } from "zod";
 import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/exec.ts";
 import type { Workspace } from "../../workspace/types.ts";
-import type {
-  PluginTool,
-  ToolInput,
-  WorkerCapabilities,
-  WorkspaceCapabilities,
-} from "../plugin-api.ts";
-import type { AgentTool, ToolRunContext } from "./types.ts";
+import type { PluginTool, WorkerCapabilities, WorkspaceCapabilities } from "../plugin-api.ts";
+import { type AgentTool, defineTool, type ToolRunContext } from "./types.ts";
 
 /** Plugins read source and reports from the checkout; anything bigger is refused unread. */
 const PLUGIN_READ_MAX_BYTES = 5_000_000;
 
-/** Wraps a plugin's tool so the loop can offer and run it, handing it only the capabilities its kind allows. */
+/**
+ * Wraps a plugin's tool so the loop can offer and run it, handing it only the capabilities its kind
+ * allows. The plugin declares its input as JSON schema, which is what the model is sent; an input
+ * that does not fit it is answered without calling the handler.
+ */
 export function pluginAgentTool(
   tool: PluginTool,
   workspace: Workspace,
@@ -27,11 +27,11 @@ export function pluginAgentTool(
     signal: context.signal,
   });
 
-  return {
+  return defineTool({
     name: tool.name,
     definition: { name: tool.name, description: tool.description, input_schema: tool.input_schema },
-    async run(input, context) {
-      const args = (input ?? {}) as ToolInput;
+    input: z.fromJSONSchema(tool.input_schema).pipe(z.record(z.string(), z.unknown())),
+    async execute(args, context) {
       try {
         const reply =
           tool.runsIn === "workspace"
@@ -50,7 +50,7 @@ export function pluginAgentTool(
         };
       }
     },
-  };
+  });
 }
 
 function workspaceCapabilities(

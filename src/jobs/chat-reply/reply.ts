@@ -3,14 +3,11 @@
 // same pieces at the end to remember the reply, so a client sending it back is recognised. Only a
 // stream starts with the WORKING placeholder; the remembered reply, like a non-streamed one, is
 // the answer alone (history-hash.ts treats the two as the same reply).
+import { toolCallInput } from "../../agent/tool-call.ts";
+import { insertedText } from "../../agent/tools/editor.ts";
 import { type DiffLine, lineDiff } from "../../github/line-diff.ts";
 import { formatCost } from "../../github/progress-comment.ts";
-import {
-  type JobEventKind,
-  REPLY_END,
-  readJobEvent,
-  toolCallInput,
-} from "../../store/job-event-kinds.ts";
+import { type JobEventKind, REPLY_END, readJobEvent } from "../../store/job-event-kinds.ts";
 import { fenceLanguage } from "./language.ts";
 
 export { REPLY_END };
@@ -52,16 +49,16 @@ function diff(path: string, before: string, after: string): string {
 function toolCall(name: string, input: unknown): string {
   const call = toolCallInput(name, input);
   if (call?.tool === "bash") {
-    return call.restart ? "_restarted the shell_\n\n" : fenced(`$ ${call.command}`, "bash");
+    return call.restart ? "_restarted the shell_\n\n" : fenced(`$ ${call.command ?? ""}`, "bash");
   }
   if (call?.tool === "editor") {
     switch (call.command) {
       case "create":
-        return diff(call.path, "", call.file_text);
+        return diff(call.path, "", call.file_text ?? "");
       case "str_replace":
-        return diff(call.path, call.old_str, call.new_str);
+        return diff(call.path, call.old_str ?? "", call.new_str ?? "");
       case "insert":
-        return diff(call.path, "", call.insert_text);
+        return diff(call.path, "", insertedText(call) ?? "");
       default:
         return "";
     }

@@ -6,6 +6,7 @@ import type { Job as BossJob, JobWithMetadata, PgBoss } from "pg-boss";
 import { MAX_TIMEOUT_MINUTES } from "../../config/repo-config.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { Database } from "../../store/database.ts";
+import { AttemptFailed, AttemptStarted, Cancelled, Dead } from "../../store/job-event-kinds.ts";
 import { appendJobEvent } from "../../store/job-events.ts";
 import {
   finishJob,
@@ -173,7 +174,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
       await markJobCancelled(db.pool, jobId);
       return;
     }
-    await appendJobEvent(db.pool, jobId, "attempt_started", { attempt });
+    await appendJobEvent(db.pool, jobId, AttemptStarted, { attempt });
     const cancel = cancels.track(jobId);
     const signal = AbortSignal.any([job.signal, cancel.signal]);
     try {
@@ -183,7 +184,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
         const message = describeError(error);
         logger.warn({ jobId, attempt, err: error }, "job attempt failed");
         await recordJobError(db.pool, jobId, message);
-        await appendJobEvent(db.pool, jobId, "attempt_failed", { attempt, error: message });
+        await appendJobEvent(db.pool, jobId, AttemptFailed, { attempt, error: message });
         throw error;
       }
     } finally {
@@ -191,7 +192,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
     }
     if (cancel.signal.aborted) {
       await markJobCancelled(db.pool, jobId);
-      await appendJobEvent(db.pool, jobId, "cancelled", {});
+      await appendJobEvent(db.pool, jobId, Cancelled, {});
     } else {
       await finishJob(db.pool, jobId);
     }
@@ -205,7 +206,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
     const output = dead.sourceOutput as { message?: unknown } | null;
     const error = typeof output?.message === "string" ? describeError(output.message) : null;
     if (!(await markJobDead(db.pool, jobId, error))) return;
-    await appendJobEvent(db.pool, jobId, "dead", { error });
+    await appendJobEvent(db.pool, jobId, Dead, { error });
     logger.error({ jobId, error }, "job ran out of retries");
     await onDead?.({ jobId, conversationKey, error });
   }

@@ -1,5 +1,6 @@
 // Where a running job reports: its session log (job_events, redacted), its cost on the job row,
 // and its progress comment on GitHub (throttled).
+import type { z } from "zod";
 import type { AgentEvent } from "../../agent/events.ts";
 import { describeToolCall } from "../../agent/tool-call.ts";
 import type { UsageTotals } from "../../agent/usage.ts";
@@ -12,7 +13,8 @@ import {
 import type { Logger } from "../../log/logger.ts";
 import { redact, redactDeep } from "../../log/redact.ts";
 import { modelCost, modelTokens } from "../../metrics.ts";
-import { appendJobEvent } from "../../store/job-events.ts";
+import { AGENT_EVENTS, PipelineStep } from "../../store/job-event-kinds.ts";
+import { appendJobEvent, type JobEventDefinition } from "../../store/job-events.ts";
 import { updateJob } from "../../store/jobs.ts";
 import type { Queryable } from "../../store/sql.ts";
 
@@ -21,21 +23,22 @@ const LOG_CAP = 200_000;
 // The elapsed time moves on while a long test run or model turn sends no events.
 const HEARTBEAT_MS = 30_000;
 
-function capped(text: unknown): unknown {
-  return typeof text === "string" && text.length > LOG_CAP
+function capped(text: string): string {
+  return text.length > LOG_CAP
     ? `${text.slice(0, LOG_CAP)}\n[… ${text.length - LOG_CAP} characters cut]`
     : text;
 }
 
-/** What an agent event stores: its fields without the type, redacted, outputs capped. */
+/** What an agent event stores: its fields, redacted, outputs capped (its definition drops `type`). */
 function eventData(event: AgentEvent): Record<string, unknown> {
-  const { type: _type, ...data } = event as AgentEvent & Record<string, unknown>;
-  if (event.type === "compacted") delete data.messages;
-  if (event.type === "tool_result") {
-    data.output = capped(event.output);
-    if (event.log !== undefined) data.log = capped(event.log);
+  if (event.type === "compacted") {
+    // The conversation is stored apart; not worth redacting only to be dropped.
+    const { messages: _messages, ...logged } = event;
+    return redactDeep(logged);
   }
-  return redactDeep(data);
+  if (event.type !== "tool_result") return redactDeep(event);
+  const log = event.log !== undefined ? { log: capped(event.log) } : {};
+  return redactDeep({ ...event, output: capped(event.output), ...log });
 }
 
 /** The job's page, where its log is shown live. */
@@ -78,20 +81,21 @@ export class JobProgress {
   /** Moves the checklist to `step` and logs a pipeline event. */
   step(step: ProgressStep, message?: string): void {
     this.view.current = step;
-    if (message) this.log("pipeline", { step, message });
+    if (message) this.log(PipelineStep, { step, message });
     this.#show();
   }
 
   /** A session-log event of the pipeline itself. */
-  log(type: string, data: Record<string, unknown>): void {
+  log<S extends z.ZodObject>(event: JobEventDefinition<string, S>, data: z.input<S>): void {
     const clean = redactDeep(data);
-    this.#write(() => appendJobEvent(this.#o.db, this.#o.jobId, type, clean).then(() => {}));
+    this.#write(() => appendJobEvent(this.#o.db, this.#o.jobId, event, clean).then(() => {}));
   }
 
   readonly onEvent = (event: AgentEvent): void => {
-    this.#write(() =>
-      appendJobEvent(this.#o.db, this.#o.jobId, event.type, eventData(event)).then(() => {}),
-    );
+    // Any of the loop's events: the definition of its type parses it.
+    const definition: JobEventDefinition = AGENT_EVENTS[event.type];
+    const data = eventData(event);
+    this.#write(() => appendJobEvent(this.#o.db, this.#o.jobId, definition, data).then(() => {}));
     if (event.type === "tool_call") {
       this.view.activity = redact(describeToolCall(event.name, event.input));
     } else if (event.type === "usage") {

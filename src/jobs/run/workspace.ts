@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import { PermanentError } from "../../errors.ts";
 import { workspaceErrors } from "../../metrics.ts";
+import { SetupCommand } from "../../store/job-event-kinds.ts";
 import { gitClient } from "../../workspace/git/git.ts";
 import { SPARE_REPOSITORIES } from "../../workspace/git/spares.ts";
 import {
@@ -157,7 +158,7 @@ async function setUp(
   const setup = await runSetup(workspace, commands, {
     signal: run.signal,
     onStep: (step) =>
-      progress.log("setup", {
+      progress.log(SetupCommand, {
         message: `\`${step.command}\` exited ${step.result.exitCode}`,
         output: `${step.result.fullStdout}\n${step.result.fullStderr}`.slice(-20_000),
       }),

@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { z } from "zod";
 import { findOrCreateConversation } from "../../../src/store/conversations.ts";
 import type { Database } from "../../../src/store/database.ts";
 import { upsertRepository } from "../../../src/store/installations.ts";
-import { appendJobEvent } from "../../../src/store/job-events.ts";
+import { appendJobEvent, defineJobEvent } from "../../../src/store/job-events.ts";
 import { insertJob, type Job, type JobPatch, updateJob } from "../../../src/store/jobs.ts";
 import { mountWeb, type Web } from "../../../src/web/index.ts";
 import { openTestDatabase } from "../../helpers/db.ts";
@@ -96,7 +97,9 @@ export async function startWebHarness(
       return Object.keys(rest).length ? ((await updateJob(db.pool, job.id, rest)) as Job) : job;
     },
     async addEvent(job, type, data = {}) {
-      return (await appendJobEvent(db.pool, job.id, type, data)).id;
+      // Any type with any fields, as rows of every version of the app may hold.
+      const event = defineJobEvent(type, z.looseObject({}));
+      return (await appendJobEvent(db.pool, job.id, event, data)).id;
     },
     async close() {
       mounted.close();

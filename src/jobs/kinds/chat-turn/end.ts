@@ -4,10 +4,11 @@
 import type { AgentResult } from "../../../agent/loop.ts";
 import { redact } from "../../../log/redact.ts";
 import { getApiConversation, lastTurn, saveChatTurn } from "../../../store/api-conversations.ts";
+import { ReplyEnd } from "../../../store/job-event-kinds.ts";
 import { appendJobEvent, listJobEvents } from "../../../store/job-events.ts";
 import { getJob, type Job, updateJob } from "../../../store/jobs.ts";
 import { extendHash } from "../../chat-reply/history-hash.ts";
-import { REPLY_END, renderReply } from "../../chat-reply/reply.ts";
+import { renderReply } from "../../chat-reply/reply.ts";
 import { readChatTurnRequest } from "../../queue/chat-turn-request.ts";
 import { testsOf } from "../../run/agent.ts";
 import type { OpenDeps } from "../../run/deps.ts";
@@ -39,7 +40,7 @@ export async function endTurn(
         ? (result.error?.message ?? "the agent failed")
         : undefined;
   const tests = result && testsOf(result)?.outcome;
-  await appendJobEvent(db, job.id, REPLY_END, {
+  await appendJobEvent(db, job.id, ReplyEnd, {
     ...(error !== undefined && { error: redact(error).slice(0, 2000) }),
     ...(result?.detail && { detail: redact(result.detail) }),
     ...(tests && { tests }),

@@ -4,6 +4,7 @@ import type { AgentResult } from "../../../agent/loop.ts";
 import type { RepoSettings } from "../../../config/repo-config.ts";
 import { gatherCiFailures, renderCiFailures } from "../../../github/ci-failures.ts";
 import { recordPush } from "../../../store/ci-loop.ts";
+import { CiFailuresFound } from "../../../store/job-event-kinds.ts";
 import type { Queryable } from "../../../store/sql.ts";
 import type { Queue } from "../../queue/queue.ts";
 import { testsOf } from "../../run/agent.ts";
@@ -26,7 +27,7 @@ export async function ciFailures(session: Session, signal: AbortSignal): Promise
     signal,
   );
   const names = found.map((f) => `\`${f.name.replaceAll("`", "'")}\``).join(", ");
-  session.progress.log("ci_failures", { sha, failed: found.map((f) => f.name) });
+  session.progress.log(CiFailuresFound, { sha, failed: found.map((f) => f.name) });
   return {
     sha,
     failures: renderCiFailures(found),

@@ -6,6 +6,7 @@ import { runTitle } from "../../../agent/summary.ts";
 import { editComment, postComment } from "../../../github/comments.ts";
 import { renderFinal } from "../../../github/progress-comment.ts";
 import { redact } from "../../../log/redact.ts";
+import { PipelineStep } from "../../../store/job-event-kinds.ts";
 import { type Job, type JobStatus, updateJob } from "../../../store/jobs.ts";
 import { readScheduledContext, type ScheduledContext } from "../../automations/schedules.ts";
 import { testsOf } from "../../run/agent.ts";
@@ -167,7 +168,7 @@ export async function runScheduled(
     startedAt,
     costUsd,
   });
-  progress.log("pipeline", { step: "done", message: headline });
+  progress.log(PipelineStep, { step: "done", message: headline });
   return attempt.end("succeeded");
 }
 
