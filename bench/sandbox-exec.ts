@@ -74,9 +74,10 @@ const fly = await startFlyFake();
 const checkout = await mkdtemp(join(tmpdir(), "vmpilot-bench-exec-vm-"));
 execFileSync("git", ["init", "-q", "-b", "main", checkout]);
 const machine = await createWorkspace({
-  provider: "fly",
+  isolation: "vm",
+  engine: "fly",
   root: checkout,
-  engine: flyEngine(fly),
+  vmEngine: flyEngine(fly),
   owner: "job-1-1",
 });
 try {

@@ -142,7 +142,6 @@ export function usePipelineHarness(): Harness {
         logger: { debug() {}, info() {}, warn() {}, error() {} },
         plugins,
         anthropic: { apiKey: API_KEY, baseURL: fake.url, maxRetries: 2 },
-        provider: "sandbox",
         progressIntervalMs: 60_000,
         streamRetryDelayMs: 1,
         ...overrides,

@@ -25,7 +25,7 @@ import {
   prepareCheckout,
   type Workspace,
 } from "../../workspace/index.ts";
-import { providerFor } from "../../workspace/isolation.ts";
+import { workspaceFor } from "../../workspace/isolation.ts";
 import { testsOf } from "../pipeline/agent.ts";
 import { runAgentTurn } from "../pipeline/agent-turn.ts";
 import { loadConversation } from "../pipeline/history.ts";
@@ -169,7 +169,7 @@ async function openTurnWorkspace(
       });
     }
     workspace = await createWorkspace({
-      provider: providerFor(deps.provider ?? "sandbox", settings.isolation, deps.vmProvider),
+      ...workspaceFor(deps.workspace, settings.isolation),
       root,
       dataDir: deps.dataDir,
       mirror: checkout?.mirror,

@@ -2,7 +2,7 @@
 // the repository's isolation, network and setup, each setup command logged as the job's progress.
 import type { RepoSettings } from "../../config/repo-config.ts";
 import { SPARE_REPOSITORIES } from "../../workspace/git/spares.ts";
-import { providerFor } from "../../workspace/isolation.ts";
+import { workspaceFor } from "../../workspace/isolation.ts";
 import type { JobProgress } from "./progress.ts";
 import type { PipelineDeps, Run } from "./run.ts";
 import { type JobWorkspace, openJobWorkspace } from "./workspace.ts";
@@ -23,11 +23,11 @@ export async function openWorkspace(
 ): Promise<JobWorkspace> {
   const { job, settings, progress } = input;
   // Before the token: a repository asking for an isolation this worker lacks needs none.
-  const provider = providerFor(deps.provider ?? "sandbox", settings.isolation, deps.vmProvider);
+  const workspace = workspaceFor(deps.workspace, settings.isolation);
   const token = await deps.installationToken(job.installationId);
   return openJobWorkspace({
     dataDir: deps.dataDir,
-    provider,
+    workspace,
     spareCheckouts: deps.spareCheckouts ?? SPARE_REPOSITORIES,
     pool: deps.vmPool,
     jobId: job.id,

@@ -10,7 +10,6 @@ import {
   type Checkout,
   createWorkspace,
   type GitAuth,
-  type ProviderName,
   prepareCheckout,
   runSetup,
   type SandboxLimits,
@@ -19,6 +18,7 @@ import {
   VmFailed,
   VmRefused,
   type Workspace,
+  type WorkspaceChoice,
 } from "../../workspace/index.ts";
 import type { VmPool } from "../../workspace/vm/pool.ts";
 
@@ -32,7 +32,7 @@ export interface JobWorkspace {
 
 export interface JobWorkspaceOptions {
   dataDir: string;
-  provider: ProviderName;
+  workspace: WorkspaceChoice;
   jobId: number;
   attempt: number;
   /** The repository's clone URL from the webhook (any GitHub or Enterprise host). */
@@ -78,7 +78,7 @@ export async function openJobWorkspace(options: JobWorkspaceOptions): Promise<Jo
       spareLimit: options.spareCheckouts,
     });
     const spec = {
-      provider: options.provider,
+      ...options.workspace,
       root: checkout.root,
       dataDir: options.dataDir,
       // Named here so the sandbox never trusts the checkout's own (agent-writable) alternates file.

@@ -1,4 +1,4 @@
-// The workspace agent: runs inside a VM or pod (or, in tests and the `agent` provider, inside a
+// The workspace agent: runs inside a VM or pod (or, on the `local` engine and in tests, inside a
 // bubblewrap sandbox standing in for one) and does what a Workspace does, for the worker that
 // created it: commands with the sandbox's semantics (environment allow-list, cwd inside the
 // checkout, timeout, capped output, the whole process group killed), and file operations behind

@@ -21,12 +21,13 @@ export function createHostWorkspace(dir: string, options: HostWorkspaceOptions =
   const logger = options.logger ?? fallbackLogger();
   logger.warn(
     { root },
-    "workspace provider 'host' runs commands without isolation; use it only for trusted repositories",
+    "a workspace of isolation none runs commands on this machine as they are; use it only for trusted repositories",
   );
   const env = baseEnv(homedir());
   const lifetime = new AbortController();
   return {
-    provider: "host",
+    isolation: "none",
+    engine: "local",
     root,
     ...fileOps(root),
     async exec(command, opts = {}) {
