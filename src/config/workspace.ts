@@ -12,7 +12,6 @@ export type Isolation = (typeof ISOLATIONS)[number];
  */
 export const ENGINES = ["local", "fly", "kubernetes"] as const;
 export type Engine = (typeof ENGINES)[number];
-export type VmEngineName = Exclude<Engine, "local">;
 
 /**
  * How strict and where. For the operator, the least isolation every job gets and the engine `vm`

@@ -11,7 +11,7 @@ import {
 } from "../config/workspace.ts";
 import { PermanentError } from "../errors.ts";
 
-export type { Engine, Isolation, VmEngineName, WorkspaceChoice } from "../config/workspace.ts";
+export type { Engine, WorkspaceChoice } from "../config/workspace.ts";
 
 /** Everything a workspace enforces, whichever engine runs it; the rest of its options say how. */
 export interface IsolationPolicy {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/exec.ts";
+import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/run.ts";
 import type { ExecResult, Workspace } from "../../workspace/types.ts";
 import { type AgentTool, type ToolOutcome, toolError } from "./types.ts";
 

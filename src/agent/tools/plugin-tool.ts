@@ -1,4 +1,4 @@
-import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/exec.ts";
+import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/run.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type {
   PluginTool,

@@ -11,7 +11,7 @@ import type { z } from "zod";
 import { readCapped } from "../../http/capped-body.ts";
 import type { WorkspaceChoice } from "../isolation.ts";
 import { PathEscapeError } from "../paths.ts";
-import { DEFAULT_TIMEOUT_MS } from "../process/exec.ts";
+import { DEFAULT_TIMEOUT_MS } from "../process/run.ts";
 import { FileRefusedError } from "../read-capped.ts";
 import type { BlockedConnection, Workspace } from "../types.ts";
 import {

@@ -4,8 +4,8 @@ import { fallbackLogger, type Logger } from "../../log/logger.ts";
 import { fileOps } from "../files.ts";
 import { resolveInside } from "../paths.ts";
 import { baseEnv, withExtraEnv } from "../process/env.ts";
-import { runProcess } from "../process/exec.ts";
 import { programPath } from "../process/program.ts";
+import { runProcess } from "../process/run.ts";
 import type { Workspace } from "../types.ts";
 
 export interface HostWorkspaceOptions {

@@ -5,8 +5,8 @@ import { fallbackLogger, type Logger } from "../../log/logger.ts";
 import { fileOps } from "../files.ts";
 import { resolveInside } from "../paths.ts";
 import { baseEnv, NODE_BIN_DIR, proxyEnv, withExtraEnv } from "../process/env.ts";
-import { runProcess } from "../process/exec.ts";
 import { programPath } from "../process/program.ts";
+import { runProcess } from "../process/run.ts";
 import type { BlockedConnection, ExecResult, Workspace } from "../types.ts";
 import {
   commandSandbox,
