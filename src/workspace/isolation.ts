@@ -4,7 +4,6 @@
 
 import {
   DEFAULT_WORKSPACE,
-  ISOLATIONS,
   type Isolation,
   type SandboxLimits,
   type WorkspaceChoice,
@@ -33,8 +32,9 @@ export function workspaceFor(
   asked: "sandbox" | "vm",
 ): WorkspaceChoice {
   const allowed = operator ?? DEFAULT_WORKSPACE;
-  const isolation =
-    ISOLATIONS.indexOf(asked) > ISOLATIONS.indexOf(allowed.isolation) ? asked : allowed.isolation;
+  // `sandbox` is every repository's default, no ask: the operator's choice stands (`none` only
+  // in tests, as WORKSPACE_ISOLATION refuses it).
+  const isolation = asked === "vm" ? asked : allowed.isolation;
   if (isolation !== "vm") return { isolation, engine: "local" };
   if (allowed.engine === "local") {
     throw new IsolationUnavailable(

@@ -11,7 +11,8 @@ describe("workspaceFor", () => {
   it("gives the operator's isolation on this machine unless the repository asks for a VM", () => {
     expect(workspaceFor({ isolation: "sandbox", engine: "fly" }, "sandbox")).toEqual(sandbox);
     expect(workspaceFor(undefined, "sandbox")).toEqual(DEFAULT_WORKSPACE);
-    expect(workspaceFor({ isolation: "none", engine: "local" }, "sandbox")).toEqual(sandbox);
+    const none = { isolation: "none", engine: "local" } as const;
+    expect(workspaceFor(none, "sandbox")).toEqual(none);
   });
 
   it("gives a VM on the operator's engine when asked, and never less than the operator's VM", () => {
