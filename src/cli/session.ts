@@ -178,7 +178,7 @@ export class CliSession {
       limits,
     });
     this.#print(
-      `vmpilot: ${workspace.isolation} workspace on ${workspace.engine} on branch ${branch} (from ${this.#checkout.baseBranch})`,
+      `vmpilot: ${workspace.isolation} workspace (${workspace.engine}) on branch ${branch} (from ${this.#checkout.baseBranch})`,
     );
     return this.#workspace;
   }

@@ -44,7 +44,7 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-describe("the agent provider (the workspace agent in a local sandbox)", () => {
+describe("sandbox isolation on the local engine (the workspace agent in a local sandbox)", () => {
   it("runs commands in the checkout through the agent and reports output and exit code", async () => {
     expect(workspace).toMatchObject({ isolation: "sandbox", engine: "local" });
     const result = await workspace.exec("pwd; echo oops >&2; echo made > inside.txt; exit 3");
