@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseCommand, UsageError } from "../../src/cli/args.ts";
+import { sessionOptions } from "../../src/cli/run.ts";
 import { DEFAULT_WORKSPACE } from "../../src/config/workspace.ts";
 
 describe("parseCommand", () => {
@@ -59,6 +60,19 @@ describe("parseCommand", () => {
         warning: expect.stringContaining("--isolation vm --engine fly"),
       },
     });
+    if (parsed.command !== "chat") throw new Error("not chat");
+    const said: string[] = [];
+    const options = sessionOptions(
+      parsed.args,
+      { ANTHROPIC_API_KEY: "sk-ant-test" },
+      {
+        write: (text) => said.push(text),
+      },
+    );
+    expect(options.workspace).toEqual({ isolation: "vm", engine: "fly" });
+    expect(said).toEqual([
+      "vmpilot: --provider fly is read as --isolation vm --engine fly: give those instead (--provider will go)\n",
+    ]);
   });
 
   it("detects whether to read standard input unless --stdin or --no-stdin says", () => {
