@@ -5,8 +5,8 @@
 //   1. factory.ts, createWorkspace: opened the workspace, the isolation (isolation.ts: the operator's
 //      least, raised by vmpilot.yml) carried out by an engine: `local` → agent/local.ts, a VM engine
 //      → vm/open.ts, isolation `none` → sandbox/host.ts.
-//   2. agent/local.ts, exec: puts the job's rlimits on the command's line and guards its disk use
-//      (sandbox/limit-guard.ts).
+//   2. agent/local.ts, exec (the local engine's; a VM holds its own limits): puts the job's
+//      rlimits on the command's line and guards its disk use (sandbox/limit-guard.ts).
 //   3. agent/remote.ts, exec: POSTs it to the workspace agent's /v1/exec, over a unix socket (on a
 //      VM, over its private address; the same client and agent from here on).
 //   4. agent/server.ts, runCommand: in the agent, which runs in the job's bubblewrap sandbox
