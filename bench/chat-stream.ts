@@ -46,7 +46,6 @@ for (const target of databases()) {
     work: {
       anthropic: { apiKey: `sk-ant-api03-${"b".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
       dataDir: join(data, "work"),
-      provider: "sandbox",
     },
   });
   const client = new OpenAI({ apiKey: KEY, baseURL: `${server.url}/v1`, maxRetries: 0 });

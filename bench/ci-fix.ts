@@ -141,7 +141,6 @@ const server = await startServer({
   work: {
     anthropic: { apiKey: `sk-ant-api03-${"b".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
     dataDir: join(base, "data"),
-    provider: "sandbox",
     progressIntervalMs: 60_000,
   },
 });

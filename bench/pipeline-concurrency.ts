@@ -89,7 +89,6 @@ async function child(setup: ChildSetup): Promise<void> {
         maxRetries: 0,
       },
       dataDir: setup.dataDir,
-      provider: "sandbox",
     },
   });
   const idleRss = process.memoryUsage.rss();

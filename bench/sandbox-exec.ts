@@ -1,14 +1,14 @@
 /**
  * Sandboxed exec overhead: 200 runs of `true` against a raw spawn of `true` in the same run, for
  * the host workspace, the sandbox per command (`sandbox`, and with the network proxy bridge), the
- * workspace agent in one sandbox per job (`agent`, the default provider: over its unix socket,
- * each command in a light sandbox of its own started ahead), and the same agent as a Fly
- * Machine's, reached over TCP on loopback through the Fly API fake.
+ * workspace agent in one sandbox per job (the default: sandbox isolation on the local engine;
+ * over its unix socket, each command in a light sandbox of its own started ahead), and the same
+ * agent as a Fly Machine's, reached over TCP on loopback through the Fly API fake.
  * The agent keeps a shell (and its sandbox) started ahead for the next command
  * (agent/warm-shell.ts), started once a command ends: back to back, each command still waits for
  * that start; paced as a model sends commands (here 20 ms apart; a model's turn takes seconds),
  * none does. Both are printed.
- * Goal: the default provider's median (paced) at most 1 ms above the raw spawn's, printed also as
+ * Goal: the default workspace's median (paced) at most 1 ms above the raw spawn's, printed also as
  * a ratio to it; machine load (others' tests) moves every figure, the ratio least.
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -74,9 +74,10 @@ const fly = await startFlyFake();
 const checkout = await mkdtemp(join(tmpdir(), "vmpilot-bench-exec-vm-"));
 execFileSync("git", ["init", "-q", "-b", "main", checkout]);
 const machine = await createWorkspace({
-  provider: "fly",
+  isolation: "vm",
+  engine: "fly",
   root: checkout,
-  engine: flyEngine(fly),
+  vmEngine: flyEngine(fly),
   owner: "job-1-1",
 });
 try {
@@ -102,7 +103,7 @@ try {
   const signed = (ms: number) => `${ms < 0 ? "−" : "+"}${fmt(Math.abs(ms))}`;
   const agentExtra = extra(agentTimes);
   console.log(
-    `default provider (agent, paced) over a raw spawn: median ${signed(agentExtra)}, ${(pct(agentTimes, 50) / rawMedian).toFixed(2)}× (goal ≤ +${GOAL_EXTRA_MS} ms: ${agentExtra <= GOAL_EXTRA_MS ? "met" : "missed"}); sandbox per command ${signed(extra(sandboxTimes))}, ${(pct(sandboxTimes, 50) / rawMedian).toFixed(2)}×`,
+    `default workspace (the agent, paced) over a raw spawn: median ${signed(agentExtra)}, ${(pct(agentTimes, 50) / rawMedian).toFixed(2)}× (goal ≤ +${GOAL_EXTRA_MS} ms: ${agentExtra <= GOAL_EXTRA_MS ? "met" : "missed"}); sandbox per command ${signed(extra(sandboxTimes))}, ${(pct(sandboxTimes, 50) / rawMedian).toFixed(2)}×`,
   );
 } finally {
   await Promise.all([host.dispose(), sandbox.dispose(), networked.dispose(), agent.dispose()]);

@@ -1,7 +1,7 @@
 // Jobs through one web process and worker processes on PostgreSQL, with one, two and three
 // workers (test/e2e/scale.ts sets the world up: webhooks signed and delivered to the web process,
 // a loopback GitHub and git server, the Anthropic fake answering each of a job's two turns after
-// 4 s, workspaces on the host provider). Every worker runs 4 jobs at once, so jobs mostly wait for
+// 4 s, workspaces of isolation none). Every worker runs 4 jobs at once, so jobs mostly wait for
 // the model.
 // Reports per run: jobs/s (first job created to last one finished, by the database's clock), job
 // latency p50/p99 (created to finished: all jobs arrive at once, so mostly their wait in the

@@ -63,7 +63,7 @@ async function bootOne(engine: VmEngine, owner: string): Promise<VmPool> {
   await waitForAgent({ baseUrl: vm.baseUrl }, 60_000);
   let started: { vm: typeof vm; secret: string } | undefined = { vm, secret };
   return {
-    provider: engine.name,
+    engine: engine.name,
     take() {
       const taken = started;
       started = undefined;
@@ -134,9 +134,10 @@ async function pass(where: string): Promise<void> {
           settle();
           const t1 = performance.now();
           const workspace = await createWorkspace({
-            provider: name as "fly" | "kubernetes",
+            isolation: "vm",
+            engine: name as "fly" | "kubernetes",
             root: local,
-            engine,
+            vmEngine: engine,
             pool,
             owner: `job-${run + 1}-1`,
           });

@@ -248,6 +248,7 @@ export async function main(argv = process.argv.slice(2)): Promise<void> {
     process.exit(1);
   }
   const { config } = loaded;
+  for (const warning of loaded.warnings) console.warn(`vmpilot: ${warning}`);
   try {
     const role = parseRole(argv);
     if (config.appId === undefined) {

@@ -1,16 +1,32 @@
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
-import type { ProviderName } from "../workspace/types.ts";
+import {
+  DEFAULT_WORKSPACE,
+  ENGINES,
+  fromOldProvider,
+  ISOLATIONS,
+  mismatch,
+  OLD_PROVIDERS,
+  type WorkspaceChoice,
+} from "../config/workspace.ts";
 
-const PROVIDERS: readonly ProviderName[] = ["sandbox", "agent", "fly", "kubernetes", "host"];
-const isProvider = (name: string): name is ProviderName =>
-  (PROVIDERS as readonly string[]).includes(name);
+/** One of `names`, or a UsageError naming them. */
+function oneOf<T extends string>(names: readonly T[], value: string, flag: string): T {
+  const found = names.find((name) => name === value);
+  if (found === undefined) {
+    throw new UsageError(`${flag} must be one of ${names.join(", ")}, not "${value}"`);
+  }
+  return found;
+}
 
 /** What `run` and `chat` share: where, how, and which conversation. */
 export interface SessionArgs {
   /** Optional only with --conversation: the conversation knows its repository. */
   repo?: string;
   branch?: string;
-  provider: ProviderName;
+  /** --isolation and --engine, or what the old --provider meant. */
+  workspace: WorkspaceChoice;
+  /** Said once before the session starts: the new flags for an old one. */
+  warning?: string;
   model?: string;
   maxSteps?: number;
   /** --continue: the repository's latest conversation. */
@@ -40,13 +56,15 @@ export type CliCommand =
 export class UsageError extends Error {}
 
 const usage = `usage:
-  vmpilot run --repo <path-or-git-url> [--continue | --conversation id] [--branch name] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n] [--json] [-f FILE]... [--stdin | --no-stdin] "task" (- reads it from stdin)
-  vmpilot chat --repo <path-or-git-url> [--continue | --conversation id] [--provider sandbox|agent|fly|kubernetes|host] [--model m] [--max-steps n]
+  vmpilot run --repo <path-or-git-url> [--continue | --conversation id] [--branch name] [--isolation none|sandbox|vm] [--engine local|fly|kubernetes] [--model m] [--max-steps n] [--json] [-f FILE]... [--stdin | --no-stdin] "task" (- reads it from stdin)
+  vmpilot chat --repo <path-or-git-url> [--continue | --conversation id] [--isolation none|sandbox|vm] [--engine local|fly|kubernetes] [--model m] [--max-steps n]
   vmpilot conversations --repo <path-or-git-url>`;
 
 const sessionOptions = {
   repo: { type: "string" },
   branch: { type: "string" },
+  isolation: { type: "string" },
+  engine: { type: "string" },
   provider: { type: "string" },
   model: { type: "string" },
   "max-steps": { type: "string" },
@@ -82,6 +100,8 @@ function positiveInteger(value: string | undefined, flag: string): number | unde
 function sessionArgs(values: {
   repo?: string;
   branch?: string;
+  isolation?: string;
+  engine?: string;
   provider?: string;
   model?: string;
   "max-steps"?: string;
@@ -100,19 +120,37 @@ function sessionArgs(values: {
   if (values.branch && (continueLatest || conversationId !== undefined)) {
     throw new UsageError("--branch names a new conversation's branch: a continued one has its own");
   }
-  const provider = values.provider ?? "sandbox";
-  if (!isProvider(provider)) {
-    throw new UsageError(`--provider must be one of ${PROVIDERS.join(", ")}, not "${provider}"`);
-  }
   return {
     repo: values.repo,
     branch: values.branch,
-    provider,
+    ...workspaceArgs(values),
     model: values.model,
     maxSteps: positiveInteger(values["max-steps"], "--max-steps"),
     continueLatest,
     conversationId,
   };
+}
+
+/** --isolation and --engine; the old --provider, which named both at once, with a warning. */
+function workspaceArgs(values: { isolation?: string; engine?: string; provider?: string }) {
+  if (values.provider !== undefined) {
+    if (values.isolation !== undefined || values.engine !== undefined) {
+      throw new UsageError("--isolation and --engine replace --provider: give only them");
+    }
+    const workspace = fromOldProvider(oneOf(OLD_PROVIDERS, values.provider, "--provider"));
+    const warning = `--provider ${values.provider} is read as --isolation ${workspace.isolation} --engine ${workspace.engine}: give those instead (--provider will go)`;
+    return { workspace, warning };
+  }
+  const workspace = {
+    isolation: oneOf(ISOLATIONS, values.isolation ?? DEFAULT_WORKSPACE.isolation, "--isolation"),
+    engine: oneOf(ENGINES, values.engine ?? DEFAULT_WORKSPACE.engine, "--engine"),
+  };
+  const unfit = mismatch(workspace);
+  if (unfit)
+    throw new UsageError(
+      `--isolation ${workspace.isolation} --engine ${workspace.engine}: ${unfit}`,
+    );
+  return { workspace };
 }
 
 export function parseCommand(argv: string[]): CliCommand {

@@ -39,11 +39,12 @@ export function sessionOptions(
   const sandbox = loadSandboxLimits(env);
   if ("problems" in sandbox) throw new UsageError(sandbox.problems.join("; "));
   const limits: SandboxLimits = sandbox.limits;
+  if (args.warning) human.write(`vmpilot: ${args.warning}\n`);
   return {
     env,
     dataDir: cliDataDir(env),
     repo: args.repo,
-    provider: args.provider,
+    workspace: args.workspace,
     model: args.model ?? env.VMPILOT_MODEL,
     providers: loaded.providers,
     maxSteps: args.maxSteps,

@@ -23,8 +23,8 @@ import {
   prepareCheckout,
   type SandboxLimits,
   type Workspace,
+  type WorkspaceChoice,
 } from "../workspace/index.ts";
-import type { ProviderName } from "../workspace/types.ts";
 import { UsageError } from "./args.ts";
 import {
   type ConversationChoice,
@@ -84,7 +84,7 @@ export interface SessionOptions {
   dataDir: string;
   /** Unset only with a conversation picked by id, which knows its repository. */
   repo?: string;
-  provider: ProviderName;
+  workspace: WorkspaceChoice;
   model?: string;
   providers: ProviderTable;
   maxSteps?: number;
@@ -157,7 +157,7 @@ export class CliSession {
 
   async #ensureWorkspace(): Promise<Workspace> {
     if (this.#workspace) return this.#workspace;
-    const { dataDir, provider, limits } = this.options;
+    const { dataDir, workspace, limits } = this.options;
     const target = this.#target as Target;
     await mkdir(join(dataDir, "workspaces"), { recursive: true });
     this.#dest = join(await mkdtemp(join(dataDir, "workspaces", "run-")), "repo");
@@ -171,14 +171,14 @@ export class CliSession {
       existingBranch: "if-present",
     });
     this.#workspace = await createWorkspace({
-      provider,
+      ...workspace,
       root: this.#checkout.root,
       dataDir,
       mirror: this.#checkout.mirror,
       limits,
     });
     this.#print(
-      `vmpilot: ${provider} workspace on branch ${branch} (from ${this.#checkout.baseBranch})`,
+      `vmpilot: ${workspace.isolation} workspace (${workspace.engine}) on branch ${branch} (from ${this.#checkout.baseBranch})`,
     );
     return this.#workspace;
   }

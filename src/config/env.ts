@@ -8,7 +8,15 @@ import { parseAddressRange } from "./address-policy.ts";
 import { routeModel } from "./model-route.ts";
 import { DEFAULT_MODEL } from "./models.ts";
 import { loadProviders, type ProviderTable } from "./providers.ts";
-import { DEFAULT_LIMITS, type SandboxLimits } from "./workspace.ts";
+import {
+  DEFAULT_LIMITS,
+  DEFAULT_WORKSPACE,
+  ENGINES,
+  fromOldProvider,
+  OLD_PROVIDERS,
+  type SandboxLimits,
+  type WorkspaceChoice,
+} from "./workspace.ts";
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
@@ -121,22 +129,7 @@ const FIELDS = {
   workerConcurrency: ["WORKER_CONCURRENCY", integer(1, 100, 2)],
   /** How many repositories keep a ready checkout for their next job (0: none). */
   spareCheckouts: ["SPARE_CHECKOUTS", integer(0, 10_000, 20)],
-  /** Where jobs' commands run: a bubblewrap sandbox, or the workspace agent inside one. */
-  workspaceProvider: [
-    "WORKSPACE_PROVIDER",
-    z
-      .enum(
-        ["sandbox", "agent", "fly", "kubernetes"],
-        "must be sandbox, agent (the workspace agent in a sandbox), fly or kubernetes",
-      )
-      .default("agent"),
-  ],
-  /** For repositories that ask for `isolation: vm` while workspaceProvider is not a VM. */
-  vmProvider: [
-    "WORKSPACE_VM_PROVIDER",
-    z.enum(["fly", "kubernetes"], "must be fly or kubernetes").optional(),
-  ],
-  /** Started VMs each worker process keeps ready (VM providers only). */
+  /** Started VMs each worker process keeps ready (with WORKSPACE_ISOLATION=vm only). */
   warmPool: ["WORKSPACE_WARM_POOL", integer(0, 50, 0)],
   /** On SIGTERM, how long running jobs may finish before they are handed back to the queue. */
   shutdownDrainSeconds: ["SHUTDOWN_DRAIN_SECONDS", integer(1, 3600, 30)],
@@ -206,6 +199,21 @@ const INPUTS = {
     "PUBLIC_URL",
     url(/^https?:$/, "must be an http(s) URL such as https://vmpilot.example.com"),
   ],
+  isolation: ["WORKSPACE_ISOLATION", z.enum(["sandbox", "vm"], "must be sandbox or vm").optional()],
+  engine: ["WORKSPACE_ENGINE", z.enum(ENGINES, "must be local, fly or kubernetes").optional()],
+  oldProvider: [
+    "WORKSPACE_PROVIDER",
+    z
+      .enum(
+        OLD_PROVIDERS.filter((name) => name !== "host"),
+        "must be sandbox, agent, fly or kubernetes",
+      )
+      .optional(),
+  ],
+  oldVmProvider: [
+    "WORKSPACE_VM_PROVIDER",
+    z.enum(["fly", "kubernetes"], "must be fly or kubernetes").optional(),
+  ],
 } satisfies Table;
 
 /** Every variable read here (the model providers' are providers.ts's), for checking the docs. */
@@ -227,6 +235,8 @@ interface Derived {
   /** Where job pages (/jobs/:id) are reachable by people reading the comments. */
   publicUrl: string;
   sandboxLimits: SandboxLimits;
+  /** WORKSPACE_ISOLATION: the least isolation of every job; WORKSPACE_ENGINE: where vm runs. */
+  workspace: WorkspaceChoice;
   production: boolean;
   /** The app's OAuth client, for signing in to the web pages; null when not configured. */
   oauth: { clientId: string; clientSecret: string } | null;
@@ -236,7 +246,8 @@ interface Derived {
 
 export type Config = z.output<z.ZodObject<Shape<typeof FIELDS>>> & Derived;
 
-export type ConfigResult = { config: Config } | { problems: string[] };
+/** Warnings are said once at start: the old names of variables that were renamed. */
+export type ConfigResult = { config: Config; warnings: string[] } | { problems: string[] };
 
 /** Untyped on purpose: the point is to check values Probot's ProcessEnv typing would reject. */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -274,6 +285,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   if (Boolean(i.oauthClientId) !== Boolean(i.oauthClientSecret)) {
     problems.push("GITHUB_CLIENT_SECRET: GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET go together");
   }
+  const workspace = workspaceChoice(i, problems);
   if (problems.length > 0) return { problems };
   const githubWebUrl = i.gheHost ? `${i.gheProtocol}://${i.gheHost}` : "https://github.com";
   const publicHost = fields.host === "0.0.0.0" || fields.host === "::" ? "localhost" : fields.host;
@@ -288,6 +300,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       baseUrl: i.gheHost ? `${githubWebUrl}/api/v3` : "https://api.github.com",
       publicUrl: (i.publicUrl ?? `http://${publicHost}:${fields.port}`).replace(/\/+$/, ""),
       sandboxLimits,
+      workspace: workspace.choice,
       production,
       oauth:
         i.oauthClientId && i.oauthClientSecret
@@ -295,7 +308,46 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
           : null,
       githubWebUrl,
     },
+    warnings: workspace.warnings,
   };
+}
+
+type Inputs = z.output<z.ZodObject<Shape<typeof INPUTS>>>;
+
+/**
+ * WORKSPACE_ISOLATION and WORKSPACE_ENGINE, or what the variables they replace meant, with one
+ * warning naming the new ones. WORKSPACE_PROVIDER named both at once, and its "agent" read as the
+ * model's loop rather than the workspace agent.
+ */
+function workspaceChoice(i: Inputs, problems: string[]) {
+  const given: Partial<WorkspaceChoice> = { isolation: i.isolation, engine: i.engine };
+  const warnings: string[] = [];
+  if (i.oldProvider !== undefined || i.oldVmProvider !== undefined) {
+    if (i.isolation !== undefined || i.engine !== undefined) {
+      const old = i.oldProvider === undefined ? "WORKSPACE_VM_PROVIDER" : "WORKSPACE_PROVIDER";
+      problems.push(
+        `${old}: replaced by WORKSPACE_ISOLATION and WORKSPACE_ENGINE, which are set too: drop ${old}`,
+      );
+    }
+    const old = i.oldProvider ? fromOldProvider(i.oldProvider) : DEFAULT_WORKSPACE;
+    given.isolation = old.isolation;
+    given.engine = old.engine === "local" ? (i.oldVmProvider ?? old.engine) : old.engine;
+    const was = [
+      i.oldProvider && `WORKSPACE_PROVIDER=${i.oldProvider}`,
+      i.oldVmProvider && `WORKSPACE_VM_PROVIDER=${i.oldVmProvider}`,
+    ].filter(Boolean);
+    warnings.push(
+      `${was.join(" and ")} ${was.length > 1 ? "are" : "is"} read as WORKSPACE_ISOLATION=${given.isolation} WORKSPACE_ENGINE=${given.engine}: set those instead (the old names will go)`,
+    );
+  }
+  const choice: WorkspaceChoice = {
+    isolation: given.isolation ?? DEFAULT_WORKSPACE.isolation,
+    engine: given.engine ?? DEFAULT_WORKSPACE.engine,
+  };
+  if (choice.isolation === "vm" && choice.engine === "local") {
+    problems.push("WORKSPACE_ISOLATION: vm needs WORKSPACE_ENGINE set to fly or kubernetes");
+  }
+  return { choice, warnings };
 }
 
 /** Reads the key the way Probot accepts it: PEM text, PEM with "\n" escapes, base64, or a file. */

@@ -3,7 +3,7 @@
 import type { Logger } from "../log/logger.ts";
 import { attemptRunning } from "../store/job-lifecycle.ts";
 import type { Queryable } from "../store/sql.ts";
-import type { ProviderName } from "../workspace/index.ts";
+import type { Engine } from "../workspace/index.ts";
 import type { VmEngine } from "../workspace/vm/engine.ts";
 import { engineFor } from "../workspace/vm/settings.ts";
 import { sweepVms } from "../workspace/vm/sweep.ts";
@@ -21,7 +21,7 @@ export function sweepOnce(
 
 /** Starts sweeping for a VM provider (nothing to do for the others); returns the stop. */
 export function startVmSweeper(
-  provider: ProviderName,
+  provider: Engine,
   db: Queryable,
   logger: Logger,
   stalePool?: (owner: string) => boolean,

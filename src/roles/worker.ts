@@ -9,11 +9,12 @@ import type { JobDeps, WorkDeps } from "../jobs/run/deps.ts";
 import { startWorker } from "../jobs/worker.ts";
 import { workspaceErrors } from "../metrics.ts";
 import {
-  checkProvider,
+  checkWorkspace,
   type LimitEnforcement,
   limitEnforcement,
-  type ProviderName,
+  type WorkspaceChoice,
 } from "../workspace/index.ts";
+import { workspaceFor } from "../workspace/isolation.ts";
 import { createVmPool, poolOwner, type VmPool } from "../workspace/vm/pool.ts";
 import { engineFor, startFlyNetwork } from "../workspace/vm/settings.ts";
 import { fetchAppSlug, type RoleContext } from "./context.ts";
@@ -38,7 +39,7 @@ export async function startWorkerRole(ctx: RoleContext, options: WorkerRoleOptio
   const vmPool =
     options.work === false
       ? undefined
-      : startWorkspaces(ctx, options.work?.provider ?? config.workspaceProvider, options);
+      : startWorkspaces(ctx, options.work?.workspace ?? config.workspace, options);
   const auth = async (installationId: number) => {
     const octokit = await probot.auth(installationId);
     watchRateLimit(octokit, String(installationId));
@@ -70,32 +71,31 @@ export async function startWorkerRole(ctx: RoleContext, options: WorkerRoleOptio
 }
 
 /**
- * Checks the workspace provider, starts what its VMs need (the Fly network, the warm pool) and the
- * sweeper of VMs left behind; resolves to the warm pool, if any.
+ * Checks the workspace every job gets at least, starts what VMs need (the Fly network, the warm
+ * pool) and the sweeper of VMs left behind; resolves to the warm pool, if any.
  */
 function startWorkspaces(
   ctx: RoleContext,
-  provider: ProviderName,
+  allowed: WorkspaceChoice,
   options: Pick<WorkerRoleOptions, "identity" | "onSandboxLimits">,
 ): VmPool | undefined {
   const { config, logger, cleanup } = ctx;
-  checkSandbox(provider, ctx.readiness, logger);
-  if (provider === "sandbox" || provider === "agent") {
-    void reportSandboxLimits(logger).then(options.onSandboxLimits);
-  }
-  if (provider === "fly" || config.vmProvider === "fly") void startFlyNetwork(logger);
+  const least = workspaceFor(allowed, "sandbox");
+  checkSandbox(least, ctx.readiness, logger);
+  if (least.isolation === "sandbox") void reportSandboxLimits(logger).then(options.onSandboxLimits);
+  if (allowed.engine === "fly") void startFlyNetwork(logger);
   const pool = options.identity && poolOwner(options.identity.id, randomBytes(4).toString("hex"));
   let vmPool: VmPool | undefined;
-  if (pool && config.warmPool > 0 && (provider === "fly" || provider === "kubernetes")) {
+  if (pool && config.warmPool > 0 && least.engine !== "local") {
     try {
-      const started = createVmPool(engineFor(provider), config.warmPool, pool.owner, logger);
+      const started = createVmPool(engineFor(least.engine), config.warmPool, pool.owner, logger);
       cleanup.push(() => started.close());
       vmPool = started;
     } catch {
       // Bad engine settings: checkSandbox logs them and keeps the worker unready.
     }
   }
-  cleanup.push(startVmSweeper(provider, ctx.db.pool, logger, pool?.stale));
+  cleanup.push(startVmSweeper(allowed.engine, ctx.db.pool, logger, pool?.stale));
   return vmPool;
 }
 
@@ -105,8 +105,7 @@ function workDeps(ctx: RoleContext, vmPool: VmPool | undefined): WorkDeps {
     installationToken: (id) => installationToken(probot, id),
     dataDir: config.dataDir,
     spareCheckouts: config.spareCheckouts,
-    provider: config.workspaceProvider,
-    vmProvider: config.vmProvider,
+    workspace: config.workspace,
     vmPool,
     allowPrivate: config.networkAllowPrivate,
     sandboxLimits: config.sandboxLimits,
@@ -136,9 +135,9 @@ async function installationToken(probot: Probot, installationId: number): Promis
 }
 
 /** Finds out at startup whether jobs can get a workspace, and keeps the worker unready if not. */
-function checkSandbox(provider: ProviderName, readiness: Readiness, logger: Logger): void {
+function checkSandbox(least: WorkspaceChoice, readiness: Readiness, logger: Logger): void {
   readiness.wait("sandbox", "checking");
-  checkProvider(provider).then(
+  checkWorkspace(least).then(
     () => readiness.ready("sandbox"),
     (error: Error) => {
       workspaceErrors.inc({ kind: "sandbox_unavailable" });

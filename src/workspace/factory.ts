@@ -1,30 +1,34 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DEFAULT_WORKSPACE, mismatch } from "../config/workspace.ts";
 import { fallbackLogger, type Logger } from "../log/logger.ts";
 import { createLocalAgentWorkspace } from "./agent/local.ts";
+import type { Engine, IsolationPolicy, WorkspaceChoice } from "./isolation.ts";
 import { SandboxUnavailableError } from "./sandbox/bwrap.ts";
 import { createHostWorkspace } from "./sandbox/host.ts";
-import { createSandboxWorkspace, type SandboxWorkspaceOptions } from "./sandbox/sandbox.ts";
-import type { ProviderName, Workspace } from "./types.ts";
+import type { SandboxWorkspaceOptions } from "./sandbox/sandbox.ts";
+import type { Workspace } from "./types.ts";
 import type { VmEngine } from "./vm/engine.ts";
 import { createVmWorkspace } from "./vm/open.ts";
 import type { VmPool } from "./vm/pool.ts";
 import { egressFor, engineFor } from "./vm/settings.ts";
 
-export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "logger"> {
-  /** Default "agent". "host" must be asked for: it has no isolation. */
-  provider?: ProviderName;
-  /** The checkout directory; a VM provider sends it to the VM and works on the VM's copy. */
+export interface CreateWorkspaceOptions
+  extends Partial<IsolationPolicy>,
+    Omit<SandboxWorkspaceOptions, "logger" | keyof IsolationPolicy> {
+  /** Default DEFAULT_WORKSPACE's; `vm` needs a VM engine, and a VM engine runs `vm` only. */
+  engine?: Engine;
+  /** The checkout directory; a VM engine sends it to the VM and works on the VM's copy. */
   root: string;
   logger?: Logger;
-  /** For a VM provider: who the VM is for (`job-<id>-<attempt>`), for the sweeper. */
+  /** For a VM engine: who the VM is for (`job-<id>-<attempt>`), for the sweeper. */
   owner?: string;
-  /** For a VM provider; default: the engine the environment configures. */
-  engine?: VmEngine;
-  /** For a VM provider; default WORKSPACE_PROXY_HOST (vm/settings.ts). */
+  /** For a VM engine; default: the one the environment configures (vm/settings.ts). */
+  vmEngine?: VmEngine;
+  /** For a VM engine; default WORKSPACE_PROXY_HOST (vm/settings.ts). */
   egressHost?: string;
-  /** Started VMs; used when it is this provider's. */
+  /** Started VMs; used when they are this engine's. */
   pool?: VmPool;
   signal?: AbortSignal;
 }
@@ -32,29 +36,32 @@ export interface CreateWorkspaceOptions extends Omit<SandboxWorkspaceOptions, "l
 /** A VM made outside a job (the CLI): the sweeper leaves it alone; the session destroys it. */
 const sessionOwner = () => `cli-${process.pid}`;
 
-/** Opens a workspace on a checkout with the chosen provider; never downgrades isolation on its own. */
+/**
+ * Opens a workspace on a checkout: the engine carries out the isolation policy, and never gives
+ * less than asked. `none` must be asked for: it runs commands on this machine as they are.
+ */
 export async function createWorkspace(options: CreateWorkspaceOptions): Promise<Workspace> {
   const {
-    provider = "agent",
+    isolation = DEFAULT_WORKSPACE.isolation,
+    engine = DEFAULT_WORKSPACE.engine,
     root,
     logger,
     owner,
-    engine,
+    vmEngine,
     signal,
     egressHost,
     pool,
     ...sandboxOptions
   } = options;
-  if (provider === "host") {
-    return createHostWorkspace(root, { logger });
-  }
-  if (provider === "fly" || provider === "kubernetes") {
-    const route = egressHost ? { host: egressHost } : egressFor(provider);
+  const unfit = mismatch({ isolation, engine });
+  if (unfit) throw new SandboxUnavailableError(unfit);
+  if (engine !== "local") {
+    const route = egressHost ? { host: egressHost } : egressFor(engine);
     return createVmWorkspace({
-      engine: engine ?? engineFor(provider),
+      engine: vmEngine ?? engineFor(engine),
       localRoot: root,
       owner: owner ?? sessionOwner(),
-      pool: pool?.provider === provider ? pool : undefined,
+      pool: pool?.engine === engine ? pool : undefined,
       signal,
       egress: route
         ? {
@@ -66,38 +73,37 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
         : undefined,
     });
   }
+  if (isolation === "none") return createHostWorkspace(root, { logger });
   if (process.platform !== "linux") {
     throw new SandboxUnavailableError(
-      `the sandbox provider needs Linux and bubblewrap (this is ${process.platform}); choose provider "host" explicitly for trusted local use`,
+      `sandbox isolation needs Linux and bubblewrap (this is ${process.platform}); choose isolation none explicitly for trusted local use`,
     );
   }
-  if (provider === "agent") {
-    return createLocalAgentWorkspace(root, { ...sandboxOptions, logger }, signal);
-  }
-  return createSandboxWorkspace(root, { ...sandboxOptions, logger });
+  return createLocalAgentWorkspace(root, { ...sandboxOptions, logger }, signal);
 }
 
 /**
- * Opens and closes a workspace of the provider on an empty directory, so a worker finds out at
- * startup, not job by job, that it cannot run any. Throws SandboxUnavailableError naming the fix.
+ * Opens and closes a workspace of this isolation and engine on an empty directory, so a worker
+ * finds out at startup, not job by job, that it cannot run any. Throws SandboxUnavailableError
+ * naming the fix.
  */
-export async function checkProvider(
-  provider: ProviderName,
-  options: Omit<CreateWorkspaceOptions, "provider" | "root"> = {},
+export async function checkWorkspace(
+  choice: WorkspaceChoice,
+  options: Omit<CreateWorkspaceOptions, keyof WorkspaceChoice | "root"> = {},
 ): Promise<void> {
-  if (provider === "fly" || provider === "kubernetes") {
+  if (choice.engine !== "local") {
     // Listing proves the settings, the token and the app or namespace without making a VM.
-    const engine = options.engine ?? engineFor(provider);
+    const engine = options.vmEngine ?? engineFor(choice.engine);
     await engine.list().catch((error: Error) => {
       throw new SandboxUnavailableError(
-        `the ${provider} workspaces cannot be used: ${error.message}`,
+        `the ${choice.engine} workspaces cannot be used: ${error.message}`,
       );
     });
     return;
   }
   const root = await mkdtemp(join(tmpdir(), "vmpilot-check-"));
   try {
-    const workspace = await createWorkspace({ ...options, provider, root });
+    const workspace = await createWorkspace({ ...options, ...choice, root });
     await workspace.dispose();
   } finally {
     await rm(root, { recursive: true, force: true });

@@ -1,6 +1,5 @@
-import type { ProviderName } from "../config/workspace.ts";
+import type { WorkspaceChoice } from "../config/workspace.ts";
 
-export type { ProviderName };
 /** What a command run inside a workspace reports back. */
 export interface ExecResult {
   /** Output as the model sees it: capped, with head and tail kept. */
@@ -27,9 +26,11 @@ interface ExecOptions {
   signal?: AbortSignal;
 }
 
-/** A git checkout plus a way to run commands on it. Commands never see the worker's secrets. */
-export interface Workspace {
-  readonly provider: ProviderName;
+/**
+ * A git checkout plus a way to run commands on it, with the isolation it holds them to and the
+ * engine that runs them. Commands never see the worker's secrets.
+ */
+export interface Workspace extends Readonly<WorkspaceChoice> {
   /** Absolute path of the checkout where commands run (on a VM, the VM's path). */
   readonly root: string;
   exec(command: string, options?: ExecOptions): Promise<ExecResult>;

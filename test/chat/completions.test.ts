@@ -62,7 +62,6 @@ beforeAll(async () => {
     work: {
       anthropic: { apiKey: `sk-ant-api03-${"c".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
       dataDir: join(base, "data"),
-      provider: "sandbox",
       streamRetryDelayMs: 1,
     },
   });

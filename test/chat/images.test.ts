@@ -42,7 +42,6 @@ beforeAll(async () => {
     work: {
       anthropic: { apiKey: `sk-ant-api03-${"i".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
       dataDir: join(base, "data"),
-      provider: "sandbox",
       streamRetryDelayMs: 1,
     },
   });

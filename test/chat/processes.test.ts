@@ -56,7 +56,6 @@ async function spawnWorker(): Promise<ChildProcess> {
     work: {
       anthropic: { apiKey: `sk-ant-api03-${"w".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
       dataDir: join(base, "worker-data"),
-      provider: "sandbox",
       streamRetryDelayMs: 1,
     },
   });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseCommand, UsageError } from "../../src/cli/args.ts";
+import { sessionOptions } from "../../src/cli/run.ts";
+import { DEFAULT_WORKSPACE } from "../../src/config/workspace.ts";
 
 describe("parseCommand", () => {
   it("reads every option of run and joins the task text", () => {
@@ -10,8 +12,8 @@ describe("parseCommand", () => {
         "../app",
         "--branch",
         "vmpilot/x",
-        "--provider",
-        "host",
+        "--isolation",
+        "none",
         "--model",
         "claude-haiku-4-5",
         "--max-steps",
@@ -30,7 +32,7 @@ describe("parseCommand", () => {
       args: {
         repo: "../app",
         branch: "vmpilot/x",
-        provider: "host",
+        workspace: { isolation: "none", engine: "local" },
         model: "claude-haiku-4-5",
         maxSteps: 12,
         continueLatest: false,
@@ -43,9 +45,34 @@ describe("parseCommand", () => {
     });
   });
 
-  it("defaults to the sandbox provider", () => {
+  it("defaults to the server's default workspace", () => {
     const parsed = parseCommand(["run", "--repo", ".", "task"]);
-    expect(parsed.command === "run" && parsed.args.provider).toBe("sandbox");
+    expect(parsed.command === "run" && parsed.args.workspace).toEqual(DEFAULT_WORKSPACE);
+    expect(parsed.command === "run" && parsed.args.warning).toBeUndefined();
+  });
+
+  it("reads the old --provider as it meant, with a warning naming the new flags", () => {
+    const parsed = parseCommand(["chat", "--repo", ".", "--provider", "fly"]);
+    expect(parsed).toMatchObject({
+      command: "chat",
+      args: {
+        workspace: { isolation: "vm", engine: "fly" },
+        warning: expect.stringContaining("--isolation vm --engine fly"),
+      },
+    });
+    if (parsed.command !== "chat") throw new Error("not chat");
+    const said: string[] = [];
+    const options = sessionOptions(
+      parsed.args,
+      { ANTHROPIC_API_KEY: "sk-ant-test" },
+      {
+        write: (text) => said.push(text),
+      },
+    );
+    expect(options.workspace).toEqual({ isolation: "vm", engine: "fly" });
+    expect(said).toEqual([
+      "vmpilot: --provider fly is read as --isolation vm --engine fly: give those instead (--provider will go)\n",
+    ]);
   });
 
   it("detects whether to read standard input unless --stdin or --no-stdin says", () => {
@@ -75,6 +102,16 @@ describe("parseCommand", () => {
     [
       ["run", "--repo", ".", "--provider", "docker", "t"],
       /--provider must be one of sandbox, agent, fly, kubernetes, host/,
+    ],
+    [["run", "--repo", ".", "--isolation", "vm", "t"], /vm isolation needs a VM engine/],
+    [["run", "--repo", ".", "--engine", "fly", "t"], /the fly engine runs vm isolation only/],
+    [
+      ["run", "--repo", ".", "--isolation", "full", "t"],
+      /--isolation must be one of none, sandbox, vm/,
+    ],
+    [
+      ["run", "--repo", ".", "--provider", "fly", "--isolation", "vm", "t"],
+      /replace --provider: give only them/,
     ],
     [["run", "--repo", ".", "--max-steps", "0", "t"], /--max-steps must be a positive integer/],
     [["run", "--repo", ".", "--colour", "t"], /Unknown option/],

@@ -42,7 +42,37 @@ describe("loadConfig", () => {
       allowedUsers: [],
       networkAllowPrivate: [],
       sandboxLimits: { processes: 1024, memoryMb: 8192, fileMb: 2048, diskMb: 20_480 },
+      workspace: { isolation: "sandbox", engine: "local" },
     });
+  });
+
+  it("reads how strict workspaces are and where vm runs, with no warning", () => {
+    const loaded = loadConfig({ WORKSPACE_ISOLATION: "vm", WORKSPACE_ENGINE: "kubernetes" }, ROOT);
+    expect(loaded).toMatchObject({
+      config: { workspace: { isolation: "vm", engine: "kubernetes" } },
+      warnings: [],
+    });
+    expect(config({ WORKSPACE_ENGINE: "fly" }).workspace).toEqual({
+      isolation: "sandbox",
+      engine: "fly",
+    });
+  });
+
+  it.each([
+    [{ WORKSPACE_PROVIDER: "agent" }, "sandbox", "local"],
+    [{ WORKSPACE_PROVIDER: "sandbox" }, "sandbox", "local"],
+    [{ WORKSPACE_PROVIDER: "fly" }, "vm", "fly"],
+    [{ WORKSPACE_PROVIDER: "kubernetes", WORKSPACE_VM_PROVIDER: "fly" }, "vm", "kubernetes"],
+    [{ WORKSPACE_VM_PROVIDER: "kubernetes" }, "sandbox", "kubernetes"],
+    [{ WORKSPACE_PROVIDER: "agent", WORKSPACE_VM_PROVIDER: "fly" }, "sandbox", "fly"],
+  ])("reads the old %j as it meant, warning once with the new names", (env, isolation, engine) => {
+    const loaded = loadConfig(env, ROOT);
+    if ("problems" in loaded) throw new Error(loaded.problems.join("\n"));
+    expect(loaded.config.workspace).toEqual({ isolation, engine });
+    expect(loaded.warnings).toHaveLength(1);
+    const [warning] = loaded.warnings;
+    for (const [name, value] of Object.entries(env)) expect(warning).toContain(`${name}=${value}`);
+    expect(warning).toContain(`WORKSPACE_ISOLATION=${isolation} WORKSPACE_ENGINE=${engine}`);
   });
 
   it("reads a complete configuration", () => {
@@ -186,6 +216,33 @@ describe("loadConfig", () => {
       ["SESSION_SECRET: must be at least 32 characters (e.g. openssl rand -hex 32)"],
     ],
     [
+      "vm isolation without a VM engine",
+      { WORKSPACE_ISOLATION: "vm" },
+      ["WORKSPACE_ISOLATION: vm needs WORKSPACE_ENGINE set to fly or kubernetes"],
+    ],
+    [
+      "isolation none, which only the CLI may ask for",
+      { WORKSPACE_ISOLATION: "none" },
+      ["WORKSPACE_ISOLATION: must be sandbox or vm"],
+    ],
+    [
+      "engine",
+      { WORKSPACE_ENGINE: "docker" },
+      ["WORKSPACE_ENGINE: must be local, fly or kubernetes"],
+    ],
+    [
+      "old provider",
+      { WORKSPACE_PROVIDER: "host" },
+      ["WORKSPACE_PROVIDER: must be sandbox, agent, fly or kubernetes"],
+    ],
+    [
+      "old and new names at once",
+      { WORKSPACE_PROVIDER: "fly", WORKSPACE_ENGINE: "kubernetes" },
+      [
+        "WORKSPACE_PROVIDER: replaced by WORKSPACE_ISOLATION and WORKSPACE_ENGINE, which are set too: drop WORKSPACE_PROVIDER",
+      ],
+    ],
+    [
       "several at once",
       { PORT: "x", LOG_LEVEL: "y", GHE_PROTOCOL: "ftp" },
       [
@@ -303,6 +360,15 @@ describe("npm start", () => {
     expect(result.stderr.trim()).toBe(
       'vmpilot: failed to start: --role must be one of web, worker, all, not "cook"',
     );
+  });
+
+  it("says once at start what the old workspace variables are read as", async () => {
+    const old = { WORKSPACE_PROVIDER: "agent", WORKSPACE_VM_PROVIDER: "fly" };
+    const result = await exited(start({ ...app, ...old }, ["--role", "cook"]));
+    expect(result.stderr.trim().split("\n")).toEqual([
+      "vmpilot: WORKSPACE_PROVIDER=agent and WORKSPACE_VM_PROVIDER=fly are read as WORKSPACE_ISOLATION=sandbox WORKSPACE_ENGINE=fly: set those instead (the old names will go)",
+      'vmpilot: failed to start: --role must be one of web, worker, all, not "cook"',
+    ]);
   });
 
   it("shows Probot's setup page from app.yml when APP_ID is unset", async () => {

@@ -3,7 +3,7 @@
 // is mid-reply; GitHub is a loopback fake both processes reach through the app's baseUrl (as a
 // GitHub Enterprise server would be reached), since nock cannot follow into another process. The
 // database is PostgreSQL when TEST_DATABASE_URL is set, else PGlite served over its socket. With
-// WORKSPACE_PROVIDER=fly, the dead worker's Machine (at the Fly API fake) is destroyed by the retry.
+// WORKSPACE_ISOLATION=vm on WORKSPACE_ENGINE=fly, the dead worker's Machine (at the Fly API fake) is destroyed by the retry.
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
@@ -48,7 +48,12 @@ const QUEUE: Omit<QueueOptions, "logger"> = {
 };
 const target = databases().at(-1) as TestDatabaseTarget;
 
-describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
+const workspaces = [
+  { isolation: "sandbox", engine: "local" },
+  { isolation: "vm", engine: "fly" },
+] as const;
+
+describe.each(workspaces)("on isolation $isolation, engine $engine", (workspace) => {
   let base: string;
   let remote: string;
   let git: GitHttpServer;
@@ -79,7 +84,7 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
     // The first worker's second model request never gets its answer: the worker dies waiting.
     gate = await startModelGate(fake.url, { hold: (index) => index === 1 });
     db = await target.open();
-    if (provider === "fly") {
+    if (workspace.engine === "fly") {
       fly = await startFlyFake();
       // Both workers read the engine's settings from the environment; the child inherits it.
       vi.stubEnv("FLY_API_TOKEN", fly.token);
@@ -106,7 +111,7 @@ describe.each(["sandbox", "fly"] as const)("on the %s provider", (provider) => {
   const pipeline = (model: string, dataDir: string) => ({
     anthropic: { apiKey: API_KEY, baseURL: model, maxRetries: 0 },
     dataDir,
-    provider,
+    workspace,
     progressIntervalMs: 60_000,
     streamRetryDelayMs: 1,
   });

@@ -77,7 +77,6 @@ beforeAll(async () => {
       ]),
       compatible: { maxRetries: 0 },
       dataDir: join(base, "data"),
-      provider: "sandbox",
       // The first progress edit goes out at once, then the final one. Probot's client spaces an
       // installation's writes a second apart, so more edits would only make the test slower.
       progressIntervalMs: 60_000,

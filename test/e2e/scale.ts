@@ -5,7 +5,7 @@
 // each turn after a fixed delay, so that a job mostly waits for the model as real ones do. Every
 // job is an issue of its own, labeled for a fix: the model writes the file with the editor and has
 // the repository's test run, then sums up; the worker pushes the branch and opens a pull request.
-// Workspaces use the host provider, so that hundreds of jobs on a small machine measure the queue
+// Workspaces have isolation none, so that hundreds of jobs on a small machine measure the queue
 // and the processes rather than the sandbox.
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -199,7 +199,7 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
       const pipeline = {
         anthropic: { apiKey: API_KEY, baseURL: gate.url, maxRetries: 0 },
         dataDir,
-        provider: "host",
+        workspace: { isolation: "none", engine: "local" },
         // One comment edit at the start and one at the end: progress edits would only add noise.
         progressIntervalMs: 60_000,
         streamRetryDelayMs: 1,

@@ -3,6 +3,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { ProbotOctokit } from "probot";
 import type { Config } from "../../src/config/env.ts";
 import { DEFAULT_MODEL } from "../../src/config/models.ts";
+import { DEFAULT_WORKSPACE } from "../../src/config/workspace.ts";
 import { createLogger } from "../../src/log/logger.ts";
 import { type RunningServer, type StartOptions, startServer } from "../../src/main.ts";
 import type { Database } from "../../src/store/database.ts";
@@ -36,8 +37,7 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     command: "vmpilot",
     workerConcurrency: 2,
     spareCheckouts: 20,
-    workspaceProvider: "sandbox",
-    vmProvider: undefined,
+    workspace: DEFAULT_WORKSPACE,
     warmPool: 0,
     shutdownDrainSeconds: 5,
     publicUrl: "https://vmpilot.test",

@@ -147,7 +147,6 @@ export function usePipelineHarness(): Harness {
         logger: { debug() {}, info() {}, warn() {}, error() {} },
         plugins,
         anthropic: { apiKey: API_KEY, baseURL: fake.url, maxRetries: 2 },
-        provider: "sandbox",
         // The seeded jobs' requester: the gate lets them in without asking GitHub.
         allowedUsers: ["octocat"],
         queue: { cancel: async () => "finished" as const },

@@ -175,10 +175,7 @@ describe("an issue job", () => {
     expect(comment.at(-1)).toContain("- Tests: ✔ passed");
   }
 
-  it("runs the same issue → pull request flow through the workspace agent (provider agent)", async () => {
-    await expectPullRequest({ provider: "agent" });
-  });
-
+  const FLY_VM = { workspace: { isolation: "vm", engine: "fly" } } as const;
   const flyEnv = (fake: EngineFake) => ({
     FLY_API_TOKEN: fake.token,
     FLY_WORKSPACE_APP: FLY_APP,
@@ -191,19 +188,19 @@ describe("an issue job", () => {
   });
 
   it.each([
-    ["WORKSPACE_PROVIDER=fly", startFlyFake, flyEnv, { provider: "fly" }, undefined],
+    ["WORKSPACE_ISOLATION=vm WORKSPACE_ENGINE=fly", startFlyFake, flyEnv, FLY_VM, undefined],
     [
-      "WORKSPACE_PROVIDER=kubernetes",
+      "WORKSPACE_ISOLATION=vm WORKSPACE_ENGINE=kubernetes",
       startKubernetesFake,
       kubernetesEnv,
-      { provider: "kubernetes" },
+      { workspace: { isolation: "vm", engine: "kubernetes" } },
       undefined,
     ],
     [
-      "isolation: vm in vmpilot.yml, WORKSPACE_VM_PROVIDER=fly",
+      "isolation: vm in vmpilot.yml, WORKSPACE_ENGINE=fly",
       startFlyFake,
       flyEnv,
-      { provider: "sandbox", vmProvider: "fly" },
+      { workspace: { isolation: "sandbox", engine: "fly" } },
       "isolation: vm\n",
     ],
   ] as const)(
@@ -259,7 +256,7 @@ describe("an issue job", () => {
         const { job, commentId } = await h.seedJob(seeded);
         mockStart(seeded);
         const comment = captureComment(seeded.repo, commentId);
-        expect(await runQueued(run(job.id), h.deps({ provider: "fly" }))).toBe("failed");
+        expect(await runQueued(run(job.id), h.deps(FLY_VM))).toBe("failed");
         expect(comment.at(-1)).toContain("failed to resolve image no/such-image:1");
         expect(await workspaceErrorCount("vm_refused")).toBe(refused + 1);
         expect(fake.vms.running()).toBe(0);
@@ -273,9 +270,9 @@ describe("an issue job", () => {
     const { job, commentId } = await h.seedJob(seeded);
     mockStart(seeded, [], "isolation: vm\n");
     const comment = captureComment(seeded.repo, commentId);
-    expect(await runQueued(run(job.id), h.deps({ provider: "sandbox" }))).toBe("failed");
+    expect(await runQueued(run(job.id), h.deps())).toBe("failed");
     expect(comment.at(-1)).toContain("asks for `isolation: vm`");
-    expect(comment.at(-1)).toContain("WORKSPACE_VM_PROVIDER");
+    expect(comment.at(-1)).toContain("WORKSPACE_ENGINE");
     expect(h.fake.requests).toHaveLength(0);
   });
 

@@ -41,7 +41,8 @@ describe("a command run through the workspace agent", () => {
     await mkdir(join(dir, "repo"));
     agent = await startLocalAgent(join(dir, "repo"), SECRET);
     workspace = createRemoteWorkspace({
-      provider: "agent",
+      isolation: "sandbox",
+      engine: "local",
       root: agent.root,
       endpoint: { socketPath: agent.socketPath },
       secret: SECRET,

@@ -44,9 +44,9 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-describe("the agent provider (the workspace agent in a local sandbox)", () => {
+describe("sandbox isolation on the local engine (the workspace agent in a local sandbox)", () => {
   it("runs commands in the checkout through the agent and reports output and exit code", async () => {
-    expect(workspace.provider).toBe("agent");
+    expect(workspace).toMatchObject({ isolation: "sandbox", engine: "local" });
     const result = await workspace.exec("pwd; echo oops >&2; echo made > inside.txt; exit 3");
     expect(result).toMatchObject({ stdout: `${root}\n`, stderr: "oops\n", exitCode: 3 });
     expect(await readFile(join(root, "inside.txt"), "utf8")).toBe("made\n");

@@ -47,9 +47,10 @@ describe("isolated fly workspaces", () => {
     const flycast = fake.flycast;
     if (!flycast) throw new Error("the fake has no Flycast address");
     const workspace = await createWorkspace({
-      provider: "fly",
+      isolation: "vm",
+      engine: "fly",
       root: local,
-      engine: isolatedEngine(fake),
+      vmEngine: isolatedEngine(fake),
       owner: "job-1-1",
     });
     const [machine] = fake.machines.values();

@@ -24,7 +24,7 @@ afterEach(async () => {
 
 describe("host workspace", () => {
   it("warns that it has no isolation", () => {
-    expect(workspace.provider).toBe("host");
+    expect(workspace).toMatchObject({ isolation: "none", engine: "local" });
     expect(logger.lines.some((l) => l.level === "warn")).toBe(true);
   });
 

@@ -46,7 +46,8 @@ async function remote(
 ): Promise<Workspace> {
   agent = await startHostileAgent(answer);
   return createRemoteWorkspace({
-    provider: "fly",
+    isolation: "vm",
+    engine: "fly",
     root: "/workspace",
     endpoint: { socketPath: agent.socketPath },
     secret: "s".repeat(43),

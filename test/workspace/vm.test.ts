@@ -11,7 +11,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { isPermanent } from "../../src/errors.ts";
 import { redact } from "../../src/log/redact.ts";
-import { checkProvider, createWorkspace } from "../../src/workspace/factory.ts";
+import { checkWorkspace, createWorkspace } from "../../src/workspace/factory.ts";
 import { bundleWorkspaceCommits } from "../../src/workspace/git/publish.ts";
 import { SandboxUnavailableError } from "../../src/workspace/sandbox/bwrap.ts";
 import { type VmEngine, VmFailed, VmRefused } from "../../src/workspace/vm/engine.ts";
@@ -124,12 +124,13 @@ describe.each(cases)("the $name provider", (c) => {
     fake.calls.length = 0;
     const engine = c.engine(fake);
     const workspace = await createWorkspace({
-      provider: c.name,
+      isolation: "vm",
+      engine: c.name,
       root: local,
-      engine,
+      vmEngine: engine,
       owner: "job-1-1",
     });
-    expect(workspace.provider).toBe(c.name);
+    expect(workspace).toMatchObject({ isolation: "vm", engine: c.name });
     expect(workspace.root).not.toBe(local);
     const git = await workspace.exec(
       "git rev-parse --abbrev-ref HEAD; git log --oneline | wc -l; git remote get-url origin; cat README.md",
@@ -173,9 +174,10 @@ describe.each(cases)("the $name provider", (c) => {
     );
     const baseSha = execFileSync("git", ["-C", long, "rev-parse", "HEAD"], { encoding: "utf8" });
     const workspace = await createWorkspace({
-      provider: c.name,
+      isolation: "vm",
+      engine: c.name,
       root: long,
-      engine: c.engine(fake),
+      vmEngine: c.engine(fake),
       owner: "job-9-1",
     });
     try {
@@ -213,32 +215,48 @@ describe.each(cases)("the $name provider", (c) => {
 
   it("says clearly what the engine refused, permanent or not, and leaves no VM behind", async () => {
     const badToken = c.engine(fake, { token: "wrong-token-0123456789" });
-    const refused = createWorkspace({ provider: c.name, root: local, engine: badToken });
+    const refused = createWorkspace({
+      isolation: "vm",
+      engine: c.name,
+      root: local,
+      vmEngine: badToken,
+    });
     await expect(refused).rejects.toBeInstanceOf(VmRefused);
     await expect(refused).rejects.toThrow(/refused \(401\)/);
-    await expect(checkProvider(c.name, { engine: badToken })).rejects.toBeInstanceOf(
-      SandboxUnavailableError,
-    );
+    await expect(
+      checkWorkspace({ isolation: "vm", engine: c.name }, { vmEngine: badToken }),
+    ).rejects.toBeInstanceOf(SandboxUnavailableError);
 
     const noImage = createWorkspace({
-      provider: c.name,
+      isolation: "vm",
+      engine: c.name,
       root: local,
-      engine: c.engine(fake, { image: "registry.example/missing:0" }),
+      vmEngine: c.engine(fake, { image: "registry.example/missing:0" }),
     });
     await expect(noImage).rejects.toBeInstanceOf(VmRefused);
 
     fake.failNext({ method: "POST", status: 429 });
-    const limited = createWorkspace({ provider: c.name, root: local, engine: c.engine(fake) });
+    const limited = createWorkspace({
+      isolation: "vm",
+      engine: c.name,
+      root: local,
+      vmEngine: c.engine(fake),
+    });
     await expect(limited).rejects.toBeInstanceOf(VmFailed);
     await expect(limited.catch((e) => isPermanent(e))).resolves.toBe(false);
 
     // The VM is made, then the engine fails while the worker waits for it to start.
     fake.failNext({ method: "GET", status: 503 });
-    const died = createWorkspace({ provider: c.name, root: local, engine: c.engine(fake) });
+    const died = createWorkspace({
+      isolation: "vm",
+      engine: c.name,
+      root: local,
+      vmEngine: c.engine(fake),
+    });
     await expect(died).rejects.toThrow(/503/);
     expect(fake.vms.running()).toBe(0);
     expect(await c.engine(fake).list()).toEqual([]);
-    await checkProvider(c.name, { engine: c.engine(fake) });
+    await checkWorkspace({ isolation: "vm", engine: c.name }, { vmEngine: c.engine(fake) });
   });
 
   it("sends the VM's commands through a proxy on the worker that follows the allow-list", async () => {
@@ -247,9 +265,10 @@ describe.each(cases)("the $name provider", (c) => {
     const sitePort = (site.address() as AddressInfo).port;
     onTestFinished(() => new Promise<void>((resolve) => site.close(() => resolve())));
     const workspace = await createWorkspace({
-      provider: c.name,
+      isolation: "vm",
+      engine: c.name,
       root: local,
-      engine: c.engine(fake),
+      vmEngine: c.engine(fake),
       owner: "job-40-1",
       egressHost: "127.0.0.1",
       allowHosts: [`127.0.0.2:${sitePort}`],
@@ -277,9 +296,10 @@ describe.each(cases)("the $name provider", (c) => {
 
   it("gives up on an agent that stops answering, and still destroys its VM", async () => {
     const workspace = await createWorkspace({
-      provider: c.name,
+      isolation: "vm",
+      engine: c.name,
       root: local,
-      engine: c.engine(fake),
+      vmEngine: c.engine(fake),
       owner: "job-20-1",
     });
     fake.vms.list()[0]?.freeze();
@@ -296,9 +316,10 @@ describe.each(cases)("the $name provider", (c) => {
     await engine.create({ owner: "job-30-1", secret: "d".repeat(40) });
     await engine.create({ owner: "job-31-1", secret: "e".repeat(40) });
     const workspace = await createWorkspace({
-      provider: c.name,
+      isolation: "vm",
+      engine: c.name,
       root: local,
-      engine,
+      vmEngine: engine,
       owner: "job-30-2",
     });
     expect((await engine.list()).map((vm) => vm.owner).sort()).toEqual(["job-30-2", "job-31-1"]);
@@ -316,9 +337,10 @@ describe.each(cases)("the $name provider", (c) => {
     const ready = (await engine.list()).map((vm) => vm.id);
     expect(ready).toHaveLength(2);
     const workspace = await createWorkspace({
-      provider: c.name,
+      isolation: "vm",
+      engine: c.name,
       root: local,
-      engine,
+      vmEngine: engine,
       owner: "job-60-1",
       pool,
     });
@@ -352,9 +374,10 @@ describe.each(cases)("the $name provider", (c) => {
     const [dead] = await engine.list();
     fake.vms.list()[0]?.freeze();
     const workspace = await createWorkspace({
-      provider: c.name,
+      isolation: "vm",
+      engine: c.name,
       root: local,
-      engine,
+      vmEngine: engine,
       owner: "job-70-1",
       pool,
     });

@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createWarmShell, type WarmShell } from "../../src/workspace/agent/warm-shell.ts";
-import { runProcess } from "../../src/workspace/process/exec.ts";
 import { InvalidLaunch } from "../../src/workspace/process/launcher.ts";
+import { runProcess } from "../../src/workspace/process/run.ts";
 import { isAlive, processesWith, waitUntil } from "./helpers.ts";
 
 // The mark tells this file's shells from those of other tests running at the same time.

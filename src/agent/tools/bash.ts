@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/exec.ts";
+import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/run.ts";
 import type { ExecResult, Workspace } from "../../workspace/types.ts";
 import { type AgentTool, defineTool, type ToolOutcome, toolError } from "./types.ts";
 

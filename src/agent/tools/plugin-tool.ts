@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/exec.ts";
+import { DEFAULT_TIMEOUT_MS } from "../../workspace/process/run.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type { PluginTool, WorkerCapabilities, WorkspaceCapabilities } from "../plugin-api.ts";
 import { type AgentTool, defineTool, type ToolRunContext } from "./types.ts";

@@ -11,8 +11,7 @@ import type { ImageFetchOptions } from "../../github/images.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { Database } from "../../store/database.ts";
 import type { CommitIdentity } from "../../workspace/git/commit.ts";
-import type { ProviderName, SandboxLimits } from "../../workspace/index.ts";
-import type { VmProviderName } from "../../workspace/isolation.ts";
+import type { SandboxLimits, WorkspaceChoice } from "../../workspace/index.ts";
 import type { VmPool } from "../../workspace/vm/pool.ts";
 import type { Queue, RunningJob } from "../queue/queue.ts";
 
@@ -56,10 +55,8 @@ export interface WorkDeps {
   providers?: ProviderTable;
   /** Retries and timeout for those. */
   compatible?: OpenAiProviderOptions;
-  /** Default "sandbox". */
-  provider?: ProviderName;
-  /** WORKSPACE_VM_PROVIDER: for repositories that ask for `isolation: vm`. */
-  vmProvider?: VmProviderName;
+  /** WORKSPACE_ISOLATION and WORKSPACE_ENGINE; default DEFAULT_WORKSPACE (config/workspace.ts). */
+  workspace?: WorkspaceChoice;
   /** WORKSPACE_WARM_POOL: started VMs this worker keeps ready. */
   vmPool?: VmPool;
   /** NETWORK_ALLOW_PRIVATE: loopback/private ranges the sandbox proxy may reach; default none. */

@@ -21,7 +21,7 @@ import {
   VmRefused,
   type Workspace,
 } from "../../workspace/index.ts";
-import { providerFor } from "../../workspace/isolation.ts";
+import { workspaceFor } from "../../workspace/isolation.ts";
 import type { JobDeps, Run } from "./deps.ts";
 import type { JobProgress } from "./progress.ts";
 
@@ -83,7 +83,7 @@ export async function openWorkspace(
   progress: Progress,
 ): Promise<JobWorkspace<Checkout | null>> {
   // Before the token: a repository asking for an isolation this worker lacks needs none.
-  const provider = providerFor(deps.provider ?? "sandbox", settings.isolation, deps.vmProvider);
+  const choice = workspaceFor(deps.workspace, settings.isolation);
   const owner = `job-${run.jobId}-${run.attempt}`;
   const dir = join(deps.dataDir, "workspaces", owner);
   await rm(dir, { recursive: true, force: true });
@@ -94,7 +94,7 @@ export async function openWorkspace(
   try {
     const checkout = "scratch" in spec ? await scratch(root) : await checkOut(deps, spec, root);
     workspace = await createWorkspace({
-      provider,
+      ...choice,
       root,
       dataDir: deps.dataDir,
       // Named here so the sandbox never trusts the checkout's own (agent-writable) alternates file.

@@ -1,4 +1,4 @@
-// The `agent` provider: one bubblewrap sandbox for the whole job, with the workspace agent in it,
+// Sandbox isolation on the `local` engine: one bubblewrap sandbox for the whole job, with the workspace agent in it,
 // which starts each command in a light sandbox of its own (bwrap.ts, commandSandbox) from a shell
 // started ahead (warm-shell.ts). The agent runs as the sandbox's user, as its commands do: what
 // keeps them apart is their own user and PID namespaces, not a uid. The job's limits hold as they
@@ -130,7 +130,8 @@ export async function createLocalAgentWorkspace(
   const secret = randomBytes(32).toString("base64url");
   const agent = await startLocalAgent(dir, secret, options);
   const remote = createRemoteWorkspace({
-    provider: "agent",
+    isolation: "sandbox",
+    engine: "local",
     root: agent.root,
     endpoint: { socketPath: agent.socketPath },
     secret,

@@ -5,7 +5,7 @@
 // absolute unix socket path; optionally VMPILOT_AGENT_DEADLINE_SECONDS, and
 // VMPILOT_AGENT_COMMAND_USER (`uid:gid`, see identity.ts), without which commands run as the
 // agent's own uid, and VMPILOT_AGENT_COMMAND_SANDBOX=1: each command in a bubblewrap sandbox of
-// its own, where it cannot reach the agent even as the same uid (the `agent` provider,
+// its own, where it cannot reach the agent even as the same uid (the `local` engine,
 // agent/local.ts). Prints "ready" once it listens.
 import { readFileSync, rmSync } from "node:fs";
 import { baseEnv } from "../process/env.ts";

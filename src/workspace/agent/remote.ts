@@ -1,5 +1,5 @@
 // A Workspace whose commands and files live behind a workspace agent (agent/server.ts): in a VM,
-// a pod, or a local sandbox standing in for one. Same contract as the local providers; the
+// a pod, or a local sandbox standing in for one. Same contract as the local workspaces; the
 // worker's secrets never travel, only the per-workspace secret that authenticates the worker.
 import { randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
@@ -9,10 +9,11 @@ import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { z } from "zod";
 import { readCapped } from "../../http/capped-body.ts";
+import type { WorkspaceChoice } from "../isolation.ts";
 import { PathEscapeError } from "../paths.ts";
-import { DEFAULT_TIMEOUT_MS } from "../process/exec.ts";
+import { DEFAULT_TIMEOUT_MS } from "../process/run.ts";
 import { FileRefusedError } from "../read-capped.ts";
-import type { BlockedConnection, ProviderName, Workspace } from "../types.ts";
+import type { BlockedConnection, Workspace } from "../types.ts";
 import {
   ANSWER_ENVELOPE_BYTES,
   agentError,
@@ -37,8 +38,7 @@ export type AgentEndpoint =
 const endpointHeaders = (endpoint: AgentEndpoint) =>
   "headers" in endpoint ? (endpoint.headers ?? {}) : {};
 
-export interface RemoteWorkspaceOptions {
-  provider: ProviderName;
+export interface RemoteWorkspaceOptions extends WorkspaceChoice {
   /** The checkout's path as the agent sees it; shown to the model. */
   root: string;
   endpoint: AgentEndpoint;
@@ -273,7 +273,7 @@ function parse<T extends z.ZodType>(schema: T, answer: Answer, what: string): z.
   return parsed.data;
 }
 
-/** Throws the error the agent reported, as the local providers would have thrown it. */
+/** Throws the error the agent reported, as the local workspaces would have thrown it. */
 function check(answer: Answer, path: string, what: string): void {
   if (answer.status >= 200 && answer.status < 300) return;
   const { error } = parse(agentError, answer, what);
@@ -305,12 +305,13 @@ export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspac
     });
   const deadline = options.deadline ?? AbortSignal.timeout;
   return {
-    provider: options.provider,
+    isolation: options.isolation,
+    engine: options.engine,
     root: options.root,
     async exec(command, opts = {}) {
       if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
       // An abort (the command's or the job's) kills the command at the agent, which then answers
-      // as the local providers do. An agent that does not answer (a frozen VM) is given up on:
+      // as the local workspaces do. An agent that does not answer (a frozen VM) is given up on:
       // after the command's own timeout plus a grace period, or shortly after an abort.
       const id = randomUUID();
       const gaveUp = new AbortController();
@@ -348,7 +349,7 @@ export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspac
         check(answer, opts.cwd ?? ".", "a command");
         return parse(execResult, answer, "a command");
       } catch (error) {
-        // Disposing the workspace ends what runs in it: killed, as the local providers say.
+        // Disposing the workspace ends what runs in it: killed, as the local workspaces say.
         if (!lifetime.signal.aborted) throw error;
         return { ...KILLED, durationMs: performance.now() - started };
       } finally {

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { runProcess } from "../process/exec.ts";
+import { runProcess } from "../process/run.ts";
 import type { Owner } from "../sandbox/owner.ts";
 import { MAX_SEED_BYTES } from "./protocol.ts";
 

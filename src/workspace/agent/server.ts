@@ -1,4 +1,4 @@
-// The workspace agent: runs inside a VM or pod (or, in tests and the `agent` provider, inside a
+// The workspace agent: runs inside a VM or pod (or, on the `local` engine and in tests, inside a
 // bubblewrap sandbox standing in for one) and does what a Workspace does, for the worker that
 // created it: commands with the sandbox's semantics (environment allow-list, cwd inside the
 // checkout, timeout, capped output, the whole process group killed), and file operations behind
@@ -87,7 +87,7 @@ export function createAgentServer(options: AgentOptions): Server {
   /** Cancels that arrived before their command (both are sent at once on an early abort). */
   const early = new Set<string>();
 
-  async function exec(req: IncomingMessage, res: ServerResponse) {
+  async function runCommand(req: IncomingMessage, res: ServerResponse) {
     const request = await jsonBody(req, execRequest);
     const cwd =
       request.cwd === undefined ? options.root : await resolveInside(options.root, request.cwd);
@@ -167,7 +167,7 @@ export function createAgentServer(options: AgentOptions): Server {
     string,
     (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>
   > = {
-    "/v1/exec": exec,
+    "/v1/exec": runCommand,
     "/v1/read": read,
     "/v1/write": write,
     "/v1/list": list,

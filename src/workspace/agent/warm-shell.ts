@@ -8,8 +8,9 @@
 // the moment before its command arrives fails that one command as killed. A shell starts at / and
 // enters the command's directory itself: as the command user (agent/identity.ts) it may enter a
 // directory the launcher, root without CAP_DAC_READ_SEARCH, may not.
-import { type RunOptions, runProcess, runStarted } from "../process/exec.ts";
+
 import { type Launched, launch, type OutputHandler } from "../process/launcher.ts";
+import { type RunOptions, runProcess, runStarted } from "../process/run.ts";
 import type { Owner } from "../sandbox/owner.ts";
 import type { ExecResult } from "../types.ts";
 

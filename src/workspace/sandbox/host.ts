@@ -4,8 +4,8 @@ import { fallbackLogger, type Logger } from "../../log/logger.ts";
 import { fileOps } from "../files.ts";
 import { resolveInside } from "../paths.ts";
 import { baseEnv, withExtraEnv } from "../process/env.ts";
-import { runProcess } from "../process/exec.ts";
 import { programPath } from "../process/program.ts";
+import { runProcess } from "../process/run.ts";
 import type { Workspace } from "../types.ts";
 
 export interface HostWorkspaceOptions {
@@ -21,12 +21,13 @@ export function createHostWorkspace(dir: string, options: HostWorkspaceOptions =
   const logger = options.logger ?? fallbackLogger();
   logger.warn(
     { root },
-    "workspace provider 'host' runs commands without isolation; use it only for trusted repositories",
+    "a workspace of isolation none runs commands on this machine as they are; use it only for trusted repositories",
   );
   const env = baseEnv(homedir());
   const lifetime = new AbortController();
   return {
-    provider: "host",
+    isolation: "none",
+    engine: "local",
     root,
     ...fileOps(root),
     async exec(command, opts = {}) {

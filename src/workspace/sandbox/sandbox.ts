@@ -5,8 +5,8 @@ import { fallbackLogger, type Logger } from "../../log/logger.ts";
 import { fileOps } from "../files.ts";
 import { resolveInside } from "../paths.ts";
 import { baseEnv, NODE_BIN_DIR, proxyEnv, withExtraEnv } from "../process/env.ts";
-import { runProcess } from "../process/exec.ts";
 import { programPath } from "../process/program.ts";
+import { runProcess } from "../process/run.ts";
 import type { BlockedConnection, ExecResult, Workspace } from "../types.ts";
 import {
   commandSandbox,
@@ -283,7 +283,11 @@ export async function openSandbox(
   };
 }
 
-/** A workspace whose commands each run in a sandbox of their own (openSandbox), started anew. */
+/**
+ * A workspace whose commands each run in a sandbox of their own (openSandbox), started anew. No
+ * longer what createWorkspace opens (the workspace agent's sandbox per job is): the reference the
+ * agent is held and measured to (test/workspace/providers.ts, bench/sandbox-exec.ts).
+ */
 export async function createSandboxWorkspace(
   dir: string,
   options: SandboxWorkspaceOptions = {},
@@ -292,7 +296,8 @@ export async function createSandboxWorkspace(
   const { root, limits } = sandbox;
   const asRoot = process.getuid?.() === 0;
   return {
-    provider: "sandbox",
+    isolation: "sandbox",
+    engine: "local",
     root,
     ...fileOps(root, asRoot ? UNPRIVILEGED_OWNER : undefined),
     async exec(command, opts = {}) {

@@ -1,5 +1,5 @@
 // A workspace on a VM: make the VM, wait for its workspace agent, send it the checkout as a git
-// bundle, and hand back the same remote workspace the local agent provider uses. The VM is
+// bundle, and hand back the same remote workspace the local engine uses. The VM is
 // destroyed when the workspace is disposed, and before anything here throws.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -150,7 +150,8 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
       const agent = { endpoint: endpointOf(vm), secret };
       const root = await seedRemoteCheckout(agent, { ...seed, proxy: egress?.url }, options.signal);
       return createRemoteWorkspace({
-        provider: engine.name,
+        isolation: "vm",
+        engine: engine.name,
         root,
         ...agent,
         release,

@@ -17,8 +17,8 @@ interface IdleVm extends StartedVm {
 }
 
 export interface VmPool {
-  /** The engine's name: a pool serves only workspaces of that provider. */
-  readonly provider: VmEngine["name"];
+  /** The engine's name: a pool serves only workspaces of that engine. */
+  readonly engine: VmEngine["name"];
   /**
    * A started VM whose workspace agent answers, or undefined when none is ready; refills behind it.
    */
@@ -116,7 +116,7 @@ export function createVmPool(
   }, REFRESH_EVERY_MS);
   timer.unref();
   return {
-    provider: engine.name,
+    engine: engine.name,
     take() {
       const entry = idle.shift();
       if (!closed) fill();

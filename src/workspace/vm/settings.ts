@@ -102,10 +102,10 @@ function settings<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv, name: 
       return issue.code === "custom" ? `${field} (${issue.message})` : field;
     })
     .join(", ");
-  throw new SandboxUnavailableError(`WORKSPACE_PROVIDER=${name} needs valid ${fields}`);
+  throw new SandboxUnavailableError(`the ${name} engine needs valid ${fields}`);
 }
 
-/** A VM provider's engine, as the environment configures it. */
+/** A VM engine, as the environment configures it. */
 export function engineFor(name: "fly" | "kubernetes", env = process.env): VmEngine {
   if (name === "fly") {
     const s = settings(fly, env, name);
@@ -139,7 +139,7 @@ export function engineFor(name: "fly" | "kubernetes", env = process.env): VmEngi
 
 const egressHost = z.object({ WORKSPACE_PROXY_HOST: address, FLY_PRIVATE_IP: address });
 
-/** Where a VM provider's egress proxies listen, and the gateway VMs reach them through, if any. */
+/** Where a VM engine's egress proxies listen, and the gateway VMs reach them through, if any. */
 export interface EgressRoute {
   host: string;
   gateway?: EgressGateway;
