@@ -1,5 +1,5 @@
 // The chat face: OpenAI's `/v1/models` and `/v1/chat/completions`, served by the web role. A turn
-// runs as a job on a worker; this process relays its session log to the client.
+// runs as a job on a worker; this process relays its job log to the client.
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ProbotOctokit } from "probot";

@@ -1,4 +1,4 @@
-// A line diff for showing edits in the session log. Edits are small (one str_replace), so a plain
+// A line diff for showing edits in the job log. Edits are small (one str_replace), so a plain
 // LCS table is fine; past a size bound it degrades to "all removed, all added".
 
 export type DiffLine = { kind: " " | "-" | "+"; text: string } | { kind: "…"; skipped: number };

@@ -85,7 +85,7 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
     ...files,
     "",
     `**Cost:** ${formatCost(input.costUsd, input.priceKnown)} · **time:** ${formatDuration(input.durationMs)} · ` +
-      `${input.requester === null ? "asked with the operator's key" : `asked by @${input.requester}`} · [session log](${input.jobUrl})`,
+      `${input.requester === null ? "asked with the operator's key" : `asked by @${input.requester}`} · [job log](${input.jobUrl})`,
     "",
     "Draft opened by vmpilot. Review it like any other pull request before merging.",
   ];

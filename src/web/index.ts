@@ -122,7 +122,7 @@ async function home(_web: WebServices, ctx: RequestContext): Promise<void> {
 ${
   ctx.session
     ? html`<ul>
-  <li><a href="/jobs">Jobs</a>: what vmpilot has been doing, with each job's session log.</li>
+  <li><a href="/jobs">Jobs</a>: what vmpilot has been doing, with each job's job log.</li>
   <li><a href="/settings">Settings</a>: who may trigger it, model and budgets, per repository.</li>
   <li><a href="/usage">Usage</a>: tokens and cost per repository per day.</li>
   <li><a href="/keys">API keys</a>: for chat clients such as Open WebUI (<code>/v1</code>).</li>

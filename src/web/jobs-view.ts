@@ -52,7 +52,7 @@ export function jobPage(job: Job, events: JobEvent[], webUrl: string): Html {
   <dt>Cost</dt><dd>${usd(job.costUsd)}</dd>
   ${job.error ? html`<dt>Error</dt><dd>${redact(job.error)}</dd>` : ""}
 </dl>
-<h2 id="log-heading">Session log</h2>
+<h2 id="log-heading">Job log</h2>
 <p id="live" class="live" ${live ? "" : "hidden"}>Live: new steps appear as they happen.</p>
 <ol id="timeline" class="timeline" aria-labelledby="log-heading" data-job="${job.id}"
   data-after="${lastId}" data-live="${live ? "true" : "false"}">${events.map(renderEvent)}</ol>

@@ -1,4 +1,4 @@
-// The session log: one list item per job event. The live stream sends the same items, so a page
+// The job log: one list item per job event. The live stream sends the same items, so a page
 // built at once and a page grown event by event look alike.
 
 import { toolCallInput } from "../agent/tool-call.ts";

@@ -1,6 +1,6 @@
 // The chat face with the web role and a worker role in separate processes, on one database
 // (PostgreSQL when TEST_DATABASE_URL is set): the web process queues the turn and relays the
-// session log the worker process writes.
+// job log the worker process writes.
 import type { ChildProcess } from "node:child_process";
 import { mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";

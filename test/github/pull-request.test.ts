@@ -123,7 +123,7 @@ describe("renderPullRequestBody", () => {
     expect(body).toContain("**Tests:** ✔ passed (`npm test`)");
     expect(body).toContain("**Files changed (2):**\n- `M` src/a.ts\n- `A` test/a.test.ts");
     expect(body).toContain("**Cost:** $0.4321 · **time:** 1m 35s");
-    expect(body).toContain("[session log](https://vmpilot.example.com/jobs/9)");
+    expect(body).toContain("[job log](https://vmpilot.example.com/jobs/9)");
     expect(body.endsWith("Fixes #4")).toBe(true);
     expect(body).not.toContain("ghs_");
     expect(body).not.toContain("@someone");
@@ -139,7 +139,7 @@ describe("renderPullRequestBody", () => {
       requester: null,
       jobUrl: "https://vmpilot.example.com/jobs/10",
     });
-    expect(body).toContain("asked with the operator's key · [session log]");
+    expect(body).toContain("asked with the operator's key · [job log]");
     expect(body).not.toContain("@");
   });
 });

@@ -360,7 +360,7 @@ describe("/jobs", () => {
     expect(page).not.toContain("acme/public-lib"); // carol has no explicit access there
   });
 
-  it("shows a reader the session log: escaped text, redacted output, commands and diffs", async () => {
+  it("shows a reader the job log: escaped text, redacted output, commands and diffs", async () => {
     const res = await as("carol").get(`/jobs/${privateJob.id}`);
     expect(res.status).toBe(200);
     const page = await res.text();

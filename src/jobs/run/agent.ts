@@ -80,7 +80,7 @@ export function testsOf(result: AgentResult): TestsSummary | undefined {
   return tests?.outcome ? tests : undefined;
 }
 
-async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
+async function startAgent(input: JobAgentInput): Promise<AgentResult> {
   const extra = input.extraPlugins ?? [];
   const selected = [...pluginsFor(input.mode, input.settings.plugins, input.available), ...extra];
   const plugins = input.conversational
@@ -150,7 +150,7 @@ async function runJobAgent(input: JobAgentInput): Promise<AgentResult> {
 }
 
 /** What a kind says of its agent run; the rest comes from the deps, the run and the grant. */
-export type AgentTurn = Pick<
+export type AgentRun = Pick<
   JobAgentInput,
   | "conversationId"
   | "jobId"
@@ -162,23 +162,23 @@ export type AgentTurn = Pick<
   | "extraPlugins"
 > & {
   history: LoadedConversation;
-  /** The new user turn; asked for only when the attempt does not resume. */
-  turn(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
+  /** The new user message; asked for only when the attempt does not resume. */
+  message(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
 };
 
-export async function runAgentTurn(
+export async function runJobAgent(
   deps: JobDeps,
   run: Run,
   granted: Pick<Granted, "settings" | "budgetUsd">,
-  input: AgentTurn & { progress: JobAgentInput["progress"] },
+  input: AgentRun & { progress: JobAgentInput["progress"] },
 ): Promise<AgentResult> {
-  const { history, turn, ...rest } = input;
-  return runJobAgent({
+  const { history, message, ...rest } = input;
+  return startAgent({
     ...rest,
     db: deps.db.pool,
     history: history.messages,
     storedCount: history.storedCount,
-    instruction: resumes(run.attempt, history) ? RESUME_INSTRUCTION : await turn(),
+    instruction: resumes(run.attempt, history) ? RESUME_INSTRUCTION : await message(),
     settings: granted.settings,
     budgetUsd: granted.budgetUsd,
     maxWallTimeMs: deps.maxWallTimeMs ?? granted.settings.timeoutMinutes * 60_000,

@@ -10,7 +10,7 @@ import type { RepoSettings } from "../../config/repo-config.ts";
 import type { RepoConfigLoad } from "../../github/repo-config-loader.ts";
 import type { ConversationOwner } from "../../store/api-conversations.ts";
 import type { Job } from "../../store/jobs.ts";
-import type { AgentTurn } from "./agent.ts";
+import type { AgentRun } from "./agent.ts";
 import type { JobDeps, OpenDeps, Run } from "./deps.ts";
 import type { GateResult, Starter } from "./gate.ts";
 import type { JobProgress } from "./progress.ts";
@@ -83,7 +83,7 @@ export interface Working extends Admitted {
   /** Opens the job's workspace; the runner disposes of it however the job ends. */
   workspace: OpenWorkspace;
   /** Runs the model on the conversation within the granted settings. */
-  agent(turn: AgentTurn): Promise<AgentResult>;
+  agent(run: AgentRun): Promise<AgentResult>;
 }
 
 export interface JobKind<J extends Job = Job, A extends Attempt = Attempt> {

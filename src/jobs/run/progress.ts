@@ -1,4 +1,4 @@
-// Where a running job reports: its session log (job_events, redacted), its cost on the job row,
+// Where a running job reports: its job log (job_events, redacted), its cost on the job row,
 // and its progress comment on GitHub (throttled).
 import type { z } from "zod";
 import type { AgentEvent } from "../../agent/events.ts";

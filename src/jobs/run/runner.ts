@@ -8,7 +8,7 @@ import { defaults } from "../../config/repo-config.ts";
 import { isPermanent, PermanentError } from "../../errors.ts";
 import { getJob, type Job, updateJob } from "../../store/jobs.ts";
 import type { Checkout } from "../../workspace/index.ts";
-import { runAgentTurn } from "./agent.ts";
+import { runJobAgent } from "./agent.ts";
 import type { JobDeps, OpenDeps, Run, WorkDeps } from "./deps.ts";
 import { gate } from "./gate.ts";
 import type { Admitted, Attempt, JobKind, Outcome, Working } from "./kind.ts";
@@ -107,7 +107,7 @@ async function attempt<J extends Job, A extends Attempt>(
       ...admitted,
       granted,
       workspace: opener(deps, run, granted, opened, workspaces),
-      agent: (turn) => runAgentTurn(deps, run, granted, { ...turn, progress: opened.progress }),
+      agent: (asked) => runJobAgent(deps, run, granted, { ...asked, progress: opened.progress }),
     };
     return await kind.work(job, opened, working);
   } catch (error) {

@@ -81,7 +81,7 @@ export async function runTurn(job: Job, attempt: TurnAttempt, ctx: Working): Pro
         conversational: true,
         workspace: ws.workspace,
         history: await loadConversation(db, job.conversationId, job.id),
-        turn: () =>
+        message: () =>
           withMessageImages(db, job.conversationId, instruction(job, request), request.images),
         clientSystem: request.system,
       });

@@ -160,7 +160,7 @@ const postedBefore = (run: Pick<Run, "attempt">, job: IssueJob, notice?: Notice)
 
 /**
  * The first visible answer of an admitted job: a control verb's answer, or 👀 and the job's
- * comment, which its session then keeps up to date.
+ * comment, which its attempt then keeps up to date.
  */
 export async function acknowledgeIssue(
   job: IssueJob,

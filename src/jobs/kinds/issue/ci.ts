@@ -8,7 +8,7 @@ import { CiFailuresFound } from "../../../store/job-event-kinds.ts";
 import type { Queryable } from "../../../store/sql.ts";
 import type { Queue } from "../../queue/queue.ts";
 import { testsOf } from "../../run/agent.ts";
-import type { Session } from "./session.ts";
+import type { IssueAttempt } from "./attempt.ts";
 
 export interface CiFailures {
   sha: string;
@@ -18,16 +18,16 @@ export interface CiFailures {
   note: string;
 }
 
-export async function ciFailures(session: Session, signal: AbortSignal): Promise<CiFailures> {
-  const sha = session.context.headSha;
-  if (!sha) throw new Error(`CI fix job ${session.job.id} names no head commit`);
+export async function ciFailures(attempt: IssueAttempt, signal: AbortSignal): Promise<CiFailures> {
+  const sha = attempt.context.headSha;
+  if (!sha) throw new Error(`CI fix job ${attempt.job.id} names no head commit`);
   const found = await gatherCiFailures(
-    session.octokit,
-    { owner: session.context.owner, repo: session.context.name, sha },
+    attempt.octokit,
+    { owner: attempt.context.owner, repo: attempt.context.name, sha },
     signal,
   );
   const names = found.map((f) => `\`${f.name.replaceAll("`", "'")}\``).join(", ");
-  session.progress.log(CiFailuresFound, { sha, failed: found.map((f) => f.name) });
+  attempt.progress.log(CiFailuresFound, { sha, failed: found.map((f) => f.name) });
   return {
     sha,
     failures: renderCiFailures(found),

@@ -4,22 +4,22 @@ import { gatherIssueContext, type IssueContext } from "../../../github/issue-con
 import { getConversation } from "../../../store/conversations.ts";
 import type { JobDeps } from "../../run/deps.ts";
 import { loadConversation } from "../../run/history.ts";
+import type { IssueAttempt } from "./attempt.ts";
 import { MODES } from "./modes/index.ts";
 import type { Ended, ModeJob, PipelineMode } from "./modes/mode.ts";
 import { resolveRequest } from "./request.ts";
-import type { Session } from "./session.ts";
 
 export type Gathered = Pick<
   ModeJob,
   "request" | "conversation" | "history" | "itemSeen" | "issue"
 > & { mode: PipelineMode };
 
-export async function gather(deps: JobDeps, session: Session): Promise<Gathered | Ended> {
+export async function gather(deps: JobDeps, attempt: IssueAttempt): Promise<Gathered | Ended> {
   const db = deps.db.pool;
-  const { job, context, octokit, progress } = session;
+  const { job, context, octokit, progress } = attempt;
   const request = await resolveRequest(db, job);
   if ("nothing" in request) {
-    return { ended: await session.notice("succeeded", "ℹ️", "Nothing to do", request.nothing) };
+    return { ended: await attempt.notice("succeeded", "ℹ️", "Nothing to do", request.nothing) };
   }
   const mode = MODES[request.mode];
   progress.view.steps = mode.steps;

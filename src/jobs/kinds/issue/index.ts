@@ -5,10 +5,10 @@
 import { type IssueJob, isIssueJob } from "../../../store/jobs.ts";
 import type { JobKind } from "../../run/kind.ts";
 import { acknowledgeIssue, issuePlace, issueRefused, issueUnwanted } from "./acknowledge.ts";
+import { type IssueAttempt, openAttempt } from "./attempt.ts";
 import { workOnIssue } from "./run.ts";
-import { openSession, type Session } from "./session.ts";
 
-export const issueJob: JobKind<IssueJob, Session> = {
+export const issueJob: JobKind<IssueJob, IssueAttempt> = {
   name: "issue job",
   freshGate: false,
   told: "requester",
@@ -18,7 +18,7 @@ export const issueJob: JobKind<IssueJob, Session> = {
   refused: issueRefused,
   async open(job, ctx) {
     const answered = await acknowledgeIssue(job, ctx);
-    return "ended" in answered ? answered : openSession(ctx.deps, answered.acknowledged);
+    return "ended" in answered ? answered : openAttempt(ctx.deps, answered.acknowledged);
   },
   work: workOnIssue,
 };

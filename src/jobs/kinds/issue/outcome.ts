@@ -16,22 +16,22 @@ import type { CommitIdentity } from "../../../workspace/git/commit.ts";
 import { testsOf } from "../../run/agent.ts";
 import { type Delivered, deliver } from "../../run/deliver.ts";
 import type { JobWorkspace } from "../../run/workspace.ts";
+import type { IssueAttempt } from "./attempt.ts";
 import { finishMerge, type MergeStart } from "./merge.ts";
 import type { WorkRequest } from "./request.ts";
 import { postReview } from "./review.ts";
-import type { Session } from "./session.ts";
 import type { Target } from "./target.ts";
 
 type Found = Extract<Target, { ok: true }>;
 
-function baseView(session: Session, result: AgentResult) {
+function baseView(attempt: IssueAttempt, result: AgentResult) {
   return {
-    jobId: session.job.id,
-    jobUrl: session.url,
-    startedAt: session.startedAt,
+    jobId: attempt.job.id,
+    jobUrl: attempt.url,
+    startedAt: attempt.startedAt,
     usage: {
       ...result.usage,
-      costUsd: session.job.costUsd + result.usage.costUsd,
+      costUsd: attempt.job.costUsd + result.usage.costUsd,
       priceKnown: result.priceKnown,
     },
     tests: testsOf(result),
@@ -40,9 +40,9 @@ function baseView(session: Session, result: AgentResult) {
   };
 }
 
-export function planBody(session: Session, result: AgentResult): string {
-  const view = baseView(session, result);
-  const { command, appSlug } = session.context;
+export function planBody(attempt: IssueAttempt, result: AgentResult): string {
+  const view = baseView(attempt, result);
+  const { command, appSlug } = attempt.context;
   return renderFinal({
     ...view,
     headline: "Plan ready",
@@ -56,20 +56,20 @@ export function planBody(session: Session, result: AgentResult): string {
 }
 
 export async function reviewBody(
-  session: Session,
+  attempt: IssueAttempt,
   result: AgentResult,
   prNumber: number,
   issue: IssueContext,
 ): Promise<string> {
-  const posted = await postReview(session.octokit, {
-    ...session.item,
+  const posted = await postReview(attempt.octokit, {
+    ...attempt.item,
     number: prNumber,
     headSha: issue.pullRequest?.headSha,
     text: result.finalText,
   });
   const s = posted.inline === 1 ? "" : "s";
   return renderFinal({
-    ...baseView(session, result),
+    ...baseView(attempt, result),
     headline: `Posted a review with ${posted.inline} inline comment${s}`,
     pullRequest: { number: prNumber, url: posted.url },
     finishedAt: Date.now(),
@@ -77,7 +77,7 @@ export async function reviewBody(
 }
 
 export interface FixInput {
-  session: Session;
+  attempt: IssueAttempt;
   db: Queryable;
   conversation: Conversation;
   request: WorkRequest;
@@ -97,13 +97,13 @@ export interface FixInput {
 
 /** Pushes the work, opens or updates the pull request, answers the threads; the final comment. */
 export async function fixBody(input: FixInput): Promise<string> {
-  const { session, result, target, conversation } = input;
-  const { context, job } = session;
-  const base = baseView(session, result);
+  const { attempt, result, target, conversation } = input;
+  const { context, job } = attempt;
+  const base = baseView(attempt, result);
   const view = { ...base, notes: [...(input.notes ?? []), ...base.notes] };
-  session.progress.step("pushed");
+  attempt.progress.step("pushed");
   const delivered = await deliver({
-    octokit: session.octokit,
+    octokit: attempt.octokit,
     owner: context.owner,
     repo: context.name,
     ws: input.ws,
@@ -113,31 +113,31 @@ export async function fixBody(input: FixInput): Promise<string> {
     title: runTitle(result.finalText, input.request.request || context.title),
     summary: result.finalText,
     tests: view.tests,
-    author: botAuthor(session, input.author),
+    author: botAuthor(attempt, input.author),
     requester: job.requester,
     requesterId: context.requesterId,
     fixes: conversation.kind === "issue" ? conversation.number : undefined,
     knownPr: conversation.prNumber ?? job.prNumber,
-    jobUrl: session.url,
+    jobUrl: attempt.url,
     costUsd: view.usage.costUsd,
     priceKnown: view.usage.priceKnown,
-    startedAt: session.startedAt,
+    startedAt: attempt.startedAt,
     signal: input.signal,
   });
   const pr = delivered.pullRequest;
   if (pr) {
-    session.progress.step("pull_request");
+    attempt.progress.step("pull_request");
     await linkConversationToPr(input.db, conversation.id, pr.number, target.branch);
     await updateJob(input.db, job.id, { prNumber: pr.number });
   }
   if (delivered.pushed && !target.served) await input.onPushed?.(delivered.sha);
   if (input.request.mode === "threads" && target.prNumber !== null) {
     const fallback = delivered.pushed
-      ? `Addressed in ${delivered.sha.slice(0, 10)}; see the [session log](${session.url}).`
-      : `No code change for this one; see the [session log](${session.url}).`;
+      ? `Addressed in ${delivered.sha.slice(0, 10)}; see the [job log](${attempt.url}).`
+      : `No code change for this one; see the [job log](${attempt.url}).`;
     await replyToThreads(
-      session.octokit,
-      { ...session.item, number: target.prNumber },
+      attempt.octokit,
+      { ...attempt.item, number: target.prNumber },
       input.threads,
       parseThreadReplies(result.finalText),
       fallback,
@@ -152,14 +152,14 @@ export async function fixBody(input: FixInput): Promise<string> {
   });
 }
 
-function botAuthor(session: Session, author?: CommitIdentity): CommitIdentity {
-  const slug = session.context.appSlug;
+function botAuthor(attempt: IssueAttempt, author?: CommitIdentity): CommitIdentity {
+  const slug = attempt.context.appSlug;
   return author ?? { name: `${slug}[bot]`, email: `${slug}[bot]@users.noreply.github.com` };
 }
 
 /** Commits and pushes the merge of the base; the final comment says what was merged and how. */
 export async function mergeBody(input: {
-  session: Session;
+  attempt: IssueAttempt;
   ws: JobWorkspace;
   merge: MergeStart;
   token: () => Promise<string>;
@@ -168,15 +168,15 @@ export async function mergeBody(input: {
   signal: AbortSignal;
   onPushed?: (sha: string) => Promise<void>;
 }): Promise<{ ok: boolean; body: string }> {
-  const { session, merge, result } = input;
-  const view = baseView(session, result);
-  session.progress.step("pushed");
+  const { attempt, merge, result } = input;
+  const view = baseView(attempt, result);
+  attempt.progress.step("pushed");
   const end = await finishMerge({
     ws: input.ws,
     merge,
-    defaultBranch: session.context.defaultBranch,
+    defaultBranch: attempt.context.defaultBranch,
     token: await input.token(),
-    author: botAuthor(session, input.author),
+    author: botAuthor(attempt, input.author),
     signal: input.signal,
   });
   const base = `\`${merge.base}\``;
@@ -194,7 +194,7 @@ export async function mergeBody(input: {
       headline: pushed
         ? `Merged ${base} into this pull request (${end.sha.slice(0, 10)}): ${how}`
         : `Did not push the merge of ${base}: ${end.refused}`,
-      pullRequest: { number: session.job.number, url: session.context.htmlUrl },
+      pullRequest: { number: attempt.job.number, url: attempt.context.htmlUrl },
       summary: result.finalText,
       finishedAt: Date.now(),
     }),

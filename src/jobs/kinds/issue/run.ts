@@ -10,22 +10,22 @@ import { updateJob } from "../../../store/jobs.ts";
 import { resumes } from "../../run/history.ts";
 import type { Working } from "../../run/kind.ts";
 import type { JobWorkspace } from "../../run/workspace.ts";
+import type { IssueAttempt, PipelineOutcome } from "./attempt.ts";
 import { gather } from "./gather.ts";
 import { type JobImages, NO_IMAGES, readJobImages } from "./images.ts";
 import type { ModeExtras, ModeJob } from "./modes/mode.ts";
 import { instructionFor, withImages } from "./request.ts";
-import type { PipelineOutcome, Session } from "./session.ts";
 import { chooseTarget } from "./target.ts";
 
 /** gather → target → workspace → agent → the mode's end. */
 export async function workOnIssue(
   job: IssueJob,
-  session: Session,
+  attempt: IssueAttempt,
   ctx: Working,
 ): Promise<PipelineOutcome> {
   const { run, deps, granted } = ctx;
-  const { context, progress } = session;
-  const gathered = await gather(deps, session);
+  const { context, progress } = attempt;
+  const gathered = await gather(deps, attempt);
   if ("ended" in gathered) return gathered.ended;
   const { mode, ...found } = gathered;
   const target = chooseTarget({
@@ -37,10 +37,10 @@ export async function workOnIssue(
     title: context.title,
     defaultBranch: context.defaultBranch,
   });
-  if (!target.ok) return session.notice("refused", "🚫", target.headline, target.text);
+  if (!target.ok) return attempt.notice("refused", "🚫", target.headline, target.text);
   // An automation's run on the issue that started it; a retry someone asked for is theirs.
   const automation = job.trigger === "automation" ? context.automation?.name : undefined;
-  const modeJob: ModeJob = { run, deps, session, granted, ...found, target, automation };
+  const modeJob: ModeJob = { run, deps, attempt, granted, ...found, target, automation };
   const prepared = (await mode.prepare?.(modeJob)) ?? {};
   if ("ended" in prepared) return prepared.ended;
   // Read now: the signed image URLs last minutes, and the workspace's setup may take longer.
@@ -60,8 +60,8 @@ export async function workOnIssue(
 
   const extras = { ...prepared, ...started };
   const result = await runAgent(ctx, modeJob, ws, extras, images);
-  if (result.reason === "cancelled" || run.signal.aborted) return session.cancelled();
-  if (result.reason === "error") return session.failed(result.error?.message ?? "the agent failed");
+  if (result.reason === "cancelled" || run.signal.aborted) return attempt.cancelled();
+  if (result.reason === "error") return attempt.failed(result.error?.message ?? "the agent failed");
   return mode.finish(modeJob, { ws, result, extras });
 }
 
@@ -93,28 +93,28 @@ function runAgent(
   const { plugins, ...told } = extras;
   return ctx.agent({
     conversationId: job.conversation.id,
-    jobId: job.session.job.id,
+    jobId: job.attempt.job.id,
     mode: job.request.mode,
     workspace: ws.workspace,
     startSha: ws.checkout.baseSha,
     history: job.history,
-    turn: () => withImages(instruction(job, told), images),
+    message: () => withImages(instruction(job, told), images),
     ...(plugins && { extraPlugins: plugins }),
   });
 }
 
 /** The job's new user turn: the request, and what its mode read for it. */
 function instruction(job: ModeJob, told: Omit<ModeExtras, "plugins">): string {
-  const { session } = job;
+  const { attempt } = job;
   return instructionFor({
     request: job.request,
-    requester: session.job.requester,
-    number: session.job.number,
-    kind: session.context.itemKind,
+    requester: attempt.job.requester,
+    number: attempt.job.number,
+    kind: attempt.context.itemKind,
     context: job.issue,
     itemSeen: job.itemSeen,
     ...told,
     ...(job.automation !== undefined && { automation: job.automation }),
-    retry: session.job.command === "retry",
+    retry: attempt.job.command === "retry",
   });
 }

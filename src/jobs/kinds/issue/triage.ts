@@ -7,7 +7,7 @@ import type { AgentResult } from "../../../agent/loop.ts";
 import type { Plugin } from "../../../agent/plugins.ts";
 import { type Item, jobMarker } from "../../../github/comments.ts";
 import { codeSpan, quietMentions } from "../../../github/markdown.ts";
-import type { PipelineOutcome, Session } from "./session.ts";
+import type { IssueAttempt, PipelineOutcome } from "./attempt.ts";
 
 const LABELS_REPORT = "labels";
 const LabelList = z.array(z.object({ name: z.string() }));
@@ -77,27 +77,27 @@ export function labelPlugin(labels: readonly string[]): Plugin {
 
 /** Applies the labels the run chose and writes its final text as the job's one comment. */
 export async function triageEnd(
-  session: Session,
+  attempt: IssueAttempt,
   result: AgentResult,
   automation: string,
 ): Promise<PipelineOutcome> {
   const chosen = Chosen.catch([]).parse(result.reports[LABELS_REPORT]);
   if (chosen.length > 0) {
-    await session.octokit.rest.issues.addLabels({
-      owner: session.item.owner,
-      repo: session.item.repo,
-      issue_number: session.item.number,
+    await attempt.octokit.rest.issues.addLabels({
+      owner: attempt.item.owner,
+      repo: attempt.item.repo,
+      issue_number: attempt.item.number,
       labels: chosen,
     });
   }
   const footer = [
     `Triage by vmpilot's automation ${codeSpan(automation)}`,
     ...(chosen.length > 0 ? [`labels: ${chosen.map((label) => codeSpan(label)).join(", ")}`] : []),
-    `[job #${session.job.id}](${session.url})`,
+    `[job #${attempt.job.id}](${attempt.url})`,
   ].join(" · ");
   const text = quietMentions(result.finalText.trim()) || "(no comment)";
-  return session.end(
+  return attempt.end(
     "succeeded",
-    [text, "", `<sub>${footer}</sub>`, "", jobMarker(session.job.id)].join("\n"),
+    [text, "", `<sub>${footer}</sub>`, "", jobMarker(attempt.job.id)].join("\n"),
   );
 }

@@ -128,7 +128,7 @@ export async function runScheduled(
     workspace: ws.workspace,
     startSha: ws.checkout.baseSha,
     history: await loadConversation(deps.db.pool, job.conversationId, job.id),
-    turn: () => instruction(context, job.instruction),
+    message: () => instruction(context, job.instruction),
   });
   if (result.reason === "cancelled" || run.signal.aborted) return attempt.end("cancelled");
   if (result.reason === "error") {
@@ -174,7 +174,7 @@ export async function runScheduled(
 
 /**
  * The run's final comment, on the pull request it opened or updated (its progress comment lives
- * there, there being no issue); resolves to the outcome's headline, for the session log.
+ * there, there being no issue); resolves to the outcome's headline, for the job log.
  */
 async function report(
   deps: JobDeps,

@@ -10,26 +10,26 @@ export const merge: PipelineMode = {
   // It needs nothing of the pull request but its branch, which the conversation knows.
   readsItem: false,
   runsSetup: true,
-  async inWorkspace({ session, run, target }, ws) {
-    const { defaultBranch } = session.context;
+  async inWorkspace({ attempt, run, target }, ws) {
+    const { defaultBranch } = attempt.context;
     const started = await startMerge(ws, defaultBranch, run.signal);
     if (started) return { merge: started };
     const text = `\`${target.branch}\` already holds \`${defaultBranch}\`.`;
-    return { ended: await session.notice("succeeded", "ℹ️", "Nothing to merge", text) };
+    return { ended: await attempt.notice("succeeded", "ℹ️", "Nothing to merge", text) };
   },
   async finish(job, { ws, result, extras }) {
-    const { deps, session } = job;
-    if (!extras.merge) throw new Error(`job ${session.job.id} has no merge to finish`);
+    const { deps, attempt } = job;
+    if (!extras.merge) throw new Error(`job ${attempt.job.id} has no merge to finish`);
     const merged = await mergeBody({
-      session,
+      attempt,
       ws,
       merge: extras.merge,
-      token: () => deps.installationToken(session.job.installationId),
+      token: () => deps.installationToken(attempt.job.installationId),
       result,
       author: deps.commitAuthor,
       signal: job.run.signal,
       onPushed: onPushed(job, result),
     });
-    return session.end(merged.ok ? "succeeded" : "failed", merged.body);
+    return attempt.end(merged.ok ? "succeeded" : "failed", merged.body);
   },
 };

@@ -12,17 +12,17 @@ import type { JobDeps, Run } from "../../../run/deps.ts";
 import type { LoadedConversation } from "../../../run/history.ts";
 import type { Granted } from "../../../run/settings.ts";
 import type { JobWorkspace } from "../../../run/workspace.ts";
+import type { IssueAttempt, PipelineOutcome } from "../attempt.ts";
 import { afterPush, type CiFailures } from "../ci.ts";
 import type { MergeStart } from "../merge.ts";
 import type { WorkRequest } from "../request.ts";
-import type { PipelineOutcome, Session } from "../session.ts";
 import type { Target } from "../target.ts";
 
 /** A job with its target chosen: what a mode has to work with. */
 export interface ModeJob {
   run: Run;
   deps: JobDeps;
-  session: Session;
+  attempt: IssueAttempt;
   request: WorkRequest;
   /** The settings the job runs with, and the most this attempt may spend. */
   granted: Granted;
@@ -87,7 +87,7 @@ export function onPushed(job: ModeJob, result: AgentResult) {
   return (sha: string) =>
     afterPush(job.deps.db.pool, job.deps.readyQueue, {
       conversationId: job.conversation.id,
-      jobId: job.session.job.id,
+      jobId: job.attempt.job.id,
       sha,
       settings: job.granted.settings,
       result,

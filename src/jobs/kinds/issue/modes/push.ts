@@ -2,23 +2,23 @@
 // fix (the issue, or what was asked), threads (a pull request's unresolved review threads,
 // answered once the work is pushed) and ci (the checks that failed on vmpilot's last push).
 import { listUnresolvedThreads } from "../../../../github/review-threads.ts";
+import type { PipelineOutcome } from "../attempt.ts";
 import { ciFailures } from "../ci.ts";
 import { fixBody } from "../outcome.ts";
-import type { PipelineOutcome } from "../session.ts";
 import { type ModeJob, onPushed, type PipelineMode, type Ran } from "./mode.ts";
 
 const STEPS = ["acknowledged", "workspace", "agent", "tests", "pushed"] as const;
 
 async function finishPush(job: ModeJob, { ws, result, extras }: Ran): Promise<PipelineOutcome> {
-  const { deps, session } = job;
+  const { deps, attempt } = job;
   const body = await fixBody({
-    session,
+    attempt,
     db: deps.db.pool,
     conversation: job.conversation,
     request: job.request,
     target: job.target,
     ws,
-    token: () => deps.installationToken(session.job.installationId),
+    token: () => deps.installationToken(attempt.job.installationId),
     result,
     threads: extras.threads ?? [],
     author: deps.commitAuthor,
@@ -26,7 +26,7 @@ async function finishPush(job: ModeJob, { ws, result, extras }: Ran): Promise<Pi
     notes: extras.ci ? [extras.ci.note] : [],
     onPushed: onPushed(job, result),
   });
-  return session.end("succeeded", body);
+  return attempt.end("succeeded", body);
 }
 
 export const fix: PipelineMode = {
@@ -42,17 +42,17 @@ export const threads: PipelineMode = {
   pushes: true,
   readsItem: true,
   runsSetup: true,
-  async prepare({ session, target, request }) {
+  async prepare({ attempt, target, request }) {
     const found =
       target.prNumber === null
         ? []
-        : await listUnresolvedThreads(session.octokit, {
-            ...session.item,
+        : await listUnresolvedThreads(attempt.octokit, {
+            ...attempt.item,
             number: target.prNumber,
           });
     if (found.length === 0 && !request.request.trim()) {
       const text = "There are no unresolved review threads.";
-      return { ended: await session.notice("succeeded", "ℹ️", "Nothing to do", text) };
+      return { ended: await attempt.notice("succeeded", "ℹ️", "Nothing to do", text) };
     }
     return { threads: found };
   },
@@ -66,6 +66,6 @@ export const ci: PipelineMode = {
   readsItem: false,
   runsSetup: true,
   // Read before the workspace opens: the model's first request carries it.
-  prepare: async ({ session, run }) => ({ ci: await ciFailures(session, run.signal) }),
+  prepare: async ({ attempt, run }) => ({ ci: await ciFailures(attempt, run.signal) }),
   finish: finishPush,
 };

@@ -11,7 +11,7 @@ export const plan: PipelineMode = {
   pushes: false,
   readsItem: true,
   runsSetup: true,
-  finish: ({ session }, { result }) => session.end("succeeded", planBody(session, result)),
+  finish: ({ attempt }, { result }) => attempt.end("succeeded", planBody(attempt, result)),
 };
 
 export const review: PipelineMode = {
@@ -20,9 +20,9 @@ export const review: PipelineMode = {
   readsItem: true,
   readsDiff: true,
   runsSetup: true,
-  async finish({ session, target, issue }, { result }) {
-    const number = target.prNumber ?? session.job.number;
-    return session.end("succeeded", await reviewBody(session, result, number, issue));
+  async finish({ attempt, target, issue }, { result }) {
+    const number = target.prNumber ?? attempt.job.number;
+    return attempt.end("succeeded", await reviewBody(attempt, result, number, issue));
   },
 };
 
@@ -33,11 +33,11 @@ export const triage: PipelineMode = {
   // It only reads the code: the setup (installing dependencies) would be time and money spent on
   // every new issue for nothing.
   runsSetup: false,
-  async prepare({ session }) {
-    const allowed = session.context.automation?.labels;
-    const labels = await repositoryLabels(session.octokit, session.item, allowed);
+  async prepare({ attempt }) {
+    const allowed = attempt.context.automation?.labels;
+    const labels = await repositoryLabels(attempt.octokit, attempt.item, allowed);
     return { labels, plugins: [labelPlugin(labels)] };
   },
-  finish: ({ session, automation }, { result }) =>
-    triageEnd(session, result, automation ?? "triage"),
+  finish: ({ attempt, automation }, { result }) =>
+    triageEnd(attempt, result, automation ?? "triage"),
 };

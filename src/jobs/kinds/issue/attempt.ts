@@ -14,12 +14,12 @@ import type { SettingsRefusal } from "../../run/settings.ts";
 
 export type PipelineOutcome = Extract<JobStatus, "succeeded" | "failed" | "refused" | "cancelled">;
 
-export type SessionDeps = Pick<
+export type AttemptDeps = Pick<
   OpenDeps,
   "db" | "auth" | "publicUrl" | "logger" | "progressIntervalMs"
 >;
 
-export interface Session extends Attempt {
+export interface IssueAttempt extends Attempt {
   job: IssueJob;
   context: JobContext;
   item: Item;
@@ -40,7 +40,7 @@ export interface Session extends Attempt {
   limited(refusal: SettingsRefusal): Promise<PipelineOutcome>;
 }
 
-export async function openSession(deps: SessionDeps, job: IssueJob): Promise<Session> {
+export async function openAttempt(deps: AttemptDeps, job: IssueJob): Promise<IssueAttempt> {
   const db = deps.db.pool;
   const context = readJobContext(job);
   const item: Item = { owner: context.owner, repo: context.name, number: job.number };
@@ -74,7 +74,7 @@ export async function openSession(deps: SessionDeps, job: IssueJob): Promise<Ses
     logger: deps.logger,
   });
 
-  const end: Session["end"] = async (status, body, error) => {
+  const end: IssueAttempt["end"] = async (status, body, error) => {
     progress.stop();
     await progress.flush();
     try {
@@ -86,7 +86,7 @@ export async function openSession(deps: SessionDeps, job: IssueJob): Promise<Ses
     await updateJob(db, job.id, { status, ...(error !== undefined && { error }) });
     return status;
   };
-  const notice: Session["notice"] = (status, icon, headline, text) =>
+  const notice: IssueAttempt["notice"] = (status, icon, headline, text) =>
     end(status, renderNotice({ ...view, icon, headline, text }));
   return {
     job,
