@@ -29,7 +29,7 @@ describe("the chat face's budget check", () => {
       status: 429,
       code: "insufficient_quota",
       message:
-        "Your monthly budget ($3.00, maxMonthlyCostUsdPerUser) is spent: it counts your jobs and chat turns in every repository this month (UTC); try again next month.",
+        "You reached the monthly cost limit per person ($3.00, maxMonthlyCostUsdPerUser), which counts your jobs and chat turns this month (UTC) in every repository vmpilot works on, with what running ones may still spend; it resets on the 1st, or a maintainer can raise maxMonthlyCostUsdPerUser.",
     });
     await expect(checkBudget(db.pool, defaults, mona, scratch)).resolves.toBeUndefined();
     const nils = { kind: "user", id: 6, login: "nils", keyId: "2" } as const;

@@ -142,7 +142,7 @@ function spawnServer(
     config: Partial<Config>;
     queue: ScaleOptions["queue"];
     paced?: boolean;
-    pipeline?: object;
+    work?: object;
   },
 ): Promise<{ process: ChildProcess; url: string }> {
   return spawnServerProcess({ role, ...options });
@@ -196,7 +196,7 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
     const addWorker = async (): Promise<ScaleWorker> => {
       // Counted before the process is up: workers started together each get a data dir of their own.
       const dataDir = join(base, `worker-${++started}`);
-      const pipeline = {
+      const work = {
         anthropic: { apiKey: API_KEY, baseURL: gate.url, maxRetries: 0 },
         dataDir,
         workspace: { isolation: "none", engine: "local" },
@@ -204,7 +204,7 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
         progressIntervalMs: 60_000,
         streamRetryDelayMs: 1,
       };
-      const child = await spawnServer("worker", { config, queue, paced, pipeline });
+      const child = await spawnServer("worker", { config, queue, paced, work });
       children.push(child.process);
       const worker = { process: child.process, dataDir };
       workers.push(worker);

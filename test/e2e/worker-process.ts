@@ -1,6 +1,6 @@
 // A vmpilot server in a process of its own (plain `node`), for tests that kill it or run
 // several: the real startServer, role "worker" unless told otherwise, on a shared database. The
-// parent passes the configuration, role, queue and pipeline options as JSON in
+// parent passes the configuration, role, queue and work options as JSON in
 // VMPILOT_TEST_WORKER, and waits for "ready" on stdout; the line before it is "url <server URL>".
 import type { Config } from "../../src/config/env.ts";
 import type { QueueOptions } from "../../src/jobs/queue/queue.ts";

@@ -356,7 +356,10 @@ describe("pipeline commands", () => {
     mockStart(seeded);
     const comment = captureComment(seeded.repo, commentId);
     const marker = `stop-test-${randomUUID()}`;
-    h.fake.push({ content: [toolUse("bash", { command: `sleep 300 # ${marker}` })] });
+    // The marker is the inner shell's $0, so the command's process shows it whichever way the
+    // workspace hands the command over (the workspace agent's shell reads it from a pipe).
+    const command = `sh -c 'sleep 300; true' ${marker}`;
+    h.fake.push({ content: [toolUse("bash", { command })] });
     const controller = new AbortController();
     const running = runQueued(run(job.id, 1, controller.signal), h.deps());
     expect(await waitUntil(async () => (await processesWith(marker)).length > 0, 20_000)).toBe(
