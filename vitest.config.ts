@@ -2,12 +2,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineConfig } from "vitest/config";
 
-// unit: no database, no server, no process of the app's, no sandbox: seconds, for `npm run
+// unit: no database, no server, no process of the app's (the process launcher included: a file
+// whose workspace runs a command is an integration test), no sandbox: seconds, for `npm run
 // test:unit`. e2e: the app as a person runs it (its processes, the binary, `npm start`, a browser).
 // integration: everything else, so a new test file runs with `npm test` wherever it lands.
 const UNIT = [
   "test/layers.test.ts",
-  "test/agent/**/*.test.ts",
+  "test/agent/{cost,editor,editor-files,images,prompt}.test.ts",
   "test/github/**/*.test.ts",
   "test/chat/reply.test.ts",
   "test/cli/{args,progress,terminal-text}.test.ts",
@@ -16,7 +17,7 @@ const UNIT = [
   "test/intake/{batcher,deliveries,trigger}.test.ts",
   "test/jobs/{ready-checks,worker-identity}.test.ts",
   "test/web/{hsts,html,installation-permissions,session,settings-form,timeline}.test.ts",
-  "test/workspace/{commit,isolation,limit-guard,output,paths,proxy}.test.ts",
+  "test/workspace/{isolation,limit-guard,output,paths,proxy}.test.ts",
 ];
 const E2E = [
   "test/e2e/**/*.test.ts",

@@ -7,13 +7,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { EmbeddedPostgres } from "../../src/store/embedded.ts";
 import {
   type AnthropicFake,
   startAnthropicFake,
   text,
   toolUse,
 } from "../helpers/anthropic-fake.ts";
-import { CLI as cli, vmpilot as execCli, git, scratchRepo } from "../helpers/cli.ts";
+import {
+  CLI as cli,
+  vmpilot as execCli,
+  git,
+  scratchRepo,
+  startSharedStore,
+} from "../helpers/cli.ts";
 
 function edit(oldStr: string, newStr: string) {
   return toolUse("str_replace_based_edit_tool", {
@@ -53,9 +60,11 @@ describe("stored CLI conversations", () => {
   let root: string;
   let fake: AnthropicFake;
   let env: Record<string, string>;
+  let store: EmbeddedPostgres;
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), "vmpilot-conversations-"));
+    store = await startSharedStore(join(root, "store"));
     fake = await startAnthropicFake();
     env = {
       PATH: process.env.PATH ?? "",
@@ -66,11 +75,14 @@ describe("stored CLI conversations", () => {
     };
   });
   afterAll(async () => {
+    await store.stop();
     await fake.close();
     await rm(root, { recursive: true, force: true });
   });
 
   const vmpilot = (args: string[]) => execCli(args, env);
+  /** The file's shared store: the first test alone runs on the CLI's own, made on first use. */
+  const shared = (args: string[]) => execCli(args, { ...env, DATABASE_URL: store.url });
 
   it("continues a conversation in a second invocation, on the same branch, with its history", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "continue-")));
@@ -127,12 +139,12 @@ describe("stored CLI conversations", () => {
 
   it("refuses, in one line with exit 2, a conversation that does not exist or is not there", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "missing-")));
-    const unknown = await vmpilot(["run", "--conversation", "424242", "more"]);
+    const unknown = await shared(["run", "--conversation", "424242", "more"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
       "vmpilot: no conversation 424242: `vmpilot conversations` lists them\n",
     );
-    const nothing = await vmpilot(["run", "--repo", repo, "--continue", "more"]);
+    const nothing = await shared(["run", "--repo", repo, "--continue", "more"]);
     expect(nothing.code).toBe(2);
     expect(nothing.stderr).toMatch(
       /^vmpilot: no conversation for .*project yet: run without --continue to start one\n$/,
@@ -142,7 +154,7 @@ describe("stored CLI conversations", () => {
   it("runs a REPL from a pipe: turns, Ctrl-C stops only the running turn, /cost, /diff, /exit", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "repl-")));
     const child = spawn(process.execPath, [cli, "chat", "--repo", repo], {
-      env,
+      env: { ...env, DATABASE_URL: store.url },
       stdio: ["pipe", "pipe", "pipe"],
     });
     const out = printed(child.stdout);
@@ -162,7 +174,7 @@ describe("stored CLI conversations", () => {
     const conversationId = (await out("(conversation ")).match(/\(conversation (\d+):/)?.[1];
 
     // While the session lives, it holds the conversation.
-    const busy = await vmpilot(["run", "--conversation", String(conversationId), "meanwhile"]);
+    const busy = await shared(["run", "--conversation", String(conversationId), "meanwhile"]);
     expect(busy.code).toBe(2);
     expect(busy.stderr).toMatch(
       new RegExp(
@@ -204,7 +216,9 @@ describe("stored CLI conversations", () => {
     );
 
     // Ctrl-D (the end of the pipe) leaves too; --continue picks the conversation up again.
-    const again = spawn(process.execPath, [cli, "chat", "--repo", repo, "--continue"], { env });
+    const again = spawn(process.execPath, [cli, "chat", "--repo", repo, "--continue"], {
+      env: { ...env, DATABASE_URL: store.url },
+    });
     const againOut = printed(again.stdout);
     again.stdin.end("/help\n");
     expect(await new Promise((resolve) => again.once("exit", resolve))).toBe(0);
@@ -214,7 +228,7 @@ describe("stored CLI conversations", () => {
 
     // The sessions let the conversation go: it continues from the command line.
     fake.push({ content: [noTests] }, { content: [text("Summary: Done")] });
-    const resumed = await vmpilot([
+    const resumed = await shared([
       "run",
       "--repo",
       repo,

@@ -2,13 +2,14 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { EmbeddedPostgres } from "../../src/store/embedded.ts";
 import {
   type AnthropicFake,
   startAnthropicFake,
   text,
   toolUse,
 } from "../helpers/anthropic-fake.ts";
-import { CLI as cli, git, run, scratchRepo, vmpilot } from "../helpers/cli.ts";
+import { CLI as cli, git, run, scratchRepo, startSharedStore, vmpilot } from "../helpers/cli.ts";
 import { seedDataDir } from "../helpers/db.ts";
 import { startOpenAiFake } from "../helpers/openai-fake.ts";
 
@@ -25,13 +26,18 @@ function fixAdd() {
 describe("vmpilot run", () => {
   let root: string;
   let fake: AnthropicFake;
+  let store: EmbeddedPostgres;
+  /** The data dir, and the file's shared store for every run after the first test's. */
+  const data = () => ({ DATA_DIR: join(root, "data"), DATABASE_URL: store.url });
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), "vmpilot-cli-"));
     await seedDataDir(join(root, "data"));
+    store = await startSharedStore(join(root, "store"));
     fake = await startAnthropicFake();
   });
   afterAll(async () => {
+    await store.stop();
     await fake.close();
     await rm(root, { recursive: true, force: true });
   });
@@ -104,7 +110,7 @@ describe("vmpilot run", () => {
     const result = await vmpilot(["run", "--json", "--repo", repo, "fix the failing test"], {
       ANTHROPIC_API_KEY: "sk-ant-test",
       ANTHROPIC_BASE_URL: fake.url,
-      DATA_DIR: join(root, "data"),
+      ...data(),
     });
     expect(result.code).toBe(0);
     const lines = result.stdout
@@ -152,7 +158,7 @@ describe("vmpilot run", () => {
     const env = {
       ANTHROPIC_API_KEY: "sk-ant-test",
       ANTHROPIC_BASE_URL: fake.url,
-      DATA_DIR: join(root, "data"),
+      ...data(),
     };
     const limited = await vmpilot(["run", "--max-steps", "1", "--repo", repo, "fix it"], env);
     expect(limited.code).toBe(3);
@@ -189,7 +195,7 @@ describe("vmpilot run", () => {
     const result = await vmpilot(["run", "--repo", repo, "look around and tell me what you find"], {
       ANTHROPIC_API_KEY: "sk-ant-test",
       ANTHROPIC_BASE_URL: fake.url,
-      DATA_DIR: join(root, "data"),
+      ...data(),
     });
     expect(result.code).toBe(0);
     expect(fake.requests.length - asked).toBe(2);
@@ -225,7 +231,7 @@ describe("vmpilot run", () => {
         HOME: process.env.HOME ?? "/root",
         ANTHROPIC_API_KEY: "sk-ant-test",
         ANTHROPIC_BASE_URL: fake.url,
-        DATA_DIR: join(root, "data"),
+        ...data(),
       },
     });
     expect(piped.stdout).toContain("✔ no changes to commit");
@@ -249,7 +255,7 @@ describe("vmpilot run", () => {
     const env = {
       ANTHROPIC_API_KEY: "sk-ant-test",
       ANTHROPIC_BASE_URL: fake.url,
-      DATA_DIR: join(root, "data"),
+      ...data(),
     };
     const notFile = await vmpilot(["run", "--repo", repo, "-f", dir, "task"], env);
     expect(notFile.code).toBe(2);
@@ -272,7 +278,7 @@ describe("vmpilot run", () => {
     const env = {
       ANTHROPIC_API_KEY: "sk-ant-test",
       ANTHROPIC_BASE_URL: fake.url,
-      DATA_DIR: join(root, "data"),
+      ...data(),
     };
     const readOnly = () =>
       fake.push(
@@ -318,7 +324,7 @@ describe("vmpilot run", () => {
         { content: [toolUse("report_tests", { outcome: "passed", command: "bash test.sh" })] },
         { content: [text("Summary: Fix add() to add")] },
       );
-      const env = { OLLAMA_BASE_URL: ollama.url, DATA_DIR: join(root, "data") };
+      const env = { OLLAMA_BASE_URL: ollama.url, ...data() };
       const model = "ollama/qwen3-coder:30b";
       const result = await vmpilot(["run", "--model", model, "--repo", repo, "fix it"], env);
       expect(result.stderr).toBe("");
@@ -373,7 +379,7 @@ describe("vmpilot run", () => {
     await symlink("/usr/bin/git", join(bin, "git"));
     const result = await vmpilot(["run", "--repo", repo, "task"], {
       ANTHROPIC_API_KEY: "sk-ant-test",
-      DATA_DIR: join(root, "data"),
+      ...data(),
       PATH: bin,
     });
     expect(result.code).toBe(2);

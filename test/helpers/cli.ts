@@ -3,6 +3,8 @@ import { execFile } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "../../src/store/embedded.ts";
+import { seedDataDir } from "./db.ts";
 
 export const run = promisify(execFile);
 export const CLI = join(import.meta.dirname, "../../bin/vmpilot.js");
@@ -34,6 +36,16 @@ export async function vmpilot(
     const failed = error as { code: number; stdout: string; stderr: string };
     return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
   }
+}
+
+/**
+ * One embedded database for a test file's CLI runs, given to them as DATABASE_URL. On its own data
+ * dir the CLI starts the database twice a run (to open the conversation, then to save the turn),
+ * some 0.7 s of CPU each; a file keeps one test on that path.
+ */
+export async function startSharedStore(dataDir: string): Promise<EmbeddedPostgres> {
+  await seedDataDir(dataDir);
+  return startEmbeddedPostgres(dataDir);
 }
 
 export async function git(cwd: string, ...args: string[]): Promise<string> {

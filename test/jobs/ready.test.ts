@@ -8,7 +8,7 @@ import type { Database } from "../../src/store/database.ts";
 import { setRepositorySettings, upsertRepository } from "../../src/store/installations.ts";
 import { insertJob } from "../../src/store/jobs.ts";
 import { openTestDatabase } from "../helpers/db.ts";
-import { github, useGitHubMock } from "../helpers/github-mock.ts";
+import { expectGitHubDone, github, useGitHubMock } from "../helpers/github-mock.ts";
 import { testOctokit } from "../helpers/octokit.ts";
 
 useGitHubMock();
@@ -120,6 +120,7 @@ describe("the ready-for-review check", () => {
     mockPull(conversation.repo, "d".repeat(40));
     await runReadyCheck(deps(), check, signal);
     // Nothing else was asked of GitHub: no mutation, no review request, no note.
+    expectGitHubDone();
   });
 
   it("does nothing, asking GitHub nothing, for a stale head or with readyForReview off", async () => {
@@ -135,6 +136,7 @@ describe("the ready-for-review check", () => {
       { conversationId: conversation.conversationId, sha: SHA, grace: true },
       signal,
     );
+    expectGitHubDone();
   });
 
   it("marks a head ready once when two passed suites ask at the same time, and gives the claim back when marking fails", async () => {
@@ -161,6 +163,8 @@ describe("the ready-for-review check", () => {
       .post(`/repos/${conversation.repo}/issues/${PR}/comments`)
       .reply(201, { id: 1 });
     await Promise.all([runReadyCheck(deps(), check, signal), runReadyCheck(deps(), check, signal)]);
+    // One mutation, one review request, one note: a second would find no mock.
+    expectGitHubDone();
   });
 
   it("asks the requester by user id for the review: their login now, after a rename", async () => {

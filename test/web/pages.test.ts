@@ -4,6 +4,7 @@ import { loadRepoConfig } from "../../src/github/repo-config-loader.ts";
 import { createAutomationConversation } from "../../src/store/conversations.ts";
 import { getRepository, setRepositorySettings } from "../../src/store/installations.ts";
 import { insertJob, type Job, updateJob } from "../../src/store/jobs.ts";
+import { field, fragment, main } from "./helpers/fragment.ts";
 import type { FakeRepo } from "./helpers/github-fake.ts";
 import { Client, startWebHarness, type WebHarness } from "./helpers/harness.ts";
 
@@ -55,11 +56,23 @@ describe("every page", () => {
   it("sends the security headers", async () => {
     for (const path of ["/", "/static/vmpilot.css", "/jobs/999999", "/login"]) {
       const res = await as("alice").get(path);
-      expect(res.headers.get("content-security-policy")).toMatch(/default-src 'self'/);
+      const header = (name: string) => [name, res.headers.get(name)];
       expect(res.headers.get("content-security-policy")).not.toMatch(/unsafe-inline/);
-      expect(res.headers.get("x-frame-options")).toBe("DENY");
-      expect(res.headers.get("referrer-policy")).toBe("same-origin");
-      expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(
+        Object.fromEntries([
+          header("content-security-policy"),
+          header("x-frame-options"),
+          header("referrer-policy"),
+          header("x-content-type-options"),
+        ]),
+      ).toMatchInlineSnapshot(`
+        {
+          "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+          "referrer-policy": "same-origin",
+          "x-content-type-options": "nosniff",
+          "x-frame-options": "DENY",
+        }
+      `);
     }
   });
 
@@ -91,8 +104,17 @@ describe("/settings", () => {
   it("lists the repositories the user administers, as GitHub reports them", async () => {
     const before = h.github.requests.length;
     const page = await (await as("alice").get("/settings")).text();
-    expect(page).toContain('href="/settings/acme/private-app"');
-    expect(page).toContain('href="/settings/acme/public-lib"');
+    expect(main(page)).toMatchInlineSnapshot(`
+      "<main id="main" tabindex="-1">
+      <h1>Settings</h1>
+      <p>Repositories where vmpilot is installed and you are an administrator:</p><section aria-labelledby="inst-10">
+      <h2 id="inst-10">acme</h2>
+
+      <ul><li><a href="/settings/acme/private-app">acme/private-app</a> <span class="muted">(private)</span></li>
+      <li><a href="/settings/acme/public-lib">acme/public-lib</a></li></ul>
+      </section>
+      </main>"
+    `);
     expect(page).not.toContain("octo/public-open");
     expect(h.github.requests.slice(before)).toEqual([
       "GET /api/v3/user/installations",
@@ -102,7 +124,12 @@ describe("/settings", () => {
 
   it("shows a writer no repository and no settings form", async () => {
     const page = await (await as("bob").get("/settings")).text();
-    expect(page).toContain("You administer no repository");
+    expect(main(page)).toMatchInlineSnapshot(`
+      "<main id="main" tabindex="-1">
+      <h1>Settings</h1>
+      <p>You administer no repository where vmpilot is installed.</p>
+      </main>"
+    `);
     const form = await as("bob").get("/settings/acme/private-app");
     expect(form.status).toBe(404);
   });
@@ -118,12 +145,22 @@ describe("/settings", () => {
     const res = await as("alice").get("/settings/acme/private-app");
     expect(res.status).toBe(200);
     const page = await res.text();
-    expect(page).toMatch(
-      /<label for="f-label">Trigger label <span class="source source-default">default<\/span>/,
-    );
-    expect(page).toContain('id="f-label" name="label"');
-    expect(page).toContain('value="vmpilot"');
-    expect(page).toContain('name="plugins" value="code_review"');
+    expect(field(page, "label")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-label">Trigger label <span class="source source-default">default</span></label>
+      <input type="text" id="f-label" name="label" aria-describedby="f-label-hint"  value="vmpilot"  spellcheck="false">
+      <p class="hint" id="f-label-hint">Issue label that asks vmpilot to work on an issue.
+
+      (<code>label</code> in the file)</p>
+      </div>"
+    `);
+    expect(field(page, "plugins")).toMatchInlineSnapshot(`
+      "<div class="field"><fieldset aria-describedby="f-plugins-hint"><legend>Plugins <span class="source source-default">default</span></legend>
+        <div><label><input type="checkbox" name="plugins" value="code_review" > code_review</label></div><div><label><input type="checkbox" name="plugins" value="docs" > docs</label></div></fieldset>
+      <p class="hint" id="f-plugins-hint">Enabled plugins (folders under plugins/).
+
+      (<code>plugins</code> in the file)</p>
+      </div>"
+    `);
   });
 
   it("saves valid settings, storing only what differs from the defaults", async () => {
@@ -158,13 +195,42 @@ describe("/settings", () => {
       plugins: ["code_review"],
     });
     const page = await (await client.get("/settings/acme/private-app?saved=1")).text();
-    expect(page).toContain('role="status">Saved.');
-    expect(page).toMatch(/Trigger label <span class="source source-page">set on this page/);
-    expect(page).toContain('value="ai-fix"');
-    expect(page).toContain('value="2.5"');
-    expect(page).toMatch(/name="plugins" value="code_review" checked/);
+    expect(fragment(page, '<p class="notice', "</p>")).toMatchInlineSnapshot(
+      `"<p class="notice ok" role="status">Saved.</p>"`,
+    );
+    expect(field(page, "label")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-label">Trigger label <span class="source source-page">set on this page</span></label>
+      <input type="text" id="f-label" name="label" aria-describedby="f-label-hint"  value="ai-fix"  spellcheck="false">
+      <p class="hint" id="f-label-hint">Issue label that asks vmpilot to work on an issue.
+
+      (<code>label</code> in the file)</p>
+      </div>"
+    `);
+    expect(field(page, "maxCostUsd")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-maxCostUsd">Max cost per job (USD) <span class="source source-page">set on this page</span></label>
+      <input type="number" step="any" inputmode="decimal" id="f-maxCostUsd" name="maxCostUsd" aria-describedby="f-maxCostUsd-hint"  value="2.5">
+      <p class="hint" id="f-maxCostUsd-hint">Most a single job may spend, in US dollars.
+
+      (<code>maxCostUsd</code> in the file)</p>
+      </div>"
+    `);
+    expect(field(page, "plugins")).toMatchInlineSnapshot(`
+      "<div class="field"><fieldset aria-describedby="f-plugins-hint"><legend>Plugins <span class="source source-page">set on this page</span></legend>
+        <div><label><input type="checkbox" name="plugins" value="code_review" checked> code_review</label></div><div><label><input type="checkbox" name="plugins" value="docs" > docs</label></div></fieldset>
+      <p class="hint" id="f-plugins-hint">Enabled plugins (folders under plugins/).
+
+      (<code>plugins</code> in the file)</p>
+      </div>"
+    `);
     // publicJobs was not submitted: an unchecked box is false, which is the default.
-    expect(page).toMatch(/Public job pages<\/label> <span class="source source-default">/);
+    expect(field(page, "publicJobs")).toMatchInlineSnapshot(`
+      "<div class="field"><div><label><input type="checkbox" id="f-publicJobs" name="publicJobs" aria-describedby="f-publicJobs-hint"  >
+        Public job pages</label> <span class="source source-default">default</span></div>
+      <p class="hint" id="f-publicJobs-hint">On a public repository, show job pages to everyone, signed in or not.
+
+      (<code>publicJobs</code> in the file)</p>
+      </div>"
+    `);
   });
 
   it("rejects invalid values with an error next to each field, keeping what was typed", async () => {
@@ -181,33 +247,77 @@ describe("/settings", () => {
     });
     expect(res.status).toBe(422);
     const page = await res.text();
-    expect(page).toContain('<p class="error" id="f-maxSteps-error">Must be at least 1.</p>');
-    expect(page).toContain('<p class="error" id="f-maxCostUsd-error">Must be greater than 0.</p>');
-    expect(page).toMatch(/id="f-allowedUsers-error">“not a user!”: must be a GitHub user name/);
-    expect(page).toMatch(
-      /id="f-network-allow-error">“http:\/\/example.com\/path”: must be a host name/,
-    );
-    expect(page).toMatch(
-      /id="f-maxSteps" name="maxSteps" aria-describedby="f-maxSteps-hint f-maxSteps-error" aria-invalid="true"/,
-    );
-    expect(page).toContain('value="-3"');
-    expect(page).toContain('<a href="#f-maxSteps">Max steps per job: Must be at least 1.</a>');
+    expect(fragment(page, '<div class="notice error"', "</div>")).toMatchInlineSnapshot(`
+      "<div class="notice error" role="alert" id="error-summary">
+        <h2>The settings were not saved</h2>
+        <ul><li><a href="#f-allowedUsers">Allowed users: “not a user!”: must be a GitHub user name (letters, digits, -).</a></li>
+      <li><a href="#f-maxSteps">Max steps per job: Must be at least 1.</a></li>
+      <li><a href="#f-maxCostUsd">Max cost per job (USD): Must be greater than 0.</a></li>
+      <li><a href="#f-network-allow">Network allow-list: “http://example.com/path”: must be a host name with an optional port, like registry.npmjs.org or *.example.com:443.</a></li>
+        </ul>
+      </div>"
+    `);
+    expect(field(page, "maxSteps")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-maxSteps">Max steps per job <span class="source source-default">default</span></label>
+      <input type="number" step="any" inputmode="decimal" id="f-maxSteps" name="maxSteps" aria-describedby="f-maxSteps-hint f-maxSteps-error" aria-invalid="true" value="0"><p class="error" id="f-maxSteps-error">Must be at least 1.</p>
+      <p class="hint" id="f-maxSteps-hint">Most agent steps (model turns) per job.
+
+      (<code>maxSteps</code> in the file)</p>
+      </div>"
+    `);
+    expect(field(page, "maxCostUsd")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-maxCostUsd">Max cost per job (USD) <span class="source source-page">set on this page</span></label>
+      <input type="number" step="any" inputmode="decimal" id="f-maxCostUsd" name="maxCostUsd" aria-describedby="f-maxCostUsd-hint f-maxCostUsd-error" aria-invalid="true" value="-3"><p class="error" id="f-maxCostUsd-error">Must be greater than 0.</p>
+      <p class="hint" id="f-maxCostUsd-hint">Most a single job may spend, in US dollars.
+
+      (<code>maxCostUsd</code> in the file)</p>
+      </div>"
+    `);
+    expect(field(page, "allowedUsers")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-allowedUsers">Allowed users <span class="source source-page">set on this page</span></label>
+      <textarea id="f-allowedUsers" name="allowedUsers" aria-describedby="f-allowedUsers-hint f-allowedUsers-error" aria-invalid="true" rows="3" spellcheck="false">carol
+      not a user!</textarea><p class="error" id="f-allowedUsers-error">“not a user!”: must be a GitHub user name (letters, digits, -).</p>
+      <p class="hint" id="f-allowedUsers-hint">GitHub users who may trigger vmpilot in addition to (or, with allow-list, instead of) writers. One user name per line.
+
+      (<code>allowedUsers</code> in the file)</p>
+      </div>"
+    `);
+    expect(field(page, "network-allow")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-network-allow">Network allow-list <span class="source source-page">set on this page</span></label>
+      <textarea id="f-network-allow" name="network.allow" aria-describedby="f-network-allow-hint f-network-allow-error" aria-invalid="true" rows="3" spellcheck="false">http://example.com/path</textarea><p class="error" id="f-network-allow-error">“http://example.com/path”: must be a host name with an optional port, like registry.npmjs.org or *.example.com:443.</p>
+      <p class="hint" id="f-network-allow-hint">Hosts the workspace may reach (host or host:port). One host per line.
+
+      (<code>network.allow</code> in the file)</p>
+      </div>"
+    `);
     expect((await getRepository(h.db.pool, privateApp.id))?.settings).toEqual(stored);
   });
 
   it("lists the configured model providers and refuses a model no configured provider serves", async () => {
     const client = as("alice");
     const form = await (await client.get("/settings/acme/private-app")).text();
-    expect(form).toContain("Configured providers: anthropic, ollama.");
+    expect(field(form, "model")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-model">Model <span class="source source-default">default</span></label>
+      <input type="text" id="f-model" name="model" aria-describedby="f-model-hint"  value="claude-sonnet-5-5" list="models" spellcheck="false">
+      <p class="hint" id="f-model-hint">Model id: claude-… (Anthropic), or &lt;provider&gt;/&lt;model&gt; for an OpenAI-compatible provider the operator configured.
+      Configured providers: anthropic, ollama.
+      (<code>model</code> in the file)</p>
+      </div>"
+    `);
     const csrf = Client.csrf(form);
     const refused = await client.post("/settings/acme/private-app", {
       csrf,
       model: "openrouter/qwen/qwen3-coder",
     });
     expect(refused.status).toBe(422);
-    expect(await refused.text()).toContain(
-      'id="f-model-error">The model openrouter/qwen/qwen3-coder is served by &quot;openrouter&quot;, which is not configured (configured: anthropic, ollama)',
-    );
+    expect(field(await refused.text(), "model-error")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-model">Model <span class="source source-default">default</span></label>
+      <input type="text" id="f-model" name="model" aria-describedby="f-model-hint f-model-error" aria-invalid="true" value="openrouter/qwen/qwen3-coder" list="models" spellcheck="false"><p class="error" id="f-model-error">The model openrouter/qwen/qwen3-coder is served by &quot;openrouter&quot;, which is not configured (configured: anthropic, ollama); see the README&#39;s model providers.</p>
+      <p class="hint" id="f-model-hint">Model id: claude-… (Anthropic), or &lt;provider&gt;/&lt;model&gt; for an OpenAI-compatible provider the operator configured.
+      Configured providers: anthropic, ollama.
+      (<code>model</code> in the file)</p>
+      </div>"
+    `);
     const saved = await client.post("/settings/acme/private-app", {
       csrf,
       model: "ollama/qwen3-coder:30b",
@@ -241,12 +351,31 @@ describe("/settings", () => {
     publicLib.configFile = "label: from-file\nmaxSteps: 7\n";
     await setRepositorySettings(h.db.pool, publicLib.id, { label: "from-page", maxCostUsd: 1 });
     const page = await (await as("alice").get("/settings/acme/public-lib")).text();
-    expect(page).toMatch(
-      /Trigger label <span class="source source-file">from .github\/vmpilot.yml/,
-    );
-    expect(page).toMatch(/sets this to <strong>from-file<\/strong>,\s*which takes precedence/);
-    expect(page).toMatch(/Max cost per job \(USD\) <span class="source source-page">/);
-    expect(page).toMatch(/Model <span class="source source-default">/);
+    expect(field(page, "label")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-label">Trigger label <span class="source source-file">from .github/vmpilot.yml</span></label>
+      <input type="text" id="f-label" name="label" aria-describedby="f-label-hint"  value="from-page"  spellcheck="false">
+      <p class="hint" id="f-label-hint">Issue label that asks vmpilot to work on an issue.
+
+      (<code>label</code> in the file)</p>
+      <p class="hint"><code>.github/vmpilot.yml</code> sets this to <strong>from-file</strong>,
+      which takes precedence over this page.</p></div>"
+    `);
+    expect(field(page, "maxCostUsd")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-maxCostUsd">Max cost per job (USD) <span class="source source-page">set on this page</span></label>
+      <input type="number" step="any" inputmode="decimal" id="f-maxCostUsd" name="maxCostUsd" aria-describedby="f-maxCostUsd-hint"  value="1">
+      <p class="hint" id="f-maxCostUsd-hint">Most a single job may spend, in US dollars.
+
+      (<code>maxCostUsd</code> in the file)</p>
+      </div>"
+    `);
+    expect(field(page, "model")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-model">Model <span class="source source-default">default</span></label>
+      <input type="text" id="f-model" name="model" aria-describedby="f-model-hint"  value="claude-sonnet-5-5" list="models" spellcheck="false">
+      <p class="hint" id="f-model-hint">Model id: claude-… (Anthropic), or &lt;provider&gt;/&lt;model&gt; for an OpenAI-compatible provider the operator configured.
+      Configured providers: anthropic, ollama.
+      (<code>model</code> in the file)</p>
+      </div>"
+    `);
   });
 
   it("reads the owner's .github repository as a job does: the page and the job agree", async () => {
@@ -261,7 +390,15 @@ describe("/settings", () => {
     h.github.repos.push(orgWide);
     try {
       const page = await (await as("alice").get("/settings/acme/private-app")).text();
-      expect(page).toMatch(/sets this to <strong>org-wide<\/strong>,\s*which takes precedence/);
+      expect(field(page, "label")).toMatchInlineSnapshot(`
+        "<div class="field"><label for="f-label">Trigger label <span class="source source-file">from .github/vmpilot.yml</span></label>
+        <input type="text" id="f-label" name="label" aria-describedby="f-label-hint"  value="vmpilot"  spellcheck="false">
+        <p class="hint" id="f-label-hint">Issue label that asks vmpilot to work on an issue.
+
+        (<code>label</code> in the file)</p>
+        <p class="hint"><code>.github/vmpilot.yml</code> sets this to <strong>org-wide</strong>,
+        which takes precedence over this page.</p></div>"
+      `);
       // The worker's loader, as a job calls it (there with the installation's token).
       const octokit = new ProbotOctokit({ baseUrl: h.github.apiUrl });
       const job = await loadRepoConfig(octokit, { owner: "acme", repo: "private-app" });
@@ -278,7 +415,9 @@ describe("/settings", () => {
   it("says when the repo file is invalid, naming the key", async () => {
     publicLib.configFile = "label: x\nmaxStep: 7\n";
     const page = await (await as("alice").get("/settings/acme/public-lib")).text();
-    expect(page).toContain("is invalid and is ignored until it is fixed: maxStep: unknown key");
+    expect(fragment(page, '<p class="notice error">', "</p>")).toMatchInlineSnapshot(
+      `"<p class="notice error"><code>.github/vmpilot.yml</code> is invalid and is ignored until it is fixed: maxStep: unknown key</p>"`,
+    );
     delete publicLib.configFile;
   });
 });
@@ -348,15 +487,31 @@ describe("/jobs", () => {
 
   it("lists a reader's jobs per repository with status, trigger, requester, links and cost", async () => {
     const page = await (await as("carol").get("/jobs")).text();
-    expect(page).toContain("acme/private-app");
-    expect(page).toContain(`<a href="/jobs/${privateJob.id}">#${privateJob.id}</a>`);
-    expect(page).toContain('class="status status-succeeded">succeeded');
-    expect(page).toContain(`href="${h.github.webUrl}/acme/private-app/pull/42"`);
-    expect(page).toContain(
-      `href="${h.github.webUrl}/acme/private-app/issues/${privateJob.number}"`,
-    );
-    expect(page).toContain("$0.1234");
-    expect(page).toMatch(/1 min 30 s|1 min 29 s|1 min 31 s/);
+    // The job took 90 s, give or take the second the harness took to store it.
+    expect(main(page).replace(/1 min (29|31) s/, "1 min 30 s")).toMatchInlineSnapshot(`
+      "<main id="main" tabindex="-1">
+      <h1>Jobs</h1>
+      <section aria-labelledby="repo-501">
+      <h2 id="repo-501"><a href="/jobs?repo=acme/private-app">acme/private-app</a></h2>
+      <div class="table-wrap"><table>
+      <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Trigger</th>
+      <th scope="col">Requester</th><th scope="col">Issue</th><th scope="col">PR</th>
+      <th scope="col" class="hide-narrow">Created</th><th scope="col" class="num">Duration</th>
+      <th scope="col" class="num">Cost</th></tr></thead>
+      <tbody><tr>
+        <td><a href="/jobs/1">#1</a></td>
+        <td><span class="status status-succeeded">succeeded</span></td>
+        <td>label</td>
+        <td>alice</td>
+        <td><a href="http://127.0.0.1:PORT/acme/private-app/issues/1">#1</a></td>
+        <td><a href="http://127.0.0.1:PORT/acme/private-app/pull/42">#42</a></td>
+        <td class="hide-narrow"><time>TIME</time></td>
+        <td class="num">1 min 30 s</td>
+        <td class="num">$0.1234</td>
+      </tr></tbody></table></div>
+      </section>
+      </main>"
+    `);
     expect(page).not.toContain("acme/public-lib"); // carol has no explicit access there
   });
 
@@ -364,17 +519,21 @@ describe("/jobs", () => {
     const res = await as("carol").get(`/jobs/${privateJob.id}`);
     expect(res.status).toBe(200);
     const page = await res.text();
-    expect(page).toContain("Let me look. &lt;script&gt;alert(1)&lt;/script&gt;");
+    expect(fragment(page, '<ol id="timeline"', "</ol>")).toMatchInlineSnapshot(`
+      "<ol id="timeline" class="timeline" aria-labelledby="log-heading" data-job="1"
+        data-after="7" data-live="false"><li id="ev-1" class="event"><time>TIME</time> <strong>Acknowledged</strong>: vmpilot is on it</li>
+      <li id="ev-2" class="step"><h3>Step 1</h3></li>
+      <li id="ev-3" class="text"><time>TIME</time><div class="model-text">Let me look. &lt;script&gt;alert(1)&lt;/script&gt;</div></li>
+      <li id="ev-4" class="tool-call"><time>TIME</time> <pre class="command"><span aria-hidden="true">$ </span>cat &lt;img src=x onerror=alert(1)&gt;</pre></li>
+      <li id="ev-5" class="tool-result">
+      <details><summary>Output of bash (2 lines, 1.5 s)</summary>
+      <pre>GH_TOKEN=[REDACTED]
+      ok</pre></details></li>
+      <li id="ev-6" class="tool-call"><time>TIME</time> Edited <code>src/a.ts</code><pre class="diff" aria-label="Diff"><span class="del">- const a = 1;</span><span class="add">+ const a = 2;</span></pre></li>
+      <li id="ev-7" class="usage muted">Tokens: 1,000 in, 200 out, 5,000 cache · cost $0.1234 (job so far $0.1234)</li></ol>"
+    `);
     expect(page).not.toContain("<script>alert");
-    expect(page).toContain("cat &lt;img src=x onerror=alert(1)&gt;");
-    expect(page).toContain("GH_TOKEN=[REDACTED]");
     expect(page).not.toContain("ghp_abc");
-    expect(page).toMatch(/<details><summary>Output of bash \(2 lines, 1.5 s\)<\/summary>/);
-    expect(page).toContain(
-      '<span class="del">- const a = 1;</span><span class="add">+ const a = 2;</span>',
-    );
-    expect(page).toContain("Tokens: 1,000 in, 200 out, 5,000 cache · cost $0.1234");
-    expect(page).toContain("<strong>Acknowledged</strong>");
     expect(page).not.toContain("/static/live.js"); // finished: nothing to stream
   });
 
@@ -430,15 +589,24 @@ describe("/jobs", () => {
     expect(open.status).toBe(200);
     // Anyone signed in can read a public repository on GitHub, so they see its jobs.
     const page = await (await as("dave").get(`/jobs/${publicJob.id}`)).text();
-    expect(page).toContain("token [REDACTED] leaked");
+    expect(fragment(page, "token ", "leaked")).toMatchInlineSnapshot(`"token [REDACTED] leaked"`);
   });
 
   it("streams new steps of a running job as Server-Sent Events until it finishes", async () => {
     const running = await h.addJob(privateApp, { status: "running", startedAt: new Date() });
     const first = await h.addEvent(running, "step_started", { step: 1 });
     const page = await (await as("carol").get(`/jobs/${running.id}`)).text();
-    expect(page).toContain('<script src="/static/live.js" defer></script>');
-    expect(page).toContain(`data-after="${first}" data-live="true"`);
+    expect(fragment(page, '<script src="/static/live.js"', "</script>")).toMatchInlineSnapshot(
+      `"<script src="/static/live.js" defer></script>"`,
+    );
+    expect(
+      fragment(page, '<ol id="timeline"', ">")
+        .replace(`data-job="${running.id}"`, 'data-job="JOB"')
+        .replace(`data-after="${first}"`, 'data-after="FIRST"'),
+    ).toMatchInlineSnapshot(`
+      "<ol id="timeline" class="timeline" aria-labelledby="log-heading" data-job="JOB"
+        data-after="FIRST" data-live="true">"
+    `);
 
     const res = await as("carol").get(`/jobs/${running.id}/events?after=${first}`);
     expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
@@ -446,11 +614,24 @@ describe("/jobs", () => {
     const second = await h.addEvent(running, "text", { step: 1, text: "Working\non it" });
     const step = await stream.next("step");
     expect(step.id).toBe(String(second));
-    expect(step.data).toContain(`<li id="ev-${second}" class="text">`);
-    expect(step.data).toContain("Working\non it");
-    await h.addEvent(running, "finished", { reason: "end_turn", steps: 1, finalText: "Done" });
+    expect(
+      fragment(step.data, "<li", "</li>").replace(`ev-${second}"`, 'ev-SECOND"'),
+    ).toMatchInlineSnapshot(`
+      "<li id="ev-SECOND" class="text"><time>TIME</time><div class="model-text">Working
+      on it</div></li>"
+    `);
+    const last = await h.addEvent(running, "finished", {
+      reason: "end_turn",
+      steps: 1,
+      finalText: "Done",
+    });
     await updateJob(h.db.pool, running.id, { status: "succeeded" });
-    expect((await stream.next("step")).data).toContain("<strong>Finished</strong>");
+    const finished = fragment((await stream.next("step")).data, "<li", "</li>");
+    expect(finished.replace(`ev-${last}"`, 'ev-LAST"')).toMatchInlineSnapshot(`
+      "<li id="ev-LAST" class="finished"><time>TIME</time> <strong>Finished</strong> (end_turn)
+              after 1 steps.
+              <div class="model-text">Done</div></li>"
+    `);
     expect((await stream.next("status")).data).toBe("succeeded");
     expect((await stream.next("end")).data).toBe("succeeded");
   });
@@ -464,10 +645,26 @@ describe("/jobs", () => {
     const stream = readEvents(await as("carol").get(`/jobs/${running.id}/events?after=0`));
     const first = await stream.next("step");
     expect(first.id).toBe(String(a));
-    expect(first.data).toContain("event: end");
+    expect(
+      fragment(first.data, "<li", "</li>").replace(`ev-${a}"`, 'ev-A"'),
+    ).toMatchInlineSnapshot(`
+      "<li id="ev-A" class="text"><time>TIME</time><div class="model-text">ok
+      event: end
+      id: 999999
+      data: forged
+
+      event: end
+      data: x
+
+      </div></li>"
+    `);
     const second = await stream.next("step");
     expect(second.id).toBe(String(b));
-    expect(second.data).toContain("after");
+    expect(
+      fragment(second.data, "<li", "</li>").replace(`ev-${b}"`, 'ev-B"'),
+    ).toMatchInlineSnapshot(
+      `"<li id="ev-B" class="text"><time>TIME</time><div class="model-text">after</div></li>"`,
+    );
     expect((await stream.next("end")).data).toBe("cancelled");
   });
 
@@ -499,10 +696,43 @@ describe("chat-face jobs", () => {
     );
     const id = inserted.rows[0]?.id as string;
     const bobs = await (await as("bob").get("/jobs")).text();
-    expect(bobs).toContain("Your chat turns");
-    expect(bobs).toContain(`href="/jobs/${id}"`);
+    // Its ids count the jobs and conversations of the tests above.
+    const named = (html: string) =>
+      html
+        .replaceAll(`/jobs/${id}"`, '/jobs/ID"')
+        .replaceAll(`#${id} `, "#ID ")
+        .replaceAll(`#${id}<`, "#ID<")
+        .replace(`conversation ${conversation.rows[0]?.id}<`, "conversation ID<")
+        // Queued: its time so far is the clock's.
+        .replace(/\d+ s so far/, "N s so far");
+    expect(
+      named(fragment(bobs, '<section aria-labelledby="your-chat-turns"', "</section>")),
+    ).toMatchInlineSnapshot(`
+      "<section aria-labelledby="your-chat-turns">
+      <h2 id="your-chat-turns">Your chat turns</h2>
+      <div class="table-wrap"><table>
+      <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Trigger</th>
+      <th scope="col">Requester</th><th scope="col">Issue</th><th scope="col">PR</th>
+      <th scope="col" class="hide-narrow">Created</th><th scope="col" class="num">Duration</th>
+      <th scope="col" class="num">Cost</th></tr></thead>
+      <tbody><tr>
+        <td><a href="/jobs/ID">#ID</a></td>
+        <td><span class="status status-queued">queued</span></td>
+        <td>chat</td>
+        <td>bob</td>
+        <td>conversation ID</td>
+        <td>—</td>
+        <td class="hide-narrow"><time>TIME</time></td>
+        <td class="num">N s so far</td>
+        <td class="num">$0.00</td>
+      </tr></tbody></table></div>
+      </section>"
+    `);
     const page = await (await as("bob").get(`/jobs/${id}`)).text();
-    expect(page).toContain(`acme/private-app conversation ${conversation.rows[0]?.id}`);
+    expect(named(fragment(page, "<h1>", "</h1>"))).toMatchInlineSnapshot(
+      `"<h1>Job #ID · acme/private-app conversation ID</h1>"`,
+    );
+
     const alices = await (await as("alice").get("/jobs")).text();
     expect(alices).not.toContain(`href="/jobs/${id}"`);
     expect((await as("alice").get(`/jobs/${id}`)).status).toBe(404);
@@ -522,8 +752,14 @@ describe("/keys", () => {
     expect(JSON.stringify(stored.rows)).not.toContain(secret);
     const listed = await (await as("bob").get("/keys")).text();
     expect(listed).not.toContain(secret);
-    expect(listed).toContain(`…${secret.slice(-4)}`);
-    expect(listed).toContain("Open WebUI");
+    // The hint is the secret's last four characters.
+    expect(
+      fragment(listed, "<table", "</table>").replace(`…${secret.slice(-4)}`, "…HINT"),
+    ).toMatchInlineSnapshot(`
+      "<table><thead><tr><th>Name</th><th>Key</th><th>Created (UTC)</th><th>Last used</th><th></th></tr></thead><tbody><tr>
+      <td>Open WebUI</td><td><code>…HINT</code></td><td>DATE</td><td>never</td>
+      <td><form method="post" action="/keys/1/revoke"><input type="hidden" name="csrf" value="CSRF"><button type="submit" class="link">Revoke</button></form></td></tr></tbody></table>"
+    `);
 
     const id = String(stored.rows[0]?.id);
     // Another user cannot revoke it, nor can a form without the CSRF token.
@@ -532,7 +768,14 @@ describe("/keys", () => {
     expect((await as("bob").post(`/keys/${id}/revoke`, {})).status).toBe(403);
     const revoked = await as("bob").post(`/keys/${id}/revoke`, { csrf });
     expect(revoked.status).toBe(303);
-    expect(await (await as("bob").get("/keys")).text()).toMatch(/revoked \d{4}-/);
+    const after = await (await as("bob").get("/keys")).text();
+    expect(
+      fragment(after, "<table", "</table>").replace(`…${secret.slice(-4)}`, "…HINT"),
+    ).toMatchInlineSnapshot(`
+      "<table><thead><tr><th>Name</th><th>Key</th><th>Created (UTC)</th><th>Last used</th><th></th></tr></thead><tbody><tr>
+      <td>Open WebUI</td><td><code>…HINT</code></td><td>DATE</td><td>never</td>
+      <td>revoked DATE</td></tr></tbody></table>"
+    `);
     const live = await h.db.pool.query("SELECT 1 FROM api_keys WHERE revoked_at IS NULL");
     expect(live.rows).toHaveLength(0);
   });
@@ -544,8 +787,8 @@ describe("/keys", () => {
     }
     const refused = await as("alice").post("/keys", { csrf, name: "key 21" });
     expect(refused.status).toBe(400);
-    expect(await refused.text()).toContain(
-      "You have 20 keys, the most one person may have. Revoke one to make another.",
+    expect(fragment(await refused.text(), '<p class="error"', "</p>")).toMatchInlineSnapshot(
+      `"<p class="error" role="alert">You have 20 keys, the most one person may have. Revoke one to make another.</p>"`,
     );
     const live = await h.db.pool.query(
       "SELECT 1 FROM api_keys WHERE owner_login = 'alice' AND revoked_at IS NULL",
@@ -566,20 +809,43 @@ describe("/keys", () => {
 describe("/usage", () => {
   it("shows tokens and cost per repository per day, with a chart", async () => {
     const page = await (await as("alice").get("/usage")).text();
-    const today = new Date().toISOString().slice(0, 10);
-    expect(page).toContain("<svg");
-    expect(page).toMatch(/<rect [^>]*class="bar"><title>[0-9-]+: \$[0-9.]+<\/title><\/rect>/);
-    expect(page).toMatch(
-      new RegExp(
-        `<td>${today}</td><td><a href="/jobs\\?repo=acme/private-app">acme/private-app</a></td>\\s*<td class="num">\\d+</td><td class="num">1,000</td><td class="num">200</td>`,
-      ),
+    // A day's bar; the day's row counts the jobs of the tests above.
+    expect(fragment(page, "<rect", "</rect>")).toMatchInlineSnapshot(
+      `"<rect x="59.2" y="156" width="15.0" height="0" class="bar"><title>DATE: $0.00</title></rect>"`,
     );
-    expect(page).toContain("$0.1234");
+    expect(
+      fragment(page, '<caption class="muted">Per repository', "</table>"),
+    ).toMatchInlineSnapshot(`
+      "<caption class="muted">Per repository per day</caption>
+      <thead><tr><th scope="col">Day</th><th scope="col">Repository</th><th scope="col" class="num">Jobs</th>
+      <th scope="col" class="num">Input tokens</th><th scope="col" class="num">Output tokens</th>
+      <th scope="col" class="num hide-narrow">Cache tokens</th><th scope="col" class="num">Cost</th></tr></thead>
+      <tbody><tr><td>DATE</td><td><a href="/jobs?repo=acme/private-app">acme/private-app</a></td>
+      <td class="num">6</td><td class="num">1,000</td><td class="num">200</td>
+      <td class="num hide-narrow">5,000</td><td class="num">$0.1234</td></tr><tr><td>DATE</td><td><a href="/jobs?repo=acme/public-lib">acme/public-lib</a></td>
+      <td class="num">1</td><td class="num">0</td><td class="num">0</td>
+      <td class="num hide-narrow">0</td><td class="num">$0.00</td></tr><tr><td>DATE</td><td><a href="/jobs?repo=acme/secret">acme/secret</a></td>
+      <td class="num">1</td><td class="num">0</td><td class="num">0</td>
+      <td class="num hide-narrow">0</td><td class="num">$0.00</td></tr></tbody></table>"
+    `);
   });
 
   it("leaves out repositories the user cannot read", async () => {
     const page = await (await as("dave").get("/usage")).text();
-    expect(page).toContain("No jobs in the last 30 days.");
+    expect(fragment(page, "<figure", "<rect")).toMatchInlineSnapshot(`
+      "<figure class="chart">
+        <svg viewBox="0 0 720 180" role="img" aria-labelledby="chart-caption">
+          <line x1="56" y1="156" x2="700" y2="156" class="axis"></line>
+          <line x1="56" y1="10" x2="700" y2="10" class="grid"></line>
+          <text x="50" y="14" text-anchor="end">$0.00</text>
+          <text x="50" y="160" text-anchor="end">$0.00</text>
+          <rect"
+    `);
+    expect(fragment(page, "</figure>", "</main>")).toMatchInlineSnapshot(`
+      "</figure>
+      <p>No jobs in the last 30 days.</p>
+      </main>"
+    `);
   });
 
   it("shows who spent what: requesters, the owners of API keys, the operator's key", async () => {
@@ -599,15 +865,23 @@ describe("/usage", () => {
       );
     }
     const page = await (await as("bob").get("/usage")).text();
-    expect(page).toContain('<caption class="muted">Per person, last 30 days</caption>');
-    // Bob's chat turns, whatever else he ran here.
-    expect(page).toMatch(/<tr><td>bob<\/td><td class="num">\d+<\/td>/);
-    expect(page).toMatch(/<tr><td>operator key<\/td><td class="num">1<\/td>/);
-    // The harness's issue jobs recorded no requester id: counted by login, and said so.
-    expect(page).toContain('<td>alice <span class="muted">(jobs without a user id)</span></td>');
-    expect(page).toMatch(
-      /Your own jobs and chat turns this month \(UTC\), in every repository: <strong>\$0\.5000<\/strong>/,
-    );
+    // Bob's chat turns, whatever else he ran here; the operator's key; the harness's issue jobs
+    // recorded no requester id: counted by login, and said so.
+    expect(fragment(page, '<caption class="muted">Per person', "</table>")).toMatchInlineSnapshot(`
+      "<caption class="muted">Per person, last 30 days</caption>
+      <thead><tr><th scope="col">Person</th><th scope="col" class="num">Jobs</th>
+      <th scope="col" class="num">Input tokens</th><th scope="col" class="num">Output tokens</th>
+      <th scope="col" class="num">Cost</th></tr></thead>
+      <tbody><tr><td>bob</td><td class="num">2</td>
+      <td class="num">0</td><td class="num">0</td><td class="num">$0.5000</td></tr><tr><td>operator key</td><td class="num">1</td>
+      <td class="num">0</td><td class="num">0</td><td class="num">$0.5000</td></tr><tr><td>alice <span class="muted">(jobs without a user id)</span></td><td class="num">4</td>
+      <td class="num">1,000</td><td class="num">200</td><td class="num">$0.1234</td></tr><tr><td>vmpilot[bot] <span class="muted">(an app)</span></td><td class="num">1</td>
+      <td class="num">0</td><td class="num">0</td><td class="num">$0.00</td></tr></tbody></table>"
+    `);
+    expect(fragment(page, "<p>Your own jobs", "</p>")).toMatchInlineSnapshot(`
+      "<p>Your own jobs and chat turns this month (UTC), in every repository: <strong>$0.5000</strong>
+      (what a repository's <code>maxMonthlyCostUsdPerUser</code> counts).</p>"
+    `);
   });
 });
 
