@@ -45,6 +45,17 @@ interface JobRepository {
   octokit: ProbotOctokit;
 }
 
+/** The repository a job on one stands on, with a client of its installation. */
+export async function repositoryOf(
+  deps: Pick<OpenDeps, "auth">,
+  job: { repositoryId: number; installationId: number },
+  names: { owner: string; name: string },
+): Promise<JobRepository> {
+  const octokit = await deps.auth(job.installationId);
+  const { repositoryId: id, installationId } = job;
+  return { id, owner: names.owner, name: names.name, installationId, octokit };
+}
+
 /** Where a job stands: its repository, or a scratch workspace of its owner's, and whom it acts for. */
 export type Place = { starter: Starter } & (
   | { repository: JobRepository }

@@ -14,7 +14,13 @@ import {
 } from "../../queue/chat-turn-request.ts";
 import type { OpenDeps } from "../../run/deps.ts";
 import { loadConversation } from "../../run/history.ts";
-import type { Attempt, Outcome, Place, Working } from "../../run/kind.ts";
+import {
+  type Attempt,
+  type Outcome,
+  type Place,
+  repositoryOf,
+  type Working,
+} from "../../run/kind.ts";
 import type { Ending } from "./end.ts";
 import { withMessageImages } from "./images.ts";
 import { openChatPullRequest } from "./pull-request.ts";
@@ -45,12 +51,8 @@ export async function turnPlace(job: Job, deps: OpenDeps): Promise<Place | { ref
     return { refused: "The app is no longer installed on this repository." };
   }
   const [ownerName = "", name = ""] = repository.fullName.split("/");
-  const octokit = await deps.auth(job.installationId);
-  const { installationId } = job;
-  return {
-    repository: { id: repository.id, owner: ownerName, name, installationId, octokit },
-    starter,
-  };
+  const at = { repositoryId: repository.id, installationId: job.installationId };
+  return { repository: await repositoryOf(deps, at, { owner: ownerName, name }), starter };
 }
 
 export async function runTurn(job: Job, attempt: TurnAttempt, ctx: Working): Promise<Outcome> {

@@ -20,7 +20,14 @@ import { claimRefusalNotice } from "../../../store/refusal-notices.ts";
 import { CONTROL_VERBS } from "../../queue/job-queue.ts";
 import type { OpenDeps, Run } from "../../run/deps.ts";
 import { type GateResult, gate, type Starter } from "../../run/gate.ts";
-import type { Admitted, Admitting, Ended, Place, Unwanted } from "../../run/kind.ts";
+import {
+  type Admitted,
+  type Admitting,
+  type Ended,
+  type Place,
+  repositoryOf,
+  type Unwanted,
+} from "../../run/kind.ts";
 import { triggerSettings } from "../../run/settings.ts";
 import {
   helpBody,
@@ -76,17 +83,8 @@ export async function issuePlace(
     // issue may steer a triage that applies only the labels the file names, nothing else.
     return { refused: "an automation with authors: any may only triage, with the labels it names" };
   }
-  const octokit = await deps.auth(job.installationId);
-  return {
-    repository: {
-      id: job.repositoryId,
-      owner: context.owner,
-      name: context.name,
-      installationId: job.installationId,
-      octokit,
-    },
-    starter: issueStarter(job, context),
-  };
+  const repository = await repositoryOf(deps, job, context);
+  return { repository, starter: issueStarter(job, context) };
 }
 
 /**

@@ -13,7 +13,7 @@ import { testsOf } from "../../run/agent.ts";
 import { type Delivered, deliver } from "../../run/deliver.ts";
 import type { JobDeps, OpenDeps } from "../../run/deps.ts";
 import { loadConversation } from "../../run/history.ts";
-import type { Attempt, Place, Working } from "../../run/kind.ts";
+import { type Attempt, type Place, repositoryOf, type Working } from "../../run/kind.ts";
 import { JobProgress, jobUrl } from "../../run/progress.ts";
 
 type ScheduledOutcome = Extract<JobStatus, "succeeded" | "failed" | "cancelled" | "ignored">;
@@ -49,18 +49,10 @@ export interface ScheduledAttempt extends Attempt {
   end(status: ScheduledOutcome, error?: string): Promise<ScheduledOutcome>;
 }
 
-export function scheduledPlace(job: ScheduledJob, deps: OpenDeps): Promise<Place> {
+export async function scheduledPlace(job: ScheduledJob, deps: OpenDeps): Promise<Place> {
   const context = readScheduledContext(job);
-  return deps.auth(job.installationId).then((octokit) => ({
-    repository: {
-      id: job.repositoryId,
-      owner: context.owner,
-      name: context.name,
-      installationId: job.installationId,
-      octokit,
-    },
-    starter: { app: `the scheduled automation ${context.automation.name}` },
-  }));
+  const repository = await repositoryOf(deps, job, context);
+  return { repository, starter: { app: `the scheduled automation ${context.automation.name}` } };
 }
 
 export function openScheduled(job: ScheduledJob, deps: OpenDeps): ScheduledAttempt {
