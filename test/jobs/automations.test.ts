@@ -3,6 +3,7 @@
 // loopback git server as the remote, the Anthropic fake, and GitHub's REST API mocked with nock.
 import { describe, expect, it } from "vitest";
 import { recordIssueAutomations } from "../../src/intake/automations.ts";
+import { fromIssues } from "../../src/intake/deliveries.ts";
 import { acknowledge } from "../../src/jobs/acknowledge.ts";
 import { type ScheduledContext, syncAutomations } from "../../src/jobs/automations.ts";
 import { runScheduledAutomation } from "../../src/jobs/automations-run.ts";
@@ -56,7 +57,7 @@ const ackDeps = () => ({
 
 let nextIssueId = 800_000;
 
-/** GitHub's issues.opened example, on the seeded repository and issue, opened by `author`. */
+/** GitHub's issues.opened example, on the seeded repository and issue, opened by `author`, read. */
 function issueOpened(seeded: Seeded, author: string) {
   const payload = examplePayload("issues", "opened");
   payload.installation = { id: 77 };
@@ -77,7 +78,7 @@ function issueOpened(seeded: Seeded, author: string) {
     user: { ...payload.issue.user, login: author },
   };
   payload.sender = { ...payload.sender, login: author, type: "User" };
-  return payload;
+  return fromIssues(payload);
 }
 
 /** The issue and its comments, as the pipeline reads them. */
@@ -233,7 +234,7 @@ describe("an automation on issues.opened", () => {
   it("starts nothing for bots, nor where the file has no such automation or is not known", async () => {
     const seeded = await h.seedRepo({ number: 8 });
     const bot = issueOpened(seeded, "dependabot[bot]");
-    bot.sender.type = "Bot";
+    bot.input.sender.type = "Bot";
     // Not read since it changed: unknown, so nothing (the sync reads it within seconds).
     expect(
       await recordIssueAutomations(intakeDeps(), "delivery-5", issueOpened(seeded, "a")),
