@@ -39,14 +39,21 @@ export function intakeApp(
       // throughput, and the worker logs each job at info when it acknowledges or refuses it.
       context.log.debug({ delivery: context.id, result }, "delivery recorded");
     };
-    app.on(["issues.opened", "issues.labeled", "issues.assigned"], (context) =>
+    app.on(["issues.labeled", "issues.assigned"], (context) =>
       intake(context, fromIssues(context.payload)),
     );
     // The repository's automations on new issues: jobs of their own, apart from any trigger in
     // the issue's body. Not counted in the deliveries metric: the trigger intake counts each once.
-    app.on("issues.opened", async (context) => {
-      const jobs = await recordIssueAutomations(deps, context.id, context.payload);
-      if (jobs.length > 0) context.log.debug({ delivery: context.id, jobs }, "automations queued");
+    // One handler for both: Probot makes each handler of a delivery a context and a logger of its
+    // own, and the payload is read once.
+    app.on("issues.opened", (context) => {
+      const delivery = fromIssues(context.payload);
+      const automations = async () => {
+        const jobs = await recordIssueAutomations(deps, context.id, delivery);
+        if (jobs.length > 0)
+          context.log.debug({ delivery: context.id, jobs }, "automations queued");
+      };
+      return together([intake(context, delivery), automations()]);
     });
     app.on("issue_comment.created", (context) =>
       intake(context, fromIssueComment(context.payload)),
@@ -57,13 +64,19 @@ export function intakeApp(
     app.on("pull_request_review.submitted", (context) =>
       intake(context, fromReview(context.payload)),
     );
-    app.on("push", (context) => recorded(context, recordConfigPush(deps, context.payload)));
+    // One handler, as for an opened issue; the delivery counts once.
+    app.on("push", (context) =>
+      recorded(
+        context,
+        together([
+          recordConfigPush(deps, context.payload),
+          recordBasePush(deps, context.id, context.payload),
+        ]),
+      ),
+    );
     app.on(
       ["pull_request.opened", "pull_request.synchronize", "pull_request.reopened"],
       (context) => recorded(context, recordPullRequestCheck(deps, context.payload)),
-    );
-    app.on("push", (context) =>
-      recorded(context, recordBasePush(deps, context.id, context.payload)),
     );
     app.on("check_run.completed", (context) =>
       ci(context, recordCiRun(deps, context.id, fromCheckRun(context.payload))),
@@ -96,6 +109,15 @@ async function ci(context: Context, work: Promise<CiIntakeResult>): Promise<void
   const outcome = "jobId" in result ? "job" : "ready" in result ? "recorded" : "ignored";
   deliveries.inc({ event: context.name, outcome });
   context.log.debug({ delivery: context.id, result }, "check recorded");
+}
+
+/** Waits for all the work, as for as many handlers, and fails as they failed. */
+async function together(work: Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).flatMap((outcome) =>
+    outcome.status === "rejected" ? [outcome.reason] : [],
+  );
+  if (failed.length === 1) throw failed[0];
+  if (failed.length > 1) throw new AggregateError(failed, "the delivery's handlers failed");
 }
 
 async function recorded(context: Context, work: Promise<unknown>): Promise<void> {

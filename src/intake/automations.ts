@@ -11,7 +11,7 @@ import { getRepository, type Repository } from "../store/installations.ts";
 import type { JobContext } from "../store/job-context.ts";
 import { insertJob } from "../store/jobs.ts";
 import { withTransaction } from "../store/sql.ts";
-import { fromIssues } from "./deliveries.ts";
+import type { TriggerDelivery } from "./deliveries.ts";
 import type { IntakeDeps } from "./record.ts";
 import { isBot } from "./trigger.ts";
 
@@ -22,13 +22,12 @@ function enabled(repository: Repository): boolean {
   return value !== false;
 }
 
-/** Records the automations' jobs for an opened issue; resolves to their ids. */
+/** Records the automations' jobs for an opened issue (read by fromIssues); resolves to their ids. */
 export async function recordIssueAutomations(
   deps: IntakeDeps,
   deliveryId: string,
-  payload: unknown,
+  delivery: TriggerDelivery,
 ): Promise<number[]> {
-  const delivery = fromIssues(payload);
   const { input } = delivery;
   // The app's own issues, and other apps', would start automations of automations.
   if (input.action !== "opened" || delivery.itemKind !== "issue" || isBot(input.sender)) return [];

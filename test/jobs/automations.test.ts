@@ -3,6 +3,7 @@
 // loopback git server as the remote, the Anthropic fake, and GitHub's REST API mocked with nock.
 import { describe, expect, it } from "vitest";
 import { recordIssueAutomations } from "../../src/intake/automations.ts";
+import { fromIssues } from "../../src/intake/deliveries.ts";
 import { type ScheduledContext, syncAutomations } from "../../src/jobs/automations/schedules.ts";
 import { KINDS } from "../../src/jobs/kinds/index.ts";
 import type { OpenDeps, Run } from "../../src/jobs/run/deps.ts";
@@ -73,7 +74,7 @@ const ackDeps = () => ({
 
 let nextIssueId = 800_000;
 
-/** GitHub's issues.opened example, on the seeded repository and issue, opened by `author`. */
+/** GitHub's issues.opened example, on the seeded repository and issue, opened by `author`, read. */
 function issueOpened(seeded: Seeded, author: string, authorId = 21031067) {
   const payload = examplePayload("issues", "opened");
   payload.installation = { id: 77 };
@@ -94,7 +95,7 @@ function issueOpened(seeded: Seeded, author: string, authorId = 21031067) {
     user: { ...payload.issue.user, login: author, id: authorId },
   };
   payload.sender = { ...payload.sender, login: author, id: authorId, type: "User" };
-  return payload;
+  return fromIssues(payload);
 }
 
 /** The issue and its comments, as the pipeline reads them. */
@@ -343,7 +344,7 @@ describe("an automation on issues.opened", () => {
   it("starts nothing for bots, nor where the file has no such automation or is not known", async () => {
     const seeded = await h.seedRepo({ number: 8 });
     const bot = issueOpened(seeded, "dependabot[bot]");
-    bot.sender.type = "Bot";
+    bot.input.sender.type = "Bot";
     // Not read since it changed: unknown, so nothing (the sync reads it within seconds).
     expect(
       await recordIssueAutomations(intakeDeps(), "delivery-5", issueOpened(seeded, "a")),

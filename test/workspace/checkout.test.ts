@@ -8,6 +8,7 @@ import {
   realpath,
   rm,
   stat,
+  utimes,
   writeFile,
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -236,6 +237,43 @@ describe("prepareCheckout", () => {
     expect(await filesContainingToken(dest)).toEqual([]);
     expect(await filesContainingToken(join(spareData))).toEqual([]);
     expect(logger.lines.filter((l) => l.level === "warn")).toEqual([]);
+  });
+
+  it("claims a spare without reading its files again: the split index holds only what changed", async () => {
+    const source = join(served, "acme", "many");
+    execFileSync("git", ["init", "-q", "-b", "main", source]);
+    for (let i = 0; i < 100; i++) await writeFile(join(source, `file-${i}.txt`), `${i}\n`);
+    commitFile(source, "README.md", "many files\n");
+    const options = {
+      dataDir: join(base, "many-data"),
+      repo: server.url("acme/many"),
+      auth: { token: TOKEN },
+      keepSpare: true,
+    };
+    await prepareCheckout({ ...options, dest: join(base, "work", "many-1"), branch: "m-1" });
+    await sparesSettled();
+    // The spare's index as git sees it when read-tree wrote it in the same second as the files:
+    // no older than any of them, so each is "racily clean" to the next git that writes it.
+    const spares = join(options.dataDir, "spares");
+    const [mirrorDir] = await readdir(spares);
+    const [spare] = await readdir(join(spares, mirrorDir as string));
+    const past = new Date(Date.now() - 10_000);
+    await utimes(join(spares, mirrorDir as string, spare as string, ".git", "index"), past, past);
+    commitFile(source, "NEXT.md", "one more\n");
+
+    const dest = join(base, "work", "many-2");
+    const later = () => Date.now() + 2_000;
+    const checkout = await prepareCheckout({ ...options, dest, branch: "m-2", now: later });
+    await sparesSettled();
+    expect(checkout.fromSpare).toBe(true);
+    const dotGit = await readdir(join(dest, ".git"));
+    const shared = dotGit.filter((name) => name.startsWith("sharedindex."));
+    // No new shared index, and a split index of the one new path rather than of all 101 files.
+    expect(shared).toHaveLength(1);
+    const sharedSize = (await stat(join(dest, ".git", shared[0] as string))).size;
+    expect((await stat(join(dest, ".git", "index"))).size).toBeLessThan(sharedSize / 10);
+    expect(git(dest, "ls-files", "NEXT.md")).toBe("NEXT.md");
+    expect(git(dest, "status", "--porcelain")).toBe("");
   });
 
   it("moves a spare across deletions, file/directory swaps, mode changes and odd names", async () => {

@@ -4,14 +4,15 @@
 // fails for a reason that can pass (GitHub or git unreachable) asks the queue for another, never
 // on the last attempt. Safe to run again after a crash: every kind ends by finding what an earlier
 // attempt left (its comment, its conversation, its pull request).
-import { defaults } from "../../config/repo-config.ts";
+import { defaults, type RepoSettings } from "../../config/repo-config.ts";
 import { isPermanent, PermanentError } from "../../errors.ts";
+import type { RepoConfigLoad } from "../../github/repo-config-loader.ts";
 import { getJob, type Job, updateJob } from "../../store/jobs.ts";
 import type { Checkout } from "../../workspace/index.ts";
 import { runJobAgent } from "./agent.ts";
 import type { JobDeps, OpenDeps, Run, WorkDeps } from "./deps.ts";
 import { gate } from "./gate.ts";
-import type { Admitted, Attempt, JobKind, Outcome, Working } from "./kind.ts";
+import type { Admitted, Admitting, Attempt, JobKind, Outcome, Working } from "./kind.ts";
 import type { Granted } from "./settings.ts";
 import { type BudgetScope, grant, triggerSettings } from "./settings.ts";
 import {
@@ -59,7 +60,31 @@ async function runKind<J extends Job, A extends Attempt>(
     );
     return known;
   };
-  const admitting = { run, deps, place, settings: async () => (await read()).settings };
+  // The file's read, once started, is settled before the job ends, however it ends: what it
+  // stores for the intake is there, and nothing of this job is still asking GitHub afterwards.
+  const settled = () => known?.then((k) => k.fresh).catch(() => undefined);
+  try {
+    return await admitAndWork(
+      kind,
+      job,
+      { run, deps, place, settings: async () => (await read()).settings },
+      read,
+      work,
+    );
+  } finally {
+    await settled();
+  }
+}
+
+async function admitAndWork<J extends Job, A extends Attempt>(
+  kind: JobKind<J, A>,
+  job: J,
+  admitting: Admitting,
+  read: () => Promise<{ settings: RepoSettings; fresh: Promise<RepoConfigLoad> | undefined }>,
+  work: WorkDeps | undefined,
+): Promise<Outcome> {
+  const { run, deps, place } = admitting;
+  const repository = place.repository;
   const unwanted = await kind.unwanted?.(job, admitting);
   if (unwanted && "refused" in unwanted) {
     deps.logger.info({ jobId: job.id, why: unwanted.refused }, "refused");

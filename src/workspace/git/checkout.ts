@@ -28,6 +28,8 @@ export interface CheckoutOptions {
   keepSpare?: boolean;
   /** With keepSpare: how many repositories keep a spare, most recently used first; default 20. */
   spareLimit?: number;
+  /** The clock a claimed spare's index is dated by (spares.ts). */
+  now?: () => number;
   logger?: Logger;
 }
 
@@ -80,7 +82,7 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
 
   const fromSpare =
     options.keepSpare === true && (await claimSpare(options.dataDir, mirror, options.dest));
-  if (fromSpare) await refreshSpare(options.dest, target);
+  if (fromSpare) await refreshSpare(options.dest, target, options.now?.());
   else
     await writeCheckout(options.dest, { mirror: mirror.path, url: mirror.url }, targetRefs(target));
   if (options.keepSpare) {
