@@ -5,6 +5,7 @@
  * same run (machines here differ severalfold in speed). Goal: the ordinary megabyte well under
  * 100 ms on an idle machine.
  */
+import { gzipSync } from "node:zlib";
 import { redact } from "../src/log/redact.ts";
 
 const MEGABYTE = 1_000_000;
@@ -65,6 +66,11 @@ const hostile = [
   "adafruit = ",
   "sk",
   "\x1b[",
+  "a\t",
+  "&#95;",
+  "ｇ",
+  '"a" + "',
+  `${gzipSync(token).toString("base64")} `,
 ];
 for (const unit of hostile) {
   const body = unit.repeat(Math.ceil(MEGABYTE / unit.length));

@@ -5,12 +5,13 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import type { Logger } from "pino";
-import { Probot, type ProbotOctokit, run } from "probot";
+import { Probot, ProbotOctokit, run } from "probot";
 import { SmeeClient } from "smee-client";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins } from "./agent/plugins.ts";
 import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
 import { routeModel } from "./config/model-route.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
+import { retrySecondaryRateLimits } from "./github/rate-limit.ts";
 import { health, healthHandler } from "./health.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue/queue.ts";
 import type { JobDeps } from "./jobs/run/deps.ts";
@@ -47,8 +48,9 @@ export interface StartOptions {
   /** Called once the HTTP server listens, before GitHub has been reached. */
   onListening?(url: string): void;
   /**
-   * The class Probot makes its GitHub clients from; default Probot's own. Tests pass one whose
-   * throttling does not space each installation's writes a second apart.
+   * The class Probot makes its GitHub clients from (secondary rate limits retried in place on
+   * top); default Probot's own. Tests pass one whose throttling does not space each
+   * installation's writes a second apart.
    */
   Octokit?: typeof ProbotOctokit;
 }
@@ -88,7 +90,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       secret: config.webhookSecret,
       baseUrl: config.baseUrl,
       log: logger,
-      ...(options.Octokit && { Octokit: options.Octokit }),
+      Octokit: (options.Octokit ?? ProbotOctokit).plugin(retrySecondaryRateLimits),
     });
     const readiness = new Readiness();
     if (role !== "worker") readiness.wait("github", "connecting");

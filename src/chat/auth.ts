@@ -10,10 +10,7 @@ import { useApiKey } from "../store/api-keys.ts";
 import type { Queryable } from "../store/sql.ts";
 import { ApiError, badKey } from "./errors.ts";
 
-export type Principal = ConversationOwner & {
-  /** What the rate limit counts by: "operator", or the key's id. */
-  keyId: string;
-};
+export type Principal = ConversationOwner;
 
 /**
  * Wrong keys one client address may send in a window. Past them, the address is refused until the
@@ -64,11 +61,11 @@ async function principalOf(
 ): Promise<Principal | undefined> {
   // Compared as digests: equal lengths, and no early exit that times the prefix.
   if (operatorKey && timingSafeEqual(digest(key), digest(operatorKey))) {
-    return { kind: "operator", keyId: "operator" };
+    return { kind: "operator" };
   }
   const found = await useApiKey(db, key);
   if (!found) return undefined;
-  return { kind: "user", id: found.ownerId, login: found.ownerLogin, keyId: String(found.id) };
+  return { kind: "user", id: found.ownerId, login: found.ownerLogin };
 }
 
 /** The login to show for the principal. */

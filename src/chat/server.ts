@@ -112,7 +112,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
 
   async function models(req: IncomingMessage, res: ServerResponse) {
     const who = await authenticate(req, deps.db.pool, deps.operatorKey, deps.clientAddressHeader);
-    await takeRequest(deps.db.pool, who.keyId, perMinute);
+    await takeRequest(deps.db.pool, who, perMinute);
     const models = await listModels(access, who);
     const data = models.map((a) => ({
       id: a.id,
@@ -126,7 +126,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
 
   async function completions(req: IncomingMessage, res: ServerResponse) {
     const key = await authenticate(req, deps.db.pool, deps.operatorKey, deps.clientAddressHeader);
-    await takeRequest(deps.db.pool, key.keyId, perMinute);
+    await takeRequest(deps.db.pool, key, perMinute);
     const declared = Number(req.headers["content-length"] ?? 0);
     const raw = declared > MAX_BODY_BYTES ? undefined : await readCapped(req, MAX_BODY_BYTES);
     if (raw === undefined) {

@@ -143,7 +143,7 @@ const FIELDS = {
     "VMPILOT_API_KEY",
     z.string().min(32, "must be at least 32 characters (the chat face's operator key)").optional(),
   ],
-  /** Chat-face requests per key per minute. */
+  /** Chat-face requests per person (all their keys) per minute. */
   chatRatePerMinute: ["CHAT_RATE_PER_MINUTE", integer(1, 100_000, 60)],
   /** The header a trusted proxy in front sets to the client's address; unset, the socket's. */
   clientAddressHeader: [

@@ -390,7 +390,16 @@ export interface ResolvedSettings {
   sources: Record<SettingKey, SettingSource>;
 }
 
-/** Precedence, lowest first: defaults < page settings < repo file. */
+/**
+ * Spending caps an administrator sets on the settings page: whoever can commit the repo file may
+ * lower them there, never raise them, since the money is not theirs to give.
+ */
+const CEILINGS: ReadonlySet<SettingKey> = new Set(["maxDailyCostUsd", "maxMonthlyCostUsdPerUser"]);
+
+/**
+ * Precedence, lowest first: defaults < page settings < repo file, except that the file cannot
+ * raise a ceiling the page set.
+ */
 export function resolveSettings(layers: {
   defaults?: RepoSettings;
   page?: RepoConfig | null;
@@ -408,11 +417,17 @@ export function resolveSettings(layers: {
     for (const key of settingKeys) {
       const value = getSetting(layer, key);
       if (value === undefined) continue;
+      if (source === "file" && raises(key, value, layers.page)) continue;
       setSetting(values, key, structuredClone(value));
       sources[key] = source;
     }
   }
   return { values, sources };
+}
+
+function raises(key: SettingKey, value: unknown, page: RepoConfig | null | undefined): boolean {
+  const ceiling = page ? getSetting(page, key) : undefined;
+  return CEILINGS.has(key) && typeof ceiling === "number" && !(Number(value) < ceiling);
 }
 
 export function getSetting(config: RepoConfig | RepoSettings, key: SettingKey): unknown {

@@ -1,7 +1,8 @@
 // Secret redaction for everything that leaves the process: log lines, GitHub comments, stored
 // messages. Rules (redact-rules.ts) are matched on views of the text (redact-view.ts) with split
-// and escaped tokens made whole; base64 and hex runs are decoded and searched too. Every match
-// marks a span of the text as written, and only those spans are replaced.
+// and escaped tokens made whole; base64 and hex runs are decoded (and gunzipped) and searched too.
+// Every match marks a span of the text as written, and only those spans are replaced.
+import { constants, gunzipSync } from "node:zlib";
 import { JOINED_RULES, keywordsIn, RULES, type Rule } from "./redact-rules.ts";
 import { EDITS, HAS_BREAKS, View } from "./redact-view.ts";
 
@@ -28,7 +29,7 @@ export function clearRegisteredSecrets(): void {
 type Span = [number, number];
 
 export function redact(text: string): string {
-  const spans = secretsIn(text, 0).sort((a, b) => a[0] - b[0]);
+  const spans = secretsIn(text, 0, { inflated: 0 }).sort((a, b) => a[0] - b[0]);
   if (spans.length === 0) return text;
   // Overlapping and touching spans become one.
   let out = "";
@@ -42,19 +43,27 @@ export function redact(text: string): string {
 
 // A base64 or hex run may hold a secret that is encoded again (a docker config in a Kubernetes
 // secret); this many layers are decoded.
-const DECODE_DEPTH = 2;
+const DECODE_DEPTH = 4;
+// What one redaction may gunzip, all runs and layers together: a small run can inflate a
+// thousandfold. A gzip run that does not fit is redacted whole, unread.
+const INFLATE_BUDGET = 1 << 20;
+const GZIP = Buffer.from([0x1f, 0x8b]);
+/** What one redaction has spent of its budget. */
+interface Spent {
+  inflated: number;
+}
 // Whole runs only: a match never starts inside a run, so a short word is read once.
 const ENCODED = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}/g;
 
 /** The spans of the text that hold secrets, in any order, possibly overlapping. */
-function secretsIn(text: string, depth: number): Span[] {
+function secretsIn(text: string, depth: number, spent: Spent): Span[] {
   const spans: Span[] = [];
   const plain = new View(text, EDITS.plain);
   const joined = HAS_BREAKS.test(text) ? new View(text, EDITS.joined) : undefined;
   // No keyword holds a line break, so the joined view has the plain one's: one pass serves both.
   const keywords = keywordsIn((joined ?? plain).text.toLowerCase());
-  search(plain, RULES, keywords, depth, spans);
-  if (joined) search(joined, JOINED_RULES, keywords, depth, spans);
+  search(plain, RULES, keywords, depth, spent, spans);
+  if (joined) search(joined, JOINED_RULES, keywords, depth, spent, spans);
   // Registered secrets as written too: a view would decode what looks like an escape in one.
   registeredIn(text, (start, end) => spans.push([start, end]));
   return spans;
@@ -73,6 +82,7 @@ function search(
   rules: readonly Rule[],
   keywords: Set<string>,
   depth: number,
+  spent: Spent,
   spans: Span[],
 ): void {
   const { text } = view;
@@ -90,22 +100,29 @@ function search(
   }
   registeredIn(text, (start, end) => spans.push(view.source(start, end)));
   // The joined view's runs are the plain view's, but where a line break inside one was taken out.
-  if (depth < DECODE_DEPTH) searchEncoded(view, rules === JOINED_RULES, depth, spans);
+  if (depth < DECODE_DEPTH) searchEncoded(view, rules === JOINED_RULES, depth, spent, spans);
 }
 
 /**
  * Decodes the base64 and hex runs that are text, and searches them all at once; a run that holds
- * a secret is redacted whole.
+ * a secret, or gzip past the budget, is redacted whole.
  */
-function searchEncoded(view: View, joinedOnly: boolean, depth: number, spans: Span[]): void {
+function searchEncoded(
+  view: View,
+  joinedOnly: boolean,
+  depth: number,
+  spent: Spent,
+  spans: Span[],
+): void {
   const decoded: string[] = [];
   const starts: number[] = [];
   const runs: Span[] = [];
   let length = 0;
   view.text.replace(ENCODED, (run: string, offset: number) => {
     if (joinedOnly && !view.editedWithin(offset, offset + run.length)) return run;
-    const text = decodeRun(run);
-    if (text !== undefined) {
+    const text = decodeRun(run, spent);
+    if (text === TOO_BIG) spans.push(view.source(offset, offset + run.length));
+    else if (text !== undefined) {
       decoded.push(text);
       starts.push(length);
       runs.push(view.source(offset, offset + run.length));
@@ -115,7 +132,7 @@ function searchEncoded(view: View, joinedOnly: boolean, depth: number, spans: Sp
     return run;
   });
   if (decoded.length === 0) return;
-  for (const [start, end] of secretsIn(decoded.join("\n\n"), depth + 1)) {
+  for (const [start, end] of secretsIn(decoded.join("\n\n"), depth + 1, spent)) {
     // The runs the span falls in.
     for (let i = lastAtOrBefore(starts, start); i < runs.length; i++) {
       const runStart = starts[i] as number;
@@ -137,9 +154,32 @@ function lastAtOrBefore(values: number[], position: number): number {
   return low;
 }
 
-function decodeRun(run: string): string | undefined {
-  const hex = /^(?:[0-9a-fA-F]{2})+$/.test(run) ? readable(Buffer.from(run, "hex")) : undefined;
-  return hex ?? readable(Buffer.from(run, "base64"));
+const TOO_BIG = Symbol("gzip past the budget");
+
+function decodeRun(run: string, spent: Spent): string | undefined | typeof TOO_BIG {
+  const hex = /^(?:[0-9a-fA-F]{2})+$/.test(run)
+    ? unzipped(Buffer.from(run, "hex"), spent)
+    : undefined;
+  return hex ?? unzipped(Buffer.from(run, "base64"), spent);
+}
+
+/** The bytes as text, gunzipped first if they are gzip. */
+function unzipped(bytes: Buffer, spent: Spent): string | undefined | typeof TOO_BIG {
+  if (!bytes.subarray(0, 2).equals(GZIP)) return readable(bytes);
+  let inflated: Buffer;
+  try {
+    inflated = gunzipSync(bytes, {
+      maxOutputLength: Math.max(INFLATE_BUDGET - spent.inflated, 1),
+      // A cut-off stream is read as far as it goes.
+      finishFlush: constants.Z_SYNC_FLUSH,
+    });
+  } catch (error) {
+    if (error instanceof RangeError) return TOO_BIG;
+    // Not gzip after all: what random letters decode to.
+    return undefined;
+  }
+  spent.inflated += inflated.length;
+  return readable(inflated);
 }
 
 /** The bytes as text, unless they are binary (what random letters decode to). */

@@ -96,7 +96,8 @@ ${
     : ""
 }
 <p class="muted">Each setting comes from the first of: <code>${CONFIG_PATH}</code> in the repository,
-this page, the default. Fields left empty use the default.</p>
+this page, the default. Fields left empty use the default. The cost limits per day and per person
+set here are ceilings: the file may lower them, never raise them.</p>
 <form method="post" class="settings" novalidate>
 ${csrfField(view.session)}
 ${settingKeys.map((key) => field(view, key))}
@@ -163,11 +164,16 @@ ${fileNote(view, key)}`;
 }
 
 function fileNote(view: SettingsView, key: SettingKey): Html | string {
-  if (view.sources[key] !== "file" || !view.file) return "";
-  const value = getSetting(view.file, key);
+  const value = view.file ? getSetting(view.file, key) : undefined;
+  if (value === undefined) return "";
   const shown = Array.isArray(value) ? value.join(", ") || "(empty list)" : String(value);
-  return html`<p class="hint"><code>${CONFIG_PATH}</code> sets this to <strong>${shown}</strong>,
+  if (view.sources[key] === "file") {
+    return html`<p class="hint"><code>${CONFIG_PATH}</code> sets this to <strong>${shown}</strong>,
 which takes precedence over this page.</p>`;
+  }
+  // Set in the file yet not from it: a ceiling of this page's, which the file tried to raise.
+  return html`<p class="hint"><code>${CONFIG_PATH}</code> sets this to <strong>${shown}</strong>,
+above this page's limit, which holds: the file may lower it, never raise it.</p>`;
 }
 
 function fieldId(key: SettingKey): string {

@@ -24,7 +24,7 @@ describe("the chat face's budget check", () => {
     await updateJob(db.pool, job.id, { costUsd: 3, status: "succeeded" });
     const capped = { ...defaults, maxMonthlyCostUsdPerUser: 3 };
     const scratch = { id: "vmpilot", repository: null };
-    const mona = { kind: "user", id: 5, login: "mona", keyId: "1" } as const;
+    const mona = { kind: "user", id: 5, login: "mona" } as const;
     await expect(checkBudget(db.pool, capped, mona, scratch)).rejects.toMatchObject({
       status: 429,
       code: "insufficient_quota",
@@ -32,7 +32,7 @@ describe("the chat face's budget check", () => {
         "You reached the monthly cost limit per person ($3.00, maxMonthlyCostUsdPerUser), which counts your jobs and chat turns this month (UTC) in every repository vmpilot works on, with what running ones may still spend; it resets on the 1st, or a maintainer can raise maxMonthlyCostUsdPerUser.",
     });
     await expect(checkBudget(db.pool, defaults, mona, scratch)).resolves.toBeUndefined();
-    const nils = { kind: "user", id: 6, login: "nils", keyId: "2" } as const;
+    const nils = { kind: "user", id: 6, login: "nils" } as const;
     await expect(checkBudget(db.pool, capped, nils, scratch)).resolves.toBeUndefined();
   });
 });

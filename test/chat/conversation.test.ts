@@ -10,7 +10,7 @@ import type { Database } from "../../src/store/database.ts";
 import { insertJob } from "../../src/store/jobs.ts";
 import { databases } from "../helpers/db.ts";
 
-const MONA: Principal = { kind: "user", id: 5, login: "mona", keyId: "1" };
+const MONA: Principal = { kind: "user", id: 5, login: "mona" };
 const SCRATCH = { id: "vmpilot", repository: null };
 
 describe.each(databases())("planTurn on $name", (target) => {
@@ -93,7 +93,7 @@ describe.each(databases())("planTurn on $name", (target) => {
     expect(plan.conversation.id).toBe(longer.id);
     expect(plan.transcript).toBe("");
     // The same words from someone else start their own chat.
-    const other: Principal = { kind: "user", id: 6, login: "mona", keyId: "2" };
+    const other: Principal = { kind: "user", id: 6, login: "mona" };
     const theirs = await planTurn(db.pool, other, SCRATCH, { model: "vmpilot", messages }, null);
     expect(theirs.conversation.id).not.toBe(longer.id);
     expect(theirs.conversation.owner).toEqual({ kind: "user", id: 6, login: "mona" });

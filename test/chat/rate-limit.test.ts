@@ -5,7 +5,7 @@ import { request } from "node:http";
 import OpenAI from "openai";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
-import { createApiKey } from "../../src/store/api-keys.ts";
+import { createApiKey, revokeApiKey } from "../../src/store/api-keys.ts";
 import type { Database } from "../../src/store/database.ts";
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
 import { databases, type TestDatabaseTarget } from "../helpers/db.ts";
@@ -67,6 +67,27 @@ it(`two web processes share one limit per key, until the minute is over (${targe
   await client(two).models.list();
   await client(one).models.list();
   await expect(client(one).models.list()).rejects.toMatchObject({ status: 429 });
+});
+
+it(`counts a person's keys together: a new key does not start a new minute (${target.name})`, async () => {
+  const [one, two] = servers;
+  const person = { name: "k", ownerLogin: "nils", ownerId: 7 };
+  const first = await createApiKey(db.pool, person);
+  await client(one, first.secret).models.list();
+  await client(two, first.secret).models.list();
+  await expect(client(one, first.secret).models.list()).rejects.toMatchObject({ status: 429 });
+  expect(await revokeApiKey(db.pool, first.key.id, person.ownerId)).toBe(true);
+  const second = await createApiKey(db.pool, person);
+  const refused = await client(two, second.secret)
+    .models.list()
+    .catch((e: unknown) => e);
+  expect(refused).toMatchObject({ status: 429, code: "rate_limit_exceeded" });
+  expect(String((refused as Error).message)).toContain(
+    "2 requests per minute for your keys together",
+  );
+  // Someone else's key counts apart.
+  const other = await createApiKey(db.pool, { ...person, ownerLogin: "lars", ownerId: 8 });
+  expect((await client(one, other.secret).models.list()).data).toEqual([]);
 });
 
 /** GET /v1/models with a key from a loopback address of the caller's choosing. */

@@ -8,6 +8,7 @@ import { resolve } from "node:path";
 import { promisify } from "node:util";
 import { parse as parseToml } from "smol-toml";
 import { describe, expect, it } from "vitest";
+import { egressFor } from "../../src/workspace/vm/settings.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const read = (file: string) => readFileSync(resolve(ROOT, file), "utf8");
@@ -174,5 +175,30 @@ describe("fly.toml", () => {
   it("takes DATABASE_URL from the Postgres attachment, not from the file", () => {
     expect(fly.env.DATABASE_URL).toBeUndefined();
     expect(read("fly.toml")).toContain("fly postgres attach");
+  });
+
+  it("isolates Fly workspaces' network by default, on the apps and the port the docs make", () => {
+    // As a worker Machine of this file reads its environment: the VMs reach its proxy only
+    // through the gateway at the worker app's Flycast name.
+    const env = { ...fly.env, FLY_MACHINE_ID: "148e21ea7e0d89", FLY_APP_NAME: fly.app };
+    const route = egressFor("fly", env);
+    expect(route).toMatchObject({ host: "127.0.0.1", gateway: expect.any(Object) });
+    expect(fly.env.FLY_WORKER_FLYCAST).toBe(`${fly.app}.flycast`);
+    const docs = read("docs/vm-workspaces.md");
+    const workspaceApp = /fly apps create (\S+) --network \S+/.exec(docs)?.[1];
+    expect(fly.env.FLY_WORKSPACE_FLYCAST).toBe(`${workspaceApp}.flycast`);
+    expect(docs).toContain(`fly ips allocate-v6 --private -a ${workspaceApp} `);
+    expect(docs).toContain(`fly ips allocate-v6 --private -a ${fly.app} --network`);
+    // The worker process answers the VMs on that port, with room for their downloads.
+    const port = Number(fly.env.FLY_WORKER_PROXY_PORT);
+    expect(fly.services).toEqual([
+      expect.objectContaining({
+        processes: ["worker"],
+        internal_port: port,
+        protocol: "tcp",
+        ports: [{ port }],
+      }),
+    ]);
+    expect(fly.services[0].concurrency.hard_limit).toBeGreaterThan(25);
   });
 });

@@ -260,6 +260,38 @@ describe("resolveSettings", () => {
     expect(defaults.setup).toEqual([]);
   });
 
+  it("keeps the page's cost limits as ceilings: the file may lower them, never raise them", () => {
+    const page = { maxDailyCostUsd: 10, maxMonthlyCostUsdPerUser: 20, maxCostUsd: 1 };
+    const raised = resolveSettings({
+      page,
+      file: { maxDailyCostUsd: 1000, maxMonthlyCostUsdPerUser: 20, maxCostUsd: 2 },
+    });
+    expect(raised.values).toMatchObject({
+      maxDailyCostUsd: 10,
+      maxMonthlyCostUsdPerUser: 20,
+      maxCostUsd: 2,
+    });
+    expect(raised.sources).toMatchObject({
+      maxDailyCostUsd: "page",
+      maxMonthlyCostUsdPerUser: "page",
+      maxCostUsd: "file",
+    });
+    const lowered = resolveSettings({
+      page,
+      file: { maxDailyCostUsd: 3, maxMonthlyCostUsdPerUser: 5 },
+    });
+    expect(lowered.values).toMatchObject({ maxDailyCostUsd: 3, maxMonthlyCostUsdPerUser: 5 });
+    expect(lowered.sources).toMatchObject({
+      maxDailyCostUsd: "file",
+      maxMonthlyCostUsdPerUser: "file",
+    });
+    // Without a limit on the page, the file sets any.
+    const unset = resolveSettings({
+      file: { maxDailyCostUsd: 1000, maxMonthlyCostUsdPerUser: 1000 },
+    });
+    expect(unset.values).toMatchObject({ maxDailyCostUsd: 1000, maxMonthlyCostUsdPerUser: 1000 });
+  });
+
   it("lets a file switch a page setting back off", () => {
     const resolved = resolveSettings({ page: { enabled: false }, file: { enabled: true } });
     expect(resolved.values.enabled).toBe(true);

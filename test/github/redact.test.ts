@@ -1,4 +1,5 @@
 import { generateKeyPairSync } from "node:crypto";
+import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   clearRegisteredSecrets,
@@ -7,6 +8,7 @@ import {
   redactDeep,
   registerSecret,
 } from "../../src/log/redact.ts";
+import { COMPATIBLE } from "../../src/log/redact-view.ts";
 import { countReplaces } from "../helpers/count-replaces.ts";
 
 const pem = generateKeyPairSync("rsa", { modulusLength: 1024 })
@@ -22,6 +24,13 @@ const dockerPat = "dckr_pat_AbCdEfGhIjKlMnOpQrStUvWxYz0";
 const sendgridKey = `SG.${"aBcDeFgHiJkLmNoPqRsTuV"}.${"0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ-_01234"}`;
 const azureSecret = "abc8Q~AbCdEfGhIjKlMnOpQrStUvWxYz0123-";
 const azureKey = `${"Zm9vYmFyYmF6cXV4".repeat(5)}AbCdEf==`;
+const fullwidth = (text: string) =>
+  [...text].map((c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0)).join("");
+const gzipB64 = (text: string) => gzipSync(text).toString("base64");
+const cutGzipB64 = (text: string) => {
+  const zipped = gzipSync(text);
+  return zipped.subarray(0, zipped.length - 8).toString("base64");
+};
 const pgpKey = [
   "-----BEGIN PGP PRIVATE KEY BLOCK-----",
   "",
@@ -241,6 +250,50 @@ describe("redact", () => {
       `adafruit_key = "${REDACTED}"`,
     ],
     ["low-entropy lookalike", `twilio SK${"0".repeat(32)}`, `twilio SK${"0".repeat(32)}`],
+    // Normalized before matching: the span as written goes.
+    [
+      "token split by a tab",
+      `x ghp_${token36.slice(0, 10)}\t${token36.slice(10)} y`,
+      `x ${REDACTED} y`,
+    ],
+    [
+      "token split by an escaped tab in JSON",
+      `"ghs_${token36.slice(0, 10)}\\t${token36.slice(10)}"`,
+      `"${REDACTED}"`,
+    ],
+    ["token with an HTML entity", `<p>ghp&#95;${token36}</p>`, `<p>${REDACTED}</p>`],
+    ["token with a hex HTML entity", `ghs&#x5F;${token36}`, REDACTED],
+    ["token with a named HTML entity", `ghs&lowbar;${token36}`, REDACTED],
+    [
+      "token in fullwidth characters",
+      `key ${fullwidth(`ghp_${token36}`)} end`,
+      `key ${REDACTED} end`,
+    ],
+    ["partly fullwidth token", `ｇｈｐ_${token36}`, REDACTED],
+    ["triple base64 token", `x ${b64(b64(b64(`ghp_${token36}`)))} y`, `x ${REDACTED} y`],
+    ["gzip then base64 token", `x ${gzipB64(`export T=ghp_${token36}`)} y`, `x ${REDACTED} y`],
+    [
+      "cut-off gzip then base64 token",
+      `x ${cutGzipB64(`ghp_${token36} and more`)} y`,
+      `x ${REDACTED} y`,
+    ],
+    [
+      "token split into concatenated strings",
+      `const t = "ghp_${token36.slice(0, 2)}" + "${token36.slice(2)}";`,
+      `const t = "${REDACTED}";`,
+    ],
+    [
+      "token split into adjacent strings across lines",
+      `t = ('ghs_${token36.slice(0, 20)}'\n     '${token36.slice(20)}')`,
+      `t = ('${REDACTED}')`,
+    ],
+    [
+      "gzip of plain text",
+      `x ${gzipB64("nothing to see here")}`,
+      `x ${gzipB64("nothing to see here")}`,
+    ],
+    ["html entities of plain text", "a &#95; b &amp; &#x41;", "a &#95; b &amp; &#x41;"],
+    ["strings joined that are no token", 'say("ab" + "cd")', 'say("ab" + "cd")'],
   ];
   it.each(cases)("%s", (_name, input, expected) => {
     expect(redact(input)).toBe(expected);
@@ -298,12 +351,37 @@ describe("redact", () => {
       "sk",
       "SG.",
       "Q~",
+      "a\t",
+      "\t",
+      "&#95;",
+      "&#9",
+      "ｇ",
+      '"a" + "',
+      "' '",
+      `${gzipB64(`ghp_${token36}`)} `,
     ];
     for (const unit of units) {
       const short = countReplaces(() => redact(`http://${unit.repeat(200)}`));
       const long = countReplaces(() => redact(`http://${unit.repeat(20_000)}`));
       expect({ unit, passes: long }).toEqual({ unit, passes: short });
     }
+  });
+
+  it("bounds what it gunzips: a gzip bomb is redacted whole, unread", () => {
+    const bomb = gzipSync(Buffer.alloc(8 << 20, "a")).toString("base64");
+    const small = gzipB64("nothing to see here");
+    expect(redact(`x ${bomb} y ${small}`)).toBe(`x ${REDACTED} y ${small}`);
+  });
+
+  it("knows every BMP character NFKC makes a token character of", () => {
+    const listed = new RegExp(`^[${COMPATIBLE}]$`);
+    const missed: string[] = [];
+    for (let code = 0x80; code <= 0xffff; code++) {
+      const char = String.fromCharCode(code);
+      const token = /^[\w.+/=~-]$/.test(char.normalize("NFKC"));
+      if (token !== listed.test(char) && (code < 0xd800 || code > 0xdfff)) missed.push(char);
+    }
+    expect(missed).toEqual([]);
   });
 });
 

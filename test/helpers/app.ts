@@ -8,6 +8,7 @@ import { createLogger } from "../../src/log/logger.ts";
 import { type RunningServer, type StartOptions, startServer } from "../../src/main.ts";
 import type { Database } from "../../src/store/database.ts";
 import { DEFAULT_LIMITS } from "../../src/workspace/sandbox/limits.ts";
+import { noSecondaryWait } from "./octokit.ts";
 
 export const WEBHOOK_SECRET = "test-webhook-secret-4f2a";
 export const APP_SLUG = "vmpilot-bot";
@@ -59,8 +60,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
 
 /**
  * The app's client class for servers under test (StartOptions.Octokit): Probot's, with retry
- * delays of a millisecond and throttling off, which would space an installation's writes a second
- * apart.
+ * delays of a millisecond, no wait on a secondary rate limit, and throttling off, which would
+ * space an installation's writes a second apart.
  */
 export const TestProbotOctokit = ProbotOctokit.defaults((options: object) => {
   const { retry, throttle } = options as { retry?: object; throttle?: object };
@@ -68,6 +69,7 @@ export const TestProbotOctokit = ProbotOctokit.defaults((options: object) => {
     ...options,
     retry: { ...retry, retryAfterBaseValue: 1 },
     throttle: { ...throttle, enabled: false },
+    secondaryRateLimit: noSecondaryWait,
   };
 });
 

@@ -1,20 +1,38 @@
 import { ProbotOctokit } from "probot";
+import {
+  retrySecondaryRateLimits,
+  type SecondaryRateLimitOptions,
+} from "../../src/github/rate-limit.ts";
 import { GITHUB_API } from "./github-mock.ts";
 
 export const TEST_INSTALLATION_TOKEN = `ghs_${"T0k3n".repeat(7)}x`;
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
+/** Every wait a secondary rate limit asked the test clients for, in ms; none is slept. */
+export const secondaryRateLimitWaits: number[] = [];
+
+export const noSecondaryWait: SecondaryRateLimitOptions = {
+  wait: async (ms) => {
+    secondaryRateLimitWaits.push(ms);
+  },
+};
+
+// As main.ts makes the app's clients.
+const AppOctokit = ProbotOctokit.plugin(retrySecondaryRateLimits);
+
 /**
- * An installation client built like the app's (ProbotOctokit: retry and throttling plugins), with
- * retry delays of a millisecond and throttling off so tests do not wait.
+ * An installation client built like the app's (ProbotOctokit: retry and throttling plugins, and
+ * secondary rate limits retried in place), with retry delays of a millisecond, no wait on a
+ * secondary rate limit and throttling off, so tests do not wait.
  */
 export function testOctokit(baseUrl = GITHUB_API): ProbotOctokit {
-  return new ProbotOctokit({
+  return new AppOctokit({
     auth: { token: TEST_INSTALLATION_TOKEN },
     baseUrl,
     retry: { retryAfterBaseValue: 1 },
     throttle: { enabled: false },
+    secondaryRateLimit: noSecondaryWait,
     log: silent,
   });
 }

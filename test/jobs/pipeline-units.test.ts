@@ -510,6 +510,36 @@ describe("grant", () => {
     const capped = await grant({ db }, job, scope(job), read(job, repo), "requester");
     expect(capped).toEqual({ limit: expect.stringContaining("daily cost limit ($10.00)") });
   });
+
+  it("keeps the page's cost limits as ceilings the file may lower but not raise", async () => {
+    const { jobs } = await conversationWithJobs([{}, {}]);
+    const [spent, job] = jobs as [IssueJob, IssueJob];
+    const repo = `r${job.repositoryId}`;
+    await setRepositorySettings(db.pool, job.repositoryId, {
+      maxDailyCostUsd: 10,
+      maxMonthlyCostUsdPerUser: 20,
+    });
+    await updateJob(db.pool, spent.id, { costUsd: 10 });
+    nock(GITHUB_API)
+      .get(`/repos/o/${repo}/contents/.github%2Fvmpilot.yml`)
+      .reply(200, "maxDailyCostUsd: 1000\nmaxMonthlyCostUsdPerUser: 1000\n", {
+        "content-type": "text/plain; charset=utf-8",
+      });
+    const raised = await grant({ db }, job, scope(job), read(job, repo), "requester");
+    expect(raised).toEqual({ limit: expect.stringContaining("daily cost limit ($10.00)") });
+
+    await updateJob(db.pool, spent.id, { costUsd: 1 });
+    nock(GITHUB_API)
+      .get(`/repos/o/${repo}/contents/.github%2Fvmpilot.yml`)
+      .reply(200, "maxDailyCostUsd: 3\nmaxMonthlyCostUsdPerUser: 1000\n", {
+        "content-type": "text/plain; charset=utf-8",
+      });
+    const lowered = await grant({ db }, job, scope(job), read(job, repo), "requester");
+    expect(lowered).toMatchObject({
+      settings: { maxDailyCostUsd: 3, maxMonthlyCostUsdPerUser: 20 },
+      budgetUsd: 2,
+    });
+  });
 });
 
 describe("review parsing", () => {

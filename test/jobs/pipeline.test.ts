@@ -17,6 +17,7 @@ import type { EngineFake } from "../helpers/engine-fake.ts";
 import { FLY_APP, startFlyFake } from "../helpers/fly-fake.ts";
 import { github } from "../helpers/github-mock.ts";
 import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
+import { secondaryRateLimitWaits } from "../helpers/octokit.ts";
 import {
   API_KEY,
   captureComment,
@@ -153,6 +154,30 @@ describe("an issue job", () => {
     expect(sh(seeded.remote, `git show ${branch}:done.txt`)).toBe("yes");
     expect(comment2.at(-1)).toContain("✅ **Updated pull request #12**");
     expect(await listMessages(h.db.pool, seeded.conversationId)).toHaveLength(16);
+  });
+
+  it("goes on past a secondary rate limit where it happens: no new attempt, the wait GitHub asked for", async () => {
+    const seeded = await h.seedRepo();
+    const job = await h.seedJob(seeded);
+    mockStart(seeded);
+    mockRequester();
+    // The first edit of the progress comment meets a secondary rate limit.
+    github()
+      .patch(`/repos/${seeded.repo}/issues/comments/${job.commentId}`)
+      .reply(403, { message: "You have exceeded a secondary rate limit." }, { "retry-after": "1" });
+    const comment = captureComment(seeded.repo, job.commentId);
+    github()
+      .get(`/repos/${seeded.repo}/pulls`)
+      .query(true)
+      .reply(200, [])
+      .post(`/repos/${seeded.repo}/pulls`)
+      .reply(201, { number: 14, html_url: `https://github.com/${seeded.repo}/pull/14` });
+    h.fake.push(...fixScript("Changed value.txt to fixed.\n\nSummary: Make value.txt say fixed"));
+    const waits = secondaryRateLimitWaits.length;
+
+    expect(await runQueued(run(job.job.id), h.deps())).toBe("succeeded");
+    expect(secondaryRateLimitWaits.slice(waits)).toEqual([1000]);
+    expect(comment.at(-1)).toContain("✅ **Opened draft pull request #14**");
   });
 
   /** One issue → pull request job with these deps (and this vmpilot.yml), expected to succeed. */

@@ -378,6 +378,23 @@ describe("/settings", () => {
     `);
   });
 
+  it("shows the page's cost limits holding over a file that would raise them", async () => {
+    publicLib.configFile = "maxDailyCostUsd: 1000\n";
+    await setRepositorySettings(h.db.pool, publicLib.id, { maxDailyCostUsd: 10 });
+    const page = await (await as("alice").get("/settings/acme/public-lib")).text();
+    expect(field(page, "maxDailyCostUsd")).toMatchInlineSnapshot(`
+      "<div class="field"><label for="f-maxDailyCostUsd">Max cost per day (USD) <span class="source source-page">set on this page</span></label>
+      <input type="number" step="any" inputmode="decimal" id="f-maxDailyCostUsd" name="maxDailyCostUsd" aria-describedby="f-maxDailyCostUsd-hint"  value="10">
+      <p class="hint" id="f-maxDailyCostUsd-hint">Most all jobs of this repository may spend per day, in US dollars.
+
+      (<code>maxDailyCostUsd</code> in the file)</p>
+      <p class="hint"><code>.github/vmpilot.yml</code> sets this to <strong>1000</strong>,
+      above this page's limit, which holds: the file may lower it, never raise it.</p></div>"
+    `);
+    expect(page).toContain("ceilings: the file may lower them, never raise them.");
+    delete publicLib.configFile;
+  });
+
   it("reads the owner's .github repository as a job does: the page and the job agree", async () => {
     const orgWide: FakeRepo = {
       id: 599,

@@ -1,7 +1,8 @@
 // The settings every job runs with, resolved here and nowhere else (but the settings page, which
 // shows where each value comes from): the operator's defaults < the settings page <
-// `.github/vmpilot.yml`. The runner resolves them once for a job and hands them on; the budget a job
-// may spend is reserved under them, with the refusal texts every door and kind shares.
+// `.github/vmpilot.yml`, which cannot raise the page's cost ceilings. The runner resolves them once
+// for a job and hands them on; the budget a job may spend is reserved under them, with the refusal
+// texts every door and kind shares.
 import type { ProbotOctokit } from "probot";
 import {
   checkRepoConfig,
