@@ -125,9 +125,13 @@ export interface LimitEnforcement {
 
 export async function limitEnforcement(): Promise<LimitEnforcement> {
   const { cgroups, scratchProblem } = await kernelSupport();
-  const memory = cgroups.memory
-    ? `kernel: the job's cgroup (v${cgroups.memory.version}) holds memory and swap`
-    : `best effort: per process only (RLIMIT_DATA; memfds and shared memory escape it); ${cgroups.problems.memory}`;
+  const memory = !cgroups.memory
+    ? `best effort: per process only (RLIMIT_DATA; memfds, shared memory and TCP buffers escape it); ${cgroups.problems.memory}`
+    : cgroups.memory.version === 2
+      ? "kernel: the job's cgroup (v2) holds memory, swap and TCP buffers"
+      : cgroups.tcpProblem
+        ? `kernel: the job's cgroup (v1) holds memory and swap; TCP buffers escape it, bound only by the host's tcp_mem (${cgroups.tcpProblem})`
+        : "kernel: the job's cgroup (v1) holds memory and swap, and TCP buffers to a limit of their own of the same size";
   const processes = cgroups.pids
     ? `kernel: the job's cgroup (v${cgroups.pids.version})`
     : `best effort: per command (RLIMIT_NPROC); ${cgroups.problems.pids}`;
@@ -142,6 +146,6 @@ export async function limitEnforcement(): Promise<LimitEnforcement> {
     memory,
     processes,
     disk,
-    kernel: Boolean(cgroups.memory && cgroups.pids && !scratchProblem),
+    kernel: Boolean(cgroups.memory && !cgroups.tcpProblem && cgroups.pids && !scratchProblem),
   };
 }
