@@ -20,6 +20,8 @@ export interface CgroupSupport {
   pids?: CgroupParent;
   /** Why the job's memory cgroup does not hold TCP buffers here; undefined when it does. */
   tcpProblem?: string;
+  /** v1: the most a job's TCP buffers may be limited to, a share of the host's (tcpCeilingMb). */
+  tcpCeilingMb?: number;
   /** Why a controller cannot be used, one line each; names no path (it goes to /healthz). */
   problems: Partial<Record<Controller, string>>;
 }
@@ -75,6 +77,18 @@ export function limitFile(controller: Controller, version: 1 | 2): string {
  * they are bound only by the host's tcp_mem. v2 charges them to memory.max.
  */
 export const TCP_LIMIT_FILE = "memory.kmem.tcp.limit_in_bytes";
+
+/**
+ * A quarter of the host's TCP memory pressure threshold (net.ipv4.tcp_mem, in 4 KiB pages): four
+ * jobs at their limit bring the host's sockets only to where the kernel starts trimming buffers,
+ * not to its hard limit, past which every socket stalls. Undefined when the file says nothing.
+ */
+export function tcpCeilingMb(tcpMem: string): number | undefined {
+  const pressure = Number(tcpMem.trim().split(/\s+/)[1]);
+  return Number.isSafeInteger(pressure) && pressure > 0
+    ? Math.floor((pressure * 4096) / 4 / 2 ** 20)
+    : undefined;
+}
 
 /** Makes and removes a child with a limit set: what a job needs, tried once at start. */
 async function tryChild(parent: CgroupParent, file: string, value: string): Promise<void> {
@@ -165,6 +179,11 @@ export function cgroupSupport(): Promise<CgroupSupport> {
         (error: NodeJS.ErrnoException) => error.code ?? "an error",
       );
       if (code) found.tcpProblem = `cgroup v1 does not let the worker limit TCP buffers (${code})`;
+      else {
+        found.tcpCeilingMb = tcpCeilingMb(
+          await readFile("/proc/sys/net/ipv4/tcp_mem", "utf8").catch(() => ""),
+        );
+      }
     }
     return found;
   })();

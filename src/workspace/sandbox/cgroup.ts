@@ -136,9 +136,10 @@ export async function createJobCgroup(
       await writeFile(join(dir, limitFile("memory", parent.version)), bytes);
       if (await exists(join(dir, swap.file))) await writeFile(join(dir, swap.file), swap.value);
       // Before any process joins: v1 charges a socket's buffers only if its cgroup had the limit
-      // when the socket was made. They get a limit of their own, of the same size.
+      // when the socket was made. They get a limit of their own, of the same size at most.
       if (parent.version === 1 && !found.tcpProblem) {
-        await writeFile(join(dir, TCP_LIMIT_FILE), bytes);
+        const tcpMb = Math.min(limits.memoryMb, found.tcpCeilingMb ?? limits.memoryMb);
+        await writeFile(join(dir, TCP_LIMIT_FILE), String(tcpMb * 1024 * 1024));
       }
       memoryDir = { dir, version: parent.version };
     }
