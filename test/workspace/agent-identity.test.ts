@@ -3,17 +3,18 @@
 // Kubernetes pod asks for what the agent needs to do that (its securityContext). In the `agent`
 // provider's sandbox they run in user and PID namespaces of their own, real processes tested here.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type LocalAgent, startLocalAgent } from "../../src/workspace/agent/local.ts";
-import { createRemoteWorkspace } from "../../src/workspace/agent/remote.ts";
+import { agentHealthy, createRemoteWorkspace } from "../../src/workspace/agent/remote.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
 import { createKubernetesEngine } from "../../src/workspace/vm/kubernetes.ts";
 import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
+import { processesWith, waitUntil } from "./helpers.ts";
 
 const SECRET = "identity-test-secret-".padEnd(48, "x");
 
@@ -96,6 +97,66 @@ describe.skipIf(process.getuid?.() !== 0)("an agent told to run commands as anot
     });
     expect(result.stderr).toContain("the agent lacks CAP_KILL, CAP_SETGID, CAP_SETUID");
     expect(result.status).toBe(2);
+  });
+});
+
+describe.skipIf(process.getuid?.() !== 0)("an agent that runs commands as another user", () => {
+  it("leaves nothing of a command running once it ends, even what left its session", async () => {
+    // As the workspace image starts it, as a uid of this test's own: every process of the command
+    // user is killed after each command.
+    const uid = 30_000 + Math.floor(Math.random() * 30_000);
+    const dir = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-agent-user-")));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    await chmod(dir, 0o755);
+    for (const sub of ["repo", "home", "run"]) {
+      await mkdir(join(dir, sub));
+      await chown(join(dir, sub), uid, uid);
+    }
+    const socketPath = join(dir, "run", "agent.sock");
+    const main = fileURLToPath(new URL("../../src/workspace/agent/main.ts", import.meta.url));
+    const limited = [
+      "--bounding-set=-all,+setuid,+setgid,+kill",
+      "--inh-caps=-all",
+      "--no-new-privs",
+    ];
+    const agent = spawn("setpriv", [...limited, "--", process.execPath, main], {
+      env: {
+        PATH: process.env.PATH,
+        VMPILOT_AGENT_SECRET: SECRET,
+        VMPILOT_AGENT_ROOT: join(dir, "repo"),
+        VMPILOT_AGENT_HOME: join(dir, "home"),
+        VMPILOT_AGENT_LISTEN: socketPath,
+        VMPILOT_AGENT_COMMAND_USER: `${uid}:${uid}`,
+      },
+      stdio: "ignore",
+    });
+    const exited = new Promise((resolve) => agent.once("exit", resolve));
+    onTestFinished(async () => {
+      agent.kill("SIGKILL");
+      await exited;
+    });
+    expect(await waitUntil(() => agentHealthy({ socketPath }), 15_000)).toBe(true);
+    const workspace = createRemoteWorkspace({
+      isolation: "vm",
+      engine: "fly",
+      root: join(dir, "repo"),
+      endpoint: { socketPath },
+      secret: SECRET,
+      release: async () => {},
+    });
+    const token = `${Math.floor(Math.random() * 1e6)}.${Math.floor(Math.random() * 1e6)}`;
+    onTestFinished(async () => {
+      for (const pid of await processesWith(token)) process.kill(pid, "SIGKILL");
+    });
+    const quiet = await workspace.exec(`setsid -f sleep ${token} >/dev/null 2>&1; echo started`);
+    expect(quiet).toMatchObject({ stdout: "started\n", exitCode: 0 });
+    expect(await waitUntil(async () => (await processesWith(token)).length === 0)).toBe(true);
+    // One that holds the command's output does not hold back its answer.
+    const holding = await workspace.exec(`setsid -f sleep ${token}; echo started`);
+    expect(holding).toMatchObject({ stdout: "started\n", exitCode: 0 });
+    expect(await waitUntil(async () => (await processesWith(token)).length === 0)).toBe(true);
+    // Not the agent: it serves the next command.
+    expect((await workspace.exec("id -u")).stdout).toBe(`${uid}\n`);
   });
 });
 

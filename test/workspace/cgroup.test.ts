@@ -3,7 +3,11 @@ import { dirname } from "node:path";
 import { describe, expect, it } from "vitest";
 import { launch } from "../../src/workspace/process/launcher.ts";
 import { createJobCgroup, inCgroup } from "../../src/workspace/sandbox/cgroup.ts";
-import { cgroupSupport, ownCgroups } from "../../src/workspace/sandbox/cgroup-support.ts";
+import {
+  cgroupSupport,
+  ownCgroups,
+  tcpCeilingMb,
+} from "../../src/workspace/sandbox/cgroup-support.ts";
 import { waitUntil } from "./helpers.ts";
 
 const mountLine = (id: number, root: string, point: string, type: string, options: string) =>
@@ -37,6 +41,14 @@ describe("the worker's own cgroups", () => {
   it("finds nothing a mount does not show", () => {
     const mountInfo = mountLine(30, "/other", "/sys/fs/cgroup", "cgroup2", "nsdelegate");
     expect(ownCgroups("0::/kubepods/pod1\n", mountInfo)).toEqual({ v1: {} });
+  });
+});
+
+describe("the ceiling of a job's TCP buffers on cgroup v1", () => {
+  it("is a quarter of the host's TCP memory pressure threshold, and none where it says nothing", () => {
+    // 383,869 pages of 4 KiB: 1,499 MB.
+    expect(tcpCeilingMb("287901\t383869\t575802\n")).toBe(374);
+    expect(tcpCeilingMb("")).toBeUndefined();
   });
 });
 

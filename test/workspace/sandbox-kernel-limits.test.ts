@@ -67,6 +67,39 @@ describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
       expect((await workspace.exec("echo on")).stdout).toBe("on\n");
     });
 
+    it("holds the TCP buffers of loopback connections nobody reads within the memory limit", async ({
+      skip,
+    }) => {
+      requires(skip, "memory");
+      const memoryMb = provider === "agent" ? 256 : 64;
+      const { workspace } = await open(provider, { ...small, memoryMb, fileMb: 1024 });
+      // Writes until each connection's buffers are full, and stops at twice the limit, which
+      // without a limit on TCP buffers it reaches. With one, each connection still gets its
+      // minimum send buffer, some tens of KB.
+      const script = [
+        "import socket",
+        `cap = ${2 * memoryMb} << 20`,
+        "server = socket.socket()",
+        'server.bind(("127.0.0.1", 0))',
+        "server.listen(200)",
+        'held, total, chunk = [], 0, b"\\0" * (1 << 16)',
+        "while len(held) < 400 and total < cap:",
+        "    sender = socket.create_connection(server.getsockname())",
+        "    held += [sender, server.accept()[0]]",
+        "    sender.setblocking(False)",
+        "    try:",
+        "        while total < cap:",
+        "            total += sender.send(chunk)",
+        "    except BlockingIOError:",
+        "        pass",
+        'print("held", total >> 20)',
+      ].join("\n");
+      const result = await workspace.exec(`python3 -c '${script}'`);
+      const held = Number(/^held (\d+)$/m.exec(result.stdout)?.[1] ?? 0);
+      expect(held).toBeLessThan(1.5 * memoryMb);
+      expect((await workspace.exec("echo on")).stdout).toBe("on\n");
+    });
+
     it("says the job reached its process limit even when the command hides why", async ({
       skip,
     }) => {

@@ -143,6 +143,15 @@ describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
       expect(await waitUntil(async () => (await processesWith(token)).length === 0)).toBe(true);
     });
 
+    it("gives each command SysV IPC of its own, gone when it ends", async () => {
+      const made = await workspace.exec("ipcmk -M 4096 && ipcs -m");
+      expect(made.exitCode).toBe(0);
+      expect(made.stdout).toMatch(/^0x[0-9a-f]+ +\d+ +\S+ +\d+ +4096 /m);
+      const next = await workspace.exec("ipcs -m");
+      expect(next.exitCode).toBe(0);
+      expect(next.stdout).not.toMatch(/^0x/m);
+    });
+
     it("kills running commands when disposed", async () => {
       const token = `${Math.floor(Math.random() * 1e6)}.${Math.floor(Math.random() * 1e6)}`;
       const short = await openWorkspace(provider, root, { logger: recordingLogger() });

@@ -8,8 +8,20 @@
 // the moment before its command arrives fails that one command as killed. A shell starts at / and
 // enters the command's directory itself: as the command user (agent/identity.ts) it may enter a
 // directory the launcher, root without CAP_DAC_READ_SEARCH, may not.
+//
+// With a command user (a VM's agent) nothing of a command outlives it, as a PID namespace ensures
+// for the `local` engine's: once no command runs, a process of the command user signals every
+// process it may (`kill -KILL -1`), which is everything of that user's but itself and never the
+// agent, whose real uid is root. So a process that left its command's process group (`setsid -f`)
+// can neither watch nor meddle with the next command, nor the git steps of the job.
 
-import { type Launched, launch, type OutputHandler } from "../process/launcher.ts";
+import {
+  type Launched,
+  launch,
+  launchAndCollect,
+  type OutputHandler,
+} from "../process/launcher.ts";
+import { programPath } from "../process/program.ts";
 import { type RunOptions, runProcess, runStarted } from "../process/run.ts";
 import type { Owner } from "../sandbox/owner.ts";
 import type { ExecResult } from "../types.ts";
@@ -62,6 +74,9 @@ export function createWarmShell(user?: Owner, sandbox: readonly string[] = []): 
   /** The environment most commands run with (the agent's), which the waiting shell is started with. */
   let base: Record<string, string> | undefined;
   let closed = false;
+  /** Commands running now; the sweep waits for none to run, and the next command for the sweep. */
+  let running = 0;
+  let sweeping: Promise<void> | undefined;
 
   /** A shell given its directory and command now (`input`), or waiting for them. */
   function start(env: Record<string, string>, onOutput: OutputHandler, input?: string): Launched {
@@ -91,7 +106,7 @@ export function createWarmShell(user?: Owner, sandbox: readonly string[] = []): 
 
   function warm(env: Record<string, string>): void {
     base = env;
-    if (closed || (spare && spare.env === env && !spare.exited)) return;
+    if (closed || sweeping || (spare && spare.env === env && !spare.exited)) return;
     spare?.started.kill();
     prepare(env);
   }
@@ -104,23 +119,70 @@ export function createWarmShell(user?: Owner, sandbox: readonly string[] = []): 
     return taken;
   }
 
+  /** Kills every process of the command user; the waiting shell is one. */
+  async function sweep(owner: Owner): Promise<void> {
+    spare?.started.kill();
+    spare = undefined;
+    // No process left to signal is fine: bash says so, and that is all.
+    await launchAndCollect({
+      file: programPath("bash"),
+      args: ["-c", "kill -KILL -1"],
+      cwd: "/",
+      env: {},
+      group: false,
+      user: owner,
+    });
+  }
+
+  async function runOne(
+    command: string,
+    cwd: string,
+    env: Record<string, string>,
+    options: RunOptions,
+    onStart: (started: Launched) => void,
+  ): Promise<ExecResult> {
+    // A NUL byte would cut the shell's input short: the launcher refuses it as an argument.
+    if (command.includes("\0") || cwd.includes("\0")) {
+      return runProcess({ ...shell(["-c", command]), cwd, env }, options);
+    }
+    const taken = take(env);
+    const input = `${cwd}\0${command}\0`;
+    return runStarted((onOutput) => {
+      if (taken) {
+        taken.setSink(onOutput);
+        taken.started.write(input);
+      }
+      const started = taken?.started ?? start(env, onOutput, input);
+      onStart(started);
+      return started;
+    }, options);
+  }
+
   return {
     warm,
     async run(command, cwd, env, options) {
-      // A NUL byte would cut the shell's input short: the launcher refuses it as an argument.
-      if (command.includes("\0") || cwd.includes("\0")) {
-        return runProcess({ ...shell(["-c", command]), cwd, env }, options);
-      }
-      const taken = take(env);
-      const input = `${cwd}\0${command}\0`;
+      while (sweeping) await sweeping;
+      running += 1;
+      let ran = true;
+      // Once the command's shell exited, not once its output ended: what it left running may
+      // hold the output's pipes.
+      const end = () => {
+        if (!ran) return;
+        ran = false;
+        running -= 1;
+        if (user && running === 0) {
+          sweeping = sweep(user).finally(() => {
+            sweeping = undefined;
+          });
+        }
+      };
       try {
-        return await runStarted((onOutput) => {
-          if (!taken) return start(env, onOutput, input);
-          taken.setSink(onOutput);
-          taken.started.write(input);
-          return taken.started;
-        }, options);
+        return await runOne(command, cwd, env, options, (started) => {
+          started.ended.then(end);
+        });
       } finally {
+        end();
+        await sweeping;
         // Only now: the launcher is busy while it starts a process, and would hold back the exit
         // of a command that ends meanwhile. And only once this result is on its way: a process
         // that starts its children itself waits for each to start.

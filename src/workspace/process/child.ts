@@ -6,6 +6,8 @@ import type { LaunchSpec } from "./launcher-protocol.ts";
 
 export interface ChildEvents {
   output(stream: 1 | 2, chunk: Buffer): void;
+  /** The process itself exited; output may still come from what it left holding its pipes. */
+  ended(): void;
   /** Once the process exited and its output ended. */
   exited(code: number | null, signal: NodeJS.Signals | null): void;
   /** It could not be started; nothing else follows. */
@@ -58,10 +60,11 @@ export function startChild(spec: LaunchSpec, events: ChildEvents): Child {
     settled = true;
     events.failed(error.code, error.message);
   });
-  if (spec.group) {
+  child.on("exit", () => {
     // Leftover background processes would hold the pipes open and keep running unseen.
-    child.on("exit", () => killGroup(child.pid, "SIGKILL"));
-  }
+    if (spec.group) killGroup(child.pid, "SIGKILL");
+    events.ended();
+  });
   child.on("close", (code, signal) => {
     if (settled) return;
     settled = true;

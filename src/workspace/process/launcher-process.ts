@@ -32,6 +32,7 @@ function start(id: number, spec: unknown): void {
   };
   const child = startChild(spec as LaunchSpec, {
     output: (stream, chunk) => reply({ type: "output", id, stream, chunk }),
+    ended: () => reply({ type: "ended", id }),
     exited: (code, signal) => end({ type: "exited", id, code, signal }),
     failed: (code, message) => end({ type: "failed", id, code, message }),
   });

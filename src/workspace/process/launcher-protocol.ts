@@ -27,6 +27,7 @@ export type LauncherRequest =
 
 export type LauncherReply =
   | { type: "output"; id: number; stream: 1 | 2; chunk: Uint8Array }
+  | { type: "ended"; id: number }
   | { type: "exited"; id: number; code: number | null; signal: NodeJS.Signals | null }
   | { type: "failed"; id: number; code?: string; message: string };
 

@@ -26,6 +26,11 @@ export interface Exit {
 export interface Launched {
   /** Settles once the process exited and all its output was delivered. */
   done: Promise<Exit>;
+  /**
+   * Resolves once the process itself exited, which may be well before `done`: a process that left
+   * its group may hold the output's pipes. Never, for one that could not start.
+   */
+  ended: Promise<void>;
   /** Signals the process (its whole group when launched with `group`). */
   kill(signal?: NodeJS.Signals): void;
   /** Writes the input of a process launched with `inputLater`, and closes its stdin. */
@@ -59,6 +64,7 @@ export class InvalidLaunch extends LaunchError {
 
 interface Pending {
   onOutput?: OutputHandler;
+  onEnded(): void;
   resolve(exit: Exit): void;
   reject(error: Error): void;
 }
@@ -87,6 +93,10 @@ function startLauncher(): Launcher {
     if (reply.type === "output") {
       const chunk = Buffer.from(reply.chunk.buffer, reply.chunk.byteOffset, reply.chunk.length);
       pending.onOutput?.(reply.stream === 1 ? "stdout" : "stderr", chunk);
+      return;
+    }
+    if (reply.type === "ended") {
+      pending.onEnded();
       return;
     }
     settle(launcher, reply.id);
@@ -130,9 +140,14 @@ export function launchHere(): void {
 function launchDirectly(spec: LaunchSpec, onOutput?: OutputHandler): Launched {
   let child: Child | undefined;
   let ended = false;
+  let onEnded = () => {};
+  const exited = new Promise<void>((resolve) => {
+    onEnded = resolve;
+  });
   const done = new Promise<Exit>((resolve, reject) => {
     child = startChild(spec, {
       output: (stream, chunk) => onOutput?.(stream === 1 ? "stdout" : "stderr", chunk),
+      ended: () => onEnded(),
       exited(code, signal) {
         ended = true;
         resolve({ code, signal });
@@ -145,6 +160,7 @@ function launchDirectly(spec: LaunchSpec, onOutput?: OutputHandler): Launched {
   });
   return {
     done,
+    ended: exited,
     kill: (signal = "SIGKILL") => {
       if (!ended) child?.kill(signal);
     },
@@ -166,14 +182,19 @@ export function launch(spec: LaunchSpec, onOutput?: OutputHandler): Launched {
   current ??= startLauncher();
   const launcher = current;
   const id = nextId++;
+  let onEnded = () => {};
+  const ended = new Promise<void>((resolve) => {
+    onEnded = resolve;
+  });
   const done = new Promise<Exit>((resolve, reject) => {
-    launcher.pending.set(id, { onOutput, resolve, reject });
+    launcher.pending.set(id, { onOutput, onEnded, resolve, reject });
   });
   launcher.process.ref();
   launcher.process.channel?.ref();
   send(launcher, { type: "launch", id, spec });
   return {
     done,
+    ended,
     kill(signal = "SIGKILL") {
       if (launcher.pending.has(id)) send(launcher, { type: "kill", id, signal });
     },

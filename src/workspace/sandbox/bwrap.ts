@@ -214,7 +214,8 @@ export function dropPrivileges(asRoot: boolean, agent = false): string[] {
 /**
  * What the workspace agent starts each command under, inside its own sandbox: the sandbox's
  * identity in a user namespace of the command's own that can make no other, a PID namespace and
- * /proc of its own, the kernel knobs read-only and the workspace agent's directory hidden. So a
+ * /proc of its own, an IPC namespace of its own (SysV shared memory and semaphores go with the
+ * command), the kernel knobs read-only and the workspace agent's directory hidden. So a
  * command can neither signal, trace nor see the workspace agent (a process of an outer user and PID
  * namespace), nor reach its socket, and whatever it leaves running dies with it, as in a sandbox
  * per command.
@@ -233,6 +234,7 @@ export function commandSandbox(bwrapPath = "bwrap"): string[] {
     "--unshare-user",
     ...USER_NAMESPACE,
     "--unshare-pid",
+    "--unshare-ipc",
     "--die-with-parent",
     "--new-session",
     "--",

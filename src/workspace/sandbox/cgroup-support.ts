@@ -18,6 +18,10 @@ interface CgroupParent {
 export interface CgroupSupport {
   memory?: CgroupParent;
   pids?: CgroupParent;
+  /** Why the job's memory cgroup does not hold TCP buffers here; undefined when it does. */
+  tcpProblem?: string;
+  /** v1: the most a job's TCP buffers may be limited to, a share of the host's (tcpCeilingMb). */
+  tcpCeilingMb?: number;
   /** Why a controller cannot be used, one line each; names no path (it goes to /healthz). */
   problems: Partial<Record<Controller, string>>;
 }
@@ -68,13 +72,30 @@ export function limitFile(controller: Controller, version: 1 | 2): string {
   return version === 2 ? "memory.max" : "memory.limit_in_bytes";
 }
 
-/** Makes and removes a child with the limit set: what a job needs, tried once at start. */
-async function tryChild(parent: CgroupParent, controller: Controller): Promise<void> {
+/**
+ * v1 charges TCP buffers to a counter of their own, and only once its limit is set; without it
+ * they are bound only by the host's tcp_mem. v2 charges them to memory.max.
+ */
+export const TCP_LIMIT_FILE = "memory.kmem.tcp.limit_in_bytes";
+
+/**
+ * A quarter of the host's TCP memory pressure threshold (net.ipv4.tcp_mem, in 4 KiB pages): four
+ * jobs at their limit bring the host's sockets only to where the kernel starts trimming buffers,
+ * not to its hard limit, past which every socket stalls. Undefined when the file says nothing.
+ */
+export function tcpCeilingMb(tcpMem: string): number | undefined {
+  const pressure = Number(tcpMem.trim().split(/\s+/)[1]);
+  return Number.isSafeInteger(pressure) && pressure > 0
+    ? Math.floor((pressure * 4096) / 4 / 2 ** 20)
+    : undefined;
+}
+
+/** Makes and removes a child with a limit set: what a job needs, tried once at start. */
+async function tryChild(parent: CgroupParent, file: string, value: string): Promise<void> {
   const dir = join(parent.dir, `vmpilot-${await ownerTag()}-${randomBytes(6).toString("hex")}`);
   await mkdir(dir);
   try {
-    const unlimited = controller === "memory" && parent.version === 1 ? "-1" : "max";
-    await writeFile(join(dir, limitFile(controller, parent.version)), unlimited);
+    await writeFile(join(dir, file), value);
   } finally {
     await rmdir(dir);
   }
@@ -127,7 +148,8 @@ async function findParent(
   if (candidate === undefined) return "no cgroup hierarchy offers it here";
   if (typeof candidate === "string") return candidate;
   try {
-    await tryChild(candidate, controller);
+    const unlimited = controller === "memory" && candidate.version === 1 ? "-1" : "max";
+    await tryChild(candidate, limitFile(controller, candidate.version), unlimited);
     return candidate;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "an error";
@@ -150,6 +172,18 @@ export function cgroupSupport(): Promise<CgroupSupport> {
       const parent = await findParent(controller, own);
       if (typeof parent === "string") found.problems[controller] = parent;
       else found[controller] = parent;
+    }
+    if (found.memory?.version === 1) {
+      const code = await tryChild(found.memory, TCP_LIMIT_FILE, "-1").then(
+        () => undefined,
+        (error: NodeJS.ErrnoException) => error.code ?? "an error",
+      );
+      if (code) found.tcpProblem = `cgroup v1 does not let the worker limit TCP buffers (${code})`;
+      else {
+        found.tcpCeilingMb = tcpCeilingMb(
+          await readFile("/proc/sys/net/ipv4/tcp_mem", "utf8").catch(() => ""),
+        );
+      }
     }
     return found;
   })();

@@ -1,12 +1,18 @@
-// A cgroup per job, so that the kernel holds the job's memory (swap, memfds and shared memory
-// included, which rlimits per process do not count) and its processes as a whole.
+// A cgroup per job, so that the kernel holds the job's memory (swap, memfds, shared memory and
+// TCP buffers included, which rlimits per process do not count) and its processes as a whole.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { access, mkdir, readdir, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { programPath } from "../process/program.ts";
-import { type CgroupSupport, CONTROLLERS, limitFile, readPids } from "./cgroup-support.ts";
+import {
+  type CgroupSupport,
+  CONTROLLERS,
+  limitFile,
+  readPids,
+  TCP_LIMIT_FILE,
+} from "./cgroup-support.ts";
 import { ownerGone, ownerTag } from "./stale.ts";
 
 export interface JobCgroup {
@@ -96,7 +102,7 @@ export async function sweepCgroups(found: CgroupSupport): Promise<void> {
 
 /**
  * A cgroup for one job, under each controller's parent, with the limits set: memory including
- * swap, and processes. Undefined when the machine allows neither controller.
+ * swap and TCP buffers, and processes. Undefined when the machine allows neither controller.
  */
 export async function createJobCgroup(
   limits: { memoryMb: number; processes: number },
@@ -129,6 +135,12 @@ export async function createJobCgroup(
           : { file: "memory.memsw.limit_in_bytes", value: bytes };
       await writeFile(join(dir, limitFile("memory", parent.version)), bytes);
       if (await exists(join(dir, swap.file))) await writeFile(join(dir, swap.file), swap.value);
+      // Before any process joins: v1 charges a socket's buffers only if its cgroup had the limit
+      // when the socket was made. They get a limit of their own, of the same size at most.
+      if (parent.version === 1 && !found.tcpProblem) {
+        const tcpMb = Math.min(limits.memoryMb, found.tcpCeilingMb ?? limits.memoryMb);
+        await writeFile(join(dir, TCP_LIMIT_FILE), String(tcpMb * 1024 * 1024));
+      }
       memoryDir = { dir, version: parent.version };
     }
   } catch (error) {

@@ -123,11 +123,27 @@ export interface LimitEnforcement {
   kernel: boolean;
 }
 
+/** What holds the job's memory here, TCP buffers included. */
+function memoryEnforcement(cgroups: CgroupSupport): string {
+  if (!cgroups.memory) {
+    return `best effort: per process only (RLIMIT_DATA; memfds, shared memory and TCP buffers escape it); ${cgroups.problems.memory}`;
+  }
+  if (cgroups.memory.version === 2) {
+    return "kernel: the job's cgroup (v2) holds memory, swap and TCP buffers";
+  }
+  if (cgroups.tcpProblem) {
+    return `kernel: the job's cgroup (v1) holds memory and swap; TCP buffers escape it, bound only by the host's tcp_mem (${cgroups.tcpProblem})`;
+  }
+  const ceiling =
+    cgroups.tcpCeilingMb === undefined
+      ? ""
+      : `, at most ${cgroups.tcpCeilingMb} MB (a quarter of the host's tcp_mem pressure threshold)`;
+  return `kernel: the job's cgroup (v1) holds memory and swap, and TCP buffers to a limit of their own of the same size${ceiling}`;
+}
+
 export async function limitEnforcement(): Promise<LimitEnforcement> {
   const { cgroups, scratchProblem } = await kernelSupport();
-  const memory = cgroups.memory
-    ? `kernel: the job's cgroup (v${cgroups.memory.version}) holds memory and swap`
-    : `best effort: per process only (RLIMIT_DATA; memfds and shared memory escape it); ${cgroups.problems.memory}`;
+  const memory = memoryEnforcement(cgroups);
   const processes = cgroups.pids
     ? `kernel: the job's cgroup (v${cgroups.pids.version})`
     : `best effort: per command (RLIMIT_NPROC); ${cgroups.problems.pids}`;
@@ -142,6 +158,6 @@ export async function limitEnforcement(): Promise<LimitEnforcement> {
     memory,
     processes,
     disk,
-    kernel: Boolean(cgroups.memory && cgroups.pids && !scratchProblem),
+    kernel: Boolean(cgroups.memory && !cgroups.tcpProblem && cgroups.pids && !scratchProblem),
   };
 }
