@@ -57,7 +57,7 @@ export interface ChatFaceDeps {
   ratePerMinute?: number;
   /** CLIENT_ADDRESS_HEADER: where a trusted proxy puts the client's address. */
   clientAddressHeader?: string;
-  /** Questions this process asks GitHub per minute to decide who may use what; default 100. */
+  /** Questions this process asks GitHub per person per minute to decide who may use what; default 100. */
   githubCallsPerMinute?: number;
   /** How often a relay looks for new events; default 20 ms (one indexed read per open reply). */
   pollIntervalMs?: number;
@@ -113,8 +113,6 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     defaults: deps.defaults,
     permits: new PermitCache(FOR_LISTING_MS),
     logins: new TtlCache<string | null>(10 * 60_000, 10_000),
-    // A flood of unknown names costs one GitHub call per name a minute, not one per request.
-    installed: new TtlCache<boolean>(60_000),
     budget: new CallBudget(deps.githubCallsPerMinute ?? 100),
     logger: deps.logger,
   };
