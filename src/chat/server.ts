@@ -20,7 +20,7 @@ import { askedImages, planTurn } from "./conversation.ts";
 import { enqueueTurn } from "./enqueue.ts";
 import { ApiError, sendApiError } from "./errors.ts";
 import { checkImageRoom, ImageReading } from "./image-limits.ts";
-import { readRequestImages } from "./images.ts";
+import { checkImageCount, readRequestImages } from "./images.ts";
 import {
   type ChatModel,
   FOR_LISTING_MS,
@@ -178,6 +178,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     signal: AbortSignal,
   ): Promise<Job | undefined> {
     const urls = askedImages(request);
+    checkImageCount(urls);
     // Only images given by URL take memory beyond the body while they are read.
     const release = reading.take(who, urls.filter((url) => !/^data:/i.test(url)).length);
     try {
