@@ -207,6 +207,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     }
   }
 
+  /** The turn's reply, as the client asked for it; a client that goes stops the turn. */
   async function relay(
     res: ServerResponse,
     request: CompletionRequest,
