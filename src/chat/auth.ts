@@ -7,6 +7,7 @@ import { clientAddress } from "../http/client-address.ts";
 import type { ConversationOwner } from "../store/api-conversations.ts";
 import { countKeyFailure, keyFailures } from "../store/api-key-failures.ts";
 import { useApiKey } from "../store/api-keys.ts";
+import { noteOperatorKey, operatorKeySeen } from "../store/operator-keys.ts";
 import type { Queryable } from "../store/sql.ts";
 import { ApiError, badKey } from "./errors.ts";
 
@@ -14,8 +15,9 @@ export type Principal = ConversationOwner;
 
 /**
  * Wrong keys one client address may send in a window. Past them, the address is refused until the
- * window (from its first wrong key) is over, whatever key it sends: a right key found by guessing
- * must not get in either.
+ * window (from its first wrong key) is over, whatever key it sends, except a key that was right
+ * before: a right key found by guessing must not get in, and behind a proxy or a NAT many people
+ * share the address.
  */
 const KEY_FAILURES = { max: 10, windowSeconds: 10 * 60 };
 
@@ -35,8 +37,11 @@ export async function authenticate(
   addressHeader?: string,
 ): Promise<Principal> {
   const address = clientAddress(req, addressHeader);
+  const key = bearer(req);
   const held = await keyFailures(db, address, KEY_FAILURES.windowSeconds);
   if (held.failures >= KEY_FAILURES.max) {
+    const known = key && (await principalOf(db, key, operatorKey, true));
+    if (known) return known;
     throw new ApiError(
       429,
       "rate_limit_exceeded",
@@ -46,24 +51,31 @@ export async function authenticate(
     );
   }
   // No key at all is no guess: it is refused without counting.
-  const key = bearer(req);
   if (!key) throw badKey();
-  const who = await principalOf(db, key, operatorKey);
+  const who = await principalOf(db, key, operatorKey, false);
   if (who) return who;
   await countKeyFailure(db, address, KEY_FAILURES.windowSeconds);
   throw badKey();
 }
 
+/** The key's principal, if it is right (and, with `seenBefore`, was right before). */
 async function principalOf(
   db: Queryable,
   key: string,
   operatorKey: string | undefined,
+  seenBefore: boolean,
 ): Promise<Principal | undefined> {
   // Compared as digests: equal lengths, and no early exit that times the prefix.
-  if (operatorKey && timingSafeEqual(digest(key), digest(operatorKey))) {
+  const given = digest(key);
+  if (operatorKey && timingSafeEqual(given, digest(operatorKey))) {
+    const hex = given.toString("hex");
+    if (!(await operatorKeySeen(db, hex))) {
+      if (seenBefore) return undefined;
+      await noteOperatorKey(db, hex);
+    }
     return { kind: "operator" };
   }
-  const found = await useApiKey(db, key);
+  const found = await useApiKey(db, key, seenBefore);
   if (!found) return undefined;
   return { kind: "user", id: found.ownerId, login: found.ownerLogin };
 }

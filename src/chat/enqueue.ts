@@ -1,16 +1,17 @@
 // A chat turn becomes a job on the queue, the row, its images and the queue entry in one
-// transaction.
+// transaction. The images name the job, so that they go with it if it never runs (server.ts).
 
 import type { FetchedImage } from "../github/images.ts";
 import type { ChatTurnRequest } from "../jobs/queue/chat-turn-request.ts";
 import type { Queue } from "../jobs/queue/queue.ts";
-import { storeImage } from "../store/conversation-images.ts";
+import { lockOwnerImages, sha256Hex, storeImage } from "../store/conversation-images.ts";
 import { conversationKey } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";
 import { insertJob, type Job } from "../store/jobs.ts";
 import { withTransaction } from "../store/sql.ts";
 import { loginOf, type Principal } from "./auth.ts";
 import type { PlannedTurn } from "./conversation.ts";
+import { checkImageRoom, deleteExpiredImages } from "./image-limits.ts";
 import type { ChatModel } from "./models.ts";
 
 export async function enqueueTurn(
@@ -35,14 +36,18 @@ export async function enqueueTurn(
     pullRequest: plan.pullRequest,
     operator: who.kind === "operator",
   };
+  // Stored once per conversation by hash, like an issue's; the job names them.
+  const images: ChatTurnRequest["images"] = input.images.map(({ mediaType, data }) => ({
+    mediaType,
+    sha256: sha256Hex(data),
+  }));
   const job = await withTransaction(db.pool, async (client) => {
-    // Stored once per conversation by hash, like an issue's; the job names them.
-    const images: ChatTurnRequest["images"] = [];
-    for (const { mediaType, data } of input.images) {
-      images.push({
-        mediaType,
-        sha256: await storeImage(client, plan.conversation.id, mediaType, data),
-      });
+    if (images.length > 0) {
+      // One owner's requests count their images one at a time, so together they cannot pass the caps.
+      await lockOwnerImages(client, who);
+      await deleteExpiredImages(client);
+      const hashes = images.map((image) => image.sha256);
+      await checkImageRoom(client, who, hashes, plan.conversation.id);
     }
     const inserted = await insertJob(client, {
       conversationId: plan.conversation.id,
@@ -56,6 +61,9 @@ export async function enqueueTurn(
       instruction: plan.instruction,
       context: { ...context, images },
     });
+    for (const { mediaType, data } of input.images) {
+      await storeImage(client, plan.conversation.id, mediaType, data, inserted.id);
+    }
     await queue.enqueueJob(client, {
       jobId: inserted.id,
       conversationKey: conversationKey(plan.conversation.id),

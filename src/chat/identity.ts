@@ -14,7 +14,7 @@ export function currentLogin(
   userId: number,
 ): Promise<string | null> {
   return logins.get(String(userId), async () => {
-    budget.spend();
+    budget.spend(userId);
     return loginOf(octokit, userId);
   });
 }

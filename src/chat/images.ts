@@ -20,16 +20,21 @@ function named(url: string, index: number): string {
   return `image ${index + 1} (${shown.length > 100 ? `${shown.slice(0, 100)}…` : shown})`;
 }
 
-/** The message's images, read and checked; a 400 when any cannot be used. */
-export async function readRequestImages(
-  urls: readonly string[],
-  options: ImageFetchOptions = {},
-): Promise<FetchedImage[]> {
+/** A 400 for a message with more images than one may have. */
+export function checkImageCount(urls: readonly string[]): void {
   if (urls.length > IMAGES_PER_MESSAGE) {
     throw badRequest(
       `A message may have at most ${IMAGES_PER_MESSAGE} images; this one has ${urls.length}.`,
     );
   }
+}
+
+/** The message's images, read and checked; a 400 when any cannot be used. */
+export async function readRequestImages(
+  urls: readonly string[],
+  options: ImageFetchOptions = {},
+): Promise<FetchedImage[]> {
+  checkImageCount(urls);
   const outcomes = await Promise.all(
     urls.map((url) => (/^data:/i.test(url) ? decodeDataImage(url) : fetchImage(url, options))),
   );

@@ -2,10 +2,10 @@
 // the app's installations whose gate lets the key's owner in (the issue path's: write access, or
 // the repository's allow-list), and `vmpilot` (a scratch workspace) for whoever may use one of
 // them. Decided on the repository's settings as they are then; GitHub's answers are remembered a
-// minute for a request, longer for a listing, per person, and asked within a budget per minute.
+// minute for a request, longer for a listing, per person, and asked within each person's budget per
+// minute. A repository is known from the store, which webhooks and the installation sync keep.
 import type { ProbotOctokit } from "probot";
 import type { RepoSettings } from "../config/repo-config.ts";
-import { findRepositoryInstallation, getRepositoryByName } from "../github/installations.ts";
 import type { TtlCache } from "../http/cache.ts";
 import { mayTrigger } from "../jobs/run/gate.ts";
 import { repositoryTriggerSettings } from "../jobs/run/settings.ts";
@@ -14,8 +14,6 @@ import {
   findActiveRepository,
   listActiveRepositories,
   type Repository,
-  upsertInstallation,
-  upsertRepository,
 } from "../store/installations.ts";
 import type { Queryable } from "../store/sql.ts";
 import { pushableRepositories } from "../store/user-repositories.ts";
@@ -26,7 +24,6 @@ import { BudgetSpent, type CallBudget, type PermitCache } from "./permits.ts";
 
 const SCRATCH = "vmpilot";
 const PREFIX = `${SCRATCH}/`;
-const FULL_NAME = /^([\w.-]+)\/([\w.-]+)$/;
 /** A request goes by answers this fresh; a listing (which a request checks again) by older ones. */
 const FOR_USE_MS = 60_000;
 export const FOR_LISTING_MS = 15 * 60_000;
@@ -45,9 +42,7 @@ export interface ModelAccess {
   permits: PermitCache;
   /** Each person's login now, by GitHub user id. */
   logins: TtlCache<string | null>;
-  /** Whether GitHub said the app is installed on a repository the store lacked, by name; briefly cached. */
-  installed: TtlCache<boolean>;
-  /** Questions to GitHub per minute. */
+  /** Questions to GitHub per person per minute. */
   budget: CallBudget;
   logger: Logger;
 }
@@ -94,7 +89,7 @@ async function decide(a: Asking, repo: Repository, ask: boolean): Promise<boolea
   if (repo.fileSettings === null) {
     // Unknown, the file is read (the repository's, then its owner's .github): two questions.
     if (!ask) return undefined;
-    access.budget.spend(2);
+    access.budget.spend(a.who.id, 2);
   }
   const octokit = await a.client(repo.installationId);
   const settings = await repositoryTriggerSettings(access.db, octokit, repo, access.defaults);
@@ -109,7 +104,7 @@ async function decide(a: Asking, repo: Repository, ask: boolean): Promise<boolea
   // As checkPermission decides: only write access under the write policy needs GitHub.
   if (!listed && settings.triggerPolicy !== "allow-list") {
     if (!ask) return undefined;
-    access.budget.spend();
+    access.budget.spend(a.who.id);
   }
   const [owner = "", name = ""] = repo.fullName.split("/");
   const query = { owner, repo: name, username: a.login, allowedUsers: access.allowedUsers };
@@ -224,7 +219,7 @@ export async function resolveModel(
       429,
       "rate_limit_exceeded",
       "rate_limit_exceeded",
-      `vmpilot has asked GitHub all it may this minute; try again in ${error.retryAfterSeconds} s.`,
+      `vmpilot has asked GitHub all it may for you this minute; try again in ${error.retryAfterSeconds} s.`,
       { "retry-after": String(error.retryAfterSeconds) },
     );
   }
@@ -240,41 +235,12 @@ async function resolve(access: ModelAccess, who: Principal, model: string) {
   }
   if (!model.startsWith(PREFIX)) throw unknownModel(model);
   const fullName = model.slice(PREFIX.length);
-  const repository =
-    (await findActiveRepository(access.db, fullName)) ?? (await learnRepository(access, fullName));
+  // Answered from the store, which the installation sync keeps: a name it lacks asks GitHub nothing.
+  const repository = await findActiveRepository(access.db, fullName);
   if (!repository) throw unknownModel(model);
   const chatModel = { id: `${PREFIX}${repository.fullName}`, repository };
   if (who.kind === "operator") return { chatModel, who };
   const a = await asking(access, who, repository, FOR_USE_MS);
   if (!a || !(await decide(a, repository, true))) throw unknownModel(model);
   return { chatModel, who: { ...who, login: a.login } };
-}
-
-/**
- * A repository the store lacks may be installed all the same (no webhook reached this database):
- * GitHub is asked, once per name while the answer is cached, and a yes is recorded.
- */
-async function learnRepository(
-  access: ModelAccess,
-  fullName: string,
-): Promise<Repository | undefined> {
-  const [, owner = "", repo = ""] = FULL_NAME.exec(fullName) ?? [];
-  if (!owner) return undefined;
-  const installed = await access.installed.get(fullName.toLowerCase(), async () => {
-    access.budget.spend();
-    const installation = await findRepositoryInstallation(await access.auth(), owner, repo);
-    if (!installation) return false;
-    await upsertInstallation(access.db, { ...installation, deleted: false });
-    // A suspended installation gets no token, and acts on nothing.
-    if (installation.suspended) return false;
-    const found = await getRepositoryByName(await access.auth(installation.id), owner, repo);
-    if (!found) return false;
-    await upsertRepository(access.db, {
-      ...found,
-      installationId: installation.id,
-      removed: false,
-    });
-    return true;
-  });
-  return installed ? findActiveRepository(access.db, fullName) : undefined;
 }

@@ -67,22 +67,23 @@ interface Answer {
   at: number;
 }
 
-/** Thrown when a question to GitHub would go over this minute's budget. */
+/** Thrown when a question to GitHub would go over the person's budget for this minute. */
 export class BudgetSpent extends Error {
   readonly retryAfterSeconds: number;
   constructor(retryAfterSeconds: number) {
-    super(
-      `the chat face's GitHub budget for this minute is spent; try again in ${retryAfterSeconds} s`,
-    );
+    super(`your GitHub budget for this minute is spent; try again in ${retryAfterSeconds} s`);
     this.retryAfterSeconds = retryAfterSeconds;
     this.name = "BudgetSpent";
   }
 }
 
-/** Questions to GitHub per minute, on this web process. */
+/**
+ * Questions to GitHub per person per minute, on this web process: each person has their own, so
+ * one person's questions never leave another without answers.
+ */
 export class CallBudget {
-  #windowStart = Number.NEGATIVE_INFINITY;
-  #used = 0;
+  readonly #people = new Map<number, { windowStart: number; used: number }>();
+  #swept = Number.NEGATIVE_INFINITY;
 
   readonly perMinute: number;
   private readonly now: () => number;
@@ -92,16 +93,27 @@ export class CallBudget {
     this.now = now;
   }
 
-  /** Counts questions, or throws BudgetSpent when they do not all fit. */
-  spend(questions = 1): void {
+  /** Counts the person's questions, or throws BudgetSpent when they do not all fit. */
+  spend(person: number, questions = 1): void {
     const now = this.now();
-    if (now - this.#windowStart >= 60_000) {
-      this.#windowStart = now;
-      this.#used = 0;
+    this.#sweep(now);
+    let mine = this.#people.get(person);
+    if (!mine || now - mine.windowStart >= 60_000) {
+      mine = { windowStart: now, used: 0 };
+      this.#people.set(person, mine);
     }
-    if (this.#used + questions > this.perMinute) {
-      throw new BudgetSpent(Math.max(1, Math.ceil((this.#windowStart + 60_000 - now) / 1000)));
+    if (mine.used + questions > this.perMinute) {
+      throw new BudgetSpent(Math.max(1, Math.ceil((mine.windowStart + 60_000 - now) / 1000)));
     }
-    this.#used += questions;
+    mine.used += questions;
+  }
+
+  /** People whose minute is over are forgotten, a minute at a time. */
+  #sweep(now: number): void {
+    if (now - this.#swept < 60_000) return;
+    this.#swept = now;
+    for (const [person, mine] of this.#people) {
+      if (now - mine.windowStart >= 60_000) this.#people.delete(person);
+    }
   }
 }

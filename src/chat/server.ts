@@ -9,16 +9,25 @@ import { TtlCache } from "../http/cache.ts";
 import { readCapped } from "../http/capped-body.ts";
 import type { Queue } from "../jobs/queue/queue.ts";
 import type { Logger } from "../log/logger.ts";
+import { dropTurnImages } from "../store/conversation-images.ts";
 import type { Database } from "../store/database.ts";
-import { authenticate } from "./auth.ts";
+import type { Job } from "../store/jobs.ts";
+import { authenticate, type Principal } from "./auth.ts";
 import { type CompletionRequest, parseCompletionRequest } from "./body.ts";
 import { checkBudget } from "./budget.ts";
 import { answerClientTask } from "./client-tasks.ts";
 import { askedImages, planTurn } from "./conversation.ts";
 import { enqueueTurn } from "./enqueue.ts";
 import { ApiError, sendApiError } from "./errors.ts";
-import { readRequestImages } from "./images.ts";
-import { FOR_LISTING_MS, listModels, type ModelAccess, resolveModel } from "./models.ts";
+import { checkImageRoom, ImageReading } from "./image-limits.ts";
+import { checkImageCount, readRequestImages } from "./images.ts";
+import {
+  type ChatModel,
+  FOR_LISTING_MS,
+  listModels,
+  type ModelAccess,
+  resolveModel,
+} from "./models.ts";
 import { CallBudget, PermitCache } from "./permits.ts";
 import { takeRequest } from "./rate-limit.ts";
 import {
@@ -48,7 +57,7 @@ export interface ChatFaceDeps {
   ratePerMinute?: number;
   /** CLIENT_ADDRESS_HEADER: where a trusted proxy puts the client's address. */
   clientAddressHeader?: string;
-  /** Questions this process asks GitHub per minute to decide who may use what; default 100. */
+  /** Questions this process asks GitHub per person per minute to decide who may use what; default 100. */
   githubCallsPerMinute?: number;
   /** How often a relay looks for new events; default 20 ms (one indexed read per open reply). */
   pollIntervalMs?: number;
@@ -104,11 +113,10 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     defaults: deps.defaults,
     permits: new PermitCache(FOR_LISTING_MS),
     logins: new TtlCache<string | null>(10 * 60_000, 10_000),
-    // A flood of unknown names costs one GitHub call per name a minute, not one per request.
-    installed: new TtlCache<boolean>(60_000),
     budget: new CallBudget(deps.githubCallsPerMinute ?? 100),
     logger: deps.logger,
   };
+  const reading = new ImageReading();
 
   async function models(req: IncomingMessage, res: ServerResponse) {
     const who = await authenticate(req, deps.db.pool, deps.operatorKey, deps.clientAddressHeader);
@@ -146,17 +154,67 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
       return;
     }
     await checkBudget(deps.db.pool, deps.defaults, who, chatModel);
-    const images = await readRequestImages(askedImages(request), deps.imageFetch);
-    const header = req.headers["x-openwebui-chat-id"];
-    const clientConversationId =
-      request.chat_id ?? (typeof header === "string" ? header.slice(0, 200) : null);
-    const plan = await planTurn(
-      deps.db.pool,
-      who,
-      chatModel,
-      request,
-      clientConversationId || null,
-    );
+    // From here the client's going stops the work: the images' reading, the turn.
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!res.writableFinished) gone.abort();
+    };
+    res.once("close", onClose);
+    try {
+      const job = await queueTurn(req, request, who, chatModel, gone.signal);
+      if (!job) return;
+      await relay(res, request, chatModel, job, gone.signal);
+    } finally {
+      res.off("close", onClose);
+    }
+  }
+
+  /** The turn on the queue with its images; undefined when the client went away first. */
+  async function queueTurn(
+    req: IncomingMessage,
+    request: CompletionRequest,
+    who: Principal,
+    chatModel: ChatModel,
+    signal: AbortSignal,
+  ): Promise<Job | undefined> {
+    const urls = askedImages(request);
+    checkImageCount(urls);
+    // Only images given by URL take memory beyond the body while they are read.
+    const release = reading.take(who, urls.filter((url) => !/^data:/i.test(url)).length);
+    try {
+      await checkImageRoom(deps.db.pool, who, urls);
+      const images = await readRequestImages(urls, { ...deps.imageFetch, signal });
+      const header = req.headers["x-openwebui-chat-id"];
+      const clientConversationId =
+        request.chat_id ?? (typeof header === "string" ? header.slice(0, 200) : null);
+      const plan = await planTurn(
+        deps.db.pool,
+        who,
+        chatModel,
+        request,
+        clientConversationId || null,
+      );
+      if (signal.aborted) return undefined;
+      return await enqueueTurn(deps.db, deps.queue, {
+        who,
+        chatModel,
+        plan,
+        cloneUrl: chatModel.repository ? deps.cloneUrl(chatModel.repository.fullName) : null,
+        images,
+      });
+    } finally {
+      release();
+    }
+  }
+
+  /** The turn's reply, as the client asked for it; a client that goes stops the turn. */
+  async function relay(
+    res: ServerResponse,
+    request: CompletionRequest,
+    chatModel: ChatModel,
+    job: Job,
+    signal: AbortSignal,
+  ) {
     const completion: Completion = {
       id: `chatcmpl-${randomUUID()}`,
       model: chatModel.id,
@@ -164,18 +222,6 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
     };
     const stream = request.stream === true;
     if (stream) startStream(res, completion);
-    const job = await enqueueTurn(deps.db, deps.queue, {
-      who,
-      chatModel,
-      plan,
-      cloneUrl: chatModel.repository ? deps.cloneUrl(chatModel.repository.fullName) : null,
-      images,
-    });
-    const gone = new AbortController();
-    const onClose = () => {
-      if (!res.writableFinished) gone.abort();
-    };
-    res.once("close", onClose);
     open.add(res);
     let text = "";
     try {
@@ -183,7 +229,7 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
         db: deps.db.pool,
         jobId: job.id,
         pollMs: deps.pollIntervalMs ?? 20,
-        signal: gone.signal,
+        signal,
         onPiece: (piece) => {
           text += piece;
           if (stream) writeData(res, chunk(completion, { content: piece }, null));
@@ -191,7 +237,10 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
       });
       if (usage === null) {
         // The client went away: stop the turn; the conversation stays, at its last finished turn.
-        await deps.queue.cancel(job.id);
+        // A turn that never started cost nothing, and keeps nothing: its images go with it.
+        if ((await deps.queue.cancel(job.id)) === "cancelled") {
+          await dropTurnImages(deps.db.pool, job.conversationId, job.id);
+        }
         return;
       }
       if (stream) {
@@ -204,7 +253,6 @@ export function mountChatFace(deps: ChatFaceDeps): ChatFace {
       }
       sendCompletion(res, completion, text, usage);
     } finally {
-      res.off("close", onClose);
       open.delete(res);
     }
   }

@@ -4,7 +4,6 @@ import type { ProbotOctokit } from "probot";
 import { z } from "zod";
 import type { ListedInstallation, ListedRepository } from "../store/installations.ts";
 import { parseAnswer } from "./answer.ts";
-import { githubStatus } from "./request-status.ts";
 
 const Installation = z.object({
   id: z.number().int(),
@@ -48,32 +47,4 @@ export async function listInstallationRepositories(
   const route = "GET /installation/repositories";
   const data = await installation.paginate(route, { per_page: 100 });
   return parseAnswer(z.array(Repository), data, route).map(toRepository);
-}
-
-/** The installation covering the repository (the app's client); null when there is none. */
-export async function findRepositoryInstallation(
-  app: ProbotOctokit,
-  owner: string,
-  repo: string,
-): Promise<ListedInstallation | null> {
-  const route = "GET /repos/{owner}/{repo}/installation";
-  const response = await app.request(route, { owner, repo }).catch((error: unknown) => {
-    if (githubStatus(error) === 404) return null;
-    throw error;
-  });
-  return response && toInstallation(parseAnswer(Installation, response.data, route));
-}
-
-/** The repository's id and the current spelling of its name (an installation's client). */
-export async function getRepositoryByName(
-  installation: ProbotOctokit,
-  owner: string,
-  repo: string,
-): Promise<ListedRepository | null> {
-  const route = "GET /repos/{owner}/{repo}";
-  const response = await installation.request(route, { owner, repo }).catch((error: unknown) => {
-    if (githubStatus(error) === 404) return null;
-    throw error;
-  });
-  return response && toRepository(parseAnswer(Repository, response.data, route));
 }

@@ -86,12 +86,20 @@ export async function renameKeyOwner(db: Queryable, ownerId: number, login: stri
   ]);
 }
 
-/** The live key with this secret, its last use stamped (at most once a minute). */
-export async function useApiKey(db: Queryable, secret: string): Promise<ApiKey | undefined> {
+/**
+ * The live key with this secret, its last use stamped (at most once a minute); with `usedBefore`,
+ * only a key that was used before.
+ */
+export async function useApiKey(
+  db: Queryable,
+  secret: string,
+  usedBefore = false,
+): Promise<ApiKey | undefined> {
+  const before = usedBefore ? "AND last_used_at IS NOT NULL" : "";
   const [used] = await queryRows(
     db,
     `UPDATE api_keys SET last_used_at = now()
-     WHERE hash = $1 AND revoked_at IS NULL
+     WHERE hash = $1 AND revoked_at IS NULL ${before}
        AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
      RETURNING *`,
     [hashApiKey(secret)],
@@ -101,7 +109,7 @@ export async function useApiKey(db: Queryable, secret: string): Promise<ApiKey |
   if (used) return used;
   const [found] = await queryRows(
     db,
-    "SELECT * FROM api_keys WHERE hash = $1 AND revoked_at IS NULL",
+    `SELECT * FROM api_keys WHERE hash = $1 AND revoked_at IS NULL ${before}`,
     [hashApiKey(secret)],
     ApiKeyRow,
     "an api_keys row",

@@ -1,6 +1,7 @@
-// /v1/models with many repositories: GitHub is asked within a budget of calls per minute, answers
-// are remembered per person, and the repositories a person's own token listed on the web come
-// first. The real web role; GitHub behind nock, counting what it is asked.
+// /v1/models with many repositories: GitHub is asked within each person's budget of calls per
+// minute, answers are remembered per person, and the repositories a person's own token listed on
+// the web come first; a model name the store lacks asks GitHub nothing. The real web role; GitHub
+// behind nock, counting what it is asked.
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
@@ -40,7 +41,8 @@ beforeAll(async () => {
   );
   mockApp(APP_SLUG);
   server = await startTestServer(db, {
-    config: testConfig(),
+    // Requests per key are not what these tests are about.
+    config: testConfig({ chatRatePerMinute: 1000 }),
     role: "web",
     chat: { githubCallsPerMinute: BUDGET },
   });
@@ -122,5 +124,40 @@ describe("/v1/models with 300 repositories", () => {
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(asked).toHaveLength(calls);
+  });
+
+  it("gives each person a budget of their own: one person's spent minute leaves another's answers", async () => {
+    // mona spent hers in the test before.
+    const { client, asked } = await person(7, "hubot");
+    const listed = await models(client);
+    expect(listed[0]).toBe("vmpilot");
+    expect(listed.length).toBeGreaterThan(BUDGET / 2);
+    expect(asked.length).toBeLessThanOrEqual(BUDGET);
+  });
+
+  it("answers 110 model names the store lacks from the store, asking GitHub nothing, and another writer is still answered", async () => {
+    const { secret } = await createApiKey(db.pool, { name: "k", ownerLogin: "eve", ownerId: 8 });
+    const eve = new OpenAI({ apiKey: secret, baseURL: `${server.url}/v1`, maxRetries: 0 });
+    const hi = [{ role: "user" as const, content: "hi" }];
+    for (let i = 0; i < 110; i++) {
+      const refused = await eve.chat.completions
+        .create({ model: `vmpilot/acme/nope${i}`, messages: hi })
+        .catch((e: unknown) => e);
+      expect(refused).toMatchObject({ status: 404, code: "model_not_found" });
+    }
+    // Open WebUI's title chore, answered at once once the model is decided.
+    const { client, asked } = await person(9, "lisa9");
+    const title = await client.chat.completions.create({
+      model: "vmpilot/acme/r001",
+      messages: [
+        {
+          role: "user",
+          content:
+            '### Task:\nA title.\n### Output:\n{ "title": "..." }\n<chat_history>\nUSER: hi\n</chat_history>',
+        },
+      ],
+    });
+    expect(JSON.parse(title.choices[0]?.message.content ?? "")).toEqual({ title: "hi" });
+    expect(asked).toEqual(["user", "/repos/acme/r001/collaborators/lisa9/permission"]);
   });
 });

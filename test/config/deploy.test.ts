@@ -8,6 +8,7 @@ import { resolve } from "node:path";
 import { promisify } from "node:util";
 import { parse as parseToml } from "smol-toml";
 import { describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { egressFor } from "../../src/workspace/vm/settings.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -172,6 +173,10 @@ describe("fly.toml", () => {
     ]);
   });
 
+  it("has the web role read each client's address from the header Fly's proxy sets", () => {
+    expect(fly.env.CLIENT_ADDRESS_HEADER).toBe("fly-client-ip");
+  });
+
   it("takes DATABASE_URL from the Postgres attachment, not from the file", () => {
     expect(fly.env.DATABASE_URL).toBeUndefined();
     expect(read("fly.toml")).toContain("fly postgres attach");
@@ -200,5 +205,19 @@ describe("fly.toml", () => {
       }),
     ]);
     expect(fly.services[0].concurrency.hard_limit).toBeGreaterThan(25);
+  });
+});
+
+describe("deploy/kubernetes", () => {
+  const documents = parseAllDocuments(read("deploy/kubernetes/vmpilot.yaml")).map(
+    // biome-ignore lint/suspicious/noExplicitAny: checked field by field below.
+    (document) => document.toJS() as any,
+  );
+
+  it("has the web role read each client's address from the header the ingress sets", () => {
+    const web = documents.find((d) => d.kind === "Deployment" && d.metadata.name === "vmpilot-web");
+    const env = web.spec.template.spec.containers[0].env as { name: string; value: string }[];
+    const header = env.find((variable) => variable.name === "CLIENT_ADDRESS_HEADER")?.value;
+    expect(["x-forwarded-for", "x-real-ip"]).toContain(header);
   });
 });
