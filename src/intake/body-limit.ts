@@ -15,7 +15,7 @@ const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
  */
 const MAX_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
 /** One client address may hold half of that, so one sender alone cannot take it all. */
-const MAX_BYTES_PER_PEER = MAX_BYTES_IN_FLIGHT / 2;
+const MAX_BYTES_PER_ADDRESS = MAX_BYTES_IN_FLIGHT / 2;
 /** GitHub sends a delivery's body at once; a sender silent this long is cut off. */
 const IDLE_MS = 5_000;
 /** Time for a whole body: 25 MB at under 1 MB/s. GitHub gives up on a delivery after 10 s. */
@@ -25,7 +25,7 @@ const RETRY_AFTER_SECONDS = 5;
 
 /** Answers to a sender over a cap: the one on all senders, or its own address's share. */
 const BUSY = { status: 503, body: { error: "too many webhook bytes in flight; retry later" } };
-const PEER_BUSY = {
+const ADDRESS_BUSY = {
   status: 429,
   body: { error: "too many webhook bytes from one address; retry later" },
 };
@@ -43,7 +43,7 @@ export interface WebhookBodyLimits {
   /** All bodies' bytes at once. */
   inFlight?: number;
   /** One client address's bytes at once. */
-  perPeer?: number;
+  perAddress?: number;
   /** Longest silence within a body, ms. */
   idleMs?: number;
   /** Longest time to receive a whole body, ms. */
@@ -64,7 +64,7 @@ export function capWebhookBody(
   const limit = limits.body ?? MAX_WEBHOOK_BYTES;
   const tooLarge = { error: `payload too large: a webhook body holds at most ${limit} bytes` };
   const inFlight = limits.inFlight ?? MAX_BYTES_IN_FLIGHT;
-  const perPeer = limits.perPeer ?? MAX_BYTES_PER_PEER;
+  const perAddress = limits.perAddress ?? MAX_BYTES_PER_ADDRESS;
   const read = { idleMs: limits.idleMs ?? IDLE_MS, bodyMs: limits.bodyMs ?? BODY_MS };
   let held = 0;
   const heldBy = new Map<string, number>();
@@ -74,19 +74,19 @@ export function capWebhookBody(
     }
     // An honest length over the cap is refused before a byte is read.
     if (Number(req.headers["content-length"] ?? 0) > limit) return refuse(res, 413, tooLarge);
-    const peer = clientAddress(req, clientAddressHeader);
+    const address = clientAddress(req, clientAddressHeader);
     let reserved = 0;
     let busy = BUSY;
     const admit = (size: number) => {
       const more = size - reserved;
-      const peerHeld = heldBy.get(peer) ?? 0;
+      const addressHeld = heldBy.get(address) ?? 0;
       if (held + more > inFlight) return false;
-      if (peerHeld + more > perPeer) {
-        busy = PEER_BUSY;
+      if (addressHeld + more > perAddress) {
+        busy = ADDRESS_BUSY;
         return false;
       }
       held += more;
-      heldBy.set(peer, peerHeld + more);
+      heldBy.set(address, addressHeld + more);
       reserved = size;
       return true;
     };
@@ -101,9 +101,9 @@ export function capWebhookBody(
     } finally {
       if (reserved > 0) {
         held -= reserved;
-        const left = (heldBy.get(peer) ?? 0) - reserved;
-        if (left > 0) heldBy.set(peer, left);
-        else heldBy.delete(peer);
+        const left = (heldBy.get(address) ?? 0) - reserved;
+        if (left > 0) heldBy.set(address, left);
+        else heldBy.delete(address);
       }
     }
   };

@@ -167,7 +167,7 @@ describe("capWebhookBody", () => {
   });
 
   it("answers 429 to one address over its share while another address is served", async () => {
-    const s = await serve({ body: 1000, inFlight: 10_000, perPeer: 1000 }, "x-real-ip");
+    const s = await serve({ body: 1000, inFlight: 10_000, perAddress: 1000 }, "x-real-ip");
     try {
       const held = await post(s.url, 900, "a".repeat(900), "x-real-ip: 192.0.2.1\r\n");
       await s.first;
