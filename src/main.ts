@@ -13,6 +13,7 @@ import { routeModel } from "./config/model-route.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
 import { retrySecondaryRateLimits } from "./github/rate-limit.ts";
 import { health, healthHandler } from "./health.ts";
+import type { WebhookBodyLimits } from "./intake/body-limit.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue/queue.ts";
 import type { JobDeps } from "./jobs/run/deps.ts";
 import { createLogger } from "./log/logger.ts";
@@ -43,6 +44,8 @@ export interface StartOptions {
   work?: Partial<JobDeps> | false;
   /** Overrides for the chat face (tests point clone URLs at their git server). */
   chat?: ChatOverrides;
+  /** Caps and timeouts on webhook bodies; the defaults are GitHub's (src/intake/body-limit.ts). */
+  webhooks?: WebhookBodyLimits;
   /** Backoff between attempts to reach GitHub at startup; default 1 s doubling up to 30 s. */
   githubRetry?: Backoff;
   /** Called once the HTTP server listens, before GitHub has been reached. */

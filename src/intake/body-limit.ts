@@ -1,7 +1,11 @@
 // Webhook bodies are read here, capped, before Probot sees them: a forged POST could otherwise
 // be buffered whole in memory. Probot's middleware takes a string `req.body` as the raw payload.
+// Nothing is known of a sender before its whole body is read (the signature covers the body), so
+// a sender is held to what it has sent, not to what it announced: bytes count against the caps as
+// they arrive, and a body that stalls or drags is cut off.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { readCapped, refuse } from "../http/capped-body.ts";
+import { readBody, refuse } from "../http/capped-body.ts";
+import { clientAddress } from "../http/client-address.ts";
 
 /** GitHub caps webhook payloads at 25 MB. */
 const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
@@ -10,8 +14,26 @@ const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
  * handled: many large posts in parallel would otherwise each hold up to the per-body cap.
  */
 const MAX_BYTES_IN_FLIGHT = 64 * 1024 * 1024;
+/** One client address may hold half of that, so one sender alone cannot take it all. */
+const MAX_BYTES_PER_ADDRESS = MAX_BYTES_IN_FLIGHT / 2;
+/** GitHub sends a delivery's body at once; a sender silent this long is cut off. */
+const IDLE_MS = 5_000;
+/** Time for a whole body: 25 MB at under 1 MB/s. GitHub gives up on a delivery after 10 s. */
+const BODY_MS = 30_000;
 /** Seconds a sender is asked to wait when the server holds its most. */
 const RETRY_AFTER_SECONDS = 5;
+
+/** Answers to a sender over a cap: the one on all senders, or its own address's share. */
+const BUSY = { status: 503, body: { error: "too many webhook bytes in flight; retry later" } };
+const ADDRESS_BUSY = {
+  status: 429,
+  body: { error: "too many webhook bytes from one address; retry later" },
+};
+const RETRY = { "retry-after": String(RETRY_AFTER_SECONDS) };
+const CUT_OFF = {
+  idle: { error: "webhook body stalled" },
+  slow: { error: "webhook body too slow" },
+};
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => unknown;
 
@@ -20,56 +42,69 @@ export interface WebhookBodyLimits {
   body?: number;
   /** All bodies' bytes at once. */
   inFlight?: number;
+  /** One client address's bytes at once. */
+  perAddress?: number;
+  /** Longest silence within a body, ms. */
+  idleMs?: number;
+  /** Longest time to receive a whole body, ms. */
+  bodyMs?: number;
 }
 
 /**
- * Wraps the webhook middleware: 413 over the body cap, 503 with Retry-After while other
- * deliveries hold the in-flight cap, else `next` with the body read.
+ * Wraps the webhook middleware: 413 over the body cap, 503 (429 for one address) with Retry-After
+ * while other deliveries hold the in-flight cap, 408 to a body that stalls or drags, else `next`
+ * with the body read.
  */
 export function capWebhookBody(
   path: string,
   next: Handler,
   limits: WebhookBodyLimits = {},
+  clientAddressHeader?: string,
 ): Handler {
   const limit = limits.body ?? MAX_WEBHOOK_BYTES;
+  const tooLarge = { error: `payload too large: a webhook body holds at most ${limit} bytes` };
   const inFlight = limits.inFlight ?? MAX_BYTES_IN_FLIGHT;
+  const perAddress = limits.perAddress ?? MAX_BYTES_PER_ADDRESS;
+  const read = { idleMs: limits.idleMs ?? IDLE_MS, bodyMs: limits.bodyMs ?? BODY_MS };
   let held = 0;
+  const heldBy = new Map<string, number>();
   return async (req, res) => {
     if (req.method !== "POST" || new URL(req.url ?? "/", "http://x").pathname !== path) {
       return next(req, res);
     }
-    const declared = Number(req.headers["content-length"] ?? 0);
-    if (declared > limit) return refuse(res, 413, { error: "payload too large" });
-    // Bytes are counted as they are announced or arrive, so a body without a length is held too.
+    // An honest length over the cap is refused before a byte is read.
+    if (Number(req.headers["content-length"] ?? 0) > limit) return refuse(res, 413, tooLarge);
+    const address = clientAddress(req, clientAddressHeader);
     let reserved = 0;
-    const reserve = (size: number) => {
-      if (size <= reserved) return true;
-      if (held + size - reserved > inFlight) return false;
-      held += size - reserved;
+    let busy = BUSY;
+    const admit = (size: number) => {
+      const more = size - reserved;
+      const addressHeld = heldBy.get(address) ?? 0;
+      if (held + more > inFlight) return false;
+      if (addressHeld + more > perAddress) {
+        busy = ADDRESS_BUSY;
+        return false;
+      }
+      held += more;
+      heldBy.set(address, addressHeld + more);
       reserved = size;
       return true;
     };
-    const busy = () =>
-      refuse(
-        res,
-        503,
-        { error: "too many webhook bytes in flight; retry later" },
-        { "retry-after": String(RETRY_AFTER_SECONDS) },
-      );
     try {
-      if (!reserve(Number.isFinite(declared) ? declared : 0)) return busy();
-      let refused = false;
-      const body = await readCapped(req, limit, (size) => {
-        refused = !reserve(size);
-        return !refused;
-      });
-      if (body === undefined)
-        return refused ? busy() : refuse(res, 413, { error: "payload too large" });
+      const body = await readBody(req, limit, { admit, ...read });
+      if (body === "too large") return refuse(res, 413, tooLarge);
+      if (body === "idle" || body === "slow") return refuse(res, 408, CUT_OFF[body]);
+      if (body === "refused") return refuse(res, busy.status, busy.body, RETRY);
       // Not parsed here: Probot checks the signature first, then answers malformed JSON with 400.
       Object.assign(req, { body: body.toString("utf8") });
       return await next(req, res);
     } finally {
-      held -= reserved;
+      if (reserved > 0) {
+        held -= reserved;
+        const left = (heldBy.get(address) ?? 0) - reserved;
+        if (left > 0) heldBy.set(address, left);
+        else heldBy.delete(address);
+      }
     }
   };
 }

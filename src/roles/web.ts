@@ -5,7 +5,7 @@ import { SmeeClient } from "smee-client";
 import { type ChatFaceDeps, mountChatFace } from "../chat/server.ts";
 import type { Config } from "../config/env.ts";
 import { intakeApp } from "../intake/app.ts";
-import { capWebhookBody } from "../intake/body-limit.ts";
+import { capWebhookBody, type WebhookBodyLimits } from "../intake/body-limit.ts";
 import { registerSecret } from "../log/redact.ts";
 import { sharedSecret } from "../store/app-secrets.ts";
 import type { Database } from "../store/database.ts";
@@ -24,7 +24,7 @@ export type ChatOverrides = Partial<
 export async function startWeb(
   ctx: RoleContext,
   handlers: Handler[],
-  options: { chat?: ChatOverrides; githubRetry?: Backoff },
+  options: { chat?: ChatOverrides; githubRetry?: Backoff; webhooks?: WebhookBodyLimits },
 ): Promise<string> {
   const { config, db, queue, probot, logger, cleanup } = ctx;
   const web = mountWeb({
@@ -70,7 +70,9 @@ export async function startWeb(
     probot: intakeProbot(ctx),
     webhooksPath: WEBHOOK_PATH,
   });
-  handlers.push(capWebhookBody(WEBHOOK_PATH, webhooks));
+  handlers.push(
+    capWebhookBody(WEBHOOK_PATH, webhooks, options.webhooks, config.clientAddressHeader),
+  );
   handlers.push(chat.handler);
   handlers.push(web.handler);
   return appSlug;
