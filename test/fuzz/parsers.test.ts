@@ -49,13 +49,55 @@ const yamlText = fc
       .join("\n"),
   );
 
+/**
+ * A billion-laughs document: each anchored node holds the one before it `width` times, in flow
+ * or block sequences or mappings, at the top or under a setting. Expanded, it is at least 10,000
+ * nodes; the file is a few hundred bytes.
+ */
+const aliasBomb = fc
+  .record({
+    width: fc.integer({ min: 4, max: 10 }),
+    extra: fc.nat(1),
+    under: fc.constantFrom("", ...settingKeys.map((k) => k.split(".")[0] ?? k)),
+    anchor: fc.constantFrom("a", "lol", "x_", "ref-"),
+    leaf: fc.constantFrom("lol", '"lol"', "1", "~", "[lol]", "{a: 1}"),
+  })
+  .chain((bomb) => {
+    const depth = Math.ceil(4 / Math.log10(bomb.width)) + bomb.extra;
+    return fc.array(fc.nat(3), { minLength: depth, maxLength: depth }).map((forms) => {
+      const pad = bomb.under ? "  " : "";
+      const lines = bomb.under ? [`${bomb.under}:`] : [];
+      lines.push(`${pad}k0: &${bomb.anchor}0 ${bomb.leaf}`);
+      forms.forEach((form, at) => {
+        const refs = Array.from({ length: bomb.width }, () => `*${bomb.anchor}${at}`);
+        const head = `${pad}k${at + 1}: &${bomb.anchor}${at + 1}`;
+        const entries = refs.map((ref, j) => (form % 2 === 0 ? ref : `e${j}: ${ref}`));
+        const flow = entries.join(", ");
+        if (form < 2) lines.push(`${head} ${form === 0 ? `[${flow}]` : `{${flow}}`}`);
+        else
+          lines.push(head, ...entries.map((entry) => `${pad}  ${form === 2 ? "- " : ""}${entry}`));
+      });
+      return lines.join("\n");
+    });
+  });
+
 describe("vmpilot.yml", () => {
-  it("parses to settings or to issues that each name a line of the file", () => {
+  it("parses to settings or to issues that each name a line; refuses alias bombs for their aliases", () => {
+    // One document in nine a bomb: it costs the parser (not the cap) several times a plain one.
+    const documents = fc.oneof(
+      { weight: 4, arbitrary: yamlText.map((text) => ({ text, bomb: false })) },
+      { weight: 4, arbitrary: fc.string().map((text) => ({ text, bomb: false })) },
+      { weight: 1, arbitrary: aliasBomb.map((text) => ({ text, bomb: true })) },
+    );
     withoutHang<string>(60_000, (track) =>
       fc.assert(
-        fc.property(fc.oneof(yamlText, fc.string()), (text) => {
+        fc.property(documents, ({ text, bomb }) => {
           track(text);
           const result = parseRepoConfig(text);
+          if (bomb) {
+            assert.ok(!result.ok);
+            assert.match(result.message, /aliases expand too much/);
+          }
           if (result.ok) return;
           assert.ok(result.issues.length > 0);
           const lines = text.split("\n").length;
