@@ -1,9 +1,8 @@
-// Fuzzing the other parsers that take outside input: `vmpilot.yml`, the chat face's request body,
-// the editor's paths and the workspace agent's protocol. Each input ends in a value or a clear
-// error of the parser's own kind: no crash, no hang, and nothing written for a rejected request.
+// Fuzzing the other parsers that take outside input: `vmpilot.yml`, the chat face's request body
+// and the editor's paths. Each input ends in a value or a clear error of the parser's own kind: no
+// crash, no hang, and an alias bomb refused before it expands.
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, readdir, realpath, rm, symlink, writeFile } from "node:fs/promises";
-import type { AddressInfo } from "node:net";
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import fc from "fast-check";
@@ -11,8 +10,6 @@ import { afterAll, beforeAll, describe, it } from "vitest";
 import { parseCompletionRequest } from "../../src/chat/body.ts";
 import { ApiError } from "../../src/chat/errors.ts";
 import { parseRepoConfig, settingKeys } from "../../src/config/repo-config.ts";
-import { execRequest } from "../../src/workspace/agent/protocol.ts";
-import { createAgentServer } from "../../src/workspace/agent/server.ts";
 import { PathEscapeError, resolveInside } from "../../src/workspace/paths.ts";
 import { runs, withoutHang } from "./params.ts";
 import { untrustedText } from "./text.ts";
@@ -196,38 +193,5 @@ describe("editor paths", () => {
       }),
       runs(10_000),
     );
-  });
-});
-
-describe("the workspace agent's protocol", () => {
-  it("answers any malformed request with a 4xx and an error, and writes nothing outside", async () => {
-    const secret = "s".repeat(32);
-    const server = createAgentServer({ root, secret, env: {}, log: () => {} });
-    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-    const { port } = server.address() as AddressInfo;
-    const endpoint = fc.constantFrom("/v1/exec", "/v1/read", "/v1/list", "/v1/cancel", "/v1/nope");
-    // A well-formed exec would run its command: only malformed ones are sent.
-    const request = fc
-      .tuple(endpoint, fc.oneof(fc.jsonValue(), fc.string()))
-      .filter(([path, body]) => path !== "/v1/exec" || !execRequest.safeParse(body).success);
-    try {
-      await fc.assert(
-        fc.asyncProperty(request, async ([path, body]) => {
-          const response = await fetch(`http://127.0.0.1:${port}${path}`, {
-            method: "POST",
-            headers: { authorization: `Bearer ${secret}` },
-            body: typeof body === "string" ? body : JSON.stringify(body),
-          });
-          const answer: unknown = await response.json();
-          if (response.status < 300) return;
-          assert.ok(response.status >= 400 && response.status < 500, `${path}: ${response.status}`);
-          assert.match(JSON.stringify(answer), /"error":\{"kind":"[a-z_]+","message":/);
-        }),
-        runs(300),
-      );
-      assert.deepEqual(await readdir(outside), []);
-    } finally {
-      await new Promise((done) => server.close(done));
-    }
   });
 });
