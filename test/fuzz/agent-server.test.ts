@@ -25,6 +25,7 @@ import { agentError, MAX_FILE_BYTES, MAX_JSON_BYTES } from "../../src/workspace/
 import { createAgentServer } from "../../src/workspace/agent/server.ts";
 import { type Field, type Message, message, specs } from "./agent-messages.ts";
 import { runs } from "./params.ts";
+import { untrustedText } from "./text.ts";
 
 const SECRET = "s".repeat(32);
 const CONTENT = "hello, agent\n";
@@ -146,7 +147,7 @@ const write = fc.oneof(
   fc
     .record({
       file: fc.constantFrom("w/a.txt", "w/b/c.txt", "w/new"),
-      body: fc.string({ unit: "binary" }),
+      body: untrustedText,
     })
     .map(({ file, body }) => ({
       target: `/v1/write?path=${encodeURIComponent(file)}`,
@@ -295,7 +296,8 @@ describe("the workspace agent's server", () => {
             assert.equal(error.kind, want.kind);
             assert.equal(error.reason, want.reason);
           } else assert.equal(got.body.toString(), want.body);
-          if (want.wrote) assert.equal(await readFile(join(root, want.wrote), "utf8"), call.body);
+          if (want.wrote)
+            assert.deepEqual(await readFile(join(root, want.wrote)), Buffer.from(call.body));
         }),
         runs(10_000),
       );
