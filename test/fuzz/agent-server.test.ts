@@ -45,32 +45,37 @@ const failed: Answer = { status: 500, kind: "failed" };
 const malformed: Answer = { status: 400, kind: "bad_request" };
 const tooLarge: Answer = { status: 413, kind: "bad_request" };
 
-/** Paths in the checkout made in beforeAll, and what reading and listing each must answer. */
-const PATHS: Record<string, { read: (maxBytes: number) => Answer; list: Answer }> = {
-  "src/a.txt": {
-    read: (maxBytes) =>
-      maxBytes >= CONTENT.length
-        ? { status: 200, body: CONTENT }
-        : { status: 422, kind: "refused", reason: "too_large" },
-    list: failed,
-  },
-  src: {
-    read: () => ({ status: 422, kind: "refused", reason: "directory" }),
-    list: { status: 200, body: JSON.stringify({ entries: ["a.txt", "deep/"] }) },
-  },
-  ".": {
-    read: () => ({ status: 422, kind: "refused", reason: "directory" }),
-    list: { status: 200, body: JSON.stringify({ entries: ["out-link", "src/", "w/"] }) },
-  },
-  "missing.txt": { read: () => failed, list: failed },
-  "../outside": { read: () => outOfCheckout, list: outOfCheckout },
-  "out-link": { read: () => outOfCheckout, list: outOfCheckout },
-  "out-link/x": { read: () => outOfCheckout, list: outOfCheckout },
-  "/etc": { read: () => outOfCheckout, list: outOfCheckout },
-  "src/a.txt\0": { read: () => outOfCheckout, list: outOfCheckout },
+interface Place {
+  read: (maxBytes: number) => Answer;
+  list: Answer;
+}
+const file: Place = {
+  read: (maxBytes) =>
+    maxBytes >= CONTENT.length
+      ? { status: 200, body: CONTENT }
+      : { status: 422, kind: "refused", reason: "too_large" },
+  list: failed,
 };
-PATHS["src/deep/up/a.txt"] = PATHS["src/a.txt"] as (typeof PATHS)[string];
-const ESCAPES = Object.keys(PATHS).filter((path) => PATHS[path]?.list === outOfCheckout);
+const directory = (entries: string[]): Place => ({
+  read: () => ({ status: 422, kind: "refused", reason: "directory" }),
+  list: { status: 200, body: JSON.stringify({ entries }) },
+});
+const escaping: Place = { read: () => outOfCheckout, list: outOfCheckout };
+
+/** Paths in the checkout made in beforeAll, and what reading and listing each must answer. */
+const PATHS: Record<string, Place> = {
+  "src/a.txt": file,
+  "src/deep/up/a.txt": file,
+  src: directory(["a.txt", "deep/"]),
+  ".": directory(["out-link", "src/", "w/"]),
+  "missing.txt": { read: () => failed, list: failed },
+  "../outside": escaping,
+  "out-link": escaping,
+  "out-link/x": escaping,
+  "/etc": escaping,
+  "src/a.txt\0": escaping,
+};
+const ESCAPES = Object.keys(PATHS).filter((path) => PATHS[path] === escaping);
 
 interface Call {
   method: string;
