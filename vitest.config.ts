@@ -13,7 +13,7 @@ const UNIT = [
   "test/chat/reply.test.ts",
   "test/cli/{args,progress,terminal-text}.test.ts",
   "test/config/{deploy,repo-config}.test.ts",
-  "test/fuzz/trigger.test.ts",
+  "test/fuzz/{agent-protocol,ci,images,trigger}.test.ts",
   "test/intake/{batcher,deliveries,trigger}.test.ts",
   "test/jobs/{ready-checks,worker-identity}.test.ts",
   "test/web/{hsts,html,installation-permissions,session,settings-form,timeline}.test.ts",

@@ -22,6 +22,7 @@ import {
 } from "../../src/intake/trigger.ts";
 import { examplePayload, type Payload } from "../helpers/webhooks.ts";
 import { runs, withoutHang } from "./params.ts";
+import { get, set } from "./payloads.ts";
 import { untrustedText } from "./text.ts";
 
 const options = { appSlug: "vmpilot-bot", label: "vmpilot", command: "vmpilot" };
@@ -177,21 +178,6 @@ const wrongValue = fc.oneof(
   fc.constantFrom(undefined, null, 0, -1, 1.5, "", "x", true, [], {}, { login: 5 }, [{}]),
   untrustedText,
 );
-
-/** `payload` with `path` set (undefined deletes it), copying only the objects on the way. */
-function set(payload: Payload, path: string[], value: unknown): Payload {
-  const [key, ...rest] = path as [string, ...string[]];
-  if (payload === null || typeof payload !== "object") return payload;
-  const copy = Array.isArray(payload) ? [...payload] : { ...payload };
-  if (rest.length > 0) copy[key] = set(payload[key], rest, value);
-  else if (value === undefined) delete copy[key];
-  else copy[key] = value;
-  return copy;
-}
-
-function get(payload: Payload, path: string): unknown {
-  return path.split(".").reduce((value, key) => value?.[key], payload);
-}
 
 interface Mutation {
   event: number;

@@ -21,6 +21,11 @@ export function examplePayload(event: string, action?: string): Payload {
   return structuredClone(example);
 }
 
+/** Deep copies of all of GitHub's examples for `event`. */
+export function examples(event: string): Payload[] {
+  return structuredClone(definitions.find((d) => d.name === event)?.examples ?? []);
+}
+
 export function signature(body: string, secret: string): string {
   return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
 }
