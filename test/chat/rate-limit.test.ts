@@ -118,8 +118,12 @@ function modelsFrom(
 
 it(`holds back an address that tried 10 wrong keys, but for keys right before, until its 10 minutes are over (${target.name})`, async () => {
   const [one, two] = servers;
-  const goodKey = async () =>
-    (await createApiKey(db.pool, { name: "k", ownerLogin: "lisa", ownerId: 6 })).secret;
+  // Each a person of their own: requests count per person, two a minute here.
+  let person = 600;
+  const goodKey = async () => {
+    const ownerId = person++;
+    return (await createApiKey(db.pool, { name: "k", ownerLogin: `p${ownerId}`, ownerId })).secret;
+  };
   const attacker = "127.0.0.3";
   const used = await goodKey();
   expect(await modelsFrom(one, "127.0.0.4", used)).toMatchObject({ status: 200 });

@@ -2,7 +2,8 @@
 // and only for short waits; other refusals are not retried.
 import { expect, it } from "vitest";
 import { github, useGitHubMock } from "../helpers/github-mock.ts";
-import { secondaryRateLimitWaits, testOctokit } from "../helpers/octokit.ts";
+import { testOctokit } from "../helpers/octokit.ts";
+import { secondaryRateLimitWaits } from "../helpers/secondary-wait.ts";
 
 useGitHubMock();
 

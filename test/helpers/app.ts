@@ -8,7 +8,7 @@ import { createLogger } from "../../src/log/logger.ts";
 import { type RunningServer, type StartOptions, startServer } from "../../src/main.ts";
 import type { Database } from "../../src/store/database.ts";
 import { DEFAULT_LIMITS } from "../../src/workspace/sandbox/limits.ts";
-import { noSecondaryWait } from "./octokit.ts";
+import { noSecondaryWait } from "./secondary-wait.ts";
 
 export const WEBHOOK_SECRET = "test-webhook-secret-4f2a";
 export const APP_SLUG = "vmpilot-bot";

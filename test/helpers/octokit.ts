@@ -1,22 +1,11 @@
 import { ProbotOctokit } from "probot";
-import {
-  retrySecondaryRateLimits,
-  type SecondaryRateLimitOptions,
-} from "../../src/github/rate-limit.ts";
+import { retrySecondaryRateLimits } from "../../src/github/rate-limit.ts";
 import { GITHUB_API } from "./github-mock.ts";
+import { noSecondaryWait } from "./secondary-wait.ts";
 
 export const TEST_INSTALLATION_TOKEN = `ghs_${"T0k3n".repeat(7)}x`;
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
-
-/** Every wait a secondary rate limit asked the test clients for, in ms; none is slept. */
-export const secondaryRateLimitWaits: number[] = [];
-
-export const noSecondaryWait: SecondaryRateLimitOptions = {
-  wait: async (ms) => {
-    secondaryRateLimitWaits.push(ms);
-  },
-};
 
 // As main.ts makes the app's clients.
 const AppOctokit = ProbotOctokit.plugin(retrySecondaryRateLimits);

@@ -17,7 +17,7 @@ import type { EngineFake } from "../helpers/engine-fake.ts";
 import { FLY_APP, startFlyFake } from "../helpers/fly-fake.ts";
 import { github } from "../helpers/github-mock.ts";
 import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
-import { secondaryRateLimitWaits } from "../helpers/octokit.ts";
+import { secondaryRateLimitWaits } from "../helpers/secondary-wait.ts";
 import {
   API_KEY,
   captureComment,

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPermanent } from "../../src/errors.ts";
 import { redact } from "../../src/log/redact.ts";
 import { checkWorkspace, createWorkspace } from "../../src/workspace/factory.ts";
@@ -164,7 +164,9 @@ describe.each(cases)("the $name provider", { concurrent: true }, (c) => {
       expect(fake.problems).toEqual([]);
     });
 
-    it("sends only the branch's recent history, and the VM's commit still comes back onto it", async () => {
+    it("sends only the branch's recent history, and the VM's commit still comes back onto it", async ({
+      onTestFinished,
+    }) => {
       const long = join(base, `long-${c.name}`);
       execFileSync("git", ["clone", "-q", local, long]);
       execFileSync("git", ["-C", long, "checkout", "-q", "-b", "vmpilot/issue-8"]);
@@ -267,7 +269,9 @@ describe.each(cases)("the $name provider", { concurrent: true }, (c) => {
       await checkWorkspace({ isolation: "vm", engine: c.name }, { vmEngine: c.engine(fake) });
     });
 
-    it("sends the VM's commands through a proxy on the worker that follows the allow-list", async () => {
+    it("sends the VM's commands through a proxy on the worker that follows the allow-list", async ({
+      onTestFinished,
+    }) => {
       const site = createServer((_req, res) => res.end("allowed page"));
       await new Promise<void>((resolve) => site.listen(0, "127.0.0.2", resolve));
       const sitePort = (site.address() as AddressInfo).port;
