@@ -20,8 +20,10 @@ import {
   type Checkout,
   cleanRepoUrl,
   createWorkspace,
+  openCheckoutDisk,
   prepareCheckout,
   type SandboxLimits,
+  type ScratchDisk,
   type Workspace,
   type WorkspaceChoice,
 } from "../workspace/index.ts";
@@ -105,6 +107,7 @@ export class CliSession {
   #workspace?: Workspace;
   #checkout?: Checkout;
   #dest?: string;
+  #disk?: ScratchDisk;
   #target?: Target;
   #held?: HeldConversation;
   #released = false;
@@ -160,7 +163,10 @@ export class CliSession {
     const { dataDir, workspace, limits } = this.options;
     const target = this.#target as Target;
     await mkdir(join(dataDir, "workspaces"), { recursive: true });
-    this.#dest = join(await mkdtemp(join(dataDir, "workspaces", "run-")), "repo");
+    const dir = await mkdtemp(join(dataDir, "workspaces", "run-"));
+    this.#dest = join(dir, "repo");
+    // Before the checkout, which is made on it: the kernel holds the checkout to the disk limit.
+    this.#disk = await openCheckoutDisk(workspace, dir, limits);
     const branch = this.conversation.branch;
     // The branch is there once a turn committed something; until then it starts afresh.
     this.#checkout = await prepareCheckout({
@@ -176,6 +182,7 @@ export class CliSession {
       dataDir,
       mirror: this.#checkout.mirror,
       limits,
+      ...(this.#disk && { disk: this.#disk, stateDir: join(dir, "state") }),
     });
     this.#print(
       `vmpilot: ${workspace.isolation} workspace (${workspace.engine}) on branch ${branch} (from ${this.#checkout.baseBranch})`,
@@ -315,6 +322,7 @@ export class CliSession {
   async close(): Promise<void> {
     try {
       await this.#workspace?.dispose();
+      await this.#disk?.unmount();
       if (this.#dest) await rm(join(this.#dest, ".."), { recursive: true, force: true });
     } finally {
       const held = this.#held;

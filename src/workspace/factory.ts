@@ -1,13 +1,15 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEFAULT_WORKSPACE, mismatch } from "../config/workspace.ts";
+import { DEFAULT_LIMITS, DEFAULT_WORKSPACE, mismatch } from "../config/workspace.ts";
 import { fallbackLogger, type Logger } from "../log/logger.ts";
 import { createLocalAgentWorkspace } from "./agent/local.ts";
 import type { Engine, IsolationPolicy, WorkspaceChoice } from "./isolation.ts";
 import { SandboxUnavailableError } from "./sandbox/bwrap.ts";
 import { createHostWorkspace } from "./sandbox/host.ts";
-import type { SandboxWorkspaceOptions } from "./sandbox/sandbox.ts";
+import type { SandboxLimits } from "./sandbox/limits.ts";
+import { openJobDisk, type SandboxWorkspaceOptions } from "./sandbox/sandbox.ts";
+import type { ScratchDisk } from "./sandbox/scratch-disk.ts";
 import type { Workspace } from "./types.ts";
 import type { VmEngine } from "./vm/engine.ts";
 import { createVmWorkspace } from "./vm/open.ts";
@@ -80,6 +82,21 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
     );
   }
   return createLocalAgentWorkspace(root, { ...sandboxOptions, logger }, signal);
+}
+
+/**
+ * The disk a job's checkout is made on, mounted over `dir`, when its workspace will be a sandbox
+ * on this machine and the host can mount one (sandbox.ts, openJobDisk): the checkout then goes
+ * below `dir`, and the workspace gets `disk` with a `stateDir` below `dir` too. A VM holds its
+ * own disk.
+ */
+export async function openCheckoutDisk(
+  choice: WorkspaceChoice,
+  dir: string,
+  limits: SandboxLimits = DEFAULT_LIMITS,
+): Promise<ScratchDisk | undefined> {
+  if (choice.engine !== "local" || choice.isolation !== "sandbox") return undefined;
+  return openJobDisk(dir, limits);
 }
 
 /**

@@ -14,9 +14,11 @@ import { SPARE_REPOSITORIES } from "../../workspace/git/spares.ts";
 import {
   type Checkout,
   createWorkspace,
+  openCheckoutDisk,
   prepareCheckout,
   runSetup,
   SandboxUnavailableError,
+  type ScratchDisk,
   VmFailed,
   VmRefused,
   type Workspace,
@@ -89,10 +91,17 @@ export async function openWorkspace(
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   const root = join(dir, "repo");
-  const remove = () => rm(dir, { recursive: true, force: true });
+  let disk: ScratchDisk | undefined;
+  const remove = async () => {
+    await disk?.unmount();
+    await rm(dir, { recursive: true, force: true });
+  };
   let workspace: Workspace | undefined;
   try {
-    const checkout = "scratch" in spec ? await scratch(root) : await checkOut(deps, spec, root);
+    // Before the checkout, which is made on it: the kernel holds the checkout to the disk limit.
+    disk = await openCheckoutDisk(choice, dir, deps.sandboxLimits);
+    const checkout =
+      "scratch" in spec ? await scratch(root) : await checkOut(deps, spec, root, !disk);
     workspace = await createWorkspace({
       ...choice,
       root,
@@ -102,6 +111,7 @@ export async function openWorkspace(
       allowHosts: [...settings.network.allow],
       allowPrivate: deps.allowPrivate ?? [],
       limits: deps.sandboxLimits,
+      ...(disk && { disk, stateDir: join(dir, "state") }),
       logger: deps.logger,
       owner,
       pool: deps.vmPool,
@@ -133,8 +143,14 @@ async function scratch(root: string): Promise<null> {
   return null;
 }
 
-async function checkOut(deps: JobDeps, spec: CheckoutSpec, dest: string): Promise<Checkout> {
-  const spares = deps.spareCheckouts ?? SPARE_REPOSITORIES;
+async function checkOut(
+  deps: JobDeps,
+  spec: CheckoutSpec,
+  dest: string,
+  /** False on a job's disk: a spare is on the host's filesystem, and cannot be moved onto it. */
+  spare: boolean,
+): Promise<Checkout> {
+  const spares = spare ? (deps.spareCheckouts ?? SPARE_REPOSITORIES) : 0;
   return prepareCheckout({
     dataDir: deps.dataDir,
     repo: spec.cloneUrl,

@@ -49,6 +49,11 @@ export interface SandboxWorkspaceOptions {
    * root, a filesystem of the disk limit's size is mounted over it for the workspace's lifetime.
    */
   stateDir?: string;
+  /**
+   * The job's disk (openJobDisk), mounted by the caller with the checkout and `stateDir` on it:
+   * then no other is mounted, and the kernel holds the checkout to the disk limit too.
+   */
+  disk?: ScratchDisk;
   bwrapPath?: string;
   socatPath?: string;
 }
@@ -185,14 +190,15 @@ export async function openSandbox(
     await proxy?.close();
     if (options.stateDir) await rm(proxySocket, { force: true });
     if (options.stateDir && agentDir) await rm(agentDir, { recursive: true, force: true });
-    await scratch?.unmount();
+    if (!options.disk) await scratch?.unmount();
     if (!options.stateDir) await rm(stateDir, { recursive: true, force: true });
   };
 
   let prefix: string[];
   const inner = dropPrivileges(asRoot, agentDir !== undefined);
   try {
-    if (kernel.scratchProblem === undefined) {
+    if (options.disk) scratch = options.disk;
+    else if (kernel.scratchProblem === undefined) {
       scratch = await mountScratchDisk(stateDir, limits.diskMb);
     }
     await mkdir(tmpDir, { recursive: true });
@@ -249,7 +255,8 @@ export async function openSandbox(
   const lifetime = new AbortController();
   const jobCgroup = cgroup;
   const meter = diskMeter({
-    paths: scratch ? [root] : [root, tmpDir, homeDir],
+    // On the job's disk, the checkout is in the disk's own count.
+    paths: options.disk ? [] : scratch ? [root] : [root, tmpDir, homeDir],
     scratch,
     processes: jobCgroup && (() => jobCgroup.pids()),
   });
@@ -281,6 +288,20 @@ export async function openSandbox(
       await release();
     },
   };
+}
+
+/**
+ * Mounts a job's disk over `dir` (scratch-disk.ts): the job's checkout and its sandbox's
+ * `stateDir` go below `dir`, and `disk` goes to the sandbox, so that the kernel holds the checkout,
+ * /tmp and HOME together to the disk limit and its inode count. Undefined where this host cannot
+ * mount one (not root, no loop devices): the checkout is then only measured (limit-guard.ts).
+ */
+export async function openJobDisk(
+  dir: string,
+  limits: SandboxLimits,
+): Promise<ScratchDisk | undefined> {
+  const { scratchProblem } = await kernelSupport();
+  return scratchProblem === undefined ? mountScratchDisk(dir, limits.diskMb) : undefined;
 }
 
 /**

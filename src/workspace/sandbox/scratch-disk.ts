@@ -1,5 +1,7 @@
-// The sandbox's /tmp and HOME on a filesystem of their own: an ext4 image of the disk limit's size,
-// loop-mounted, so the kernel refuses writes past it (ENOSPC), files deleted while open included.
+// A job's disk: an ext4 image of the disk limit's size, loop-mounted, so the kernel refuses writes
+// past it (ENOSPC), whatever makes them: fallocate (with --keep-size too), files deleted while
+// open or only mapped, and inodes, of which it has a bounded count. A job's checkout, /tmp and HOME
+// live on it (sandbox.ts, openJobDisk), or /tmp and HOME alone where the checkout was made first.
 // Not a tmpfs: that would be RAM charged to the job's memory limit. Not bwrap's `--size --tmpfs`
 // either: each command gets a new one, and /tmp and HOME must persist between commands.
 import { statfsSync } from "node:fs";
@@ -17,6 +19,13 @@ export interface ScratchDisk {
 }
 
 const IMAGE = "scratch.img";
+/** One inode per this many bytes of the disk limit: ext4's default ratio, and bounded. */
+const BYTES_PER_INODE = 16 * 1024;
+
+/** How many files and directories a job's disk of `mb` holds. */
+export function diskInodes(mb: number): number {
+  return Math.max(64, Math.floor((mb * 1024 * 1024) / BYTES_PER_INODE));
+}
 /** Which worker mounted it, for sweepScratchDisks; outside the sandbox's /tmp and HOME. */
 const OWNER = ".vmpilot-owner";
 
@@ -49,7 +58,9 @@ export async function mountScratchDisk(dir: string, mb: number): Promise<Scratch
   }
   // No journal: a job's scratch is not worth one. Inode tables are zeroed neither by mkfs nor
   // later by the kernel (noinit_itable), which would fill the sparse image; discard keeps it sparse.
-  const mkfs = ["-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1", image];
+  // Its own inode count: on the host's filesystem, running out of inodes stops the worker too.
+  const mkfs = ["-q", "-F", "-m", "0", "-N", String(diskInodes(mb)), "-O", "^has_journal"];
+  mkfs.push("-E", "lazy_itable_init=1", image);
   try {
     await run("mkfs.ext4", mkfs);
     await run("mount", ["-o", "loop,nosuid,nodev,noinit_itable,discard", image, dir]);

@@ -1,0 +1,114 @@
+// The checkout on the job's disk: the kernel, not a measurement after the fact, holds the checkout
+// to the disk limit and its inode count, however fast a command writes and whatever it writes
+// with (issue 30, item 1).
+import { statfsSync } from "node:fs";
+import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openCheckoutDisk } from "../../src/workspace/factory.ts";
+import { kernelSupport } from "../../src/workspace/sandbox/limits.ts";
+import { diskInodes } from "../../src/workspace/sandbox/scratch-disk.ts";
+import { mountedAt } from "./helpers.ts";
+import { LOCAL_PROVIDERS, type LocalProvider, openWorkspace } from "./providers.ts";
+
+const { scratchProblem } = await kernelSupport();
+const MIB = 1024 * 1024;
+const limits = { processes: 64, memoryMb: 512, fileMb: 8, diskMb: 40 };
+const cleanup: Array<() => Promise<unknown>> = [];
+
+afterEach(async () => {
+  for (const step of cleanup.reverse()) await step();
+  cleanup.length = 0;
+});
+
+/** A workspace on a checkout made as a job makes it: on the job's disk, when there is one. */
+async function open(provider: LocalProvider, fileMb = limits.fileMb) {
+  const base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-checkout-disk-")));
+  cleanup.push(() => rm(base, { recursive: true, force: true }));
+  const own = { ...limits, fileMb };
+  const disk = await openCheckoutDisk({ engine: "local", isolation: "sandbox" }, base, own);
+  if (disk) cleanup.push(() => disk.unmount());
+  const root = join(base, "repo");
+  await mkdir(root);
+  const stateDir = join(base, "state");
+  await mkdir(stateDir);
+  const workspace = await openWorkspace(provider, root, { limits: own, stateDir, disk });
+  cleanup.push(() => workspace.dispose());
+  return { workspace, root, base, disk };
+}
+
+/** Megabytes the checkout's files hold on disk, as `du` counts blocks (kept-size ones included). */
+async function checkoutMb(workspace: Awaited<ReturnType<typeof open>>["workspace"]) {
+  const du = await workspace.exec("du -s -m .");
+  return Number(du.stdout.split("\t")[0]);
+}
+
+describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
+  describe("the checkout on the job's disk", () => {
+    it("is a filesystem of the disk limit's size, which its opener unmounts", async ({ skip }) => {
+      skip(scratchProblem !== undefined, `this machine cannot: ${scratchProblem}`);
+      const { workspace, root, base, disk } = await open(provider);
+      expect(await mountedAt(base)).toBe(true);
+      const fs = statfsSync(root);
+      expect(fs.blocks * fs.bsize).toBeLessThanOrEqual(limits.diskMb * MIB);
+      expect(fs.files).toBeLessThanOrEqual(diskInodes(limits.diskMb) * 1.1);
+      await workspace.dispose();
+      expect(await mountedAt(base)).toBe(true);
+      await disk?.unmount();
+      expect(await mountedAt(base)).toBe(false);
+    });
+
+    it("stops fallocate of many files at the limit, within the command", async ({ skip }) => {
+      skip(scratchProblem !== undefined, `this machine cannot: ${scratchProblem}`);
+      const { workspace } = await open(provider);
+      const script = [
+        "import os",
+        "for i in range(20):",
+        '    os.posix_fallocate(os.open(f"fa{i}", os.O_CREAT | os.O_WRONLY), 0, 8 << 20)',
+        'print("allocated it all")',
+      ].join("\n");
+      const result = await workspace.exec(`python3 -c '${script}'`);
+      expect(result.stdout).not.toContain("allocated it all");
+      expect(result.stderr).toContain("No space left on device");
+      expect(await checkoutMb(workspace)).toBeLessThanOrEqual(limits.diskMb);
+    });
+
+    it("stops fallocate --keep-size, which the file size limit does not see", async ({ skip }) => {
+      skip(scratchProblem !== undefined, `this machine cannot: ${scratchProblem}`);
+      const { workspace } = await open(provider);
+      const result = await workspace.exec(": > k1 && fallocate -n -l 200M k1");
+      expect(result.exitCode).not.toBe(0);
+      expect(result.stderr).toContain("No space left on device");
+      expect(await checkoutMb(workspace)).toBeLessThanOrEqual(limits.diskMb);
+    });
+
+    it("stops a flood of empty files at the disk's inode count", async ({ skip }) => {
+      skip(scratchProblem !== undefined, `this machine cannot: ${scratchProblem}`);
+      const { workspace } = await open(provider);
+      const script = [
+        "import os",
+        "made = 0",
+        "try:",
+        "    for i in range(200000):",
+        '        os.close(os.open(f"e{i}", os.O_CREAT | os.O_WRONLY))',
+        "        made += 1",
+        "except OSError as error:",
+        "    print(made, error.strerror)",
+      ].join("\n");
+      const result = await workspace.exec(`python3 -c '${script}'`, { timeoutMs: 60_000 });
+      const [made, ...why] = result.stdout.trim().split(" ");
+      expect(why.join(" ")).toBe("No space left on device");
+      expect(Number(made)).toBeLessThanOrEqual(diskInodes(limits.diskMb));
+    });
+
+    it("stops a plain write past the limit before it lands", async ({ skip }) => {
+      skip(scratchProblem !== undefined, `this machine cannot: ${scratchProblem}`);
+      const { workspace } = await open(provider, 100);
+      const result = await workspace.exec("head -c 80M /dev/zero > big");
+      expect(result.exitCode).not.toBe(0);
+      expect(result.stderr).toContain("No space left on device");
+      expect(await checkoutMb(workspace)).toBeLessThanOrEqual(limits.diskMb);
+    });
+  });
+});
