@@ -18,9 +18,9 @@ import {
 import { userGitClient } from "../workspace/git/git.ts";
 import {
   type Checkout,
+  checkoutDiskMb,
   cleanRepoUrl,
   createWorkspace,
-  openCheckoutDisk,
   prepareCheckout,
   type SandboxLimits,
   type ScratchDisk,
@@ -165,8 +165,8 @@ export class CliSession {
     await mkdir(join(dataDir, "workspaces"), { recursive: true });
     const dir = await mkdtemp(join(dataDir, "workspaces", "run-"));
     this.#dest = join(dir, "repo");
-    // Before the checkout, which is made on it: the kernel holds the checkout to the disk limit.
-    this.#disk = await openCheckoutDisk(workspace, dir, limits);
+    // The kernel holds the checkout to the disk limit: it is made on the job's disk.
+    const diskMb = await checkoutDiskMb(workspace, limits);
     const branch = this.conversation.branch;
     // The branch is there once a turn committed something; until then it starts afresh.
     this.#checkout = await prepareCheckout({
@@ -175,7 +175,9 @@ export class CliSession {
       dest: this.#dest,
       branch,
       existingBranch: "if-present",
+      ...(diskMb !== undefined && { diskMb }),
     });
+    this.#disk = this.#checkout.disk;
     this.#workspace = await createWorkspace({
       ...workspace,
       root: this.#checkout.root,

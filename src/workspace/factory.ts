@@ -7,9 +7,8 @@ import { createLocalAgentWorkspace } from "./agent/local.ts";
 import type { Engine, IsolationPolicy, WorkspaceChoice } from "./isolation.ts";
 import { SandboxUnavailableError } from "./sandbox/bwrap.ts";
 import { createHostWorkspace } from "./sandbox/host.ts";
-import type { SandboxLimits } from "./sandbox/limits.ts";
-import { openJobDisk, type SandboxWorkspaceOptions } from "./sandbox/sandbox.ts";
-import type { ScratchDisk } from "./sandbox/scratch-disk.ts";
+import { kernelSupport, type SandboxLimits } from "./sandbox/limits.ts";
+import type { SandboxWorkspaceOptions } from "./sandbox/sandbox.ts";
 import type { Workspace } from "./types.ts";
 import type { VmEngine } from "./vm/engine.ts";
 import { createVmWorkspace } from "./vm/open.ts";
@@ -85,18 +84,19 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
 }
 
 /**
- * The disk a job's checkout is made on, mounted over `dir`, when its workspace will be a sandbox
- * on this machine and the host can mount one (sandbox.ts, openJobDisk): the checkout then goes
- * below `dir`, and the workspace gets `disk` with a `stateDir` below `dir` too. A VM holds its
- * own disk.
+ * The size of the disk a job's checkout is made on (prepareCheckout's diskMb), when its workspace
+ * will be a sandbox on this machine and the host can mount one: the kernel then holds the checkout,
+ * /tmp and HOME together to the disk limit (sandbox.ts, `disk`). Undefined otherwise: a VM holds
+ * its own disk, and where none can be mounted (not root, no loop devices) the checkout is measured
+ * (limit-guard.ts).
  */
-export async function openCheckoutDisk(
+export async function checkoutDiskMb(
   choice: WorkspaceChoice,
-  dir: string,
   limits: SandboxLimits = DEFAULT_LIMITS,
-): Promise<ScratchDisk | undefined> {
+): Promise<number | undefined> {
   if (choice.engine !== "local" || choice.isolation !== "sandbox") return undefined;
-  return openJobDisk(dir, limits);
+  const { scratchProblem } = await kernelSupport();
+  return scratchProblem === undefined ? limits.diskMb : undefined;
 }
 
 /**

@@ -1,15 +1,18 @@
 // The checkout on the job's disk: the kernel, not a measurement after the fact, holds the checkout
 // to the disk limit and its inode count, however fast a command writes and whatever it writes
 // with (issue 30, item 1).
+import { execFileSync } from "node:child_process";
 import { statfsSync } from "node:fs";
-import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openCheckoutDisk } from "../../src/workspace/factory.ts";
+import { checkoutDiskMb } from "../../src/workspace/factory.ts";
+import { prepareCheckout } from "../../src/workspace/git/checkout.ts";
+import { sparesSettled } from "../../src/workspace/git/spares.ts";
 import { kernelSupport } from "../../src/workspace/sandbox/limits.ts";
-import { diskInodes } from "../../src/workspace/sandbox/scratch-disk.ts";
-import { mountedAt } from "./helpers.ts";
+import { diskInodes, mountScratchDisk } from "../../src/workspace/sandbox/scratch-disk.ts";
+import { commitFile, mountedAt } from "./helpers.ts";
 import { LOCAL_PROVIDERS, type LocalProvider, openWorkspace } from "./providers.ts";
 
 const { scratchProblem } = await kernelSupport();
@@ -18,8 +21,7 @@ const limits = { processes: 64, memoryMb: 512, fileMb: 8, diskMb: 40 };
 const cleanup: Array<() => Promise<unknown>> = [];
 
 afterEach(async () => {
-  for (const step of cleanup.reverse()) await step();
-  cleanup.length = 0;
+  for (const step of cleanup.splice(0).reverse()) await step();
 });
 
 /** A workspace on a checkout made as a job makes it: on the job's disk, when there is one. */
@@ -27,15 +29,22 @@ async function open(provider: LocalProvider, fileMb = limits.fileMb) {
   const base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-checkout-disk-")));
   cleanup.push(() => rm(base, { recursive: true, force: true }));
   const own = { ...limits, fileMb };
-  const disk = await openCheckoutDisk({ engine: "local", isolation: "sandbox" }, base, own);
-  if (disk) cleanup.push(() => disk.unmount());
+  const diskMb = await checkoutDiskMb({ engine: "local", isolation: "sandbox" }, own);
+  const disk = diskMb === undefined ? undefined : await mountScratchDisk(base, diskMb);
+  let mounted = disk !== undefined;
+  /** Once: the test may unmount first to see it go. */
+  const unmount = async () => {
+    if (mounted) await disk?.unmount();
+    mounted = false;
+  };
+  cleanup.push(unmount);
   const root = join(base, "repo");
   await mkdir(root);
   const stateDir = join(base, "state");
   await mkdir(stateDir);
   const workspace = await openWorkspace(provider, root, { limits: own, stateDir, disk });
   cleanup.push(() => workspace.dispose());
-  return { workspace, root, base, disk };
+  return { workspace, root, base, unmount };
 }
 
 /** Megabytes the checkout's files hold on disk, as `du` counts blocks (kept-size ones included). */
@@ -48,14 +57,14 @@ describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
   describe("the checkout on the job's disk", () => {
     it("is a filesystem of the disk limit's size, which its opener unmounts", async ({ skip }) => {
       skip(scratchProblem !== undefined, `this machine cannot: ${scratchProblem}`);
-      const { workspace, root, base, disk } = await open(provider);
+      const { workspace, root, base, unmount } = await open(provider);
       expect(await mountedAt(base)).toBe(true);
       const fs = statfsSync(root);
       expect(fs.blocks * fs.bsize).toBeLessThanOrEqual(limits.diskMb * MIB);
       expect(fs.files).toBeLessThanOrEqual(diskInodes(limits.diskMb) * 1.1);
       await workspace.dispose();
       expect(await mountedAt(base)).toBe(true);
-      await disk?.unmount();
+      await unmount();
       expect(await mountedAt(base)).toBe(false);
     });
 
@@ -110,5 +119,43 @@ describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
       expect(result.stderr).toContain("No space left on device");
       expect(await checkoutMb(workspace)).toBeLessThanOrEqual(limits.diskMb);
     });
+  });
+});
+
+describe("a spare checkout on a disk", () => {
+  it("is claimed with its disk, mounted where the job's goes, and moved to the current base", async ({
+    skip,
+  }) => {
+    skip(scratchProblem !== undefined, `this machine cannot: ${scratchProblem}`);
+    const base = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-spare-disk-")));
+    cleanup.push(() => rm(base, { recursive: true, force: true }));
+    const source = join(base, "source");
+    await mkdir(source);
+    execFileSync("git", ["init", "-q", "-b", "main"], { cwd: source });
+    commitFile(source, "README.md", "first\n");
+    const dataDir = join(base, "data");
+    const checkOut = async (name: string) => {
+      const dir = join(base, name);
+      await mkdir(dir);
+      const options = { dataDir, repo: source, dest: join(dir, "repo"), branch: name };
+      const checkout = await prepareCheckout({ ...options, keepSpare: true, diskMb: 40 });
+      cleanup.push(async () => checkout.disk?.unmount());
+      await sparesSettled();
+      return { dir, checkout };
+    };
+    const first = await checkOut("job-1");
+    expect(first.checkout.fromSpare).toBe(false);
+    expect(await mountedAt(first.dir)).toBe(true);
+    commitFile(source, "LATEST.md", "newer than the spare\n");
+    const { dir, checkout } = await checkOut("job-2");
+    expect(checkout.fromSpare).toBe(true);
+    expect(await mountedAt(dir)).toBe(true);
+    const fs = statfsSync(checkout.root);
+    expect(fs.blocks * fs.bsize).toBeLessThanOrEqual(40 * MIB);
+    const git = (...args: string[]) =>
+      execFileSync("git", args, { cwd: checkout.root, encoding: "utf8" }).trim();
+    expect(git("branch", "--show-current")).toBe("job-2");
+    expect(git("status", "--porcelain")).toBe("");
+    expect(await readFile(join(checkout.root, "LATEST.md"), "utf8")).toBe("newer than the spare\n");
   });
 });

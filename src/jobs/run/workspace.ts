@@ -13,8 +13,9 @@ import { gitClient } from "../../workspace/git/git.ts";
 import { SPARE_REPOSITORIES } from "../../workspace/git/spares.ts";
 import {
   type Checkout,
+  checkoutDiskMb,
   createWorkspace,
-  openCheckoutDisk,
+  mountScratchDisk,
   prepareCheckout,
   runSetup,
   SandboxUnavailableError,
@@ -98,10 +99,16 @@ export async function openWorkspace(
   };
   let workspace: Workspace | undefined;
   try {
-    // Before the checkout, which is made on it: the kernel holds the checkout to the disk limit.
-    disk = await openCheckoutDisk(choice, dir, deps.sandboxLimits);
-    const checkout =
-      "scratch" in spec ? await scratch(root) : await checkOut(deps, spec, root, !disk);
+    // The kernel holds the checkout to the disk limit: it is made on the job's disk.
+    const diskMb = await checkoutDiskMb(choice, deps.sandboxLimits);
+    let checkout: Checkout | null;
+    if ("scratch" in spec) {
+      if (diskMb !== undefined) disk = await mountScratchDisk(dir, diskMb);
+      checkout = await scratch(root);
+    } else {
+      checkout = await checkOut(deps, spec, root, diskMb);
+      disk = checkout.disk;
+    }
     workspace = await createWorkspace({
       ...choice,
       root,
@@ -147,10 +154,9 @@ async function checkOut(
   deps: JobDeps,
   spec: CheckoutSpec,
   dest: string,
-  /** False on a job's disk: a spare is on the host's filesystem, and cannot be moved onto it. */
-  spare: boolean,
+  diskMb: number | undefined,
 ): Promise<Checkout> {
-  const spares = spare ? (deps.spareCheckouts ?? SPARE_REPOSITORIES) : 0;
+  const spares = deps.spareCheckouts ?? SPARE_REPOSITORIES;
   return prepareCheckout({
     dataDir: deps.dataDir,
     repo: spec.cloneUrl,
@@ -162,6 +168,7 @@ async function checkOut(
     // A worker serves the same repositories again and again: the next job claims a ready tree.
     keepSpare: spares > 0,
     spareLimit: spares,
+    ...(diskMb !== undefined && { diskMb }),
   });
 }
 

@@ -50,7 +50,8 @@ export interface SandboxWorkspaceOptions {
    */
   stateDir?: string;
   /**
-   * The job's disk (openJobDisk), mounted by the caller with the checkout and `stateDir` on it:
+   * The job's disk (prepareCheckout's diskMb), mounted by the caller with the checkout and
+   * `stateDir` on it:
    * then no other is mounted, and the kernel holds the checkout to the disk limit too.
    */
   disk?: ScratchDisk;
@@ -288,20 +289,6 @@ export async function openSandbox(
       await release();
     },
   };
-}
-
-/**
- * Mounts a job's disk over `dir` (scratch-disk.ts): the job's checkout and its sandbox's
- * `stateDir` go below `dir`, and `disk` goes to the sandbox, so that the kernel holds the checkout,
- * /tmp and HOME together to the disk limit and its inode count. Undefined where this host cannot
- * mount one (not root, no loop devices): the checkout is then only measured (limit-guard.ts).
- */
-export async function openJobDisk(
-  dir: string,
-  limits: SandboxLimits,
-): Promise<ScratchDisk | undefined> {
-  const { scratchProblem } = await kernelSupport();
-  return scratchProblem === undefined ? mountScratchDisk(dir, limits.diskMb) : undefined;
 }
 
 /**
