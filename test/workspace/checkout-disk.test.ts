@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { checkoutDiskMb } from "../../src/workspace/factory.ts";
 import { prepareCheckout } from "../../src/workspace/git/checkout.ts";
 import { sparesSettled } from "../../src/workspace/git/spares.ts";
-import { kernelSupport } from "../../src/workspace/sandbox/limits.ts";
+import { kernelSupport, limitEnforcement } from "../../src/workspace/sandbox/limits.ts";
 import { diskInodes, mountScratchDisk } from "../../src/workspace/sandbox/scratch-disk.ts";
 import { commitFile, mountedAt } from "./helpers.ts";
 import { LOCAL_PROVIDERS, type LocalProvider, openWorkspace } from "./providers.ts";
@@ -92,6 +92,29 @@ describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
       expect(await checkoutMb(workspace)).toBeLessThanOrEqual(limits.diskMb);
     });
 
+    it("stops writes to a file held only by a mapping, closed and deleted", async ({ skip }) => {
+      skip(scratchProblem !== undefined, `this machine cannot: ${scratchProblem}`);
+      const { workspace } = await open(provider, 128);
+      // mmap(2) itself: Python's mmap module keeps a descriptor of its own, which the meter sees.
+      const script = [
+        "import ctypes, os",
+        "libc = ctypes.CDLL(None)",
+        "libc.mmap.restype = ctypes.c_void_p",
+        "libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t] + [ctypes.c_int] * 3 + [ctypes.c_long]",
+        "size = 100 << 20",
+        'fd = os.open("m", os.O_CREAT | os.O_RDWR)',
+        "os.ftruncate(fd, size)",
+        "held = libc.mmap(None, size, 3, 1, fd, 0)",
+        "os.close(fd)",
+        'os.unlink("m")',
+        "ctypes.memset(held, 1, size)",
+        'print("held it all")',
+      ].join("\n");
+      const result = await workspace.exec(`python3 -c '${script}'`);
+      expect(result.stdout).not.toContain("held it all");
+      expect(result.exitCode).not.toBe(0);
+    });
+
     it("stops a flood of empty files at the disk's inode count", async ({ skip }) => {
       skip(scratchProblem !== undefined, `this machine cannot: ${scratchProblem}`);
       const { workspace } = await open(provider);
@@ -158,4 +181,10 @@ describe("a spare checkout on a disk", () => {
     expect(git("status", "--porcelain")).toBe("");
     expect(await readFile(join(checkout.root, "LATEST.md"), "utf8")).toBe("newer than the spare\n");
   });
+});
+
+it("says which holds the checkout's disk limit: the kernel, or a measurement", async () => {
+  const { disk } = await limitEnforcement();
+  if (scratchProblem === undefined) expect(disk).toMatch(/^kernel: the checkout, \/tmp and HOME/);
+  else expect(disk).toMatch(/^best effort: measured before, during and after commands/);
 });
