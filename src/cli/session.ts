@@ -18,10 +18,12 @@ import {
 import { userGitClient } from "../workspace/git/git.ts";
 import {
   type Checkout,
+  checkoutDiskMb,
   cleanRepoUrl,
   createWorkspace,
   prepareCheckout,
   type SandboxLimits,
+  type ScratchDisk,
   type Workspace,
   type WorkspaceChoice,
 } from "../workspace/index.ts";
@@ -105,6 +107,7 @@ export class CliSession {
   #workspace?: Workspace;
   #checkout?: Checkout;
   #dest?: string;
+  #disk?: ScratchDisk;
   #target?: Target;
   #held?: HeldConversation;
   #released = false;
@@ -160,7 +163,10 @@ export class CliSession {
     const { dataDir, workspace, limits } = this.options;
     const target = this.#target as Target;
     await mkdir(join(dataDir, "workspaces"), { recursive: true });
-    this.#dest = join(await mkdtemp(join(dataDir, "workspaces", "run-")), "repo");
+    const dir = await mkdtemp(join(dataDir, "workspaces", "run-"));
+    this.#dest = join(dir, "repo");
+    // The kernel holds the checkout to the disk limit: it is made on the job's disk.
+    const diskMb = await checkoutDiskMb(workspace, limits);
     const branch = this.conversation.branch;
     // The branch is there once a turn committed something; until then it starts afresh.
     this.#checkout = await prepareCheckout({
@@ -169,13 +175,16 @@ export class CliSession {
       dest: this.#dest,
       branch,
       existingBranch: "if-present",
+      ...(diskMb !== undefined && { diskMb }),
     });
+    this.#disk = this.#checkout.disk;
     this.#workspace = await createWorkspace({
       ...workspace,
       root: this.#checkout.root,
       dataDir,
       mirror: this.#checkout.mirror,
       limits,
+      ...(this.#disk && { disk: this.#disk, stateDir: join(dir, "state") }),
     });
     this.#print(
       `vmpilot: ${workspace.isolation} workspace (${workspace.engine}) on branch ${branch} (from ${this.#checkout.baseBranch})`,
@@ -315,6 +324,7 @@ export class CliSession {
   async close(): Promise<void> {
     try {
       await this.#workspace?.dispose();
+      await this.#disk?.unmount();
       if (this.#dest) await rm(join(this.#dest, ".."), { recursive: true, force: true });
     } finally {
       const held = this.#held;

@@ -147,11 +147,11 @@ function checkSandbox(least: WorkspaceChoice, readiness: Readiness, logger: Logg
   );
 }
 
-/** Says once at startup which sandbox limits the kernel does not hold here, and why. */
+/** Says once at startup how each sandbox limit is held here: by the kernel, or why not. */
 async function reportSandboxLimits(logger: Logger): Promise<LimitEnforcement> {
   const found = await limitEnforcement();
   if (!found.kernel) {
     logger.warn({ sandboxLimits: found }, "some sandbox limits are only best effort on this host");
-  }
+  } else logger.info({ sandboxLimits: found }, "the kernel holds every sandbox limit on this host");
   return found;
 }

@@ -1,12 +1,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DEFAULT_WORKSPACE, mismatch } from "../config/workspace.ts";
+import { DEFAULT_LIMITS, DEFAULT_WORKSPACE, mismatch } from "../config/workspace.ts";
 import { fallbackLogger, type Logger } from "../log/logger.ts";
 import { createLocalAgentWorkspace } from "./agent/local.ts";
 import type { Engine, IsolationPolicy, WorkspaceChoice } from "./isolation.ts";
 import { SandboxUnavailableError } from "./sandbox/bwrap.ts";
 import { createHostWorkspace } from "./sandbox/host.ts";
+import { kernelSupport, type SandboxLimits } from "./sandbox/limits.ts";
 import type { SandboxWorkspaceOptions } from "./sandbox/sandbox.ts";
 import type { Workspace } from "./types.ts";
 import type { VmEngine } from "./vm/engine.ts";
@@ -80,6 +81,22 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
     );
   }
   return createLocalAgentWorkspace(root, { ...sandboxOptions, logger }, signal);
+}
+
+/**
+ * The size of the disk a job's checkout is made on (prepareCheckout's diskMb), when its workspace
+ * will be a sandbox on this machine and the host can mount one: the kernel then holds the checkout,
+ * /tmp and HOME together to the disk limit (sandbox.ts, `disk`). Undefined otherwise: a VM holds
+ * its own disk, and where none can be mounted (not root, no loop devices) the checkout is measured
+ * (limit-guard.ts).
+ */
+export async function checkoutDiskMb(
+  choice: WorkspaceChoice,
+  limits: SandboxLimits = DEFAULT_LIMITS,
+): Promise<number | undefined> {
+  if (choice.engine !== "local" || choice.isolation !== "sandbox") return undefined;
+  const { scratchProblem } = await kernelSupport();
+  return scratchProblem === undefined ? limits.diskMb : undefined;
 }
 
 /**

@@ -16,12 +16,13 @@
 //   7. process/launcher.ts, launch: the bash, in a sandbox of its own (sandbox/bwrap.ts,
 //      commandSandbox), in its own process group.
 
-export { checkWorkspace, createWorkspace } from "./factory.ts";
+export { checkoutDiskMb, checkWorkspace, createWorkspace } from "./factory.ts";
 export { type Checkout, prepareCheckout } from "./git/checkout.ts";
 export { cleanRepoUrl } from "./git/git.ts";
 export type { Engine, WorkspaceChoice } from "./isolation.ts";
 export { SandboxUnavailableError } from "./sandbox/bwrap.ts";
 export { type LimitEnforcement, limitEnforcement, type SandboxLimits } from "./sandbox/limits.ts";
+export { mountScratchDisk, type ScratchDisk } from "./sandbox/scratch-disk.ts";
 export { runSetup } from "./setup.ts";
 export type * from "./types.ts";
 export { VmFailed, VmRefused } from "./vm/engine.ts";

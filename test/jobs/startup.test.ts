@@ -148,7 +148,7 @@ describe("a worker without bubblewrap", () => {
       expect(await response.json()).toMatchObject({
         role: "worker",
         waiting: { sandbox: "unavailable" },
-        // No mkfs.ext4 or mount on this PATH: /tmp and HOME cannot get a filesystem of their own.
+        // No mkfs.ext4 or mount on this PATH: the checkout, /tmp and HOME cannot get a filesystem.
         sandboxLimits: { disk: expect.stringMatching(/^best effort: /) },
       });
       const bestEffort = "some sandbox limits are only best effort on this host";

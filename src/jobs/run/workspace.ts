@@ -13,10 +13,13 @@ import { gitClient } from "../../workspace/git/git.ts";
 import { SPARE_REPOSITORIES } from "../../workspace/git/spares.ts";
 import {
   type Checkout,
+  checkoutDiskMb,
   createWorkspace,
+  mountScratchDisk,
   prepareCheckout,
   runSetup,
   SandboxUnavailableError,
+  type ScratchDisk,
   VmFailed,
   VmRefused,
   type Workspace,
@@ -89,10 +92,23 @@ export async function openWorkspace(
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   const root = join(dir, "repo");
-  const remove = () => rm(dir, { recursive: true, force: true });
+  let disk: ScratchDisk | undefined;
+  const remove = async () => {
+    await disk?.unmount();
+    await rm(dir, { recursive: true, force: true });
+  };
   let workspace: Workspace | undefined;
   try {
-    const checkout = "scratch" in spec ? await scratch(root) : await checkOut(deps, spec, root);
+    // The kernel holds the checkout to the disk limit: it is made on the job's disk.
+    const diskMb = await checkoutDiskMb(choice, deps.sandboxLimits);
+    let checkout: Checkout | null;
+    if ("scratch" in spec) {
+      if (diskMb !== undefined) disk = await mountScratchDisk(dir, diskMb);
+      checkout = await scratch(root);
+    } else {
+      checkout = await checkOut(deps, spec, root, diskMb);
+      disk = checkout.disk;
+    }
     workspace = await createWorkspace({
       ...choice,
       root,
@@ -102,6 +118,7 @@ export async function openWorkspace(
       allowHosts: [...settings.network.allow],
       allowPrivate: deps.allowPrivate ?? [],
       limits: deps.sandboxLimits,
+      ...(disk && { disk, stateDir: join(dir, "state") }),
       logger: deps.logger,
       owner,
       pool: deps.vmPool,
@@ -133,7 +150,12 @@ async function scratch(root: string): Promise<null> {
   return null;
 }
 
-async function checkOut(deps: JobDeps, spec: CheckoutSpec, dest: string): Promise<Checkout> {
+async function checkOut(
+  deps: JobDeps,
+  spec: CheckoutSpec,
+  dest: string,
+  diskMb: number | undefined,
+): Promise<Checkout> {
   const spares = deps.spareCheckouts ?? SPARE_REPOSITORIES;
   return prepareCheckout({
     dataDir: deps.dataDir,
@@ -146,6 +168,7 @@ async function checkOut(deps: JobDeps, spec: CheckoutSpec, dest: string): Promis
     // A worker serves the same repositories again and again: the next job claims a ready tree.
     keepSpare: spares > 0,
     spareLimit: spares,
+    ...(diskMb !== undefined && { diskMb }),
   });
 }
 

@@ -1,8 +1,17 @@
+import { basename, dirname } from "node:path";
 import { fallbackLogger, type Logger } from "../../log/logger.ts";
+import { mountScratchDisk, type ScratchDisk } from "../sandbox/scratch-disk.ts";
 import { writeCheckout } from "./checkout-files.ts";
 import { type GitAuth, validateBranchName } from "./git.ts";
 import { defaultBranch, mirrorRefs, syncMirror } from "./mirror.ts";
-import { claimSpare, refreshSpare, replenishSpare, targetRefs } from "./spares.ts";
+import {
+  claimSpare,
+  claimSpareDisk,
+  refreshSpare,
+  replenishSpare,
+  SPARE_TREE,
+  targetRefs,
+} from "./spares.ts";
 
 export interface CheckoutOptions {
   /** The app's data directory; mirrors live in `<dataDir>/mirrors`. */
@@ -30,6 +39,12 @@ export interface CheckoutOptions {
   spareLimit?: number;
   /** The clock a claimed spare's index is dated by (spares.ts). */
   now?: () => number;
+  /**
+   * Makes the checkout on a job's disk of this size (sandbox.ts), mounted over the directory
+   * `dest` goes in, which must be empty: a spare's when one is ready, else a new one. `dest` must
+   * then be that directory's `repo`.
+   */
+  diskMb?: number;
   logger?: Logger;
 }
 
@@ -45,6 +60,8 @@ export interface Checkout {
   fromSpare: boolean;
   /** True when `branch` was the remote's, continued rather than created. */
   continued: boolean;
+  /** With diskMb: the disk the checkout is on, for the workspace; its opener unmounts it. */
+  disk?: ScratchDisk;
 }
 
 /**
@@ -80,17 +97,28 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     defaultBranch: defaultName,
   };
 
-  const fromSpare =
-    options.keepSpare === true && (await claimSpare(options.dataDir, mirror, options.dest));
-  if (fromSpare) await refreshSpare(options.dest, target, options.now?.());
-  else
-    await writeCheckout(options.dest, { mirror: mirror.path, url: mirror.url }, targetRefs(target));
-  if (options.keepSpare) {
-    replenishSpare(options.dataDir, mirror, target, logger, options.spareLimit);
+  const { dataDir, dest, diskMb, keepSpare = false } = options;
+  let disk: ScratchDisk | undefined;
+  let fromSpare: boolean;
+  if (diskMb === undefined) fromSpare = keepSpare && (await claimSpare(dataDir, mirror, dest));
+  else {
+    if (basename(dest) !== SPARE_TREE)
+      throw new Error(`a checkout on a disk goes in ${SPARE_TREE}`);
+    disk = keepSpare ? await claimSpareDisk(dataDir, mirror, dirname(dest), diskMb) : undefined;
+    fromSpare = disk !== undefined;
+    disk ??= await mountScratchDisk(dirname(dest), diskMb);
   }
+  try {
+    if (fromSpare) await refreshSpare(dest, target, options.now?.());
+    else await writeCheckout(dest, { mirror: mirror.path, url: mirror.url }, targetRefs(target));
+  } catch (error) {
+    await disk?.unmount();
+    throw error;
+  }
+  if (keepSpare) replenishSpare(dataDir, mirror, target, logger, options.spareLimit, diskMb);
 
   return {
-    root: options.dest,
+    root: dest,
     url: mirror.url,
     mirror: mirror.path,
     baseBranch,
@@ -98,5 +126,6 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     branch: options.branch,
     fromSpare,
     continued,
+    ...(disk && { disk }),
   };
 }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, readdir, rename, rm, stat, utimes } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { Logger } from "../../log/logger.ts";
+import { attachScratchDisk, makeScratchImage, type ScratchDisk } from "../sandbox/scratch-disk.ts";
 import {
   type CheckoutRefs,
   type Ref,
@@ -16,24 +17,34 @@ import type { Mirror } from "./mirror.ts";
  * One ready-made checkout per repository, kept in `<dataDir>/spares/<mirror>/`. Writing a large
  * working tree is most of the cost of a new workspace; a job that claims a spare only rewrites
  * the files that changed since the spare was made. Spares are complete before they are renamed
- * into place, and claimed by renaming them out, so two jobs can never take the same one.
+ * into place, and claimed by renaming them out, so two jobs can never take the same one. Where a
+ * job's checkout lives on a disk of its own (sandbox.ts), a spare is that disk, unmounted: its
+ * image, holding the tree at `repo/`; a claimed one is mounted where the job's disk goes.
  */
 
 const PARTIAL = ".partial-";
+/** Where a spare disk holds its tree, as a job's disk holds the checkout. */
+export const SPARE_TREE = "repo";
 /** A partial spare this old was left by a worker that died mid-clone. */
 const STALE_PARTIAL_MS = 60 * 60_000;
 
 const pending = new Map<string, Promise<void>>();
 
-function sparesDir(dataDir: string, mirror: Mirror): string {
-  return join(dataDir, "spares", basename(mirror.path));
+/** Spares on disks of `diskMb` apart: a disk of another size is of no use to the job. */
+function sparesDir(dataDir: string, mirror: Mirror, diskMb?: number): string {
+  const disk = diskMb === undefined ? "" : `@disk-${diskMb}mb`;
+  return join(dataDir, "spares", `${basename(mirror.path)}${disk}`);
+}
+
+/** Ready spares first come, first taken; a name beginning with "." is one being made. */
+async function readySpares(dir: string): Promise<string[]> {
+  return (await readdir(dir).catch(() => [])).filter((name) => !name.startsWith("."));
 }
 
 /** Moves a spare to `dest` and returns true, or returns false when none is ready. */
 export async function claimSpare(dataDir: string, mirror: Mirror, dest: string): Promise<boolean> {
   const dir = sparesDir(dataDir, mirror);
-  const ready = (await readdir(dir).catch(() => [])).filter((name) => !name.startsWith("."));
-  for (const name of ready) {
+  for (const name of await readySpares(dir)) {
     try {
       await rename(join(dir, name), dest);
       return true;
@@ -42,6 +53,28 @@ export async function claimSpare(dataDir: string, mirror: Mirror, dest: string):
     }
   }
   return false;
+}
+
+/**
+ * Moves a spare disk to `dir`, an empty directory, and mounts it there, its tree at `dir/repo`;
+ * undefined when none is ready.
+ */
+export async function claimSpareDisk(
+  dataDir: string,
+  mirror: Mirror,
+  dir: string,
+  diskMb: number,
+): Promise<ScratchDisk | undefined> {
+  const spares = sparesDir(dataDir, mirror, diskMb);
+  for (const name of await readySpares(spares)) {
+    try {
+      await rename(join(spares, name), dir);
+    } catch {
+      continue; // Taken by another job a moment ago: try the next.
+    }
+    return attachScratchDisk(dir);
+  }
+  return undefined;
 }
 
 /** What a job's checkout is made at: in a spare it claimed, or anew (checkout.ts). */
@@ -135,8 +168,13 @@ export async function refreshSpare(
 /** What a spare is made from: the mirror's refs as a job just read them. */
 type MirrorRefs = Pick<SpareTarget, "heads" | "tags" | "defaultBranch">;
 
-async function makeSpare(dataDir: string, mirror: Mirror, refs: MirrorRefs): Promise<void> {
-  const dir = sparesDir(dataDir, mirror);
+async function makeSpare(
+  dataDir: string,
+  mirror: Mirror,
+  refs: MirrorRefs,
+  diskMb: number | undefined,
+): Promise<void> {
+  const dir = sparesDir(dataDir, mirror, diskMb);
   await mkdir(dir, { recursive: true });
   const entries = await readdir(dir);
   for (const name of entries.filter((n) => n.startsWith(PARTIAL))) {
@@ -149,12 +187,22 @@ async function makeSpare(dataDir: string, mirror: Mirror, refs: MirrorRefs): Pro
   const sha = refs.heads.get(refs.defaultBranch);
   if (sha === undefined) return;
   const target = { ...refs, branch: refs.defaultBranch, baseBranch: refs.defaultBranch, sha };
+  let disk: ScratchDisk | undefined;
   try {
-    await writeCheckout(partial, { mirror: mirror.path, url: mirror.url }, targetRefs(target), {
+    if (diskMb !== undefined) {
+      await mkdir(partial);
+      await makeScratchImage(partial, diskMb);
+      disk = await attachScratchDisk(partial);
+    }
+    const tree = disk ? join(partial, SPARE_TREE) : partial;
+    await writeCheckout(tree, { mirror: mirror.path, url: mirror.url }, targetRefs(target), {
       splitIndex: true,
     });
+    await disk?.detach();
+    disk = undefined;
     await rename(partial, join(dir, randomUUID()));
   } catch (error) {
+    await disk?.unmount();
     await rm(partial, { recursive: true, force: true });
     throw error;
   }
@@ -170,7 +218,7 @@ async function evictSpares(dataDir: string, limit: number): Promise<void> {
   const repos = await Promise.all(
     (await readdir(root)).map(async (name) => {
       const dir = join(root, name);
-      const ready = (await readdir(dir).catch(() => [])).filter((n) => !n.startsWith("."));
+      const ready = await readySpares(dir);
       const { mtimeMs } = await stat(dir);
       return { dir, ready, mtimeMs };
     }),
@@ -196,10 +244,12 @@ export function replenishSpare(
   refs: MirrorRefs,
   logger: Logger,
   limit = SPARE_REPOSITORIES,
+  /** Made on a disk of this size (claimSpareDisk), for jobs whose checkout lives on one. */
+  diskMb?: number,
 ): void {
-  const key = sparesDir(dataDir, mirror);
+  const key = sparesDir(dataDir, mirror, diskMb);
   if (pending.has(key)) return;
-  const task = makeSpare(dataDir, mirror, refs)
+  const task = makeSpare(dataDir, mirror, refs, diskMb)
     .then(() => evictSpares(dataDir, limit))
     .catch((error: unknown) => {
       logger.warn({ err: error, mirror: mirror.path }, "could not prepare a spare checkout");

@@ -62,8 +62,11 @@ async function openDeletedBytes(
 }
 
 export function diskMeter(options: {
-  /** Measured with `du`: the checkout first, then /tmp and HOME unless on the scratch disk. */
-  paths: readonly [string, ...string[]];
+  /**
+   * Measured with `du`: the checkout first, then /tmp and HOME unless on the scratch disk; none
+   * when the checkout is on the scratch disk too.
+   */
+  paths: readonly string[];
   scratch?: ScratchDisk;
   /** The job's processes (its cgroup's); without them, open deleted files go uncounted. */
   processes?: () => Promise<number[]>;
@@ -79,7 +82,7 @@ export function diskMeter(options: {
   return {
     async usedMb() {
       const [du, scratchBytes, deleted] = await Promise.all([
-        diskUsageMb(paths),
+        paths.length > 0 ? diskUsageMb(paths) : 0,
         scratch?.usedBytes() ?? 0,
         processes ? processes().then(async (pids) => openDeletedBytes(pids, await devices)) : 0,
       ]);

@@ -2,7 +2,7 @@ import type { SandboxLimits } from "../../config/workspace.ts";
 import type { ExecResult } from "../types.ts";
 import { sweepCgroups } from "./cgroup.ts";
 import { type CgroupSupport, cgroupSupport } from "./cgroup-support.ts";
-import { scratchDiskProblem, sweepScratchDisks } from "./scratch-disk.ts";
+import { diskInodes, scratchDiskProblem, sweepScratchDisks } from "./scratch-disk.ts";
 
 export { DEFAULT_LIMITS, type SandboxLimits } from "../../config/workspace.ts";
 
@@ -65,8 +65,9 @@ export function limitNotice(result: ExecResult, limits: SandboxLimits): string |
   }
   if (/No space left on device/.test(stderr)) {
     return (
-      "vmpilot: a disk may be full; /tmp and HOME share the sandbox's disk limit of " +
-      `${limits.diskMb} MB (SANDBOX_MAX_DISK_MB). Delete what is not needed.`
+      "vmpilot: a disk may be full; the checkout, /tmp and HOME share the sandbox's disk limit of " +
+      `${limits.diskMb} MB (SANDBOX_MAX_DISK_MB) and ${diskInodes(limits.diskMb)} files and ` +
+      "directories. Delete what is not needed."
     );
   }
   if (/Resource temporarily unavailable|EAGAIN|Cannot fork|fork: retry/i.test(stderr)) {
@@ -96,7 +97,10 @@ export function withNotice(result: ExecResult, notice: string): ExecResult {
 /** What this host lets the kernel enforce of the sandbox limits. */
 export interface KernelSupport {
   cgroups: CgroupSupport;
-  /** Why /tmp and HOME cannot have a filesystem of the disk limit's size; undefined when they can. */
+  /**
+   * Why a job's checkout, /tmp and HOME cannot have a filesystem of the disk limit's size;
+   * undefined when they can.
+   */
   scratchProblem: string | undefined;
 }
 
@@ -153,7 +157,7 @@ export async function limitEnforcement(): Promise<LimitEnforcement> {
       : "files deleted while open not counted (no job cgroup)";
   const disk = scratchProblem
     ? `best effort: measured before, during and after commands, ${measured}; ${scratchProblem}`
-    : `kernel for /tmp and HOME (a filesystem of the limit's size); the checkout measured before, during and after commands, ${measured}`;
+    : "kernel: the checkout, /tmp and HOME on a filesystem of the limit's size, with one inode per 16 KiB of it";
   return {
     memory,
     processes,

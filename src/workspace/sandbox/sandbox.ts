@@ -49,6 +49,12 @@ export interface SandboxWorkspaceOptions {
    * root, a filesystem of the disk limit's size is mounted over it for the workspace's lifetime.
    */
   stateDir?: string;
+  /**
+   * The job's disk (prepareCheckout's diskMb), mounted by the caller with the checkout and
+   * `stateDir` on it:
+   * then no other is mounted, and the kernel holds the checkout to the disk limit too.
+   */
+  disk?: ScratchDisk;
   bwrapPath?: string;
   socatPath?: string;
 }
@@ -185,14 +191,15 @@ export async function openSandbox(
     await proxy?.close();
     if (options.stateDir) await rm(proxySocket, { force: true });
     if (options.stateDir && agentDir) await rm(agentDir, { recursive: true, force: true });
-    await scratch?.unmount();
+    if (!options.disk) await scratch?.unmount();
     if (!options.stateDir) await rm(stateDir, { recursive: true, force: true });
   };
 
   let prefix: string[];
   const inner = dropPrivileges(asRoot, agentDir !== undefined);
   try {
-    if (kernel.scratchProblem === undefined) {
+    if (options.disk) scratch = options.disk;
+    else if (kernel.scratchProblem === undefined) {
       scratch = await mountScratchDisk(stateDir, limits.diskMb);
     }
     await mkdir(tmpDir, { recursive: true });
@@ -249,7 +256,8 @@ export async function openSandbox(
   const lifetime = new AbortController();
   const jobCgroup = cgroup;
   const meter = diskMeter({
-    paths: scratch ? [root] : [root, tmpDir, homeDir],
+    // On the job's disk, the checkout is in the disk's own count.
+    paths: options.disk ? [] : scratch ? [root] : [root, tmpDir, homeDir],
     scratch,
     processes: jobCgroup && (() => jobCgroup.pids()),
   });

@@ -1,5 +1,7 @@
-// The sandbox's /tmp and HOME on a filesystem of their own: an ext4 image of the disk limit's size,
-// loop-mounted, so the kernel refuses writes past it (ENOSPC), files deleted while open included.
+// A job's disk: an ext4 image of the disk limit's size, loop-mounted, so the kernel refuses writes
+// past it (ENOSPC), whatever makes them: fallocate (with --keep-size too), files deleted while
+// open or only mapped, and inodes, of which it has a bounded count. A job's checkout, /tmp and HOME
+// live on it (sandbox.ts, openJobDisk), or /tmp and HOME alone where the checkout was made first.
 // Not a tmpfs: that would be RAM charged to the job's memory limit. Not bwrap's `--size --tmpfs`
 // either: each command gets a new one, and /tmp and HOME must persist between commands.
 import { statfsSync } from "node:fs";
@@ -13,10 +15,21 @@ import { ownerGone, ownerTag } from "./stale.ts";
 export interface ScratchDisk {
   /** Bytes in use, files deleted while open included. */
   usedBytes(): Promise<number>;
+  /** Unmounts it and removes its image. */
   unmount(): Promise<void>;
+  /** Unmounts it and keeps its image, to be attached again; fails while anything holds it. */
+  detach(): Promise<void>;
 }
 
 const IMAGE = "scratch.img";
+/** One inode per this many bytes of the disk limit: ext4's default ratio, and bounded. */
+const BYTES_PER_INODE = 16 * 1024;
+
+/** How many files and directories a job's disk of `mb` holds. */
+export function diskInodes(mb: number): number {
+  return Math.max(64, Math.floor((mb * 1024 * 1024) / BYTES_PER_INODE));
+}
+
 /** Which worker mounted it, for sweepScratchDisks; outside the sandbox's /tmp and HOME. */
 const OWNER = ".vmpilot-owner";
 
@@ -36,10 +49,10 @@ async function run(file: string, args: readonly string[]): Promise<void> {
 }
 
 /**
- * Mounts a fresh filesystem of `mb` over `dir`. Its image lies in `dir` itself, below the mount:
- * out of the sandbox's sight, and gone with `dir`.
+ * Makes the image of a fresh filesystem of `mb` in `dir`, for attachScratchDisk: a job's spare
+ * checkout is made on one and kept unmounted (spares.ts).
  */
-export async function mountScratchDisk(dir: string, mb: number): Promise<ScratchDisk> {
+export async function makeScratchImage(dir: string, mb: number): Promise<void> {
   const image = join(dir, IMAGE);
   const file = await open(image, "w");
   try {
@@ -49,14 +62,28 @@ export async function mountScratchDisk(dir: string, mb: number): Promise<Scratch
   }
   // No journal: a job's scratch is not worth one. Inode tables are zeroed neither by mkfs nor
   // later by the kernel (noinit_itable), which would fill the sparse image; discard keeps it sparse.
-  const mkfs = ["-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1", image];
+  // Its own inode count: on the host's filesystem, running out of inodes stops the worker too.
+  const mkfs = ["-q", "-F", "-m", "0", "-N", String(diskInodes(mb)), "-O", "^has_journal"];
+  mkfs.push("-E", "lazy_itable_init=1", image);
+  await run("mkfs.ext4", mkfs).catch(async (error: unknown) => {
+    await rm(image, { force: true });
+    throw error;
+  });
+}
+
+/**
+ * Mounts the filesystem whose image lies in `dir` over `dir`: below the mount, out of the
+ * sandbox's sight, and gone with `dir`.
+ */
+export async function attachScratchDisk(dir: string): Promise<ScratchDisk> {
+  const image = join(dir, IMAGE);
   try {
-    await run("mkfs.ext4", mkfs);
     await run("mount", ["-o", "loop,nosuid,nodev,noinit_itable,discard", image, dir]);
     // As private as the directory it covers: other jobs' sandboxes share one host uid.
     await chmod(dir, 0o700);
     await writeFile(join(dir, OWNER), await ownerTag());
   } catch (error) {
+    await unmount(dir).catch(() => undefined);
     await rm(image, { force: true });
     throw error;
   }
@@ -70,7 +97,16 @@ export async function mountScratchDisk(dir: string, mb: number): Promise<Scratch
       await unmount(dir);
       await rm(image, { force: true });
     },
+    async detach() {
+      await run("umount", [dir]);
+    },
   };
+}
+
+/** Mounts a fresh filesystem of `mb` over `dir`. */
+export async function mountScratchDisk(dir: string, mb: number): Promise<ScratchDisk> {
+  await makeScratchImage(dir, mb);
+  return attachScratchDisk(dir);
 }
 
 /** Lazily when something still holds it open: the loop device goes once that lets go. */
