@@ -2,7 +2,7 @@
 // (PostgreSQL when TEST_DATABASE_URL is set): the web process queues the turn and relays the
 // job log the worker process writes.
 import type { ChildProcess } from "node:child_process";
-import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { mkdtemp, realpath } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
@@ -19,6 +19,7 @@ import {
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer, testConfig } from "../helpers/app.ts";
 import { databases, type TestDatabaseTarget } from "../helpers/db.ts";
+import { removeTree } from "../helpers/remove-tree.ts";
 import { spawnServerProcess } from "../helpers/spawn-server.ts";
 import { waitUntil } from "../workspace/helpers.ts";
 
@@ -46,7 +47,7 @@ afterAll(async () => {
   await db?.close();
   await fake?.close();
   await gh?.close();
-  if (base) await rm(base, { recursive: true, force: true });
+  if (base) await removeTree(base);
 });
 
 async function spawnWorker(): Promise<ChildProcess> {

@@ -6,7 +6,7 @@
 // WORKSPACE_ISOLATION=vm on WORKSPACE_ENGINE=fly, the dead worker's Machine (at the Fly API fake) is destroyed by the retry.
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { mkdtemp, realpath, rm } from "node:fs/promises";
+import { mkdtemp, realpath } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -25,6 +25,7 @@ import { APP_SLUG, startTestServer, testConfig, WEBHOOK_SECRET } from "../helper
 import { databases, jobFinished, type TestDatabaseTarget } from "../helpers/db.ts";
 import { FLY_APP, type FlyFake, startFlyFake } from "../helpers/fly-fake.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import { removeTree } from "../helpers/remove-tree.ts";
 import { spawnServerProcess } from "../helpers/spawn-server.ts";
 import { deliver, examplePayload } from "../helpers/webhooks.ts";
 import { plain, sh } from "../jobs/pipeline-harness.ts";
@@ -105,7 +106,7 @@ describe.each(workspaces)("on isolation $isolation, engine $engine", (workspace)
     await fake?.close();
     await gh?.close();
     await git?.close();
-    if (base) await rm(base, { recursive: true, force: true });
+    if (base) await removeTree(base);
   });
 
   const pipeline = (model: string, dataDir: string) => ({
