@@ -63,6 +63,8 @@ export function syncMirror(
   auth?: GitAuth,
   logger: Logger = fallbackLogger(),
 ): Promise<Mirror> {
+  // "memory://" keeps only the database in memory: a mirror needs a directory on disk.
+  if (dataDir === "memory://") throw new Error("a repository mirror needs DATA_DIR on disk");
   const clean = cleanRepoUrl(repo);
   const credentials = auth ?? clean.auth;
   const mirrors = join(dataDir, "mirrors");
