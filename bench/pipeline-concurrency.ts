@@ -164,7 +164,9 @@ function reply(request: RecordedRequest): FakeReply {
       ],
     };
   }
-  return { content: [text("Changed value.txt.\n\nSummary: Fix value.txt")] };
+  if (turn === 2) return { content: [text("Changed value.txt.\n\nSummary: Fix value.txt")] };
+  // The second look at the diff before the pull request.
+  return { content: [text("Nothing found.")] };
 }
 
 async function scenario(store: "pglite" | "postgres", databaseUrl?: string) {
@@ -178,7 +180,7 @@ async function scenario(store: "pglite" | "postgres", databaseUrl?: string) {
   for (let i = 0; i < JOBS; i++) sh(base, `git clone -q --bare ${seed} served/acme/app${i}.git`);
   const git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
   const gh = await startGitHubFake({ slug: APP_SLUG, token: TOKEN });
-  const fake = await startAnthropicFake(Array.from({ length: JOBS * 3 }, () => reply));
+  const fake = await startAnthropicFake(Array.from({ length: JOBS * 4 }, () => reply));
   const model = await startModelGate(fake.url, { delayMs: TURN_MS });
   const setup: ChildSetup = {
     githubUrl: gh.url,

@@ -59,7 +59,8 @@ function problems(tally: Tally, jobs: number): string[] {
   for (let number = 1; number <= jobs; number++) {
     if (tally.pulls.get(number) !== 1)
       out.push(`job ${number}: ${tally.pulls.get(number) ?? 0} pull requests`);
-    if (tally.modelRequests.get(number) !== 2) {
+    // The work's two turns and its second look at the diff.
+    if (tally.modelRequests.get(number) !== 3) {
       out.push(`job ${number}: ${tally.modelRequests.get(number) ?? 0} model requests`);
     }
   }

@@ -86,6 +86,15 @@ const ciShape = {
     .optional(),
 };
 
+const reviewShape = {
+  beforePullRequest: z
+    .boolean()
+    .describe(
+      "Before vmpilot opens or updates its pull request, the model takes a second look at the whole diff and fixes what it finds.",
+    )
+    .optional(),
+};
+
 /** The events an automation can start on. */
 const AUTOMATION_EVENTS = ["issues.opened"] as const;
 
@@ -241,6 +250,7 @@ const repoConfigSchema = z
       .describe(
         "Mark vmpilot's draft pull request ready for review, and ask the requester for a review, once its checks pass.",
       ),
+    review: z.strictObject(reviewShape).partial(),
     automations: z
       .array(automationSchema)
       .max(20, "must be at most 20")
@@ -281,6 +291,7 @@ export interface RepoSettings {
   publicJobs: boolean;
   ci: { autofix: boolean; maxFixAttempts: number; graceMinutes: number };
   readyForReview: boolean;
+  review: { beforePullRequest: boolean };
 }
 
 export const defaults: RepoSettings = {
@@ -301,9 +312,10 @@ export const defaults: RepoSettings = {
   publicJobs: false,
   ci: { autofix: true, maxFixAttempts: 3, graceMinutes: 10 },
   readyForReview: true,
+  review: { beforePullRequest: true },
 };
 
-/** The leaves that resolve independently; `network.allow` is the only nested one. */
+/** The leaves that resolve independently; a nested one (`ci.autofix`) apart from its siblings. */
 export const settingKeys = [
   "enabled",
   "label",
@@ -324,6 +336,7 @@ export const settingKeys = [
   "ci.maxFixAttempts",
   "ci.graceMinutes",
   "readyForReview",
+  "review.beforePullRequest",
 ] as const;
 export type SettingKey = (typeof settingKeys)[number];
 
@@ -474,6 +487,7 @@ export function describeSetting(key: SettingKey): string {
   const nested: Record<string, Record<string, z.ZodOptional>> = {
     network: networkShape,
     ci: ciShape,
+    review: reviewShape,
   };
   const field =
     leaf === undefined

@@ -6,6 +6,13 @@ export function quietMentions(text: string): string {
   return text.replace(/(^|[^\w`/])@(?=[A-Za-z0-9])/g, "$1@\u200B");
 }
 
+/** A fenced code block whose fence is longer than any backtick run inside, so nothing closes it early. */
+export function codeBlock(text: string, language = ""): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = "`".repeat(longest + 1);
+  return `${fence}${language}\n${text.replace(/\n$/, "")}\n${fence}`;
+}
+
 /**
  * A Markdown code span that shows `text` literally: the fence is one backtick longer than the
  * longest run inside, so no backtick in the text can close it, and nothing inside is a mention.

@@ -46,6 +46,8 @@ export interface PullRequestBodyInput {
   /** Who asked; null for the operator's key, which is no one's login. */
   requester: string | null;
   jobUrl: string;
+  /** What the model's second look at the diff found and changed, when it took one. */
+  look?: string;
 }
 
 const FILES_SHOWN = 50;
@@ -67,6 +69,16 @@ function testsText(tests: TestsSummary | undefined): string {
   return `not run${why}`;
 }
 
+/** The second look's section: one line, or its heading above a list. */
+function lookLines(look: string | undefined): string[] {
+  const text = look?.trim();
+  if (!text) return [];
+  const quiet = quietMentions(text);
+  return text.includes("\n")
+    ? ["**Second look:**", "", quiet, ""]
+    : [`**Second look:** ${quiet}`, ""];
+}
+
 export function renderPullRequestBody(input: PullRequestBodyInput): string {
   const summary = input.summary.trim() || "(no summary)";
   const files = input.files.slice(0, FILES_SHOWN).map((f) => `- \`${f.status}\` ${f.path}`);
@@ -81,6 +93,7 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
     "",
     `**Tests:** ${testsText(input.tests)}`,
     "",
+    ...lookLines(input.look),
     `**Files changed (${input.files.length}):**`,
     ...files,
     "",

@@ -188,6 +188,9 @@ export const KeptRunTaken = defineJobEvent(
   z.object({ attempt: z.number(), message: z.string() }),
 );
 
+/** The model's second look at the job's diff before the pull request (jobs/run/second-look.ts). */
+export const SecondLook = defineJobEvent("second_look", z.object({ message: z.string() }));
+
 export const Cancelled = defineJobEvent("cancelled", z.object({}));
 
 /** Out of retries; the error is the last attempt's, when it left one. */

@@ -9,6 +9,8 @@ const KeptResult = AGENT_EVENTS.finished.data.extend({
   priceKnown: z.boolean(),
   /** What plugin tools reported, e.g. `tests`. */
   reports: z.record(z.string(), z.unknown()),
+  /** What the second look before the pull request found and changed (jobs/run/second-look.ts). */
+  look: z.object({ text: z.string(), changed: z.boolean() }).optional(),
 });
 
 const KeptRunRow = row({

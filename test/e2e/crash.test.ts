@@ -185,6 +185,8 @@ describe.each(workspaces)("on isolation $isolation, engine $engine", (workspace)
       { content: [toolUse("bash", { command: "sh test.sh && echo ok" })] },
       { content: [toolUse("report_tests", { outcome: "passed", command: "sh test.sh" })] },
       { content: [text("Fixed it.\n\nSummary: Fix Helo typo")] },
+      // The second look at the diff before the pull request.
+      { content: [text("Nothing found.")] },
     );
     servers.push(
       await startTestServer(db, {

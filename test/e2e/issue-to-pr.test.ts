@@ -164,12 +164,14 @@ function mockComment(number: number, commentId: number, timeline: string[]) {
   return captureComment(REPO, commentId, bodies);
 }
 
+/** The run, then its second look at the diff before the pull request, which finds nothing. */
 function fixScript(command: string, summary: string): FakeReply[] {
   return [
     { content: [text("Reading the README."), toolUse("bash", { command })] },
     { content: [toolUse("bash", { command: "sh test.sh && echo ok" })] },
     { content: [toolUse("report_tests", { outcome: "passed", command: "sh test.sh" })] },
     { content: [text(summary)] },
+    { content: [text("Nothing found.")] },
   ];
 }
 
@@ -263,7 +265,8 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
     expect(opening).toContain("<github_context>");
     expect(opening).not.toContain("push to master");
     const firstRun = await listMessages(db.pool, first.conversationId);
-    expect(firstRun).toHaveLength(8);
+    // The run's 8 messages, then its second look's question and answer.
+    expect(firstRun).toHaveLength(10);
     expect(await getConversation(db.pool, first.conversationId)).toMatchObject({
       prNumber,
       branch,
@@ -334,14 +337,14 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
 
     expect(second).toMatchObject({ status: "succeeded", prNumber, branch });
     expect(second.conversationId).toBe(first.conversationId);
-    expect(model.requests).toHaveLength(seen + 4);
+    expect(model.requests).toHaveLength(seen + 5);
     expect(sh(remote, `git log --format=%s master..${branch}`)).toBe(
       "Exclaim the greeting\nFix Helo typo",
     );
     expect(sh(remote, `git show ${branch}:README.md`)).toBe("Hello World!");
     expect(updated).toContain(`Fixes #${n}`);
     expect(comment2.at(-1)).toContain(`✅ **Updated pull request #${prNumber}**`);
-    expect(await listMessages(db.pool, first.conversationId)).toHaveLength(16);
+    expect(await listMessages(db.pool, first.conversationId)).toHaveLength(20);
   });
 });
 

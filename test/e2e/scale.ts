@@ -38,6 +38,7 @@ const TOKEN = `ghs_${"scaleTestInstallTok".repeat(2)}`;
 const API_KEY = `sk-ant-api03-${"s".repeat(40)}`;
 const TITLE = /Scale job (\d+)\./;
 const RESUMED = "previous attempt of this job was interrupted";
+const SECOND_LOOK = "take a second look";
 // Webhooks in flight at once, as GitHub would send a burst.
 const DELIVERY_BATCH = 20;
 
@@ -123,6 +124,10 @@ function reply(request: RecordedRequest): FakeReply {
       ],
     };
   }
+  // The second look at the diff before the pull request (second-look.ts) finds nothing.
+  if (JSON.stringify(messages.at(-1)).includes(SECOND_LOOK)) {
+    return { content: [text("Nothing found.")] };
+  }
   return { content: [text("Fixed the typo.\n\nSummary: Fix Helo typo")] };
 }
 
@@ -182,7 +187,7 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
     const gh = await startGitHubFake({ slug: APP_SLUG, token: TOKEN, issues });
     stops.push(() => gh.close());
     // Replies for every turn of every job, and for the turns a crashed job repeats.
-    const fake = await startAnthropicFake(Array.from({ length: options.jobs * 4 }, () => reply));
+    const fake = await startAnthropicFake(Array.from({ length: options.jobs * 5 }, () => reply));
     stops.push(() => fake.close());
     const gate: ModelGate = await startModelGate(fake.url, { delayMs: options.turnMs });
     stops.push(() => gate.close());

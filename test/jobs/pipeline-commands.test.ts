@@ -15,6 +15,7 @@ import {
   lastTurn,
   mockRequester,
   mockStart,
+  NOTHING_FOUND,
   run,
   runQueued,
   type Seeded,
@@ -310,6 +311,7 @@ describe("pipeline commands", () => {
           ),
         ],
       },
+      NOTHING_FOUND,
     );
 
     expect(await runQueued(run(job.id), h.deps())).toBe("succeeded");
@@ -412,7 +414,8 @@ describe("pipeline commands", () => {
       .reply(200, { number: 12 });
 
     expect(await runQueued(run(job.id, 2), h.deps())).toBe("succeeded");
-    expect(h.fake.requests).toHaveLength(4);
+    // The run and its second look, both kept: the model is not asked again.
+    expect(h.fake.requests).toHaveLength(5);
     expect(comment.at(-1)).toContain("Updated pull request #12");
     expect(sh(seeded.remote, `git log --format=%s main..${branch}`)).toBe("Fix value.txt");
     expect(await listMessages(h.db.pool, seeded.conversationId)).toEqual(firstAttempt);

@@ -270,13 +270,20 @@ export function mockRequester() {
   github().get("/users/octocat").reply(200, { login: "octocat", id: 583231 });
 }
 
-/** A model run that changes the workspace with `command`, tests, reports and sums up. */
+/** The answer of a second look at the diff before the pull request that finds nothing. */
+export const NOTHING_FOUND: FakeReply = { content: [text("Nothing found.")] };
+
+/**
+ * A model run that changes the workspace with `command`, tests, reports and sums up, then takes
+ * its second look at the diff (second-look.ts) and finds nothing.
+ */
 export function fixScript(summary: string, command = "echo fixed > value.txt"): FakeReply[] {
   return [
     { content: [text("Looking at value.txt."), toolUse("bash", { command })] },
     { content: [toolUse("bash", { command: "sh test.sh && echo ok" })] },
     { content: [toolUse("report_tests", { outcome: "passed", command: "sh test.sh" })] },
     { content: [text(summary)] },
+    NOTHING_FOUND,
   ];
 }
 

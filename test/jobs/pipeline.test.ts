@@ -101,7 +101,8 @@ describe("an issue job", () => {
       branch,
     });
     const stored = await listMessages(h.db.pool, seeded.conversationId);
-    expect(stored).toHaveLength(8);
+    // The run's 8 messages, then its second look's request and answer.
+    expect(stored).toHaveLength(10);
     const events = await listJobEvents(h.db.pool, first.job.id);
     expect(events.map((e) => e.type)).toEqual(
       expect.arrayContaining(["pipeline", "tool_call", "tool_result", "usage", "finished"]),
@@ -140,7 +141,7 @@ describe("an issue job", () => {
       (request) => {
         const messages = request.body.messages;
         // The whole first run comes first, then the new request.
-        expect(messages.slice(0, 8).map(plain)).toEqual(stored.map(plain));
+        expect(messages.slice(0, 10).map(plain)).toEqual(stored.map(plain));
         expect(lastTurn(request.body)).toContain("also write done.txt");
         return firstStep as FakeReply;
       },
@@ -153,7 +154,7 @@ describe("an issue job", () => {
     );
     expect(sh(seeded.remote, `git show ${branch}:done.txt`)).toBe("yes");
     expect(comment2.at(-1)).toContain("✅ **Updated pull request #12**");
-    expect(await listMessages(h.db.pool, seeded.conversationId)).toHaveLength(16);
+    expect(await listMessages(h.db.pool, seeded.conversationId)).toHaveLength(20);
   });
 
   it("goes on past a secondary rate limit where it happens: no new attempt, the wait GitHub asked for", async () => {

@@ -70,9 +70,10 @@ describe("an attempt redone after the agent finished", () => {
     const pushed = sh(seeded.remote, `git rev-parse ${branch}`);
     const first = await getJob(h.db.pool, job.id);
     expect(first?.costUsd).toBeGreaterThan(0);
+    // The run and its second look.
     const logged = await runsLogged(job.id);
-    expect(logged).toMatchObject({ finished: 1, kept: [] });
-    expect(h.fake.requests).toHaveLength(4);
+    expect(logged).toMatchObject({ finished: 2, kept: [] });
+    expect(h.fake.requests).toHaveLength(5);
 
     mockStart(seeded);
     mockRequester();
@@ -80,11 +81,12 @@ describe("an attempt redone after the agent finished", () => {
     expect(await runQueued(run(job.id, 2), h.deps())).toBe("succeeded");
 
     // The model got its requests once across both attempts; the branch was used as it was.
-    expect(h.fake.requests).toHaveLength(4);
+    expect(h.fake.requests).toHaveLength(5);
     expect(sh(seeded.remote, `git rev-parse ${branch}`)).toBe(pushed);
     expect(pr.body).toContain("Changed value.txt to fixed.");
     expect(pr.body).toContain("Fixes #4");
     expect(pr.body).toContain("- `M` value.txt");
+    expect(pr.body).toContain("**Second look:** Nothing found.");
     expect(pr.body).toContain(`**Cost:** ${formatCost(first?.costUsd ?? 0)}`);
     const final = comment.at(-1) ?? "";
     expect(final).toContain("✅ **Opened draft pull request #12**");
@@ -96,7 +98,7 @@ describe("an attempt redone after the agent finished", () => {
     expect(done?.usage).toEqual(first?.usage);
     // The second attempt ran no agent: no step, no end of a run, and the kept run said so.
     expect(await runsLogged(job.id)).toEqual({
-      finished: 1,
+      finished: 2,
       steps: logged.steps,
       kept: [
         "The agent's run of attempt 1 was kept: the branch holds its work already, and the model is not run again.",
@@ -136,7 +138,7 @@ describe("an attempt redone after the agent finished", () => {
     const pr = mockPullRequest(seeded, 201);
     expect(await runQueued(run(job.id, 2), h.deps())).toBe("succeeded");
 
-    expect(h.fake.requests).toHaveLength(4);
+    expect(h.fake.requests).toHaveLength(5);
     expect(sh(seeded.remote, `git show ${branch}:value.txt`)).toBe("fixed");
     expect(sh(seeded.remote, `git rev-parse ${branch}^`)).toBe(base);
     expect(sh(seeded.remote, `git log -1 --format='%an|%B' ${branch}`)).toBe(

@@ -182,6 +182,7 @@ describe("/settings", () => {
       // Checked by default, as the browser sends them.
       "ci.autofix": "on",
       readyForReview: "on",
+      "review.beforePullRequest": "on",
     });
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/settings/acme/private-app?saved=1");

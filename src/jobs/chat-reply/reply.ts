@@ -6,6 +6,7 @@
 import { toolCallInput } from "../../agent/tool-call.ts";
 import { insertedText } from "../../agent/tools/editor.ts";
 import { type DiffLine, lineDiff } from "../../github/line-diff.ts";
+import { codeBlock } from "../../github/markdown.ts";
 import { formatCost } from "../../github/progress-comment.ts";
 import { type JobEventKind, REPLY_END, readJobEvent } from "../../store/job-event-kinds.ts";
 import { fenceLanguage } from "./language.ts";
@@ -23,11 +24,9 @@ interface StoredEvent {
   data: Record<string, unknown>;
 }
 
-/** A fence longer than any backtick run inside, so output cannot close it early. */
+/** A code block, then the blank line that ends it as a piece of the reply. */
 function fenced(text: string, language = ""): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  const fence = "`".repeat(longest + 1);
-  return `${fence}${language}\n${text.replace(/\n$/, "")}\n${fence}\n\n`;
+  return `${codeBlock(text, language)}\n\n`;
 }
 
 function cut(text: string): string {

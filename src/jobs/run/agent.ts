@@ -3,8 +3,11 @@
 // granted settings; every new message stored as it comes, every event logged and shown. A first
 // attempt adds the new turn; one after a crash goes on from what the earlier attempt stored. A run
 // that finished is kept before it is delivered, and an attempt redone after that delivers the kept
-// run without running the model (kept.ts).
+// run without running the model (kept.ts). A run that delivers a diff gets a second look at it
+// first (second-look.ts), a turn of the same agent.
 import type Anthropic from "@anthropic-ai/sdk";
+import type { AgentEvent } from "../../agent/events.ts";
+import type { AgentLimits } from "../../agent/limits.ts";
 import { type AgentResult, runAgent } from "../../agent/loop.ts";
 import { type ClientOptions, createClient } from "../../agent/model-call.ts";
 import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent/plugins.ts";
@@ -25,6 +28,7 @@ import type { JobDeps, Run } from "./deps.ts";
 import { type LoadedConversation, resumes } from "./history.ts";
 import { keep, takeUp } from "./kept.ts";
 import type { JobProgress } from "./progress.ts";
+import { type Looked, secondLook } from "./second-look.ts";
 import type { Granted } from "./settings.ts";
 import type { JobWorkspace } from "./workspace.ts";
 
@@ -45,21 +49,13 @@ interface JobAgentInput {
    */
   conversational?: boolean;
   workspace: Workspace;
-  /** HEAD when the run began: a run that leaves it as it was owes no test report. */
-  startSha: string;
-  history: Anthropic.MessageParam[];
-  /** How many stored messages `history` stands for (see loadConversation). */
+  /** How many stored messages the conversation so far stands for (see loadConversation). */
   storedCount: number;
-  /** The new user turn: text, or text and images. */
-  instruction: string | Anthropic.ContentBlockParam[];
   /** A chat client's system message, for a chat turn. */
   clientSystem?: string;
   /** Plugins of this run alone (triage's apply_labels), offered even in a read-only mode. */
   extraPlugins?: readonly Plugin[];
   settings: RepoSettings;
-  /** The most this run may spend (job and daily limits). */
-  budgetUsd: number;
-  maxWallTimeMs: number;
   available: readonly Plugin[];
   anthropic?: Anthropic | ClientOptions;
   providers: ProviderTable;
@@ -70,8 +66,17 @@ interface JobAgentInput {
   signal: AbortSignal;
 }
 
+/** The new user turn: text, or text and images. */
+type Instruction = string | Anthropic.ContentBlockParam[];
+
 /** The modes that change no file: bash to read with, and no editor. */
 const READ_ONLY: ReadonlySet<Mode> = new Set(["plan", "review", "triage"]);
+
+/**
+ * The modes whose work goes out as a diff of the job's own making, which gets a second look. A
+ * merge pushes the base's changes with its resolution, and a chat turn's person reads each turn.
+ */
+const LOOKED_AT: ReadonlySet<Mode> = new Set(["fix", "threads", "ci"]);
 
 /** Read-only modes get no tests to report and no editor; reviews get the code_review guidance. */
 function pluginsFor(mode: Mode, enabled: readonly string[], available: readonly Plugin[]) {
@@ -85,14 +90,30 @@ function pluginsFor(mode: Mode, enabled: readonly string[], available: readonly 
  * What a kind gets of its agent run, and delivers: the run's end, usage and reports (the messages
  * themselves are stored as they come). The same for a run an earlier attempt kept.
  */
-export type JobRun = Omit<AgentResult, "newMessages" | "messages">;
+export type JobRun = Omit<Looked, "newMessages" | "messages">;
 
 export function testsOf(result: JobRun): TestsSummary | undefined {
   const tests = result.reports.tests as TestsSummary | undefined;
   return tests?.outcome ? tests : undefined;
 }
 
-async function startAgent(input: JobAgentInput): Promise<AgentResult> {
+/** One turn of a job's agent on the conversation so far, within these limits. */
+interface AgentTurn {
+  messages: Anthropic.MessageParam[];
+  instruction: Instruction;
+  limits: AgentLimits;
+  /** Whether the work changed since the turn began, for the plugins' finish checks. */
+  changed(): Promise<boolean>;
+  /** Every event goes to the progress through this, as the turn's place in the job asks. */
+  onEvent?(event: AgentEvent): AgentEvent;
+}
+
+/**
+ * The job's agent: its plugins, client and system prompt, made once, so that every turn of the
+ * job (the work, its second look) sends the same prefix and reads it from the prompt cache; every
+ * message stored as it comes.
+ */
+async function openAgent(input: JobAgentInput): Promise<(turn: AgentTurn) => Promise<AgentResult>> {
   const extra = input.extraPlugins ?? [];
   const selected = [...pluginsFor(input.mode, input.settings.plugins, input.available), ...extra];
   const plugins = input.conversational
@@ -103,60 +124,60 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
       ? input.anthropic
       : createClient(input.anthropic);
   const readOnly = READ_ONLY.has(input.mode);
-  const { progress, startSha } = input;
-  let stored = input.storedCount;
-  let compacted = Promise.resolve();
-  const result = await runAgent({
+  const { progress } = input;
+  const system = await buildSystemPrompt({
     workspace: input.workspace,
-    messages: input.history,
-    instruction: input.instruction,
-    system: await buildSystemPrompt({
-      workspace: input.workspace,
-      plugins,
-      clientSystem: input.clientSystem,
-    }),
-    model: input.settings.model,
-    limits: {
-      maxSteps: input.settings.maxSteps,
-      maxCostUsd: input.budgetUsd,
-      maxWallTimeMs: input.maxWallTimeMs,
-    },
     plugins,
-    changed: () => changedSince(input.workspace, startSha),
-    ...(readOnly && {
-      tools: ["bash", ...extra.flatMap((plugin) => plugin.tools.map((tool) => tool.name))],
-    }),
-    onEvent: (event) => {
-      if (event.type === "tool_call" && event.name === "report_tests") progress.step("tests");
-      if (event.type === "compacted") {
-        // Every message so far is stored (onMessage is awaited): the compaction stands for them.
-        const compaction = { coveredMessages: stored, messages: event.messages };
-        compacted = compacted
-          .then(() => saveCompaction(input.db, input.conversationId, compaction))
-          .catch((error: unknown) => {
-            input.logger.warn({ err: error, jobId: input.jobId }, "storing a compaction failed");
-          });
-      }
-      progress.onEvent(event);
-    },
-    // Stored before the loop goes on, so a crash loses at most the turn in flight.
-    onMessage: async (message) => {
-      await appendMessage(input.db, {
-        conversationId: input.conversationId,
-        role: message.role,
-        content: message.content,
-        jobId: input.jobId,
-      });
-      stored++;
-    },
-    signal: input.signal,
-    client,
-    providers: input.providers,
-    compatible: input.compatible,
-    streamRetryDelayMs: input.streamRetryDelayMs,
+    clientSystem: input.clientSystem,
   });
-  await compacted;
-  return result;
+  let stored = input.storedCount;
+  return async (turn) => {
+    let compacted = Promise.resolve();
+    const result = await runAgent({
+      workspace: input.workspace,
+      messages: turn.messages,
+      instruction: turn.instruction,
+      system,
+      model: input.settings.model,
+      limits: turn.limits,
+      plugins,
+      changed: turn.changed,
+      ...(readOnly && {
+        tools: ["bash", ...extra.flatMap((plugin) => plugin.tools.map((tool) => tool.name))],
+      }),
+      onEvent: (emitted) => {
+        const event = turn.onEvent?.(emitted) ?? emitted;
+        if (event.type === "tool_call" && event.name === "report_tests") progress.step("tests");
+        if (event.type === "compacted") {
+          // Every message so far is stored (onMessage is awaited): the compaction stands for them.
+          const compaction = { coveredMessages: stored, messages: event.messages };
+          compacted = compacted
+            .then(() => saveCompaction(input.db, input.conversationId, compaction))
+            .catch((error: unknown) => {
+              input.logger.warn({ err: error, jobId: input.jobId }, "storing a compaction failed");
+            });
+        }
+        progress.onEvent(event);
+      },
+      // Stored before the loop goes on, so a crash loses at most the turn in flight.
+      onMessage: async (message) => {
+        await appendMessage(input.db, {
+          conversationId: input.conversationId,
+          role: message.role,
+          content: message.content,
+          jobId: input.jobId,
+        });
+        stored++;
+      },
+      signal: input.signal,
+      client,
+      providers: input.providers,
+      compatible: input.compatible,
+      streamRetryDelayMs: input.streamRetryDelayMs,
+    });
+    await compacted;
+    return result;
+  };
 }
 
 /** What a kind says of its agent run; the rest comes from the deps, the run and the grant. */
@@ -168,8 +189,14 @@ export type AgentRun = Pick<
   ws: JobWorkspace<Checkout | null>;
   history: LoadedConversation;
   /** The new user message; asked for only when the attempt does not resume. */
-  message(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
+  message(): Instruction | Promise<Instruction>;
 };
+
+/** The text of a user turn, for the second look to quote. */
+function textOf(instruction: Instruction): string {
+  if (typeof instruction === "string") return instruction;
+  return instruction.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n\n");
+}
 
 /** The agent's run in the kind's workspace, or the run an earlier attempt of the job kept. */
 export async function runJobAgent(
@@ -181,18 +208,15 @@ export async function runJobAgent(
 ): Promise<JobRun> {
   const { history, message, ws, ...rest } = input;
   if (kept) return takeUp(kept, ws, input.progress);
-  const startSha = await headOf(ws.workspace);
-  const result = await startAgent({
+  const { workspace, checkout } = ws;
+  const { settings } = granted;
+  const startSha = await headOf(workspace);
+  const agent = await openAgent({
     ...rest,
-    workspace: ws.workspace,
-    startSha,
+    workspace,
     db: deps.db.pool,
-    history: history.messages,
     storedCount: history.storedCount,
-    instruction: resumes(run.attempt, history) ? RESUME_INSTRUCTION : await message(),
-    settings: granted.settings,
-    budgetUsd: granted.budgetUsd,
-    maxWallTimeMs: deps.maxWallTimeMs ?? granted.settings.timeoutMinutes * 60_000,
+    settings,
     available: deps.plugins,
     anthropic: deps.anthropic,
     providers: deps.providers ?? new Map(),
@@ -201,6 +225,39 @@ export async function runJobAgent(
     logger: deps.logger,
     signal: run.signal,
   });
-  await keep(deps, run, ws.workspace, startSha, result);
+  const asked = resumes(run.attempt, history) ? undefined : await message();
+  const limits = {
+    maxSteps: settings.maxSteps,
+    maxCostUsd: granted.budgetUsd,
+    maxWallTimeMs: deps.maxWallTimeMs ?? settings.timeoutMinutes * 60_000,
+  };
+  const startedAt = Date.now();
+  const first = await agent({
+    messages: history.messages,
+    instruction: asked ?? RESUME_INSTRUCTION,
+    limits,
+    changed: () => changedSince(workspace, startSha),
+  });
+  const looks =
+    checkout !== null &&
+    settings.review.beforePullRequest &&
+    LOOKED_AT.has(input.mode) &&
+    !input.conversational &&
+    !run.signal.aborted;
+  const result = looks
+    ? await secondLook({
+        workspace,
+        mirror: checkout.mirror,
+        startSha,
+        request: asked && textOf(asked),
+        first,
+        limits,
+        startedAt,
+        again: (turn) => agent({ ...turn, messages: first.messages }),
+        progress: input.progress,
+        signal: run.signal,
+      })
+    : first;
+  await keep(deps, run, workspace, startSha, result);
   return result;
 }

@@ -23,6 +23,8 @@ export interface DeliverInput {
   title: string;
   summary: string;
   tests?: TestsSummary;
+  /** What the second look found and changed (second-look.ts). */
+  look?: string;
   author: CommitIdentity;
   requester: string;
   /** From the webhook; without it the id is looked up. */
@@ -89,6 +91,7 @@ export async function deliver(input: DeliverInput): Promise<Delivered> {
   const body = renderPullRequestBody({
     summary: input.summary,
     tests: input.tests,
+    look: input.look,
     files: published.files,
     costUsd: input.costUsd,
     priceKnown: input.priceKnown,

@@ -66,6 +66,23 @@ function checkBase(baseSha: string): void {
   if (baseSha !== "" && !SHA.test(baseSha)) throw new Error(`bad base sha ${baseSha}`);
 }
 
+/** Sets `tree` to the work's tree: HEAD with what is not committed, by an index of its own. */
+const TREE_LINES = [
+  'index="$PWD/.git/vmpilot-kept.index"',
+  'rm -f "$index"',
+  'if [ -f .git/index ]; then cp .git/index "$index"; fi',
+  `tree=$(GIT_INDEX_FILE="$index" ${GIT} add -A && GIT_INDEX_FILE="$index" ${GIT} write-tree)`,
+  'rm -f "$index"',
+];
+
+/**
+ * The tree of the workspace's work, committed or not (untracked files too), the workspace left as
+ * it is: the same tree twice is the same work.
+ */
+export async function workTree(workspace: Workspace): Promise<string> {
+  return inside(workspace, ["set -e", ...TREE_LINES, 'printf "%s\\n" "$tree"'].join("\n"));
+}
+
 /**
  * A run's work since `baseSha` (HEAD when it began; "" in a repository without commits): HEAD with
  * what is not committed, a merge in progress included, as one commit on HEAD (and MERGE_HEAD), in
@@ -78,11 +95,7 @@ export async function saveRunWork(workspace: Workspace, baseSha: string): Promis
   const script = [
     "set -e",
     `rm -f ${FILE}`,
-    'index="$PWD/.git/vmpilot-kept.index"',
-    'rm -f "$index"',
-    'if [ -f .git/index ]; then cp .git/index "$index"; fi',
-    `tree=$(GIT_INDEX_FILE="$index" ${GIT} add -A && GIT_INDEX_FILE="$index" ${GIT} write-tree)`,
-    'rm -f "$index"',
+    ...TREE_LINES,
     "parents=",
     `if head=$(${GIT} rev-parse -q --verify HEAD); then parents="-p $head"; fi`,
     `if merging=$(${GIT} rev-parse -q --verify MERGE_HEAD); then parents="$parents -p $merging"; fi`,

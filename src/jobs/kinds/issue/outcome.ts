@@ -113,6 +113,7 @@ export async function fixBody(input: FixInput): Promise<string> {
     title: runTitle(result.finalText, input.request.request || context.title),
     summary: result.finalText,
     tests: view.tests,
+    look: result.look?.text,
     author: botAuthor(attempt, input.author),
     requester: job.requester,
     requesterId: context.requesterId,

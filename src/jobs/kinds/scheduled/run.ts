@@ -143,6 +143,7 @@ export async function runScheduled(
     title: runTitle(result.finalText, context.automation.name),
     summary: `Scheduled run of the automation \`${context.automation.name}\`.\n\n${result.finalText}`,
     tests: testsOf(result),
+    look: result.look?.text,
     author,
     requester: job.requester,
     knownPr: job.prNumber,
