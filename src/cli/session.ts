@@ -9,6 +9,7 @@ import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
 import type { ProviderTable } from "../config/providers.ts";
 import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
+import { repositoryMemory } from "../jobs/run/memory.ts";
 import {
   changedSince,
   commitInWorkspace,
@@ -203,7 +204,11 @@ export class CliSession {
     const start = await headOf(workspace);
     const held = this.#held as HeldConversation;
     const plugins = selectPlugins(await discoverPlugins(), DEFAULT_ENABLED_PLUGINS);
-    const system = await buildSystemPrompt({ workspace, plugins });
+    // The lessons from review as the repository's default branch has them, as a job reads them.
+    const memory = await repositoryMemory((this.#checkout as Checkout).mirror, (error) =>
+      this.#print(`vmpilot: the lessons file was not read: ${(error as Error).message}`),
+    );
+    const system = await buildSystemPrompt({ workspace, plugins, memory });
     const printer = createProgressPrinter(this.options.human);
     const json = this.options.json ? createJsonPrinter(this.options.json) : undefined;
     const record: TurnRecord = { messages: [], costUsd: 0 };

@@ -95,6 +95,27 @@ const reviewShape = {
     .optional(),
 };
 
+/** Where lessons from review are kept by default (docs/memory.md). */
+const MEMORY_PATH = ".github/vmpilot/memory.md";
+
+const memoryShape = {
+  enabled: z
+    .boolean()
+    .describe(
+      "Keep lessons from review in a file of the repository, proposed in a pull request from vmpilot/memory, and show them to every job.",
+    )
+    .optional(),
+  path: z
+    .string()
+    .max(200, "must be at most 200 characters")
+    .regex(
+      /^(?!\.git\/)(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/,
+      "must be a path in the repository, like .github/vmpilot/memory.md",
+    )
+    .describe(`The lessons' file in the repository; default ${MEMORY_PATH}.`)
+    .optional(),
+};
+
 /** The events an automation can start on. */
 const AUTOMATION_EVENTS = ["issues.opened"] as const;
 
@@ -251,6 +272,12 @@ const repoConfigSchema = z
         "Mark vmpilot's draft pull request ready for review, and ask the requester for a review, once its checks pass.",
       ),
     review: z.strictObject(reviewShape).partial(),
+    memory: z
+      .union(
+        [z.boolean(), z.strictObject(memoryShape).partial()],
+        "must be false, true or a mapping",
+      )
+      .describe("Lessons from review; false turns them off."),
     automations: z
       .array(automationSchema)
       .max(20, "must be at most 20")
@@ -292,6 +319,7 @@ export interface RepoSettings {
   ci: { autofix: boolean; maxFixAttempts: number; graceMinutes: number };
   readyForReview: boolean;
   review: { beforePullRequest: boolean };
+  memory: { enabled: boolean; path: string };
 }
 
 export const defaults: RepoSettings = {
@@ -313,6 +341,7 @@ export const defaults: RepoSettings = {
   ci: { autofix: true, maxFixAttempts: 3, graceMinutes: 10 },
   readyForReview: true,
   review: { beforePullRequest: true },
+  memory: { enabled: true, path: MEMORY_PATH },
 };
 
 /** The leaves that resolve independently; a nested one (`ci.autofix`) apart from its siblings. */
@@ -337,6 +366,8 @@ export const settingKeys = [
   "ci.graceMinutes",
   "readyForReview",
   "review.beforePullRequest",
+  "memory.enabled",
+  "memory.path",
 ] as const;
 export type SettingKey = (typeof settingKeys)[number];
 
@@ -446,6 +477,9 @@ function raises(key: SettingKey, value: unknown, page: RepoConfig | null | undef
 export function getSetting(config: RepoConfig | RepoSettings, key: SettingKey): unknown {
   const [head = "", leaf] = key.split(".");
   const value: unknown = (config as Record<string, unknown>)[head];
+  // `memory: false` (or true) is short for `memory: { enabled: false }`.
+  if (typeof value === "boolean" && leaf !== undefined)
+    return leaf === "enabled" ? value : undefined;
   return leaf === undefined ? value : (value as Record<string, unknown> | undefined)?.[leaf];
 }
 
@@ -488,6 +522,7 @@ export function describeSetting(key: SettingKey): string {
     network: networkShape,
     ci: ciShape,
     review: reviewShape,
+    memory: memoryShape,
   };
   const field =
     leaf === undefined

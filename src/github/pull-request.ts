@@ -26,6 +26,8 @@ export interface PublishPullRequestInput {
   body: string;
   /** The pull request the conversation opened earlier, if any. */
   knownNumber?: number | null;
+  /** Opened as a draft (the default), or ready to merge. */
+  draft?: boolean;
 }
 
 export interface ChangedFile {
@@ -168,7 +170,7 @@ export async function publishPullRequest(
       draft,
     });
   try {
-    const { data } = await create(true).catch((error: unknown) => {
+    const { data } = await create(input.draft ?? true).catch((error: unknown) => {
       // Some plans have no draft pull requests; open a normal one there.
       if (githubStatus(error) === 422 && /draft/i.test(errorText(error))) return create(false);
       throw error;

@@ -9,6 +9,10 @@ interface ThreadComment {
   /** REST id (databaseId), what the replies endpoint takes. */
   id: number;
   author: string;
+  /** The author's user id; null for a deleted account, a bot or an app. */
+  authorId: number | null;
+  /** Where the comment is on GitHub; empty when GitHub did not say. */
+  url: string;
   body: string;
 }
 
@@ -32,7 +36,7 @@ const QUERY = `query($owner: String!, $repo: String!, $number: Int!, $cursor: St
           path
           line
           originalLine
-          comments(first: 30) { nodes { databaseId body author { login } } }
+          comments(first: 30) { nodes { databaseId body url author { login ... on User { databaseId } } } }
         }
       }
     }
@@ -51,7 +55,12 @@ interface ThreadsPage {
           line: number | null;
           originalLine: number | null;
           comments: {
-            nodes: { databaseId: number; body: string; author: { login: string } | null }[];
+            nodes: {
+              databaseId: number;
+              body: string;
+              url?: string;
+              author: { login: string; databaseId?: number } | null;
+            }[];
           };
         }[];
       };
@@ -82,6 +91,8 @@ export async function listUnresolvedThreads(
         comments: node.comments.nodes.map((c) => ({
           id: c.databaseId,
           author: c.author?.login ?? "ghost",
+          authorId: c.author?.databaseId ?? null,
+          url: c.url ?? "",
           body: sanitize(c.body).slice(0, COMMENT_CAP),
         })),
       });

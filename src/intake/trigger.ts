@@ -1,7 +1,7 @@
 // Decides whether a webhook asks vmpilot to act, and what for. Pure: no I/O, linear time.
 import { sanitize } from "../github/sanitize.ts";
 
-const VERBS = ["fix", "plan", "review", "stop", "retry", "status", "help"] as const;
+const VERBS = ["fix", "plan", "review", "remember", "stop", "retry", "status", "help"] as const;
 type Verb = (typeof VERBS)[number];
 
 type TriggerKind = "label" | "assigned" | "mention" | "command" | "review";

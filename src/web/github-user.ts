@@ -4,7 +4,7 @@
 import { ProbotOctokit } from "probot";
 import { z } from "zod";
 import { parseAnswer } from "../github/answer.ts";
-import { loadRepoConfig, type RepoConfigLoad } from "../github/repo-config-loader.ts";
+import { loadRepoConfig, type RepoConfigLoad, readRepoFile } from "../github/repo-config-loader.ts";
 import { githubStatus } from "../github/request-status.ts";
 import type { InstallationGrant } from "./installation-permissions.ts";
 
@@ -115,6 +115,12 @@ export class GitHubUserApi {
   repoConfig(fullName: string): Promise<RepoConfigLoad> {
     const [owner = "", repo = ""] = fullName.split("/");
     return this.#call(() => loadRepoConfig(this.#octokit, { owner, repo }));
+  }
+
+  /** A file of the repository's default branch as this user sees it; undefined when there is none. */
+  repoFile(fullName: string, path: string): Promise<string | undefined> {
+    const [owner = "", repo = ""] = fullName.split("/");
+    return this.#call(() => readRepoFile(this.#octokit, { owner, repo, path }));
   }
 
   async #pages<T>(

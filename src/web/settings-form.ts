@@ -36,6 +36,8 @@ export const FIELD_KINDS: Record<SettingKey, Kind> = {
   "ci.graceMinutes": "number",
   readyForReview: "checkbox",
   "review.beforePullRequest": "checkbox",
+  "memory.enabled": "checkbox",
+  "memory.path": "text",
 };
 
 // User and host lists may also be separated by commas; commands may contain them.

@@ -8,6 +8,7 @@ import {
   type SettingSource,
   settingKeys,
 } from "../config/repo-config.ts";
+import type { FileLesson } from "../github/memory-file.ts";
 import { REPO_CONFIG_PATH as CONFIG_PATH } from "../github/repo-config-loader.ts";
 import { type Html, html } from "./html.ts";
 import { csrfField } from "./layout.ts";
@@ -29,6 +30,8 @@ export interface SettingsView {
   plugins: string[];
   /** The model providers the operator configured, by the prefix model ids use. */
   providers: string[];
+  /** The lessons from review on the default branch, and their file; null when they are off. */
+  lessons: { path: string; list: FileLesson[] } | null;
 }
 
 const LABELS: Record<SettingKey, string> = {
@@ -52,6 +55,8 @@ const LABELS: Record<SettingKey, string> = {
   "ci.graceMinutes": "Wait for CI to appear (minutes)",
   readyForReview: "Mark pull requests ready for review when checks pass",
   "review.beforePullRequest": "Take a second look at the diff before the pull request",
+  "memory.enabled": "Learn lessons from review",
+  "memory.path": "Lessons file",
 };
 
 /** The options of each choice setting, with what the page says of them. */
@@ -104,7 +109,33 @@ ${csrfField(view.session)}
 ${settingKeys.map((key) => field(view, key))}
 <div><button type="submit" class="primary">Save settings</button></div>
 </form>
-<datalist id="models">${modelChoices(view.providers).map((m) => html`<option value="${m}"></option>`)}</datalist>`;
+<datalist id="models">${modelChoices(view.providers).map((m) => html`<option value="${m}"></option>`)}</datalist>
+${lessonsSection(view.lessons)}`;
+}
+
+/** The lessons every job reads, as the file on the default branch has them. */
+function lessonsSection(lessons: SettingsView["lessons"]): Html {
+  const heading = html`<h2 id="lessons">Lessons from review</h2>`;
+  if (!lessons) {
+    return html`<section aria-labelledby="lessons">${heading}
+<p class="muted">Off: vmpilot keeps no lessons for this repository.</p></section>`;
+  }
+  const items = lessons.list.map((lesson) => {
+    const files = lesson.files.length
+      ? html` · files: ${lesson.files.map((file, i) => html`${i ? ", " : ""}<code>${file}</code>`)}`
+      : "";
+    const from = /^https:\/\/\S+$/.test(lesson.citation)
+      ? html`<a href="${lesson.citation}">learned from review</a>`
+      : html`learned from ${lesson.citation}`;
+    const stale = lesson.stale ? html`<strong>Stale:</strong> ` : "";
+    return html`<li>${stale}${lesson.text} — ${from}${files}</li>`;
+  });
+  return html`<section aria-labelledby="lessons">${heading}
+<p class="muted">Every job reads <code>${lessons.path}</code> from the default branch. Edit the file
+to change them; vmpilot proposes new ones in a pull request from <code>vmpilot/memory</code>, and
+merging it approves them.</p>
+${items.length ? html`<ul class="lessons">${items}</ul>` : html`<p>No lessons yet.</p>`}
+</section>`;
 }
 
 /** Anthropic's models, and OpenAI's when that provider is configured; others take any name. */

@@ -1,6 +1,7 @@
 import { routeModel } from "../config/model-route.ts";
 import type { ProviderTable } from "../config/providers.ts";
 import { type RepoConfig, resolveSettings } from "../config/repo-config.ts";
+import { readLessons } from "../github/memory-file.ts";
 import { pageSettings } from "../jobs/run/settings.ts";
 import { getRepository, setRepositorySettings, upsertRepository } from "../store/installations.ts";
 import { administeredRepo } from "./access.ts";
@@ -118,15 +119,23 @@ interface StoredState {
   page: RepoConfig | null;
   file: RepoConfig | null;
   fileError: string | null;
+  lessons: SettingsView["lessons"];
 }
 
 async function loadState(web: WebServices, session: Session, repo: UserRepo): Promise<StoredState> {
   const stored = await getRepository(web.pool, repo.id);
-  const load = await web.github(session).repoConfig(repo.fullName);
+  const github = web.github(session);
+  const load = await github.repoConfig(repo.fullName);
+  const page = pageSettings(stored?.settings);
+  const file = load.ok && load.source !== undefined ? load.config : null;
+  // The lessons every job reads: the file the settings name, on the default branch.
+  const { memory } = resolveSettings({ defaults: web.defaults, page, file }).values;
+  const text = memory.enabled ? await github.repoFile(repo.fullName, memory.path) : undefined;
   return {
-    page: pageSettings(stored?.settings),
-    file: load.ok && load.source !== undefined ? load.config : null,
+    page,
+    file,
     fileError: load.ok ? null : load.message,
+    lessons: memory.enabled ? { path: memory.path, list: readLessons(text ?? "") } : null,
   };
 }
 

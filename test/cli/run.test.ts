@@ -184,8 +184,23 @@ describe("vmpilot run", () => {
     expect(failed.stdout).toContain("tests: failed");
   });
 
-  it("answers a question on a project whose test fails without asking for tests, and exits 0", async () => {
+  it("answers a question on a project whose test fails without asking for tests, and exits 0; its model reads the lessons file its vmpilot.yml names", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "question-")));
+    await mkdir(join(repo, ".github"));
+    await mkdir(join(repo, "docs"));
+    await writeFile(join(repo, ".github", "vmpilot.yml"), "memory: { path: docs/lessons.md }\n");
+    await writeFile(join(repo, "docs", "lessons.md"), "- Name shell functions in snake_case.\n");
+    await git(repo, "add", ".");
+    await git(
+      repo,
+      "-c",
+      "user.name=t",
+      "-c",
+      "user.email=t@example.com",
+      "commit",
+      "-qm",
+      "lessons",
+    );
     const answer = "add() subtracts, so test.sh fails: add 2 3 gives -1.";
     fake.push(
       { content: [toolUse("bash", { command: "cat math.sh && bash test.sh" })] },
@@ -199,6 +214,9 @@ describe("vmpilot run", () => {
     });
     expect(result.code).toBe(0);
     expect(fake.requests.length - asked).toBe(2);
+    const system = JSON.stringify(fake.requests[asked]?.body.system);
+    expect(system).toContain("# Lessons from review");
+    expect(system).toContain("- Name shell functions in snake_case.");
     expect(result.stdout).toContain(answer);
     expect(result.stdout).toContain("✔ no changes to commit");
     expect(result.stdout).toContain("tests: not run (no changes)");

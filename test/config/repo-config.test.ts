@@ -292,6 +292,43 @@ describe("resolveSettings", () => {
     expect(unset.values).toMatchObject({ maxDailyCostUsd: 1000, maxMonthlyCostUsdPerUser: 1000 });
   });
 
+  it("reads memory: false as lessons off, and a mapping as on with its path", () => {
+    const parse = (yml: string) => {
+      const parsed = parseRepoConfig(yml);
+      if (!parsed.ok) throw new Error(parsed.message);
+      return resolveSettings({ file: parsed.config });
+    };
+    expect(parse("memory: false\n").values.memory).toEqual({
+      enabled: false,
+      path: ".github/vmpilot/memory.md",
+    });
+    expect(parse("memory: { path: docs/lessons.md }\n").values.memory).toEqual({
+      enabled: true,
+      path: "docs/lessons.md",
+    });
+    // The page turned them off; the file's mapping alone does not turn them back on.
+    const resolved = resolveSettings({
+      page: { memory: { enabled: false } },
+      file: { memory: { path: "docs/lessons.md" } },
+    });
+    expect(resolved.values.memory).toEqual({ enabled: false, path: "docs/lessons.md" });
+    expect(resolved.sources["memory.path"]).toBe("file");
+    expect(parse("review: { beforePullRequest: false }\n").values.review).toEqual({
+      beforePullRequest: false,
+    });
+    for (const path of ["../secrets.md", "/etc/passwd", ".git/config", "a//b.md"]) {
+      expect(parseRepoConfig(`memory: { path: "${path}" }\n`)).toMatchObject({
+        ok: false,
+        issues: [
+          {
+            path: "memory.path",
+            message: "must be a path in the repository, like .github/vmpilot/memory.md",
+          },
+        ],
+      });
+    }
+  });
+
   it("lets a file switch a page setting back off", () => {
     const resolved = resolveSettings({ page: { enabled: false }, file: { enabled: true } });
     expect(resolved.values.enabled).toBe(true);

@@ -79,14 +79,14 @@ describe("review threads", () => {
         path: "a.ts",
         line: 1,
         outdated: false,
-        comments: [{ id: 2, author: "rev", body: "x" }],
+        comments: [{ id: 2, author: "rev", authorId: 5, url: "", body: "x" }],
       },
       {
         label: "T2",
         path: "b.ts",
         line: 2,
         outdated: false,
-        comments: [{ id: 4, author: "rev", body: "y" }],
+        comments: [{ id: 4, author: "rev", authorId: 5, url: "", body: "y" }],
       },
     ];
     const replies = parseThreadReplies(

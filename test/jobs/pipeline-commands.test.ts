@@ -20,6 +20,7 @@ import {
   runQueued,
   type Seeded,
   sh,
+  threadsPage,
   usePipelineHarness,
 } from "./pipeline-harness.ts";
 
@@ -272,21 +273,13 @@ describe("pipeline commands", () => {
     const replies: Record<string, string> = {};
     github()
       .post("/graphql")
-      .reply(200, {
-        data: {
-          repository: {
-            pullRequest: {
-              reviewThreads: {
-                pageInfo: { hasNextPage: false, endCursor: null },
-                nodes: [
-                  thread(501, "value.txt", "Should say fixed."),
-                  thread(601, "branch.txt", "Why this name?"),
-                ],
-              },
-            },
-          },
-        },
-      })
+      .reply(
+        200,
+        threadsPage([
+          thread(501, "value.txt", "Should say fixed."),
+          thread(601, "branch.txt", "Why this name?"),
+        ]),
+      )
       .post(/\/repos\/acme\/app\d+\/pulls\/9\/comments\/(501|601)\/replies/)
       .times(2)
       .reply(async (request: Request) => {

@@ -287,6 +287,12 @@ export function fixScript(summary: string, command = "echo fixed > value.txt"): 
   ];
 }
 
+/** GitHub's GraphQL answer listing a pull request's review threads, all on one page. */
+export function threadsPage(nodes: unknown[]) {
+  const reviewThreads = { pageInfo: { hasNextPage: false, endCursor: null }, nodes };
+  return { data: { repository: { pullRequest: { reviewThreads } } } };
+}
+
 /** A message as stored, whatever cache markers a request put on it. */
 export function plain(message: { role: string; content: unknown }) {
   const blocks =

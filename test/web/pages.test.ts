@@ -183,6 +183,7 @@ describe("/settings", () => {
       "ci.autofix": "on",
       readyForReview: "on",
       "review.beforePullRequest": "on",
+      "memory.enabled": "on",
     });
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/settings/acme/private-app?saved=1");
@@ -377,6 +378,37 @@ describe("/settings", () => {
       (<code>model</code> in the file)</p>
       </div>"
     `);
+  });
+
+  it("lists the lessons from review as the default branch has them, stale ones marked", async () => {
+    publicLib.memoryFile = [
+      "# Lessons from review",
+      "",
+      "A maintainer's own note, kept as written.",
+      "",
+      "- Use the logger in src/log, never <script>console.log</script>. — learned from <https://github.com/acme/public-lib/pull/3#discussion_r7> · files: `src/log.ts`",
+      "- **Stale:** Keep the old parser. — learned from <javascript:alert(1)> · files: `old.ts`",
+      "",
+    ].join("\n");
+    const page = await (await as("alice").get("/settings/acme/public-lib")).text();
+    expect(
+      fragment(page, '<section aria-labelledby="lessons">', "</section>"),
+    ).toMatchInlineSnapshot(`
+      "<section aria-labelledby="lessons"><h2 id="lessons">Lessons from review</h2>
+      <p class="muted">Every job reads <code>.github/vmpilot/memory.md</code> from the default branch. Edit the file
+      to change them; vmpilot proposes new ones in a pull request from <code>vmpilot/memory</code>, and
+      merging it approves them.</p>
+      <ul class="lessons"><li>Use the logger in src/log, never &lt;script&gt;console.log&lt;/script&gt;. — <a href="https://github.com/acme/public-lib/pull/3#discussion_r7">learned from review</a> · files: <code>src/log.ts</code></li>
+      <li><strong>Stale:</strong> Keep the old parser. — learned from javascript:alert(1) · files: <code>old.ts</code></li></ul>
+      </section>"
+    `);
+    publicLib.configFile = "memory: false\n";
+    const off = await (await as("alice").get("/settings/acme/public-lib")).text();
+    expect(fragment(off, '<section aria-labelledby="lessons">', "</section>")).toContain(
+      "Off: vmpilot keeps no lessons for this repository.",
+    );
+    delete publicLib.configFile;
+    delete publicLib.memoryFile;
   });
 
   it("shows the page's cost limits holding over a file that would raise them", async () => {

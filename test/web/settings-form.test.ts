@@ -39,6 +39,7 @@ describe("settings form", () => {
         ci: { autofix: false },
         readyForReview: false,
         review: { beforePullRequest: false },
+        memory: { enabled: false },
       },
     });
   });

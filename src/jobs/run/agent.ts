@@ -4,7 +4,8 @@
 // attempt adds the new turn; one after a crash goes on from what the earlier attempt stored. A run
 // that finished is kept before it is delivered, and an attempt redone after that delivers the kept
 // run without running the model (kept.ts). A run that delivers a diff gets a second look at it
-// first (second-look.ts), a turn of the same agent.
+// first (second-look.ts), a turn of the same agent. The repository's lessons from review are read
+// from its default branch into the prompt (memory.ts).
 import type Anthropic from "@anthropic-ai/sdk";
 import type { AgentEvent } from "../../agent/events.ts";
 import type { AgentLimits } from "../../agent/limits.ts";
@@ -27,13 +28,17 @@ import type { Workspace } from "../../workspace/types.ts";
 import type { JobDeps, Run } from "./deps.ts";
 import { type LoadedConversation, resumes } from "./history.ts";
 import { keep, takeUp } from "./kept.ts";
+import { readMemory } from "./memory.ts";
 import type { JobProgress } from "./progress.ts";
 import { type Looked, secondLook } from "./second-look.ts";
 import type { Granted } from "./settings.ts";
 import type { JobWorkspace } from "./workspace.ts";
 
-/** What the agent is asked to do: change the code (fix, threads, ci, merge) or only read it. */
-export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci" | "triage";
+/**
+ * What a job is asked to do: change the code (fix, threads, ci, merge), only read it, or, with no
+ * agent at all, remember a lesson.
+ */
+export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci" | "triage" | "remember";
 
 const RESUME_INSTRUCTION =
   "The previous attempt of this job was interrupted (the worker stopped), and its workspace was lost: the checkout is fresh. Continue the task from the conversation above, and redo any changes that are not in the workspace.";
@@ -53,6 +58,8 @@ interface JobAgentInput {
   storedCount: number;
   /** A chat client's system message, for a chat turn. */
   clientSystem?: string;
+  /** The repository's lessons from review (memory.ts). */
+  memory?: { path: string; text: string };
   /** Plugins of this run alone (triage's apply_labels), offered even in a read-only mode. */
   extraPlugins?: readonly Plugin[];
   settings: RepoSettings;
@@ -129,6 +136,7 @@ async function openAgent(input: JobAgentInput): Promise<(turn: AgentTurn) => Pro
     workspace: input.workspace,
     plugins,
     clientSystem: input.clientSystem,
+    memory: input.memory,
   });
   let stored = input.storedCount;
   return async (turn) => {
@@ -211,12 +219,17 @@ export async function runJobAgent(
   const { workspace, checkout } = ws;
   const { settings } = granted;
   const startSha = await headOf(workspace);
+  const lessonsFailed = (error: unknown) =>
+    deps.logger.warn({ err: error, jobId: run.jobId }, "reading the lessons file failed");
   const agent = await openAgent({
     ...rest,
     workspace,
     db: deps.db.pool,
     storedCount: history.storedCount,
     settings,
+    memory: checkout
+      ? await readMemory(checkout.mirror, settings.memory, lessonsFailed)
+      : undefined,
     available: deps.plugins,
     anthropic: deps.anthropic,
     providers: deps.providers ?? new Map(),

@@ -123,9 +123,11 @@ function client(baseDir: string, env: Record<string, string>, lockFile?: string)
 export function gitClient(
   baseDir: string,
   auth?: GitAuth,
-  options: { lockFile?: string } = {},
+  /** `env`: git's own variables (an index file, a commit's author), for this client only. */
+  options: { lockFile?: string; env?: Record<string, string> } = {},
 ): GitClient {
   const env = {
+    ...options.env,
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: process.env.HOME ?? "/",
     LANG: "C",

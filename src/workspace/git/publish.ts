@@ -86,6 +86,35 @@ function parseNameStatus(output: string): ChangedFile[] {
   return files;
 }
 
+/**
+ * Pushes `sha` (in the mirror) to `branch`, the push guard's way: from the mirror's origin to `url`
+ * only, so git records the branch in the mirror as a fetch would, and the next job's fetch has
+ * nothing new of ours to bring and check. `lease` as in PublishOptions.
+ */
+export async function pushCommit(
+  options: PushTarget &
+    Pick<PublishOptions, "mirror" | "url" | "auth" | "lease"> & {
+      sha: string;
+    },
+): Promise<void> {
+  assertPushAllowed(options);
+  const lease =
+    options.lease === undefined
+      ? []
+      : [`--force-with-lease=refs/heads/${options.branch}:${options.lease ?? ""}`];
+  await gitClient(options.mirror, options.auth).raw([
+    "-c",
+    "http.followRedirects=false",
+    "-c",
+    `remote.origin.pushurl=${options.url}`,
+    "push",
+    "--porcelain",
+    ...lease,
+    "origin",
+    `${options.sha}:refs/heads/${options.branch}`,
+  ]);
+}
+
 export async function publishWorkspace(options: PublishOptions): Promise<PublishResult> {
   assertPushAllowed(options);
   const { workspace, signal } = options;
@@ -103,23 +132,7 @@ export async function publishWorkspace(options: PublishOptions): Promise<Publish
       await mirror.raw(["diff", "--name-status", "-z", "--no-renames", `${base}...${sha}`]),
     );
     signal?.throwIfAborted();
-    const lease =
-      options.lease === undefined
-        ? []
-        : [`--force-with-lease=refs/heads/${options.branch}:${options.lease ?? ""}`];
-    // To the mirror's origin, pushing to `url` only: git then records the branch in the mirror as
-    // a fetch would, and the next job's fetch has nothing new of ours to bring and check.
-    await gitClient(options.mirror, options.auth).raw([
-      "-c",
-      "http.followRedirects=false",
-      "-c",
-      `remote.origin.pushurl=${options.url}`,
-      "push",
-      "--porcelain",
-      ...lease,
-      "origin",
-      `${sha}:refs/heads/${options.branch}`,
-    ]);
+    await pushCommit({ ...options, sha });
     return { pushed: true, sha, files };
   } finally {
     await rm(pack.dir, { recursive: true, force: true });

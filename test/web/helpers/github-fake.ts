@@ -19,6 +19,8 @@ export interface FakeRepo {
   access: Record<string, Role>;
   /** Text of .github/vmpilot.yml on the default branch. */
   configFile?: string;
+  /** `.github/vmpilot/memory.md` on its default branch. */
+  memoryFile?: string;
 }
 
 export interface GitHubFake {
@@ -143,21 +145,21 @@ export async function startGitHubFake(): Promise<GitHubFake> {
         repositories: repos.map((r) => repoBody(r, login)),
       });
     }
-    const contents = /^\/repos\/([^/]+\/[^/]+)\/contents\/\.github(?:\/|%2F)vmpilot\.yml$/i.exec(
-      api,
-    );
-    if (contents) {
+    const contents = /^\/repos\/([^/]+\/[^/]+)\/contents\/(.+)$/.exec(api);
+    const asked = decodeURIComponent(contents?.[2] ?? "");
+    if (contents && (asked === ".github/vmpilot.yml" || asked === ".github/vmpilot/memory.md")) {
       const repo = findRepo(contents[1]);
-      if (!repo || !visible(repo) || repo.configFile === undefined)
+      const file = asked === ".github/vmpilot.yml" ? repo?.configFile : repo?.memoryFile;
+      if (!repo || !visible(repo) || file === undefined)
         return json(res, 404, { message: "Not Found" });
       if (req.headers.accept?.includes("raw")) {
-        res.writeHead(200, { "content-type": "application/vnd.github.raw" }).end(repo.configFile);
+        res.writeHead(200, { "content-type": "application/vnd.github.raw" }).end(file);
         return;
       }
       return json(res, 200, {
         type: "file",
         encoding: "base64",
-        content: Buffer.from(repo.configFile).toString("base64"),
+        content: Buffer.from(file).toString("base64"),
       });
     }
     const byId = /^\/repositories\/(\d+)$/.exec(api);

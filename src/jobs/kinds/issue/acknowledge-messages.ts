@@ -47,6 +47,8 @@ export function helpBody(job: Job, context: JobContext): string {
       `mentioning @${context.appSlug} do the same; \`${c} <instructions>\` too.`,
     `- \`${c} plan [instructions]\` — post a plan only, change nothing.`,
     `- \`${c} review\` — review this pull request.`,
+    `- \`${c} remember <lesson>\` — propose a lesson for every later job, in the pull request ` +
+      "from `vmpilot/memory`; merging it approves the lesson.",
     `- \`${c} retry\` — run the last request again.`,
     `- \`${c} stop\` — cancel the job that is running here.`,
     `- \`${c} status\` — show the state of the latest job here.`,

@@ -153,7 +153,8 @@ export async function fixBody(input: FixInput): Promise<string> {
   });
 }
 
-function botAuthor(attempt: IssueAttempt, author?: CommitIdentity): CommitIdentity {
+/** Who vmpilot's commits are by: the worker's identity, or the app's bot. */
+export function botAuthor(attempt: IssueAttempt, author?: CommitIdentity): CommitIdentity {
   const slug = attempt.context.appSlug;
   return author ?? { name: `${slug}[bot]`, email: `${slug}[bot]@users.noreply.github.com` };
 }

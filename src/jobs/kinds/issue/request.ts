@@ -58,9 +58,11 @@ export async function resolveRequest(
             ? "plan"
             : verb === "review"
               ? "review"
-              : source.trigger === "review" || source.trigger === "review_comment"
-                ? "threads"
-                : "fix";
+              : verb === "remember"
+                ? "remember"
+                : source.trigger === "review" || source.trigger === "review_comment"
+                  ? "threads"
+                  : "fix";
   const before = earlier.filter((j) => j.id < source.id);
   const approvesPlan =
     mode === "fix" &&
@@ -132,6 +134,8 @@ export function instructionFor(parts: InstructionParts): string {
       return mergeInstruction(parts.merge ?? { base: "the base branch", conflicts: [] });
     case "triage":
       return automationInstruction(parts, "triage");
+    case "remember":
+      throw new Error("remember asks the model nothing");
     case "fix":
       if (request.approvesPlan) {
         lead = `@${requester} approved the plan you proposed above: carry it out now, with tests.`;

@@ -4,5 +4,15 @@ import { merge } from "./merge.ts";
 import type { PipelineMode } from "./mode.ts";
 import { ci, fix, threads } from "./push.ts";
 import { plan, review, triage } from "./read-only.ts";
+import { remember } from "./remember.ts";
 
-export const MODES: Record<Mode, PipelineMode> = { fix, threads, ci, merge, plan, review, triage };
+export const MODES: Record<Mode, PipelineMode> = {
+  fix,
+  threads,
+  ci,
+  merge,
+  plan,
+  review,
+  triage,
+  remember,
+};

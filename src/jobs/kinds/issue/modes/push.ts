@@ -1,9 +1,11 @@
 // The modes that push the agent's work to the job's branch and open or update its pull request:
 // fix (the issue, or what was asked), threads (a pull request's unresolved review threads,
-// answered once the work is pushed) and ci (the checks that failed on vmpilot's last push).
+// answered once the work is pushed, and the lessons the review teaches proposed: lessons.ts) and
+// ci (the checks that failed on vmpilot's last push).
 import { listUnresolvedThreads } from "../../../../github/review-threads.ts";
 import type { PipelineOutcome } from "../attempt.ts";
 import { ciFailures } from "../ci.ts";
+import { citableComments, learn, lessonPlugin } from "../lessons.ts";
 import { fixBody } from "../outcome.ts";
 import { type ModeJob, onPushed, type PipelineMode, type Ran } from "./mode.ts";
 
@@ -11,6 +13,7 @@ const STEPS = ["acknowledged", "workspace", "agent", "tests", "pushed"] as const
 
 async function finishPush(job: ModeJob, { ws, result, extras }: Ran): Promise<PipelineOutcome> {
   const { deps, attempt } = job;
+  const learned = await learn(job, result);
   const body = await fixBody({
     attempt,
     db: deps.db.pool,
@@ -23,7 +26,7 @@ async function finishPush(job: ModeJob, { ws, result, extras }: Ran): Promise<Pi
     threads: extras.threads ?? [],
     author: deps.commitAuthor,
     signal: job.run.signal,
-    notes: extras.ci ? [extras.ci.note] : [],
+    notes: [...(extras.ci ? [extras.ci.note] : []), ...(learned ? [learned] : [])],
     onPushed: onPushed(job, result),
   });
   return attempt.end("succeeded", body);
@@ -42,7 +45,8 @@ export const threads: PipelineMode = {
   pushes: true,
   readsItem: true,
   runsSetup: true,
-  async prepare({ attempt, target, request }) {
+  async prepare(job) {
+    const { attempt, target, request, granted } = job;
     const found =
       target.prNumber === null
         ? []
@@ -54,7 +58,10 @@ export const threads: PipelineMode = {
       const text = "There are no unresolved review threads.";
       return { ended: await attempt.notice("succeeded", "ℹ️", "Nothing to do", text) };
     }
-    return { threads: found };
+    // A review of vmpilot's own pull request may teach it lessons; one of a person's may not.
+    const citable = citableComments(job, found);
+    const learns = granted.settings.memory.enabled && !target.served && citable.size > 0;
+    return { threads: found, ...(learns && { plugins: [lessonPlugin(citable)] }) };
   },
   finish: finishPush,
 };
