@@ -148,6 +148,7 @@ function registerSecrets(config: Config): void {
     config.anthropicApiKey,
     config.apiKey,
     ...providerKeys,
+    ...config.mcpSecrets.map((secret) => secret.value),
   ]) {
     registerSecret(secret);
   }
@@ -183,6 +184,7 @@ function settingsDefaults(config: Config): RepoSettings {
     allowedUsers: config.allowedUsers,
     plugins: [...DEFAULT_ENABLED_PLUGINS],
     model: config.model,
+    mcp: config.mcpServers,
   };
 }
 

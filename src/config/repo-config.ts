@@ -3,6 +3,14 @@ import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { compileAddressPolicy } from "./address-policy.ts";
 import { cronProblem } from "./cron.ts";
+import {
+  loadMcpSecrets,
+  type McpSecret,
+  type McpServerSetting,
+  mcpSchema,
+  mergeMcp,
+  secretProblems,
+} from "./mcp.ts";
 import { DEFAULT_MODEL } from "./models.ts";
 import { lineOf } from "./yaml-lines.ts";
 
@@ -256,6 +264,7 @@ const repoConfigSchema = z
       .describe(
         "Runs started by a schedule or an event rather than by a person; each is a job like any other, under the same budget.",
       ),
+    mcp: mcpSchema,
   })
   .partial();
 
@@ -281,6 +290,8 @@ export interface RepoSettings {
   publicJobs: boolean;
   ci: { autofix: boolean; maxFixAttempts: number; graceMinutes: number };
   readyForReview: boolean;
+  /** The operator's MCP servers (MCP_SERVERS), with the file's added (mergeMcp). */
+  mcp: Record<string, McpServerSetting>;
 }
 
 export const defaults: RepoSettings = {
@@ -301,6 +312,7 @@ export const defaults: RepoSettings = {
   publicJobs: false,
   ci: { autofix: true, maxFixAttempts: 3, graceMinutes: 10 },
   readyForReview: true,
+  mcp: {},
 };
 
 /** The leaves that resolve independently; `network.allow` is the only nested one. */
@@ -343,6 +355,10 @@ export function checkRepoConfig(
     if (found.code === "unrecognized_keys") {
       return found.keys.map((key) => issue([...found.path, key], "unknown key"));
     }
+    // A record's key (an MCP server's name): what is wrong with it is inside.
+    if (found.code === "invalid_key") {
+      return [issue(found.path, found.issues[0]?.message ?? found.message)];
+    }
     // zod's own wording for a wrong type is "Invalid input: expected X, received Y".
     return [issue(found.path, found.message.replace(/^Invalid input: /, ""))];
   });
@@ -359,8 +375,20 @@ function invalid(message: string, line?: number): ConfigResult {
   return { ok: false, issues, message: describeIssues(issues) };
 }
 
-/** Parses the text of `.github/vmpilot.yml`. An empty file is an empty config. */
-export function parseRepoConfig(yamlText: string): ConfigResult {
+/** The secrets this process's operator lists (MCP_SECRETS), which the file's MCP headers may name. */
+function operatorSecrets(): Pick<McpSecret, "name" | "host">[] {
+  const loaded = loadMcpSecrets(process.env);
+  return "secrets" in loaded ? loaded.secrets : [];
+}
+
+/**
+ * Parses the text of `.github/vmpilot.yml`. An empty file is an empty config. `secrets`: what
+ * MCP servers' headers may name; default the operator's (MCP_SECRETS).
+ */
+export function parseRepoConfig(
+  yamlText: string,
+  secrets: readonly Pick<McpSecret, "name" | "host">[] = operatorSecrets(),
+): ConfigResult {
   if (Buffer.byteLength(yamlText, "utf8") > MAX_REPO_CONFIG_BYTES) {
     return invalid(`file is larger than ${MAX_REPO_CONFIG_BYTES / 1024} KiB`);
   }
@@ -382,7 +410,14 @@ export function parseRepoConfig(yamlText: string): ConfigResult {
   if (value !== null && (typeof value !== "object" || Array.isArray(value))) {
     return invalid("must be a mapping of settings", lineOf(doc, lines, []));
   }
-  return checkRepoConfig(value, (keys) => lineOf(doc, lines, keys));
+  const lineAt = (keys: readonly PropertyKey[]) => lineOf(doc, lines, keys);
+  const checked = checkRepoConfig(value, lineAt);
+  if (!checked.ok) return checked;
+  const issues = secretProblems(checked.config.mcp ?? {}, secrets).map(({ path, message }) => {
+    const keys = ["mcp", ...path];
+    return { path: formatPath(keys), message, line: lineAt(keys) };
+  });
+  return issues.length > 0 ? { ok: false, issues, message: describeIssues(issues) } : checked;
 }
 
 export interface ResolvedSettings {
@@ -422,6 +457,8 @@ export function resolveSettings(layers: {
       sources[key] = source;
     }
   }
+  // Only the operator and the file name servers: the settings page has no say in them.
+  values.mcp = mergeMcp(base.mcp, layers.file?.mcp);
   return { values, sources };
 }
 
