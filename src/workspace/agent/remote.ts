@@ -13,7 +13,13 @@ import type { WorkspaceChoice } from "../isolation.ts";
 import { PathEscapeError } from "../paths.ts";
 import { DEFAULT_TIMEOUT_MS } from "../process/run.ts";
 import { FileRefusedError } from "../read-capped.ts";
-import type { BlockedConnection, Workspace } from "../types.ts";
+import type {
+  BlockedConnection,
+  ProcessEnd,
+  SpawnOptions,
+  Workspace,
+  WorkspaceProcess,
+} from "../types.ts";
 import {
   ANSWER_ENVELOPE_BYTES,
   agentError,
@@ -22,7 +28,9 @@ import {
   listResult,
   MAX_EXEC_ANSWER_BYTES,
   MAX_FILE_BYTES,
+  MAX_FRAME_BYTES,
   MAX_LIST_ANSWER_BYTES,
+  spawnFrame,
 } from "./protocol.ts";
 
 /**
@@ -184,6 +192,143 @@ async function streamCapped(
 }
 
 class AnswerTooLarge extends Error {}
+
+/**
+ * Starts a command at the agent that keeps running (/v1/spawn) and follows its answer, a JSON line
+ * per frame, as it comes. The answer has FILE_CALL_MS to begin, then no deadline: the command
+ * ends when it exits, is killed, or the caller's signal (the workspace's end, the job's) aborts.
+ */
+function spawnAt(
+  agent: Agent,
+  command: string,
+  options: SpawnOptions & { signal: AbortSignal },
+): Promise<WorkspaceProcess> {
+  const { endpoint } = agent;
+  const id = randomUUID();
+  const body = Buffer.from(JSON.stringify({ id, command }));
+  const target =
+    "socketPath" in endpoint
+      ? { socketPath: endpoint.socketPath, path: "/v1/spawn" }
+      : { ...hostOf(endpoint.baseUrl), path: "/v1/spawn" };
+  const late = (agent.deadline ?? AbortSignal.timeout)(FILE_CALL_MS);
+  const post = (path: string, value: unknown, what: string, ms: number, signal?: AbortSignal) =>
+    call(agent, {
+      path,
+      body: Buffer.from(JSON.stringify(value)),
+      type: "application/json",
+      what,
+      limit: ANSWER_ENVELOPE_BYTES,
+      ms,
+      signal,
+    });
+  return new Promise((resolve, reject) => {
+    let ended: (end: ProcessEnd) => void = () => {};
+    const exited = new Promise<ProcessEnd>((settle) => {
+      ended = settle;
+    });
+    const req = request({
+      ...target,
+      method: "POST",
+      headers: {
+        ...endpointHeaders(endpoint),
+        authorization: `Bearer ${agent.secret}`,
+        "content-type": "application/json",
+        "content-length": body.length,
+      },
+    });
+    // Killed at the agent, which then answers its end; one that does not is given up on.
+    let killed = false;
+    const kill = () => {
+      if (killed) return;
+      killed = true;
+      void post("/v1/cancel", { id }, "a cancel", ABORT_GRACE_MS).catch(() => undefined);
+      const grace = (agent.deadline ?? AbortSignal.timeout)(ABORT_GRACE_MS);
+      grace.addEventListener("abort", () => req.destroy(), { once: true });
+    };
+    const stop = () => {
+      late.removeEventListener("abort", onLate);
+      options.signal.removeEventListener("abort", kill);
+    };
+    const fail = (error: Error) => {
+      stop();
+      reject(error);
+      ended({ code: null, error: error.message });
+      req.destroy();
+    };
+    const onLate = () =>
+      fail(new AgentError("the workspace agent stopped answering (starting a command)"));
+    late.addEventListener("abort", onLate, { once: true });
+    options.signal.addEventListener("abort", kill, { once: true });
+    if (options.signal.aborted) return fail(new Error("The workspace was disposed"));
+    req.on("error", (error) =>
+      fail(new AgentError(`the workspace agent is unreachable: ${error.message}`)),
+    );
+    req.on("response", (res) => {
+      late.removeEventListener("abort", onLate);
+      if (res.statusCode !== 200) {
+        readCapped(res, ANSWER_ENVELOPE_BYTES).then((read) => {
+          try {
+            check({ status: res.statusCode ?? 0, body: read ?? Buffer.alloc(0) }, ".", "a command");
+            fail(new AgentError("the workspace agent's answer to a command is malformed"));
+          } catch (error) {
+            fail(error as Error);
+          }
+        }, fail);
+        return;
+      }
+      resolve({
+        write: async (data) => {
+          const what = "input to a command";
+          const answer = await post("/v1/input", { id, data }, what, FILE_CALL_MS, options.signal);
+          check(answer, ".", "input to a command");
+        },
+        kill,
+        exited,
+      });
+      followFrames(res, options.onOutput).then(ended, (error: Error) =>
+        ended(killed ? { code: null } : { code: null, error: error.message }),
+      );
+      void exited.then(stop);
+    });
+    req.end(body);
+  });
+}
+
+/** Hands each output frame on until the end frame; a line past MAX_FRAME_BYTES is refused. */
+async function followFrames(
+  res: IncomingMessage,
+  onOutput: SpawnOptions["onOutput"],
+): Promise<ProcessEnd> {
+  let pending = "";
+  for await (const chunk of res.setEncoding("utf8")) {
+    pending += chunk as string;
+    for (let newline = pending.indexOf("\n"); newline >= 0; newline = pending.indexOf("\n")) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      let frame: z.output<typeof spawnFrame>;
+      try {
+        frame = spawnFrame.parse(JSON.parse(line));
+      } catch {
+        res.destroy();
+        throw new AgentError("the workspace agent's answer to a command is malformed");
+      }
+      if ("exit" in frame) {
+        res.destroy();
+        return frame.error === undefined
+          ? { code: frame.exit }
+          : { code: null, error: frame.error };
+      }
+      const [stream, data] =
+        "stdout" in frame ? ["stdout", frame.stdout] : ["stderr", frame.stderr];
+      onOutput(stream as "stdout" | "stderr", Buffer.from(data, "base64"));
+    }
+    if (pending.length > MAX_FRAME_BYTES) {
+      res.destroy();
+      throw new AgentError(`the workspace agent sent a frame over ${MAX_FRAME_BYTES} bytes`);
+    }
+  }
+  return { code: null, error: "the workspace agent's answer ended before the command did" };
+}
 
 /** True once the agent answers its health check. */
 export function agentHealthy(endpoint: AgentEndpoint): Promise<boolean> {
@@ -407,6 +552,11 @@ export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspac
       );
       check(answer, path, what);
       return parse(listResult, answer, what).entries;
+    },
+    async spawn(command, opts) {
+      if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
+      const signal = opts.signal ? AbortSignal.any([ended, opts.signal]) : ended;
+      return spawnAt(options, command, { ...opts, signal });
     },
     blockedConnections: () => options.blockedConnections?.() ?? [],
     async dispose() {

@@ -33,7 +33,10 @@ export interface Launched {
   ended: Promise<void>;
   /** Signals the process (its whole group when launched with `group`). */
   kill(signal?: NodeJS.Signals): void;
-  /** Writes the input of a process launched with `inputLater`, and closes its stdin. */
+  /**
+   * Writes the input of a process launched with `inputLater`, and closes its stdin; or, launched
+   * with `stream`, writes to its stdin.
+   */
   write(input: string): void;
 }
 
