@@ -28,7 +28,7 @@ import type { BashToolOptions } from "./tools/bash.ts";
 import type { EditorOptions } from "./tools/editor.ts";
 import { runToolCalls } from "./tools/run-calls.ts";
 import { buildToolset } from "./tools/toolset.ts";
-import type { AgentTool } from "./tools/types.ts";
+import type { AgentTool, ToolSource } from "./tools/types.ts";
 import { addUsage, emptyUsage, pricedUsage, promptTokens, type UsageTotals } from "./usage.ts";
 
 type MessageParam = Anthropic.MessageParam;
@@ -54,6 +54,8 @@ export interface RunAgentOptions {
   changed?: () => Promise<boolean>;
   /** Tool names the run may use; default all of the native and enabled plugins' tools. */
   tools?: readonly string[];
+  /** MCP servers' tools (mcp/session.ts), offered as the servers start; the caller closes them. */
+  mcp?: ToolSource;
   bash?: BashToolOptions;
   editor?: EditorOptions;
   compaction?: CompactionOptions;
@@ -323,6 +325,7 @@ class AgentRun {
       remainingMs: () => remainingMs(this.#o.limits ?? {}, this.#started),
       emit: (event) => this.#emit(event),
       notRun: refused,
+      find: (name) => this.#o.mcp?.find(name),
     });
   }
 
@@ -351,7 +354,7 @@ class AgentRun {
       model: model.id,
       system: this.#o.system,
       messages,
-      tools: this.#tools,
+      tools: this.#o.mcp ? [...this.#tools, ...(await this.#o.mcp.offered())] : this.#tools,
       maxTokens: this.#maxTokens,
       noTools,
       signal: this.#o.signal,

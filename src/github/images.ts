@@ -147,7 +147,8 @@ export async function fetchImage(
   }
 }
 
-function refusal(url: URL, policy: AssetPolicy): string | undefined {
+/** Why `url` may not be fetched under `policy` before any lookup, or undefined. */
+export function refusal(url: URL, policy: AssetPolicy): string | undefined {
   if (!policy.protocols.includes(url.protocol))
     return `it is not served over ${policy.protocols.map((p) => p.replace(":", "")).join(" or ")}`;
   // Node connects to an address literal without a lookup: check it here.
@@ -157,7 +158,7 @@ function refusal(url: URL, policy: AssetPolicy): string | undefined {
 }
 
 /** A lookup that refuses a name when any of its addresses is refused; the socket uses what it checked. */
-function checkedLookup(policy: AssetPolicy): LookupFunction {
+export function checkedLookup(policy: AssetPolicy): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
       if (error) return callback(error, "");
