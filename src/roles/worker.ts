@@ -108,6 +108,7 @@ function workDeps(ctx: RoleContext, vmPool: VmPool | undefined): WorkDeps {
     workspace: config.workspace,
     vmPool,
     allowPrivate: config.networkAllowPrivate,
+    mcpSecrets: config.mcpSecrets,
     sandboxLimits: config.sandboxLimits,
     plugins: ctx.plugins,
     anthropic: { apiKey: config.anthropicApiKey },

@@ -476,6 +476,9 @@ describe("JobProgress", () => {
       describeToolCall("str_replace_based_edit_tool", { command: "view", path: "src/a.ts" }),
     ).toBe("view src/a.ts");
     expect(describeToolCall("report_tests", {})).toBe("report_tests");
+    expect(describeToolCall("mcp__my-docs__fetch__page", { url: "x" })).toBe(
+      "MCP my-docs: fetch__page",
+    );
     // The model's input, whatever its shape: one the tool would refuse shows the tool's name.
     expect(describeToolCall("bash", { command: 42 })).toBe("bash");
     expect(describeToolCall("str_replace_based_edit_tool", "view")).toBe(

@@ -9,6 +9,7 @@ import http from "node:http";
 import https from "node:https";
 import { Readable, Transform } from "node:stream";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { compileAddressPolicy } from "../../config/address-policy.ts";
 import { type AssetPolicy, checkedLookup, refusal } from "../../github/images.ts";
 import { compileAllowList } from "../../workspace/sandbox/proxy.ts";
 
@@ -20,6 +21,11 @@ export interface McpEgress {
   policy: AssetPolicy;
   /** Hosts a server may be at (network.allow); undefined for the operator's servers: any. */
   allowHosts?: readonly string[];
+}
+
+/** Production's policy: https to public addresses, and to the ranges the operator opened. */
+export function publicEgress(allowPrivate: readonly string[] = []): AssetPolicy {
+  return { protocols: ["https:"], refuseAddress: compileAddressPolicy(allowPrivate) };
 }
 
 /** Why `url` may not be reached, or undefined. */

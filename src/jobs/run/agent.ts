@@ -4,15 +4,19 @@
 // attempt adds the new turn; one after a crash goes on from what the earlier attempt stored.
 import type Anthropic from "@anthropic-ai/sdk";
 import { type AgentResult, runAgent } from "../../agent/loop.ts";
+import { publicEgress } from "../../agent/mcp/http.ts";
+import { openMcp, serverLine } from "../../agent/mcp/session.ts";
 import { type ClientOptions, createClient } from "../../agent/model-call.ts";
 import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent/plugins.ts";
 import { buildSystemPrompt } from "../../agent/prompt.ts";
 import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
+import type { ToolSource } from "../../agent/tools/types.ts";
 import type { ProviderTable } from "../../config/providers.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import type { TestsSummary } from "../../github/progress-comment.ts";
 import type { Logger } from "../../log/logger.ts";
 import { saveCompaction } from "../../store/compactions.ts";
+import { McpServerState } from "../../store/job-event-kinds.ts";
 import { appendMessage } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
 import { changedSince } from "../../workspace/git/commit.ts";
@@ -59,9 +63,11 @@ interface JobAgentInput {
   providers: ProviderTable;
   compatible?: OpenAiProviderOptions;
   streamRetryDelayMs?: number;
-  progress: Pick<JobProgress, "step" | "onEvent">;
+  progress: Pick<JobProgress, "step" | "onEvent" | "log">;
   logger: Logger;
   signal: AbortSignal;
+  /** The MCP servers' tools, when the settings name servers and the mode may use them. */
+  mcp?: ToolSource;
 }
 
 /** The modes that change no file: bash to read with, and no editor. */
@@ -140,6 +146,7 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
       stored++;
     },
     signal: input.signal,
+    mcp: input.mcp,
     client,
     providers: input.providers,
     compatible: input.compatible,
@@ -173,21 +180,43 @@ export async function runJobAgent(
   input: AgentRun & { progress: JobAgentInput["progress"] },
 ): Promise<AgentResult> {
   const { history, message, ...rest } = input;
-  return startAgent({
-    ...rest,
-    db: deps.db.pool,
-    history: history.messages,
-    storedCount: history.storedCount,
-    instruction: resumes(run.attempt, history) ? RESUME_INSTRUCTION : await message(),
-    settings: granted.settings,
-    budgetUsd: granted.budgetUsd,
-    maxWallTimeMs: deps.maxWallTimeMs ?? granted.settings.timeoutMinutes * 60_000,
-    available: deps.plugins,
-    anthropic: deps.anthropic,
-    providers: deps.providers ?? new Map(),
-    compatible: deps.compatible,
-    streamRetryDelayMs: deps.streamRetryDelayMs,
-    logger: deps.logger,
-    signal: run.signal,
-  });
+  const { settings } = granted;
+  // Triage may be steered by anyone's issue: it gets no tools beyond its labels.
+  const mcp =
+    input.mode === "triage"
+      ? undefined
+      : openMcp({
+          servers: settings.mcp,
+          workspace: input.workspace,
+          secrets: deps.mcpSecrets ?? [],
+          egress: {
+            policy: deps.mcpEgress ?? publicEgress(deps.allowPrivate),
+            allowHosts: settings.network.allow,
+          },
+          signal: run.signal,
+          onEvent: (event) =>
+            input.progress.log(McpServerState, { ...event, message: serverLine(event) }),
+        });
+  try {
+    return await startAgent({
+      ...rest,
+      mcp,
+      db: deps.db.pool,
+      history: history.messages,
+      storedCount: history.storedCount,
+      instruction: resumes(run.attempt, history) ? RESUME_INSTRUCTION : await message(),
+      settings,
+      budgetUsd: granted.budgetUsd,
+      maxWallTimeMs: deps.maxWallTimeMs ?? settings.timeoutMinutes * 60_000,
+      available: deps.plugins,
+      anthropic: deps.anthropic,
+      providers: deps.providers ?? new Map(),
+      compatible: deps.compatible,
+      streamRetryDelayMs: deps.streamRetryDelayMs,
+      logger: deps.logger,
+      signal: run.signal,
+    });
+  } finally {
+    await mcp?.close();
+  }
 }
