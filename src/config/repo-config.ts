@@ -23,6 +23,8 @@ export interface ConfigIssue {
   message: string;
   /** 1-based line in the file, when the issue came from parsing one (parseRepoConfig). */
   line?: number;
+  /** The file it is in, when not `.github/vmpilot.yml`: a skill's SKILL.md. */
+  file?: string;
 }
 
 export type ConfigResult =

@@ -17,17 +17,25 @@ export type RepoConfigLoad =
  * The file's text on the default branch, or at `ref`; undefined when there is none (404, or a
  * directory).
  */
-export async function readRepoConfigFile(
+export function readRepoConfigFile(
   octokit: ProbotOctokit,
   owner: string,
   repo: string,
   ref?: string,
 ): Promise<string | undefined> {
+  return readRepoFile(octokit, { owner, repo, path: REPO_CONFIG_PATH, ref });
+}
+
+/** A file's text on the default branch, or at `ref`; undefined when there is none. */
+export async function readRepoFile(
+  octokit: ProbotOctokit,
+  { owner, repo, path, ref }: { owner: string; repo: string; path: string; ref?: string },
+): Promise<string | undefined> {
   try {
     const response = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
       owner,
       repo,
-      path: REPO_CONFIG_PATH,
+      path,
       ...(ref ? { ref } : {}),
       mediaType: { format: "raw" },
     });
