@@ -278,6 +278,10 @@ describe("a streamable HTTP server (server-everything)", () => {
       const echoed = await call(tools.find("mcp__remote__echo"), { message: "over http" });
       expect(echoed).toMatchObject({ isError: false });
       expect(echoed.content).toContain("Echo: over http");
+      // A server that echoes the operator's secret back: the model never reads it.
+      const leaked = await call(tools.find("mcp__remote__echo"), { message: `it is ${SECRET}` });
+      expect(leaked.content).toContain("Echo: it is [REDACTED]");
+      expect(leaked.content).not.toContain(SECRET);
       expect((await tools.offered()).map((tool) => tool.name)).toEqual(["mcp__remote__echo"]);
     } finally {
       await tools.close();

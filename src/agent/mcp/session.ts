@@ -5,6 +5,7 @@
 // conversation that used one in an earlier run goes on without the extra step. The tools offered
 // change once per started server, which costs the prompt cache that once.
 import type { McpSecret, McpServerSetting } from "../../config/mcp.ts";
+import { registerSecret } from "../../log/redact.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type { AgentTool, ToolSource } from "../tools/types.ts";
 import type { McpEgress } from "./http.ts";
@@ -43,6 +44,8 @@ export class McpTools implements ToolSource {
   #made = "";
 
   constructor(options: McpToolsOptions) {
+    // A server that echoes a secret back is redacted before the model, the log or the store.
+    for (const secret of options.secrets) registerSecret(secret.value);
     const names = Object.keys(options.servers).sort();
     this.#allowed = new Map(names.map((name) => [name, options.servers[name]?.tools]));
     this.#servers = names.map(
