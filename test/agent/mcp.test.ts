@@ -1,12 +1,6 @@
-// MCP servers as a run's tools, against real servers: the registry's server-everything over stdio
-// (in the job's sandbox) and over streamable HTTP (on loopback, through the egress policy), and a
-// hostile server of our own that lies, floods, hangs and crashes.
-import { type ChildProcess, spawn } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { McpTools, type McpToolsOptions } from "../../src/agent/mcp/session.ts";
@@ -15,14 +9,10 @@ import { compileAddressPolicy } from "../../src/config/address-policy.ts";
 import type { McpServerSetting } from "../../src/config/mcp.ts";
 import { createLocalAgentWorkspace } from "../../src/workspace/agent/local.ts";
 import type { Workspace } from "../../src/workspace/types.ts";
+import { EVERYTHING, HOSTILE, startEverythingHttp } from "../helpers/mcp-servers.ts";
 import { processesWith, waitUntil } from "../workspace/helpers.ts";
 
 const PROJECT = fileURLToPath(new URL("../..", import.meta.url));
-const EVERYTHING = join(
-  PROJECT,
-  "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-);
-const HOSTILE = fileURLToPath(new URL("../helpers/hostile-mcp.mjs", import.meta.url));
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 /** Loopback over http, as the tests serve; production takes https to public addresses only. */
 const LOOPBACK = { protocols: ["http:"], refuseAddress: () => undefined };
@@ -232,36 +222,17 @@ describe("a hostile stdio server", () => {
   });
 });
 
-/** A free loopback port: one the kernel hands out, then let go. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe("a streamable HTTP server (server-everything)", () => {
-  let server: ChildProcess;
+  let server: Awaited<ReturnType<typeof startEverythingHttp>>;
   let url: string;
 
   beforeAll(async () => {
-    const port = await freePort();
-    server = spawn(process.execPath, [EVERYTHING, "streamableHttp"], {
-      env: { PATH: process.env.PATH, PORT: String(port) },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once("exit", (code) => reject(new Error(`server-everything exited (${code})`)));
-      createInterface({ input: server.stderr as NodeJS.ReadableStream }).on("line", (line) => {
-        if (line.includes("listening on port")) resolve();
-      });
-    });
-    url = `http://127.0.0.1:${port}/mcp`;
+    server = await startEverythingHttp();
+    url = `http://127.0.0.1:${server.port}/mcp`;
   });
 
   afterAll(() => {
-    server?.kill();
+    server?.close();
   });
 
   it("is reached from the worker and answers through its tools", async () => {

@@ -1,7 +1,6 @@
 import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EmbeddedPostgres } from "../../src/store/embedded.ts";
 import {
@@ -12,6 +11,7 @@ import {
 } from "../helpers/anthropic-fake.ts";
 import { CLI as cli, git, run, scratchRepo, startSharedStore, vmpilot } from "../helpers/cli.ts";
 import { seedDataDir } from "../helpers/db.ts";
+import { HOSTILE } from "../helpers/mcp-servers.ts";
 import { startOpenAiFake } from "../helpers/openai-fake.ts";
 
 /** The edit that makes the scratch project's test pass. */
@@ -209,10 +209,7 @@ describe("vmpilot run", () => {
   it("gives the model the MCP servers of the checkout's vmpilot.yml, started when it calls one", async () => {
     const repo = await scratchRepo(await mkdtemp(join(root, "mcp-")));
     await mkdir(join(repo, "tools"));
-    await copyFile(
-      fileURLToPath(new URL("../helpers/hostile-mcp.mjs", import.meta.url)),
-      join(repo, "tools", "mcp.mjs"),
-    );
+    await copyFile(HOSTILE, join(repo, "tools", "mcp.mjs"));
     await mkdir(join(repo, ".github"));
     await writeFile(
       join(repo, ".github", "vmpilot.yml"),

@@ -13,6 +13,7 @@ import {
   captureComment,
   fixScript,
   lastTurn,
+  mockNewPr,
   mockRequester,
   mockStart,
   run,
@@ -24,15 +25,6 @@ import {
 
 const h = usePipelineHarness();
 const branch = "vmpilot/issue-4-crash-on-empty-input";
-
-function mockNewPr(seeded: Seeded, number = 12) {
-  github()
-    .get(`/repos/${seeded.repo}/pulls`)
-    .query(true)
-    .reply(200, [])
-    .post(`/repos/${seeded.repo}/pulls`)
-    .reply(201, { number, html_url: `https://github.com/${seeded.repo}/pull/${number}` });
-}
 
 /** A pull request from a branch of the same repository, as GET /pulls/:n shows it. */
 function mockForeignPr(seeded: Seeded) {

@@ -265,6 +265,16 @@ export function captureComment(repo: string, commentId: number, bodies: string[]
   return bodies;
 }
 
+/** No pull request from the job's branch yet; the one the job opens is `number`. */
+export function mockNewPr(seeded: Seeded, number = 12) {
+  github()
+    .get(`/repos/${seeded.repo}/pulls`)
+    .query(true)
+    .reply(200, [])
+    .post(`/repos/${seeded.repo}/pulls`)
+    .reply(201, { number, html_url: `https://github.com/${seeded.repo}/pull/${number}` });
+}
+
 /** The requester's id, for the Co-authored-by trailer. */
 export function mockRequester() {
   github().get("/users/octocat").reply(200, { login: "octocat", id: 583231 });

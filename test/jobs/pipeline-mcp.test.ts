@@ -1,24 +1,18 @@
-// A repository's MCP servers through the real pipeline (sandbox, git, PGlite), with GitHub and the
-// model faked at their HTTP edges: a stdio server of vmpilot.yml runs in the job's sandbox, an
-// HTTP one (the registry's server-everything) is reached from the worker, and a tool's answer is
-// in the model's next request. A job that calls no MCP tool starts no server.
-import { type ChildProcess, spawn } from "node:child_process";
 import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { defaults } from "../../src/config/repo-config.ts";
 import { listJobEvents } from "../../src/store/job-events.ts";
 import { listMessages } from "../../src/store/messages.ts";
 import { toolUse } from "../helpers/anthropic-fake.ts";
-import { github } from "../helpers/github-mock.ts";
+import { HOSTILE, startEverythingHttp } from "../helpers/mcp-servers.ts";
 import {
   captureComment,
   fixScript,
+  mockNewPr,
   mockRequester,
   mockStart,
   run,
@@ -30,13 +24,7 @@ import {
 } from "./pipeline-harness.ts";
 
 const h = usePipelineHarness();
-const EVERYTHING = fileURLToPath(
-  new URL(
-    "../../node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    import.meta.url,
-  ),
-);
-const SERVER = fileURLToPath(new URL("../helpers/hostile-mcp.mjs", import.meta.url));
+
 const TOKEN = "tracker-token-5f1e9a0c7b";
 const FIX = "Changed value.txt to fixed.\n\nSummary: Make value.txt say fixed";
 
@@ -45,17 +33,8 @@ async function addServer(seeded: Seeded): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), "vmpilot-mcp-repo-"));
   onTestFinished(() => rm(work, { recursive: true, force: true }));
   sh(work, `git clone -q ${seeded.remote} repo && mkdir repo/tools`);
-  await copyFile(SERVER, join(work, "repo", "tools", "mcp.mjs"));
+  await copyFile(HOSTILE, join(work, "repo", "tools", "mcp.mjs"));
   sh(join(work, "repo"), "git add -A && git commit -qm 'An MCP server' && git push -q origin main");
-}
-
-function mockNewPr(seeded: Seeded) {
-  github()
-    .get(`/repos/${seeded.repo}/pulls`)
-    .query(true)
-    .reply(200, [])
-    .post(`/repos/${seeded.repo}/pulls`)
-    .reply(201, { number: 14, html_url: `https://github.com/${seeded.repo}/pull/14` });
 }
 
 /** The names of the tools a recorded request offered. */
@@ -120,29 +99,15 @@ describe("a stdio MCP server of vmpilot.yml", () => {
 });
 
 describe("a streamable HTTP MCP server (server-everything)", () => {
-  let server: ChildProcess;
+  let server: Awaited<ReturnType<typeof startEverythingHttp>>;
   let front: ReturnType<typeof createServer>;
   let url: string;
   const seen: IncomingHttpHeaders[] = [];
 
   beforeAll(async () => {
     // server-everything on a loopback port, behind a recorder of the headers it is sent.
-    const port = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, "127.0.0.1", () => {
-        const { port: free } = probe.address() as AddressInfo;
-        probe.close(() => resolve(free));
-      });
-    });
-    server = spawn(process.execPath, [EVERYTHING, "streamableHttp"], {
-      env: { PATH: process.env.PATH, PORT: String(port) },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once("exit", (code) => reject(new Error(`server-everything exited (${code})`)));
-      createInterface({ input: server.stderr as NodeJS.ReadableStream }).on("line", (line) => {
-        if (line.includes("listening on port")) resolve();
-      });
-    });
+    server = await startEverythingHttp();
+    const { port } = server;
     front = createServer((req, res) => {
       seen.push(req.headers);
       const upstream = request(
@@ -159,7 +124,7 @@ describe("a streamable HTTP MCP server (server-everything)", () => {
   });
 
   afterAll(async () => {
-    server?.kill();
+    server?.close();
     front?.closeAllConnections();
     await new Promise((resolve) => front?.close(resolve));
   });

@@ -113,12 +113,37 @@ interface Call {
 
 type Agent = Pick<RemoteWorkspaceOptions, "endpoint" | "secret" | "deadline">;
 
-function call(agent: Agent, spec: Call): Promise<Answer> {
+/** A POST to the agent at `path`, with the workspace's secret and the endpoint's headers. */
+function postTo(agent: Agent, path: string, type: string, length: number) {
   const { endpoint } = agent;
   const target =
     "socketPath" in endpoint
-      ? { socketPath: endpoint.socketPath, path: spec.path }
-      : { ...hostOf(endpoint.baseUrl), path: spec.path };
+      ? { socketPath: endpoint.socketPath, path }
+      : { ...hostOf(endpoint.baseUrl), path };
+  return request({
+    ...target,
+    method: "POST",
+    headers: {
+      ...endpointHeaders(endpoint),
+      authorization: `Bearer ${agent.secret}`,
+      "content-type": type,
+      "content-length": length,
+    },
+  });
+}
+
+/** A call whose body is `value` as JSON. */
+function postJson(
+  agent: Agent,
+  path: string,
+  value: unknown,
+  spec: Pick<Call, "what" | "limit" | "ms" | "signal">,
+): Promise<Answer> {
+  const body = Buffer.from(JSON.stringify(value));
+  return call(agent, { path, body, type: "application/json", ...spec });
+}
+
+function call(agent: Agent, spec: Call): Promise<Answer> {
   const late = (agent.deadline ?? AbortSignal.timeout)(spec.ms);
   const signal = spec.signal ? AbortSignal.any([late, spec.signal]) : late;
   const reason = () =>
@@ -129,16 +154,8 @@ function call(agent: Agent, spec: Call): Promise<Answer> {
       : signal.reason;
   if (signal.aborted) return Promise.reject(reason());
   return new Promise((resolve, reject) => {
-    const req = request({
-      ...target,
-      method: "POST",
-      headers: {
-        ...endpointHeaders(endpoint),
-        authorization: `Bearer ${agent.secret}`,
-        "content-type": spec.type,
-        "content-length": Buffer.isBuffer(spec.body) ? spec.body.length : spec.body.size,
-      },
-    });
+    const length = Buffer.isBuffer(spec.body) ? spec.body.length : spec.body.size;
+    const req = postTo(agent, spec.path, spec.type, length);
     const settle = (error: unknown, answer?: Answer) => {
       signal.removeEventListener("abort", onAbort);
       if (answer) return resolve(answer);
@@ -203,39 +220,17 @@ function spawnAt(
   command: string,
   options: SpawnOptions & { signal: AbortSignal },
 ): Promise<WorkspaceProcess> {
-  const { endpoint } = agent;
   const id = randomUUID();
   const body = Buffer.from(JSON.stringify({ id, command }));
-  const target =
-    "socketPath" in endpoint
-      ? { socketPath: endpoint.socketPath, path: "/v1/spawn" }
-      : { ...hostOf(endpoint.baseUrl), path: "/v1/spawn" };
   const late = (agent.deadline ?? AbortSignal.timeout)(FILE_CALL_MS);
   const post = (path: string, value: unknown, what: string, ms: number, signal?: AbortSignal) =>
-    call(agent, {
-      path,
-      body: Buffer.from(JSON.stringify(value)),
-      type: "application/json",
-      what,
-      limit: ANSWER_ENVELOPE_BYTES,
-      ms,
-      signal,
-    });
+    postJson(agent, path, value, { what, limit: ANSWER_ENVELOPE_BYTES, ms, signal });
   return new Promise((resolve, reject) => {
     let ended: (end: ProcessEnd) => void = () => {};
     const exited = new Promise<ProcessEnd>((settle) => {
       ended = settle;
     });
-    const req = request({
-      ...target,
-      method: "POST",
-      headers: {
-        ...endpointHeaders(endpoint),
-        authorization: `Bearer ${agent.secret}`,
-        "content-type": "application/json",
-        "content-length": body.length,
-      },
-    });
+    const req = postTo(agent, "/v1/spawn", "application/json", body.length);
     // Killed at the agent, which then answers its end; one that does not is given up on.
     let killed = false;
     const kill = () => {
@@ -441,13 +436,7 @@ export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspac
     path: string,
     value: unknown,
     spec: Pick<Call, "what" | "limit" | "ms" | "signal">,
-  ) =>
-    call(options, {
-      path,
-      body: Buffer.from(JSON.stringify(value)),
-      type: "application/json",
-      ...spec,
-    });
+  ) => postJson(options, path, value, spec);
   const deadline = options.deadline ?? AbortSignal.timeout;
   return {
     isolation: options.isolation,
