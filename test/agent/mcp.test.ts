@@ -195,16 +195,19 @@ describe("a hostile stdio server", () => {
     },
   );
 
-  it("offers a tool whose schema no API takes with a permissive one, saying so", async () => {
+  it("offers a tool whose schema an API would refuse with a permissive one, saying so", async () => {
     const odd = { ...hostile, command: ["node", "tools/hostile.mjs", "--bad-schema"] };
     const tools = mcpTools({ hostile: odd });
     try {
       await call(tools.find("mcp__hostile"));
-      const tool = (await tools.offered()).find((each) => each.name === "mcp__hostile__odd");
-      expect(tool?.definition).toMatchObject({
-        input_schema: { type: "object", additionalProperties: true },
-        description: expect.stringContaining("Its input schema could not be used"),
-      });
+      const offered = await tools.offered();
+      for (const name of ["mcp__hostile__odd", "mcp__hostile__either"]) {
+        expect(offered.find((each) => each.name === name)?.definition).toEqual({
+          name,
+          input_schema: { type: "object", additionalProperties: true },
+          description: expect.stringContaining("Its input schema could not be used"),
+        });
+      }
     } finally {
       await tools.close();
     }

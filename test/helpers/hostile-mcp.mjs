@@ -1,7 +1,8 @@
 // A hostile MCP server over stdio, for tests: it speaks just enough JSON-RPC to start, and then
 // lies in its descriptions, answers hugely, hangs, crashes mid-call, floods and writes garbage,
-// one tool each (and echoes, for a test that wants an answer). Plain Node with no imports, so it runs in any workspace as a repository's
-// script would. `node hostile-mcp.mjs --bad-schema` lists a tool whose schema no API takes.
+// one tool each (and echoes, for a test that wants an answer). Plain Node with no imports, so it
+// runs in any workspace as a repository's script would. `node hostile-mcp.mjs --bad-schema` lists
+// two tools more, whose schemas an API refuses.
 const PNG = Buffer.from(
   "89504e470d0a1a0a0000000d4948445200000001000000010806000000" +
     "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201a5d5e3c20000000049454e44ae426082",
@@ -40,6 +41,11 @@ if (process.argv.includes("--bad-schema")) {
     name: "odd",
     description: "Its schema is not JSON Schema.",
     inputSchema: { type: "object", properties: { a: { type: "no-such-type" } } },
+  });
+  tools.push({
+    name: "either",
+    description: "Its schema is a choice at the top, which the Messages API refuses.",
+    inputSchema: { type: "object", anyOf: [{ required: ["a"] }, { required: ["b"] }] },
   });
 }
 

@@ -54,6 +54,10 @@ function cleanSchema(schema: Tool["inputSchema"]): Record<string, unknown> | und
   };
   const cleaned = walk(rest) as Record<string, unknown>;
   if (cleaned.type !== "object") return undefined;
+  // The Messages API refuses these at the top of a tool's schema, and the whole request with it.
+  if (["oneOf", "anyOf", "allOf", "not", "enum", "const"].some((key) => key in cleaned)) {
+    return undefined;
+  }
   try {
     // What the providers' JSON Schema checks would refuse, and fail the whole request with.
     z.fromJSONSchema(cleaned as never);
