@@ -59,8 +59,11 @@ function call(tool: AgentTool | undefined, input: unknown = {}, remainingMs = 60
   return tool.run(input, { remainingMs });
 }
 
+/** On the server's command line, which server-everything ignores, to find its process by. */
+const MARK = `mcp-test-${process.pid}-${Date.now()}`;
+
 const everything: McpServerSetting = {
-  command: ["node", EVERYTHING, "stdio"],
+  command: ["node", EVERYTHING, "stdio", MARK],
   tools: ["echo", "get-tiny-image", "get-env"],
   from: "file",
 };
@@ -76,7 +79,7 @@ describe("a stdio server in the workspace (server-everything)", () => {
       // Offered before it starts: one tool that starts it. Nothing runs yet.
       const first = await tools.offered();
       expect(first.map((tool) => tool.name)).toEqual(["mcp__everything"]);
-      expect(await processesWith(EVERYTHING)).toEqual([]);
+      expect(await processesWith(MARK)).toEqual([]);
       expect(tools.started).toBe(false);
 
       // Called by name before its list was offered: the call starts it.
@@ -125,7 +128,7 @@ describe("a stdio server in the workspace (server-everything)", () => {
     } finally {
       await tools.close();
     }
-    expect(await waitUntil(async () => (await processesWith(EVERYTHING)).length === 0)).toBe(true);
+    expect(await waitUntil(async () => (await processesWith(MARK)).length === 0)).toBe(true);
   });
 });
 
