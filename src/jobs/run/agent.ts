@@ -13,14 +13,17 @@ import type { RepoSettings } from "../../config/repo-config.ts";
 import type { TestsSummary } from "../../github/progress-comment.ts";
 import type { Logger } from "../../log/logger.ts";
 import { saveCompaction } from "../../store/compactions.ts";
+import type { Job } from "../../store/jobs.ts";
 import { appendMessage } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
 import { changedSince } from "../../workspace/git/commit.ts";
+import type { Checkout } from "../../workspace/index.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type { JobDeps, Run } from "./deps.ts";
-import { type LoadedConversation, resumes } from "./history.ts";
+import { type LoadedConversation, loadConversation, resumes } from "./history.ts";
 import type { JobProgress } from "./progress.ts";
 import type { Granted } from "./settings.ts";
+import type { JobWorkspace } from "./workspace.ts";
 
 /** What the agent is asked to do: change the code (fix, threads, ci, merge) or only read it. */
 export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci" | "triage";
@@ -149,33 +152,42 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
   return result;
 }
 
-/** What a kind says of its agent run; the rest comes from the deps, the run and the grant. */
-export type AgentRun = Pick<
-  JobAgentInput,
-  | "conversationId"
-  | "jobId"
-  | "mode"
-  | "conversational"
-  | "workspace"
-  | "startSha"
-  | "clientSystem"
-  | "extraPlugins"
-> & {
-  history: LoadedConversation;
-  /** The new user message; asked for only when the attempt does not resume. */
-  message(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
-};
+/** Why a run that ended on an error failed; undefined when it did not. */
+export function agentFailure(result: AgentResult): string | undefined {
+  return result.reason === "error" ? (result.error?.message ?? "the agent failed") : undefined;
+}
+
+/**
+ * What a kind says of its agent run; the rest comes from the deps, the job, the run and the grant:
+ * the job's own conversation, loaded here unless the kind loaded it already.
+ */
+export type AgentRun = Partial<Pick<JobAgentInput, "mode">> &
+  Pick<JobAgentInput, "conversational" | "clientSystem" | "extraPlugins"> & {
+    /** Where it runs; a checkout's start is what a finish check compares with. */
+    ws: JobWorkspace<Checkout | null>;
+    history?: LoadedConversation;
+    /** The new user message; asked for only when the attempt does not resume. */
+    message(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
+  };
 
 export async function runJobAgent(
   deps: JobDeps,
   run: Run,
+  job: Pick<Job, "id" | "conversationId">,
   granted: Pick<Granted, "settings" | "budgetUsd">,
   input: AgentRun & { progress: JobAgentInput["progress"] },
 ): Promise<AgentResult> {
-  const { history, message, ...rest } = input;
+  const { ws, history: loaded, message, mode = "fix", ...rest } = input;
+  const db = deps.db.pool;
+  const history = loaded ?? (await loadConversation(db, job.conversationId, job.id));
   return startAgent({
     ...rest,
-    db: deps.db.pool,
+    db,
+    conversationId: job.conversationId,
+    jobId: job.id,
+    mode,
+    workspace: ws.workspace,
+    ...(ws.checkout && { startSha: ws.checkout.baseSha }),
     history: history.messages,
     storedCount: history.storedCount,
     instruction: resumes(run.attempt, history) ? RESUME_INSTRUCTION : await message(),

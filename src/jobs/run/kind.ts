@@ -93,7 +93,10 @@ export interface Working extends Admitted {
   granted: Granted;
   /** Opens the job's workspace; the runner disposes of it however the job ends. */
   workspace: OpenWorkspace;
-  /** Runs the model on the conversation within the granted settings. */
+  /**
+   * Runs the model on the job's conversation within the granted settings. A cancelled run throws:
+   * the runner ends the job as cancelled, so a kind never asks.
+   */
   agent(run: AgentRun): Promise<AgentResult>;
 }
 

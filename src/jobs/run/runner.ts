@@ -132,7 +132,13 @@ async function attempt<J extends Job, A extends Attempt>(
       ...admitted,
       granted,
       workspace: opener(deps, run, granted, opened, workspaces),
-      agent: (asked) => runJobAgent(deps, run, granted, { ...asked, progress: opened.progress }),
+      async agent(asked) {
+        const progress = opened.progress;
+        const result = await runJobAgent(deps, run, job, granted, { ...asked, progress });
+        // A cancelled run ends the job as cancelled (below), whatever its kind would do next.
+        run.signal.throwIfAborted();
+        return result;
+      },
     };
     return await kind.work(job, opened, working);
   } catch (error) {

@@ -7,6 +7,7 @@
 import type { AgentResult } from "../../../agent/loop.ts";
 import type { IssueJob } from "../../../store/jobs.ts";
 import { updateJob } from "../../../store/jobs.ts";
+import { agentFailure } from "../../run/agent.ts";
 import { resumes } from "../../run/history.ts";
 import type { Working } from "../../run/kind.ts";
 import type { JobWorkspace } from "../../run/workspace.ts";
@@ -23,7 +24,7 @@ export async function workOnIssue(
   attempt: IssueAttempt,
   ctx: Working,
 ): Promise<PipelineOutcome> {
-  const { run, deps, granted } = ctx;
+  const { run, deps, granted, place } = ctx;
   const { context, progress } = attempt;
   const gathered = await gather(deps, attempt);
   if ("ended" in gathered) return gathered.ended;
@@ -40,7 +41,7 @@ export async function workOnIssue(
   if (!target.ok) return attempt.notice("refused", "🚫", target.headline, target.text);
   // An automation's run on the issue that started it; a retry someone asked for is theirs.
   const automation = job.trigger === "automation" ? context.automation?.name : undefined;
-  const modeJob: ModeJob = { run, deps, attempt, granted, ...found, target, automation };
+  const modeJob: ModeJob = { run, deps, place, attempt, granted, ...found, target, automation };
   const prepared = (await mode.prepare?.(modeJob)) ?? {};
   if ("ended" in prepared) return prepared.ended;
   // Read now: the signed image URLs last minutes, and the workspace's setup may take longer.
@@ -60,8 +61,8 @@ export async function workOnIssue(
 
   const extras = { ...prepared, ...started };
   const result = await runAgent(ctx, modeJob, ws, extras, images);
-  if (result.reason === "cancelled" || run.signal.aborted) return attempt.cancelled();
-  if (result.reason === "error") return attempt.failed(result.error?.message ?? "the agent failed");
+  const failure = agentFailure(result);
+  if (failure) return attempt.failed(failure);
   return mode.finish(modeJob, { ws, result, extras });
 }
 
@@ -92,11 +93,8 @@ function runAgent(
 ): Promise<AgentResult> {
   const { plugins, ...told } = extras;
   return ctx.agent({
-    conversationId: job.conversation.id,
-    jobId: job.attempt.job.id,
     mode: job.request.mode,
-    workspace: ws.workspace,
-    startSha: ws.checkout.baseSha,
+    ws,
     history: job.history,
     message: () => withImages(instruction(job, told), images),
     ...(plugins && { extraPlugins: plugins }),

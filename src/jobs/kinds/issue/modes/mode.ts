@@ -10,6 +10,7 @@ import type { ReviewThread } from "../../../../github/review-threads.ts";
 import type { Conversation } from "../../../../store/conversations.ts";
 import type { JobDeps, Run } from "../../../run/deps.ts";
 import type { LoadedConversation } from "../../../run/history.ts";
+import type { Place } from "../../../run/kind.ts";
 import type { Granted } from "../../../run/settings.ts";
 import type { JobWorkspace } from "../../../run/workspace.ts";
 import type { IssueAttempt, PipelineOutcome } from "../attempt.ts";
@@ -22,6 +23,7 @@ import type { Target } from "../target.ts";
 export interface ModeJob {
   run: Run;
   deps: JobDeps;
+  place: Place;
   attempt: IssueAttempt;
   request: WorkRequest;
   /** The settings the job runs with, and the most this attempt may spend. */

@@ -1,0 +1,77 @@
+// A job's final comment, whatever its kind: what the run cost and found, the headline of what went
+// out, and the comment itself, written once on its item and edited by a later attempt.
+import type { ProbotOctokit } from "probot";
+import type { AgentResult } from "../../agent/loop.ts";
+import { editComment, type Item, postComment } from "../../github/comments.ts";
+import type { FinalView } from "../../github/progress-comment.ts";
+import { type Job, updateJob } from "../../store/jobs.ts";
+import { testsOf } from "./agent.ts";
+import type { Delivered } from "./deliver.ts";
+import type { OpenDeps } from "./deps.ts";
+import type { JobProgress } from "./progress.ts";
+
+/** What a final comment says of the run, whatever the run left behind. */
+export function finalView(
+  job: Pick<Job, "id" | "costUsd">,
+  progress: Pick<JobProgress, "view">,
+  result: AgentResult,
+) {
+  return {
+    jobId: job.id,
+    jobUrl: progress.view.jobUrl,
+    startedAt: progress.view.startedAt,
+    usage: {
+      ...result.usage,
+      costUsd: job.costUsd + result.usage.costUsd,
+      priceKnown: result.priceKnown,
+    },
+    tests: testsOf(result),
+    notes: result.detail ? [result.detail] : [],
+    ok: result.reason === "end_turn",
+  };
+}
+
+/** What went out: a pull request opened or updated, a push to the one served, or nothing. */
+export function deliveredHeadline(
+  delivered: Delivered,
+  ok: boolean,
+  served?: { number: number; url: string },
+): Pick<FinalView, "ok" | "headline" | "pullRequest" | "changed"> {
+  if (!delivered.pushed && !delivered.pullRequest) {
+    // A run that ended on its own with nothing to push answered what it was asked.
+    const headline = ok
+      ? "Answered, without changing the code"
+      : "Done: no changes to the code, so no pull request";
+    return { ok, headline, changed: false };
+  }
+  const pr = delivered.pullRequest;
+  if (pr) {
+    const verb = pr.created ? "Opened draft pull request" : "Updated pull request";
+    return {
+      ok,
+      headline: `${verb} #${pr.number}`,
+      pullRequest: { number: pr.number, url: pr.url },
+    };
+  }
+  return {
+    ok,
+    headline: `Pushed ${delivered.sha.slice(0, 10)} to this pull request`,
+    pullRequest: served,
+  };
+}
+
+/** The job's comment on the item: the one an earlier attempt posted, edited, or a new one. */
+export async function writeJobComment(
+  deps: Pick<OpenDeps, "db">,
+  octokit: ProbotOctokit,
+  item: Item,
+  job: Pick<Job, "id" | "progressCommentId">,
+  body: string,
+): Promise<void> {
+  if (job.progressCommentId !== null) {
+    await editComment(octokit, item, job.progressCommentId, body);
+    return;
+  }
+  const commentId = await postComment(octokit, item, body);
+  await updateJob(deps.db.pool, job.id, { progressCommentId: commentId });
+}
