@@ -3,7 +3,7 @@
 import type { ProbotOctokit } from "probot";
 import type { AgentResult } from "../../agent/loop.ts";
 import { editComment, type Item, postComment } from "../../github/comments.ts";
-import type { FinalView } from "../../github/progress-comment.ts";
+import { type FinalView, renderFinal } from "../../github/progress-comment.ts";
 import { type Job, updateJob } from "../../store/jobs.ts";
 import { testsOf } from "./agent.ts";
 import type { Delivered } from "./deliver.ts";
@@ -32,7 +32,7 @@ export function finalView(
 }
 
 /** What went out: a pull request opened or updated, a push to the one served, or nothing. */
-export function deliveredHeadline(
+function deliveredHeadline(
   delivered: Delivered,
   ok: boolean,
   served?: { number: number; url: string },
@@ -58,6 +58,36 @@ export function deliveredHeadline(
     headline: `Pushed ${delivered.sha.slice(0, 10)} to this pull request`,
     pullRequest: served,
   };
+}
+
+/**
+ * The final comment of a run whose work went out (deliver.ts), and its headline for the job log;
+ * `of` names the run in the comment's headline.
+ */
+export function deliveredComment(
+  job: Pick<Job, "id" | "costUsd">,
+  progress: Pick<JobProgress, "view">,
+  result: AgentResult,
+  delivered: Delivered,
+  options: {
+    /** Shown above the run's own notes (a CI fix: what failed). */
+    notes?: readonly string[];
+    /** The pull request a push to its branch served. */
+    served?: { number: number; url: string };
+    of?: string;
+  } = {},
+): { headline: string; body: string } {
+  const base = finalView(job, progress, result);
+  const view = { ...base, notes: [...(options.notes ?? []), ...base.notes] };
+  const done = deliveredHeadline(delivered, view.ok, options.served);
+  const body = renderFinal({
+    ...view,
+    ...done,
+    headline: options.of === undefined ? done.headline : `${done.headline} — ${options.of}`,
+    summary: result.finalText,
+    finishedAt: Date.now(),
+  });
+  return { headline: done.headline, body };
 }
 
 /** The job's comment on the item: the one an earlier attempt posted, edited, or a new one. */

@@ -11,7 +11,7 @@ import {
 import { type Conversation, linkConversationToPr } from "../../../store/conversations.ts";
 import type { CommitIdentity } from "../../../workspace/git/commit.ts";
 import { deliver } from "../../run/deliver.ts";
-import { deliveredHeadline, finalView } from "../../run/final.ts";
+import { deliveredComment, finalView } from "../../run/final.ts";
 import type { Working } from "../../run/kind.ts";
 import type { JobWorkspace } from "../../run/workspace.ts";
 import type { IssueAttempt } from "./attempt.ts";
@@ -78,8 +78,6 @@ export interface FixInput {
 export async function fixBody(input: FixInput): Promise<string> {
   const { attempt, result, target, conversation } = input;
   const { context, job } = attempt;
-  const base = finalView(attempt.job, attempt.progress, result);
-  const view = { ...base, notes: [...(input.notes ?? []), ...base.notes] };
   const delivered = await deliver(input.work, job, attempt.progress, {
     ws: input.ws,
     result,
@@ -92,8 +90,9 @@ export async function fixBody(input: FixInput): Promise<string> {
     knownPr: conversation.prNumber ?? job.prNumber,
   });
   const pr = delivered.pullRequest;
-  if (pr)
+  if (pr) {
     await linkConversationToPr(input.work.deps.db.pool, conversation.id, pr.number, target.branch);
+  }
   if (delivered.pushed && !target.served) await input.onPushed?.(delivered.sha);
   if (input.request.mode === "threads" && target.prNumber !== null) {
     const fallback = delivered.pushed
@@ -108,12 +107,8 @@ export async function fixBody(input: FixInput): Promise<string> {
     );
   }
   const served = target.served ? { number: job.number, url: context.htmlUrl } : undefined;
-  return renderFinal({
-    ...view,
-    ...deliveredHeadline(delivered, view.ok, served),
-    summary: result.finalText,
-    finishedAt: Date.now(),
-  });
+  return deliveredComment(job, attempt.progress, result, delivered, { notes: input.notes, served })
+    .body;
 }
 
 /** Commits and pushes the merge of the base; the final comment says what was merged and how. */

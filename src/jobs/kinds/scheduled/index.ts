@@ -2,14 +2,13 @@
 // requester), in a conversation of its own on no issue. The agent works on a branch of the run's
 // own from the default branch; changes go out as a draft pull request, and the run's final comment
 // goes on it. A run that changes nothing leaves its answer on /jobs only.
-import { renderFinal } from "../../../github/progress-comment.ts";
 import { PipelineStep } from "../../../store/job-event-kinds.ts";
 import { type Job, updateJob } from "../../../store/jobs.ts";
 import { readScheduledContext, type ScheduledContext } from "../../automations/schedules.ts";
 import { agentFailure } from "../../run/agent.ts";
 import { onRow, type RowAttempt } from "../../run/attempt.ts";
 import { deliver } from "../../run/deliver.ts";
-import { deliveredHeadline, finalView, writeJobComment } from "../../run/final.ts";
+import { deliveredComment, writeJobComment } from "../../run/final.ts";
 import { type JobKind, repositoryOf } from "../../run/kind.ts";
 
 type ScheduledJob = Job & { installationId: number; repositoryId: number };
@@ -57,22 +56,17 @@ export const scheduledRun: JobKind<ScheduledJob, RowAttempt> = {
       summary: `Scheduled run of the automation \`${name}\`.\n\n${result.finalText}`,
       appSlug: context.appSlug,
     });
-    const view = finalView(job, progress, result);
-    const done = deliveredHeadline(delivered, view.ok);
-    const pr = delivered.pullRequest;
+    const final = deliveredComment(job, progress, result, delivered, {
+      of: `scheduled run of \`${name}\``,
+    });
     // Its final comment goes on the pull request, there being no issue.
+    const pr = delivered.pullRequest;
     if (pr) {
-      const body = renderFinal({
-        ...view,
-        ...done,
-        headline: `${done.headline} — scheduled run of \`${name}\``,
-        summary: result.finalText,
-        finishedAt: Date.now(),
-      });
       const item = { owner: context.owner, repo: context.name, number: pr.number };
-      await writeJobComment(ctx.deps, await ctx.deps.auth(job.installationId), item, job, body);
+      const octokit = await ctx.deps.auth(job.installationId);
+      await writeJobComment(ctx.deps, octokit, item, job, final.body);
     }
-    progress.log(PipelineStep, { step: "done", message: done.headline });
+    progress.log(PipelineStep, { step: "done", message: final.headline });
     return attempt.end("succeeded");
   },
 };
