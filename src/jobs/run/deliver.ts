@@ -98,6 +98,7 @@ export async function deliver(
     workspace: ws.workspace,
     mirror: ws.checkout.mirror,
     url: ws.checkout.url,
+    // A fresh token: the run may have outlived the one the checkout used.
     auth: { token: await deps.installationToken(repository.installationId) },
     baseSha: ws.checkout.baseSha,
     branch: ws.checkout.branch,
