@@ -93,12 +93,10 @@ export async function gatherCiFailures(
   signal?: AbortSignal,
 ): Promise<CiFailure[]> {
   const repo = { owner: query.owner, repo: query.repo };
-  const { data } = await octokit.rest.checks.listForRef({
-    ...repo,
-    ref: query.sha,
-    filter: "latest",
-    per_page: 100,
-  });
+  const [{ data }, statuses] = await Promise.all([
+    octokit.rest.checks.listForRef({ ...repo, ref: query.sha, filter: "latest", per_page: 100 }),
+    failedStatuses(octokit, query),
+  ]);
   const failed = CheckRuns.parse(data).check_runs.filter((run) => FAILED.has(run.conclusion ?? ""));
   const failures: CiFailure[] = [];
   for (const [index, run] of failed.entries()) {
@@ -142,7 +140,7 @@ export async function gatherCiFailures(
       );
     }
   }
-  return [...failures, ...(await failedStatuses(octokit, query))];
+  return [...failures, ...statuses];
 }
 
 /** The head's failed commit statuses, the latest of each context, as GitHub combines them. */
