@@ -1,7 +1,9 @@
 // The one way a job runs the model (an issue job, a chat turn, a scheduled run alike): the agent on
 // the conversation's stored history with the worker's model clients and plugins, within the
 // granted settings; every new message stored as it comes, every event logged and shown. A first
-// attempt adds the new turn; one after a crash goes on from what the earlier attempt stored.
+// attempt adds the new turn; one after a crash goes on from what the earlier attempt stored. A run
+// that finished is kept before it is delivered, and an attempt redone after that delivers the kept
+// run without running the model (kept.ts).
 import type Anthropic from "@anthropic-ai/sdk";
 import { type AgentResult, runAgent } from "../../agent/loop.ts";
 import { type ClientOptions, createClient } from "../../agent/model-call.ts";
@@ -14,13 +16,15 @@ import type { TestsSummary } from "../../github/progress-comment.ts";
 import type { Logger } from "../../log/logger.ts";
 import { saveCompaction } from "../../store/compactions.ts";
 import type { Job } from "../../store/jobs.ts";
+import type { KeptRun } from "../../store/kept-runs.ts";
 import { appendMessage } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
-import { changedSince } from "../../workspace/git/commit.ts";
+import { changedSince, headOf } from "../../workspace/git/commit.ts";
 import type { Checkout } from "../../workspace/index.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type { JobDeps, Run } from "./deps.ts";
 import { type LoadedConversation, loadConversation, resumes } from "./history.ts";
+import { keep, takeUp } from "./kept.ts";
 import type { JobProgress } from "./progress.ts";
 import type { Granted } from "./settings.ts";
 import type { JobWorkspace } from "./workspace.ts";
@@ -42,8 +46,8 @@ interface JobAgentInput {
    */
   conversational?: boolean;
   workspace: Workspace;
-  /** The commit the workspace started at: a run that leaves it as it was owes no test report. */
-  startSha?: string;
+  /** HEAD when the run began: a run that leaves it as it was owes no test report. */
+  startSha: string;
   history: Anthropic.MessageParam[];
   /** How many stored messages `history` stands for (see loadConversation). */
   storedCount: number;
@@ -78,7 +82,13 @@ function pluginsFor(mode: Mode, enabled: readonly string[], available: readonly 
   return selectPlugins(available, names);
 }
 
-export function testsOf(result: AgentResult): TestsSummary | undefined {
+/**
+ * What a kind gets of its agent run, and delivers: the run's end, usage and reports (the messages
+ * themselves are stored as they come). The same for a run an earlier attempt kept.
+ */
+export type JobRun = Omit<AgentResult, "newMessages" | "messages">;
+
+export function testsOf(result: JobRun): TestsSummary | undefined {
   const tests = result.reports.tests as TestsSummary | undefined;
   return tests?.outcome ? tests : undefined;
 }
@@ -113,9 +123,7 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
       maxWallTimeMs: input.maxWallTimeMs,
     },
     plugins,
-    ...(startSha !== undefined && {
-      changed: () => changedSince(input.workspace, startSha),
-    }),
+    changed: () => changedSince(input.workspace, startSha),
     ...(readOnly && {
       tools: ["bash", ...extra.flatMap((plugin) => plugin.tools.map((tool) => tool.name))],
     }),
@@ -153,7 +161,7 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
 }
 
 /** Why a run that ended on an error failed; undefined when it did not. */
-export function agentFailure(result: AgentResult): string | undefined {
+export function agentFailure(result: JobRun): string | undefined {
   return result.reason === "error" ? (result.error?.message ?? "the agent failed") : undefined;
 }
 
@@ -163,31 +171,35 @@ export function agentFailure(result: AgentResult): string | undefined {
  */
 export type AgentRun = Partial<Pick<JobAgentInput, "mode">> &
   Pick<JobAgentInput, "conversational" | "clientSystem" | "extraPlugins"> & {
-    /** Where it runs; a checkout's start is what a finish check compares with. */
+    /** The job's workspace, as the kind left it for the run. */
     ws: JobWorkspace<Checkout | null>;
     history?: LoadedConversation;
     /** The new user message; asked for only when the attempt does not resume. */
     message(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
   };
 
+/** The agent's run in the kind's workspace, or the run an earlier attempt of the job kept. */
 export async function runJobAgent(
   deps: JobDeps,
   run: Run,
   job: Pick<Job, "id" | "conversationId">,
   granted: Pick<Granted, "settings" | "budgetUsd">,
-  input: AgentRun & { progress: JobAgentInput["progress"] },
-): Promise<AgentResult> {
+  kept: KeptRun | undefined,
+  input: AgentRun & { progress: JobAgentInput["progress"] & Pick<JobProgress, "log"> },
+): Promise<JobRun> {
   const { ws, history: loaded, message, mode = "fix", ...rest } = input;
+  if (kept) return takeUp(kept, ws, input.progress);
   const db = deps.db.pool;
   const history = loaded ?? (await loadConversation(db, job.conversationId, job.id));
-  return startAgent({
+  const startSha = await headOf(ws.workspace);
+  const result = await startAgent({
     ...rest,
     db,
     conversationId: job.conversationId,
     jobId: job.id,
     mode,
     workspace: ws.workspace,
-    ...(ws.checkout && { startSha: ws.checkout.baseSha }),
+    startSha,
     history: history.messages,
     storedCount: history.storedCount,
     instruction: resumes(run.attempt, history) ? RESUME_INSTRUCTION : await message(),
@@ -202,4 +214,6 @@ export async function runJobAgent(
     logger: deps.logger,
     signal: run.signal,
   });
+  await keep(deps, run, ws.workspace, startSha, result);
+  return result;
 }

@@ -2,7 +2,6 @@
 // for a pull request): commit and push the branch to the job's repository, then open or update the
 // conversation's pull request, recorded on the job.
 import type { ProbotOctokit } from "probot";
-import type { AgentResult } from "../../agent/loop.ts";
 import { runTitle } from "../../agent/summary.ts";
 import {
   type ChangedFile,
@@ -13,7 +12,7 @@ import {
 import { type Job, updateJob } from "../../store/jobs.ts";
 import { type CommitIdentity, VMPILOT_AUTHOR } from "../../workspace/git/commit.ts";
 import { publishWorkspace } from "../../workspace/git/publish.ts";
-import { testsOf } from "./agent.ts";
+import { type JobRun, testsOf } from "./agent.ts";
 import type { JobDeps } from "./deps.ts";
 import type { Working } from "./kind.ts";
 import { type JobProgress, jobUrl } from "./progress.ts";
@@ -22,7 +21,7 @@ import type { JobWorkspace } from "./workspace.ts";
 export interface DeliverInput {
   ws: JobWorkspace;
   /** The run whose work goes out; none when a chat turn asked for the pull request alone. */
-  result: AgentResult | undefined;
+  result: JobRun | undefined;
   defaultBranch: string;
   /** The title when the run's final text gives none. */
   title: string;
@@ -80,7 +79,7 @@ async function coAuthor(
 
 export async function deliver(
   { deps, run, place }: Pick<Working, "deps" | "run" | "place">,
-  job: Pick<Job, "id" | "costUsd" | "requester" | "prNumber">,
+  job: Pick<Job, "id" | "requester" | "prNumber">,
   progress: Pick<JobProgress, "step" | "view">,
   input: DeliverInput,
 ): Promise<Delivered> {
@@ -100,7 +99,7 @@ export async function deliver(
     url: ws.checkout.url,
     // A fresh token: the run may have outlived the one the checkout used.
     auth: { token: await deps.installationToken(repository.installationId) },
-    baseSha: ws.checkout.baseSha,
+    baseSha: ws.from,
     branch: ws.checkout.branch,
     defaultBranch: input.defaultBranch,
     ...(input.served && { servedBranch: ws.checkout.branch }),
@@ -123,7 +122,8 @@ export async function deliver(
     summary: input.summary ?? result?.finalText ?? title,
     tests: result && testsOf(result),
     files: published.files,
-    costUsd: job.costUsd + (result?.usage.costUsd ?? 0),
+    // The job's so far: a kept run's counted once, as the attempt that delivers it spends nothing.
+    costUsd: progress.view.costUsd,
     priceKnown: result?.priceKnown,
     durationMs: Date.now() - progress.view.startedAt,
     fixes: input.fixes,

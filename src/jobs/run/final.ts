@@ -1,20 +1,19 @@
 // A job's final comment, whatever its kind: what the run cost and found, the headline of what went
 // out, and the comment itself, written once on its item and edited by a later attempt.
 import type { ProbotOctokit } from "probot";
-import type { AgentResult } from "../../agent/loop.ts";
 import { editComment, type Item, postComment } from "../../github/comments.ts";
 import { type FinalView, renderFinal } from "../../github/progress-comment.ts";
 import { type Job, updateJob } from "../../store/jobs.ts";
-import { testsOf } from "./agent.ts";
+import { type JobRun, testsOf } from "./agent.ts";
 import type { Delivered } from "./deliver.ts";
 import type { OpenDeps } from "./deps.ts";
 import type { JobProgress } from "./progress.ts";
 
 /** What a final comment says of the run, whatever the run left behind. */
 export function finalView(
-  job: Pick<Job, "id" | "costUsd">,
+  job: Pick<Job, "id">,
   progress: Pick<JobProgress, "view">,
-  result: AgentResult,
+  result: JobRun,
 ) {
   return {
     jobId: job.id,
@@ -22,7 +21,8 @@ export function finalView(
     startedAt: progress.view.startedAt,
     usage: {
       ...result.usage,
-      costUsd: job.costUsd + result.usage.costUsd,
+      // The job's so far: a kept run's counted once, as the attempt that delivers it spends nothing.
+      costUsd: progress.view.costUsd,
       priceKnown: result.priceKnown,
     },
     tests: testsOf(result),
@@ -65,9 +65,9 @@ function deliveredHeadline(
  * `of` names the run in the comment's headline.
  */
 export function deliveredComment(
-  job: Pick<Job, "id" | "costUsd">,
+  job: Pick<Job, "id">,
   progress: Pick<JobProgress, "view">,
-  result: AgentResult,
+  result: JobRun,
   delivered: Delivered,
   options: {
     /** Shown above the run's own notes (a CI fix: what failed). */

@@ -1,7 +1,6 @@
 // How a chat turn ends, whatever ended it: the reply's last event, and the turn remembered for the
 // next request (the conversation's hash with this reply, the stored messages so far, and the
 // workspace, which a turn that did not get to run keeps from the previous one).
-import type { AgentResult } from "../../../agent/loop.ts";
 import { redact } from "../../../log/redact.ts";
 import { getApiConversation, lastTurn, saveChatTurn } from "../../../store/api-conversations.ts";
 import { ReplyEnd } from "../../../store/job-event-kinds.ts";
@@ -10,7 +9,7 @@ import { getJob, type Job } from "../../../store/jobs.ts";
 import { extendHash } from "../../chat-reply/history-hash.ts";
 import { renderReply } from "../../chat-reply/reply.ts";
 import { readChatTurnRequest } from "../../queue/chat-turn-request.ts";
-import { testsOf } from "../../run/agent.ts";
+import { type JobRun, testsOf } from "../../run/agent.ts";
 import type { RowStatus } from "../../run/attempt.ts";
 import type { Delivered } from "../../run/deliver.ts";
 import type { OpenDeps } from "../../run/deps.ts";
@@ -18,7 +17,7 @@ import type { OpenDeps } from "../../run/deps.ts";
 /** What a turn that got to run leaves. */
 export interface Turn {
   /** Undefined when the message only asked for the pull request. */
-  result: AgentResult | undefined;
+  result: JobRun | undefined;
   /** What `/vmpilot pr` pushed and opened. */
   delivered: Delivered | undefined;
   commitSha: string | null;

@@ -84,7 +84,7 @@ export async function runTurn(job: Job, attempt: RowAttempt<Turn>, ctx: Working)
   const delivered =
     request.pullRequest && checkout && error === undefined
       ? await deliver(ctx, job, attempt.progress, {
-          ws: { ...ws, checkout },
+          ws: { ...ws, checkout, from: ws.from ?? checkout.baseSha },
           result,
           defaultBranch: checkout.baseBranch,
           title: job.instruction || "vmpilot chat changes",

@@ -1,6 +1,5 @@
 // What a finished agent run leaves behind, per mode: a plan in the comment, a posted review, or a
 // pushed branch with its pull request (and replies in the review threads it addressed).
-import type { AgentResult } from "../../../agent/loop.ts";
 import type { IssueContext } from "../../../github/issue-context.ts";
 import { renderFinal } from "../../../github/progress-comment.ts";
 import {
@@ -10,6 +9,7 @@ import {
 } from "../../../github/review-threads.ts";
 import { type Conversation, linkConversationToPr } from "../../../store/conversations.ts";
 import type { CommitIdentity } from "../../../workspace/git/commit.ts";
+import type { JobRun } from "../../run/agent.ts";
 import { deliver } from "../../run/deliver.ts";
 import { deliveredComment, finalView } from "../../run/final.ts";
 import type { Working } from "../../run/kind.ts";
@@ -22,7 +22,7 @@ import type { Target } from "./target.ts";
 
 type Found = Extract<Target, { ok: true }>;
 
-export function planBody(attempt: IssueAttempt, result: AgentResult): string {
+export function planBody(attempt: IssueAttempt, result: JobRun): string {
   const view = finalView(attempt.job, attempt.progress, result);
   const { command, appSlug } = attempt.context;
   return renderFinal({
@@ -39,7 +39,7 @@ export function planBody(attempt: IssueAttempt, result: AgentResult): string {
 
 export async function reviewBody(
   attempt: IssueAttempt,
-  result: AgentResult,
+  result: JobRun,
   prNumber: number,
   issue: IssueContext,
 ): Promise<string> {
@@ -66,7 +66,7 @@ export interface FixInput {
   request: WorkRequest;
   target: Found;
   ws: JobWorkspace;
-  result: AgentResult;
+  result: JobRun;
   threads: readonly ReviewThread[];
   /** Shown under the outcome (a CI fix: what failed). */
   notes?: readonly string[];
@@ -117,7 +117,7 @@ export async function mergeBody(input: {
   ws: JobWorkspace;
   merge: MergeStart;
   token: () => Promise<string>;
-  result: AgentResult;
+  result: JobRun;
   author: CommitIdentity;
   signal: AbortSignal;
   onPushed?: (sha: string) => Promise<void>;
