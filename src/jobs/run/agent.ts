@@ -48,6 +48,8 @@ interface JobAgentInput {
   instruction: string | Anthropic.ContentBlockParam[];
   /** A chat client's system message, for a chat turn. */
   clientSystem?: string;
+  /** Where the repository's instructions are read instead of the workspace (prompt.ts). */
+  instructions?: Pick<Workspace, "readFile">;
   /** Plugins of this run alone (triage's apply_labels), offered even in a read-only mode. */
   extraPlugins?: readonly Plugin[];
   settings: RepoSettings;
@@ -102,6 +104,7 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
       workspace: input.workspace,
       plugins,
       clientSystem: input.clientSystem,
+      instructions: input.instructions,
     }),
     model: input.settings.model,
     limits: {
@@ -159,6 +162,7 @@ export type AgentRun = Pick<
   | "workspace"
   | "startSha"
   | "clientSystem"
+  | "instructions"
   | "extraPlugins"
 > & {
   history: LoadedConversation;

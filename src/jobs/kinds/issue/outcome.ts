@@ -24,7 +24,7 @@ import type { Target } from "./target.ts";
 
 type Found = Extract<Target, { ok: true }>;
 
-function baseView(attempt: IssueAttempt, result: AgentResult) {
+export function baseView(attempt: IssueAttempt, result: AgentResult) {
   return {
     jobId: attempt.job.id,
     jobUrl: attempt.url,
