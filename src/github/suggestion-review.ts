@@ -39,15 +39,21 @@ export interface PostedSuggestions {
   patched: number;
 }
 
-const list = (paths: readonly string[]) => paths.map(codeSpan).join(", ");
+/** Names shown in one line; more are counted. */
+const MAX_NAMED = 20;
 
-/** The patch of the files that fit in the body, and those that did not. */
+function named(items: readonly string[]): string {
+  const more = items.length - MAX_NAMED;
+  return [...items.slice(0, MAX_NAMED), ...(more > 0 ? [`and ${more} more`] : [])].join("; ");
+}
+
+/** The patch of the files that fit in `room`, and those that did not. */
 function patchOf(patched: readonly Patched[], room: number) {
   const shown: Patched[] = [];
   const left: string[] = [];
   let size = 0;
   for (const file of patched) {
-    if (size + file.text.length + 100 > room) left.push(file.path);
+    if (size + file.text.length > room) left.push(codeSpan(file.path));
     else {
       shown.push(file);
       size += file.text.length;
@@ -65,17 +71,18 @@ export function suggestionReviewBody(
   const text = redact(quietMentions(summary.trim())).slice(0, SUMMARY_CHARS);
   const notes: string[] = [];
   if (found.leftOut.length > 0) {
-    const why = found.leftOut.map((file) => `${codeSpan(file.path)} ${file.why}`).join("; ");
+    const why = named(found.leftOut.map((file) => `${codeSpan(file.path)} ${file.why}`));
     notes.push(`Left out, as a review cannot show them: ${why}.`);
   }
   if (cut)
-    notes.push("The change is too large to show whole here: files after these are left out.");
-  const head = [text || "Suggested by vmpilot.", ...notes].join("\n\n");
-  if (found.patched.length === 0) return head;
-  const { shown, left } = patchOf(found.patched, MAX_COMMENT_CHARS - head.length - 1_000);
-  const parts = [head];
+    notes.push(
+      "The change is larger than a review reads (4 MB of diff): the files past that are left out.",
+    );
+  const parts = [text || "Suggested by vmpilot.", ...notes];
+  const used = parts.join("\n\n").length;
+  const { shown, left } = patchOf(found.patched, MAX_COMMENT_CHARS - used - 10_000);
   if (shown.length > 0) {
-    const why = shown.map((file) => `${codeSpan(file.path)}: ${file.why}`).join("; ");
+    const why = named(shown.map((file) => `${codeSpan(file.path)}: ${file.why}`));
     const patch = shown.map((file) => file.text).join("");
     const bar = fenceFor(patch);
     parts.push(
@@ -83,8 +90,9 @@ export function suggestionReviewBody(
       `${bar}diff\n${patch}${bar}`,
     );
   }
-  if (left.length > 0) parts.push(`Too large for this review: the change to ${list(left)}.`);
-  return parts.join("\n\n");
+  if (left.length > 0) parts.push(`Too large for this review: the change to ${named(left)}.`);
+  // Only names past all reason (thousands of characters each) could still make it too long.
+  return parts.join("\n\n").slice(0, MAX_COMMENT_CHARS);
 }
 
 async function post(

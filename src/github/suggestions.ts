@@ -1,9 +1,10 @@
 // A job's change to a fork's pull request, as review comments the contributor commits with one
 // click: ```suggestion blocks, each replacing lines of the pull request's head (side RIGHT) that
-// its diff shows, as GitHub requires. A file whose change no suggestion can carry (a new, deleted,
-// renamed or binary file, a line outside the pull request's diff, a suggestion over GitHub's size
-// for a comment) goes whole into a patch instead, so that the suggestions and the patch together
-// make the job's change, each file's one way or the other. Pure: git's diffs in, comments out.
+// its diff shows, as GitHub requires. A file whose change no suggestion can carry (a new, deleted
+// or renamed file, a line outside the pull request's diff, a suggestion over GitHub's size for a
+// comment) goes whole into a patch instead, so that the suggestions and the patch together make
+// the job's change, each file's one way or the other; a binary file, or one whose change looks
+// like it holds a secret, is left out and named. Pure: git's diffs in, comments out.
 import { redact } from "../log/redact.ts";
 
 /** GitHub refuses a comment's body longer than this (422 "Body is too long (maximum is 65536 characters)"). */

@@ -7,9 +7,13 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { suggestionReviewBody } from "../../src/github/suggestion-review.ts";
+import { postSuggestions, suggestionReviewBody } from "../../src/github/suggestion-review.ts";
 import { parseDiff, type SuggestionComment, suggestChanges } from "../../src/github/suggestions.ts";
 import { runs } from "../fuzz/params.ts";
+import { github, useGitHubMock } from "../helpers/github-mock.ts";
+import { testOctokit } from "../helpers/octokit.ts";
+
+useGitHubMock();
 
 type Files = Record<string, string>;
 
@@ -170,7 +174,9 @@ describe("suggestChanges", () => {
             .filter((c) => c.path === path)
             .map((c) => [c.start_line ?? c.line, c.line] as const)
             .sort((a, b) => a[0] - b[0]);
-          spans.slice(1).forEach(([from], i) => expect(from).toBeGreaterThan(spans[i]?.[1] ?? 0));
+          for (const [i, [from]] of spans.slice(1).entries()) {
+            expect(from).toBeGreaterThan(spans[i]?.[1] ?? 0);
+          }
         }
       }),
       runs(30),
@@ -283,6 +289,44 @@ describe("a review of suggestions", () => {
     expect(body).toContain(
       "Left out, as a review cannot show them: `app.ts` holds text that looks like a secret.",
     );
+  });
+
+  it("posts the review again as a patch alone when GitHub refuses a suggestion's lines", async () => {
+    const { change, pull } = diffs([
+      base,
+      head,
+      { ...head, "app.ts": head["app.ts"].replace("two", "TWO") },
+    ]);
+    const sent: { comments: unknown[]; body: string }[] = [];
+    github()
+      .post("/repos/acme/app/pulls/7/reviews")
+      .times(2)
+      .reply(async (request: Request) => {
+        sent.push((await request.json()) as { comments: unknown[]; body: string });
+        return sent.length === 1
+          ? [422, { message: "Unprocessable Entity", errors: ["Line could not be resolved"] }]
+          : [200, { html_url: "https://github.com/acme/app/pull/7#review-1" }];
+      });
+
+    const posted = await postSuggestions(testOctokit(), {
+      owner: "acme",
+      repo: "app",
+      number: 7,
+      commitId: "a".repeat(40),
+      summary: "Done.",
+      change: parseDiff(change),
+      pull: parseDiff(pull),
+      cut: false,
+    });
+
+    expect(posted).toEqual({
+      url: "https://github.com/acme/app/pull/7#review-1",
+      suggestions: 0,
+      patched: 1,
+    });
+    expect(sent.map((review) => review.comments.length)).toEqual([1, 0]);
+    expect(sent[1]?.body).toContain("`app.ts`: it changes lines outside this pull request's diff");
+    expect(sent[1]?.body).toContain("+TWO");
   });
 
   it("reads the paths git quotes, and the files git renames, copies or finds binary", () => {
