@@ -68,7 +68,9 @@ const networkShape = {
 const ciShape = {
   autofix: z
     .boolean()
-    .describe("Fix a check that fails on the commit vmpilot pushed last to its pull request.")
+    .describe(
+      "Fix a check or commit status that fails on the commit vmpilot pushed last to its pull request.",
+    )
     .optional(),
   maxFixAttempts: z
     .int("must be a whole number")
@@ -81,7 +83,7 @@ const ciShape = {
     .min(0, "must be at least 0")
     .max(1440, "must be at most 1440")
     .describe(
-      "Without CI: minutes to wait for a check suite on vmpilot's push before its pull request counts as ready.",
+      "Without CI: minutes to wait for a check suite or commit status on vmpilot's push before its pull request counts as ready.",
     )
     .optional(),
 };

@@ -13,6 +13,7 @@ import {
   fromWorkflowRun,
   recordCiRun,
 } from "./ci.ts";
+import { fromStatus, recordStatus } from "./ci-status.ts";
 import { type ConfigCheckIntake, recordPullRequestCheck } from "./config-check.ts";
 import { recordConfigPush } from "./config-push.ts";
 import {
@@ -86,6 +87,9 @@ export function intakeApp(
     );
     app.on("workflow_run.completed", (context) =>
       ci(context, recordCiRun(deps, context.id, fromWorkflowRun(context.payload))),
+    );
+    app.on("status", (context) =>
+      ci(context, recordStatus(deps, context.id, fromStatus(context.payload))),
     );
     app.on("installation", (context) =>
       recorded(context, recordInstallation(deps.db, context.id, "installation", context.payload)),

@@ -378,7 +378,7 @@ describe("pipeline commands", () => {
     expect(await getJob(h.db.pool, job.id)).toMatchObject({ status: "cancelled" });
   });
 
-  it("an attempt that failed midway is taken up again: same comment, same conversation, one pull request", async () => {
+  it("an attempt that failed after its agent ran is taken up again: same comment, same conversation, one pull request, the model paid once", async () => {
     const seeded = await h.seedRepo();
     const { job, commentId } = await h.seedJob(seeded);
     mockStart(seeded);
@@ -396,7 +396,8 @@ describe("pipeline commands", () => {
     expect(comment.at(-1)).toContain("Retrying");
     const firstAttempt = await listMessages(h.db.pool, seeded.conversationId);
 
-    // GitHub had opened the pull request after all; the next attempt finds it by its branch.
+    // GitHub had opened the pull request after all; the next attempt finds it by its branch, and
+    // delivers the run the first one kept.
     mockStart(seeded);
     mockRequester();
     github()
@@ -411,21 +412,12 @@ describe("pipeline commands", () => {
       ])
       .patch(`/repos/${seeded.repo}/pulls/12`)
       .reply(200, { number: 12 });
-    const [first, ...rest] = fixScript("Summary: Add again.txt", "echo again > again.txt");
-    h.fake.push(
-      (request) => {
-        expect(request.body.messages).toHaveLength(firstAttempt.length + 1);
-        expect(lastTurn(request.body)).toContain("previous attempt of this job was interrupted");
-        return first as FakeReply;
-      },
-      ...rest,
-    );
 
     expect(await runQueued(run(job.id, 2), h.deps())).toBe("succeeded");
+    expect(h.fake.requests).toHaveLength(4);
     expect(comment.at(-1)).toContain("Updated pull request #12");
-    expect(sh(seeded.remote, `git log --format=%s main..${branch}`)).toBe(
-      "Add again.txt\nFix value.txt",
-    );
+    expect(sh(seeded.remote, `git log --format=%s main..${branch}`)).toBe("Fix value.txt");
+    expect(await listMessages(h.db.pool, seeded.conversationId)).toEqual(firstAttempt);
     expect(await getJob(h.db.pool, job.id)).toMatchObject({ status: "succeeded", prNumber: 12 });
   });
 });

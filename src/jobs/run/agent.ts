@@ -1,7 +1,9 @@
 // The one way a job runs the model (an issue job, a chat turn, a scheduled run alike): the agent on
 // the conversation's stored history with the worker's model clients and plugins, within the
 // granted settings; every new message stored as it comes, every event logged and shown. A first
-// attempt adds the new turn; one after a crash goes on from what the earlier attempt stored.
+// attempt adds the new turn; one after a crash goes on from what the earlier attempt stored. A run
+// that finished is kept before it is delivered, and an attempt redone after that delivers the kept
+// run without running the model (kept.ts).
 import type Anthropic from "@anthropic-ai/sdk";
 import { type AgentResult, runAgent } from "../../agent/loop.ts";
 import { type ClientOptions, createClient } from "../../agent/model-call.ts";
@@ -13,14 +15,18 @@ import type { RepoSettings } from "../../config/repo-config.ts";
 import type { TestsSummary } from "../../github/progress-comment.ts";
 import type { Logger } from "../../log/logger.ts";
 import { saveCompaction } from "../../store/compactions.ts";
+import type { KeptRun } from "../../store/kept-runs.ts";
 import { appendMessage } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
-import { changedSince } from "../../workspace/git/commit.ts";
+import { changedSince, headOf } from "../../workspace/git/commit.ts";
+import type { Checkout } from "../../workspace/index.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type { JobDeps, Run } from "./deps.ts";
 import { type LoadedConversation, resumes } from "./history.ts";
+import { keep, takeUp } from "./kept.ts";
 import type { JobProgress } from "./progress.ts";
 import type { Granted } from "./settings.ts";
+import type { JobWorkspace } from "./workspace.ts";
 
 /** What the agent is asked to do: change the code (fix, threads, ci, merge) or only read it. */
 export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci" | "triage";
@@ -39,8 +45,8 @@ interface JobAgentInput {
    */
   conversational?: boolean;
   workspace: Workspace;
-  /** The commit the workspace started at: a run that leaves it as it was owes no test report. */
-  startSha?: string;
+  /** HEAD when the run began: a run that leaves it as it was owes no test report. */
+  startSha: string;
   history: Anthropic.MessageParam[];
   /** How many stored messages `history` stands for (see loadConversation). */
   storedCount: number;
@@ -77,7 +83,13 @@ function pluginsFor(mode: Mode, enabled: readonly string[], available: readonly 
   return selectPlugins(available, names);
 }
 
-export function testsOf(result: AgentResult): TestsSummary | undefined {
+/**
+ * What a kind gets of its agent run, and delivers: the run's end, usage and reports (the messages
+ * themselves are stored as they come). The same for a run an earlier attempt kept.
+ */
+export type JobRun = Omit<AgentResult, "newMessages" | "messages">;
+
+export function testsOf(result: JobRun): TestsSummary | undefined {
   const tests = result.reports.tests as TestsSummary | undefined;
   return tests?.outcome ? tests : undefined;
 }
@@ -113,9 +125,7 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
       maxWallTimeMs: input.maxWallTimeMs,
     },
     plugins,
-    ...(startSha !== undefined && {
-      changed: () => changedSince(input.workspace, startSha),
-    }),
+    changed: () => changedSince(input.workspace, startSha),
     ...(readOnly && {
       tools: ["bash", ...extra.flatMap((plugin) => plugin.tools.map((tool) => tool.name))],
     }),
@@ -159,26 +169,32 @@ export type AgentRun = Pick<
   | "jobId"
   | "mode"
   | "conversational"
-  | "workspace"
-  | "startSha"
   | "clientSystem"
   | "instructions"
   | "extraPlugins"
 > & {
+  /** The job's workspace, as the kind left it for the run. */
+  ws: JobWorkspace<Checkout | null>;
   history: LoadedConversation;
   /** The new user message; asked for only when the attempt does not resume. */
   message(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
 };
 
+/** The agent's run in the kind's workspace, or the run an earlier attempt of the job kept. */
 export async function runJobAgent(
   deps: JobDeps,
   run: Run,
   granted: Pick<Granted, "settings" | "budgetUsd">,
-  input: AgentRun & { progress: JobAgentInput["progress"] },
-): Promise<AgentResult> {
-  const { history, message, ...rest } = input;
-  return startAgent({
+  kept: KeptRun | undefined,
+  input: AgentRun & { progress: JobAgentInput["progress"] & Pick<JobProgress, "log"> },
+): Promise<JobRun> {
+  const { history, message, ws, ...rest } = input;
+  if (kept) return takeUp(kept, ws, input.progress);
+  const startSha = await headOf(ws.workspace);
+  const result = await startAgent({
     ...rest,
+    workspace: ws.workspace,
+    startSha,
     db: deps.db.pool,
     history: history.messages,
     storedCount: history.storedCount,
@@ -194,4 +210,6 @@ export async function runJobAgent(
     logger: deps.logger,
     signal: run.signal,
   });
+  await keep(deps, run, ws.workspace, startSha, result);
+  return result;
 }

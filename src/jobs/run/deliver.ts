@@ -68,7 +68,7 @@ export async function deliver(input: DeliverInput): Promise<Delivered> {
     mirror: ws.checkout.mirror,
     url: ws.checkout.url,
     auth: { token: input.token },
-    baseSha: ws.checkout.baseSha,
+    baseSha: ws.from,
     branch: ws.checkout.branch,
     defaultBranch: input.defaultBranch,
     ...(input.served && { servedBranch: ws.checkout.branch }),

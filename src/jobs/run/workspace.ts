@@ -50,6 +50,11 @@ export interface JobWorkspace<C extends Checkout | null = Checkout> {
   checkout: C;
   /** The remote branch's commit the job continues, or null when the job creates the branch. */
   remoteSha: string | null;
+  /**
+   * What delivery publishes the commits since: the checkout's base, or, when the branch already
+   * holds the work of the run an earlier attempt kept, the commit that run began from (kept.ts).
+   */
+  from: C extends Checkout ? string : null;
   dispose(): Promise<void>;
 }
 
@@ -132,6 +137,7 @@ export async function openWorkspace(
       workspace: ready,
       checkout,
       remoteSha: checkout?.continued ? checkout.baseSha : null,
+      from: checkout?.baseSha ?? null,
       async dispose() {
         await ready.dispose();
         await remove();

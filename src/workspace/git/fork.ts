@@ -51,6 +51,8 @@ export function committedFiles(mirror: string, commit: string): Pick<Workspace, 
 }
 
 export interface PullChanges {
+  /** The pull request's head the work starts from, which the diffs are of. */
+  head: string;
   /** The job's change: the diff from the pull request's head to its work. */
   diff: string;
   /** The pull request's diff as GitHub shows it: from the merge base with its base, to the head. */
@@ -60,8 +62,10 @@ export interface PullChanges {
 }
 
 /**
- * Commits the workspace's work, takes it into the mirror, and diffs it there against `head`, the
- * commit the job started at; null when the job changed nothing.
+ * Commits the workspace's work, takes it into the mirror, and diffs it there against the head it
+ * starts from: `head`, the checkout's, or the older one the run of an earlier attempt of the job
+ * began from, when that run was kept and restored (jobs/run/kept.ts) after the head moved on. Null
+ * when the job changed nothing.
  */
 export async function pullRequestChanges(input: {
   workspace: Workspace;
@@ -71,17 +75,26 @@ export async function pullRequestChanges(input: {
   commit: CommitOptions;
   signal?: AbortSignal;
 }): Promise<PullChanges | null> {
-  const { mirror, head } = input;
-  const sha = await takeWorkspaceCommits(input.workspace, mirror, head, input.commit, input.signal);
+  const { mirror } = input;
+  const sha = await takeWorkspaceCommits(
+    input.workspace,
+    mirror,
+    input.head,
+    input.commit,
+    input.signal,
+  );
   if (sha === null) return null;
   const git = gitClient(mirror);
+  const head = (await git.raw(["merge-base", sha, input.head])).trim();
   const diff = await git.rawCapped([...DIFF, head, sha, "--"], MAX_DIFF_BYTES);
+  if (!diff.stdout) return null;
   // Unrelated histories have no merge base, and a pull request no line to suggest on.
   const mergeBase = await git.raw(["merge-base", input.base, head]).catch(() => "");
   const pullDiff = mergeBase.trim()
     ? await git.rawCapped([...DIFF, mergeBase.trim(), head, "--"], MAX_DIFF_BYTES)
     : { stdout: "", cut: false };
   return {
+    head,
     diff: diff.stdout,
     pullDiff: pullDiff.stdout,
     cut: { diff: diff.cut, pullDiff: pullDiff.cut },

@@ -1,7 +1,6 @@
 // How a chat turn ends, whatever ended it: the reply's last event, and the turn remembered for the
 // next request (the conversation's hash with this reply, the stored messages so far, and the
 // workspace, which a turn that did not get to run keeps from the previous one).
-import type { AgentResult } from "../../../agent/loop.ts";
 import { redact } from "../../../log/redact.ts";
 import { getApiConversation, lastTurn, saveChatTurn } from "../../../store/api-conversations.ts";
 import { ReplyEnd } from "../../../store/job-event-kinds.ts";
@@ -10,14 +9,14 @@ import { getJob, type Job, updateJob } from "../../../store/jobs.ts";
 import { extendHash } from "../../chat-reply/history-hash.ts";
 import { renderReply } from "../../chat-reply/reply.ts";
 import { readChatTurnRequest } from "../../queue/chat-turn-request.ts";
-import { testsOf } from "../../run/agent.ts";
+import { type JobRun, testsOf } from "../../run/agent.ts";
 import type { OpenDeps } from "../../run/deps.ts";
 
 export type Ending =
   | { error: string }
   | {
       /** Undefined when the message only asked for the pull request. */
-      result: AgentResult | undefined;
+      result: JobRun | undefined;
       pullRequest: { url: string } | { none: string } | undefined;
       commitSha: string | null;
       bundle: Buffer | null;

@@ -1,6 +1,5 @@
 // `/vmpilot pr` in a chat-face conversation on a repository: the workspace's branch pushed by the
 // worker (never from inside the workspace) and a draft pull request opened or updated for it.
-import type { AgentResult } from "../../../agent/loop.ts";
 import { runTitle } from "../../../agent/summary.ts";
 import { publishPullRequest, renderPullRequestBody } from "../../../github/pull-request.ts";
 import { type Job, updateJob } from "../../../store/jobs.ts";
@@ -8,7 +7,7 @@ import { VMPILOT_AUTHOR } from "../../../workspace/git/commit.ts";
 import { publishWorkspace } from "../../../workspace/git/publish.ts";
 import type { Checkout, Workspace } from "../../../workspace/index.ts";
 import { readChatTurnRequest } from "../../queue/chat-turn-request.ts";
-import { testsOf } from "../../run/agent.ts";
+import { type JobRun, testsOf } from "../../run/agent.ts";
 import type { JobDeps } from "../../run/deps.ts";
 
 export interface ChatPullRequestInput {
@@ -17,7 +16,7 @@ export interface ChatPullRequestInput {
   checkout: Checkout;
   branch: string;
   /** The turn's run, when the message asked for more than the pull request. */
-  result: AgentResult | undefined;
+  result: JobRun | undefined;
   startedAt: number;
   signal: AbortSignal;
 }

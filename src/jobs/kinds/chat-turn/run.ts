@@ -81,7 +81,7 @@ export async function runTurn(job: Job, attempt: TurnAttempt, ctx: Working): Pro
         jobId: job.id,
         mode: "fix",
         conversational: true,
-        workspace: ws.workspace,
+        ws,
         history: await loadConversation(db, job.conversationId, job.id),
         message: () =>
           withMessageImages(db, job.conversationId, instruction(job, request), request.images),

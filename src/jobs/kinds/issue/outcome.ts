@@ -1,6 +1,5 @@
 // What a finished agent run leaves behind, per mode: a plan in the comment, a posted review, or a
 // pushed branch with its pull request (and replies in the review threads it addressed).
-import type { AgentResult } from "../../../agent/loop.ts";
 import { runTitle } from "../../../agent/summary.ts";
 import type { IssueContext } from "../../../github/issue-context.ts";
 import { type FinalView, renderFinal } from "../../../github/progress-comment.ts";
@@ -13,7 +12,7 @@ import { type Conversation, linkConversationToPr } from "../../../store/conversa
 import { updateJob } from "../../../store/jobs.ts";
 import type { Queryable } from "../../../store/sql.ts";
 import type { CommitIdentity } from "../../../workspace/git/commit.ts";
-import { testsOf } from "../../run/agent.ts";
+import { type JobRun, testsOf } from "../../run/agent.ts";
 import { type Delivered, deliver } from "../../run/deliver.ts";
 import type { JobWorkspace } from "../../run/workspace.ts";
 import type { IssueAttempt } from "./attempt.ts";
@@ -24,14 +23,15 @@ import type { Target } from "./target.ts";
 
 type Found = Extract<Target, { ok: true }>;
 
-export function baseView(attempt: IssueAttempt, result: AgentResult) {
+export function baseView(attempt: IssueAttempt, result: JobRun) {
   return {
     jobId: attempt.job.id,
     jobUrl: attempt.url,
     startedAt: attempt.startedAt,
     usage: {
       ...result.usage,
-      costUsd: attempt.job.costUsd + result.usage.costUsd,
+      // The job's so far: a kept run's counted once, as the attempt that delivers it spends nothing.
+      costUsd: attempt.progress.view.costUsd,
       priceKnown: result.priceKnown,
     },
     tests: testsOf(result),
@@ -40,7 +40,7 @@ export function baseView(attempt: IssueAttempt, result: AgentResult) {
   };
 }
 
-export function planBody(attempt: IssueAttempt, result: AgentResult): string {
+export function planBody(attempt: IssueAttempt, result: JobRun): string {
   const view = baseView(attempt, result);
   const { command, appSlug } = attempt.context;
   return renderFinal({
@@ -57,7 +57,7 @@ export function planBody(attempt: IssueAttempt, result: AgentResult): string {
 
 export async function reviewBody(
   attempt: IssueAttempt,
-  result: AgentResult,
+  result: JobRun,
   prNumber: number,
   issue: IssueContext,
 ): Promise<string> {
@@ -85,7 +85,7 @@ export interface FixInput {
   ws: JobWorkspace;
   /** A fresh installation token: the run may have outlived the one the checkout used. */
   token: () => Promise<string>;
-  result: AgentResult;
+  result: JobRun;
   threads: readonly ReviewThread[];
   author?: CommitIdentity;
   signal: AbortSignal;
@@ -163,7 +163,7 @@ export async function mergeBody(input: {
   ws: JobWorkspace;
   merge: MergeStart;
   token: () => Promise<string>;
-  result: AgentResult;
+  result: JobRun;
   author?: CommitIdentity;
   signal: AbortSignal;
   onPushed?: (sha: string) => Promise<void>;

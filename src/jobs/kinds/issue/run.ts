@@ -4,9 +4,9 @@
 // progress comment kept up to date all along. Safe to run again after a crash: it edits the job's
 // one comment, continues the stored conversation, and finds the conversation's pull request
 // instead of opening another.
-import type { AgentResult } from "../../../agent/loop.ts";
 import type { IssueJob } from "../../../store/jobs.ts";
 import { updateJob } from "../../../store/jobs.ts";
+import type { JobRun } from "../../run/agent.ts";
 import { resumes } from "../../run/history.ts";
 import type { Working } from "../../run/kind.ts";
 import type { JobWorkspace } from "../../run/workspace.ts";
@@ -93,14 +93,13 @@ function runAgent(
   ws: JobWorkspace,
   extras: ModeExtras,
   images: JobImages,
-): Promise<AgentResult> {
+): Promise<JobRun> {
   const { plugins, suggesting, ...told } = extras;
   return ctx.agent({
     conversationId: job.conversation.id,
     jobId: job.attempt.job.id,
     mode: job.request.mode,
-    workspace: ws.workspace,
-    startSha: ws.checkout.baseSha,
+    ws,
     history: job.history,
     message: () => withImages(instruction(job, { ...told, suggests: !!suggesting }), images),
     ...(plugins && { extraPlugins: plugins }),

@@ -1,7 +1,6 @@
 // A scheduled automation's run: a job on no issue, in a conversation of its own. The agent works
 // on a branch of its own from the default branch; changes go out as a draft pull request, and the
 // run's final comment goes on it. A run that changes nothing leaves its answer on /jobs only.
-import type { AgentResult } from "../../../agent/loop.ts";
 import { runTitle } from "../../../agent/summary.ts";
 import { editComment, postComment } from "../../../github/comments.ts";
 import { renderFinal } from "../../../github/progress-comment.ts";
@@ -9,7 +8,7 @@ import { redact } from "../../../log/redact.ts";
 import { PipelineStep } from "../../../store/job-event-kinds.ts";
 import { type Job, type JobStatus, updateJob } from "../../../store/jobs.ts";
 import { readScheduledContext, type ScheduledContext } from "../../automations/schedules.ts";
-import { testsOf } from "../../run/agent.ts";
+import { type JobRun, testsOf } from "../../run/agent.ts";
 import { type Delivered, deliver } from "../../run/deliver.ts";
 import type { JobDeps, OpenDeps } from "../../run/deps.ts";
 import { loadConversation } from "../../run/history.ts";
@@ -117,8 +116,7 @@ export async function runScheduled(
     conversationId: job.conversationId,
     jobId: job.id,
     mode: "fix",
-    workspace: ws.workspace,
-    startSha: ws.checkout.baseSha,
+    ws,
     history: await loadConversation(deps.db.pool, job.conversationId, job.id),
     message: () => instruction(context, job.instruction),
   });
@@ -131,7 +129,8 @@ export async function runScheduled(
     name: `${context.appSlug}[bot]`,
     email: `${context.appSlug}[bot]@users.noreply.github.com`,
   };
-  const costUsd = job.costUsd + result.usage.costUsd;
+  // The job's cost so far, a kept run's included once (an attempt that delivers it spends nothing).
+  const costUsd = progress.view.costUsd;
   const octokit = await deps.auth(job.installationId);
   const delivered = await deliver({
     octokit,
@@ -174,7 +173,7 @@ async function report(
   context: ScheduledContext,
   run: {
     delivered: Delivered;
-    result: AgentResult;
+    result: JobRun;
     url: string;
     startedAt: number;
     costUsd: number;

@@ -2,13 +2,13 @@
 // alike (gather, target, workspace, agent); a mode says what differs: the steps its progress
 // comment shows, whether it pushes, what it reads for the model before the workspace opens, and
 // how it ends once the agent has run.
-import type { AgentResult } from "../../../../agent/loop.ts";
 import type { Plugin } from "../../../../agent/plugins.ts";
 import type { IssueContext } from "../../../../github/issue-context.ts";
 import type { ProgressStep } from "../../../../github/progress-comment.ts";
 import type { ReviewThread } from "../../../../github/review-threads.ts";
 import type { Conversation } from "../../../../store/conversations.ts";
 import type { Workspace } from "../../../../workspace/types.ts";
+import type { JobRun } from "../../../run/agent.ts";
 import type { JobDeps, Run } from "../../../run/deps.ts";
 import type { LoadedConversation } from "../../../run/history.ts";
 import type { Granted } from "../../../run/settings.ts";
@@ -56,7 +56,7 @@ export interface Ended {
 
 export interface Ran {
   ws: JobWorkspace;
-  result: AgentResult;
+  result: JobRun;
   extras: ModeExtras;
 }
 
@@ -86,7 +86,7 @@ export interface PipelineMode {
 }
 
 /** After vmpilot's own push: the head its CI fixes and ready-for-review check watch. */
-export function onPushed(job: ModeJob, result: AgentResult) {
+export function onPushed(job: ModeJob, result: JobRun) {
   return (sha: string) =>
     afterPush(job.deps.db.pool, job.deps.readyQueue, {
       conversationId: job.conversation.id,

@@ -4,7 +4,6 @@
 // come from this repository as for every job, never from the checkout). Its change is then posted
 // as one review of suggestions, the contributor's to commit, and what they cannot carry as a
 // patch in the review's body.
-import type { AgentResult } from "../../../../agent/loop.ts";
 import { renderFinal } from "../../../../github/progress-comment.ts";
 import { postSuggestions } from "../../../../github/suggestion-review.ts";
 import { type DiffFile, parseDiff } from "../../../../github/suggestions.ts";
@@ -15,7 +14,7 @@ import {
   type PullChanges,
   pullRequestChanges,
 } from "../../../../workspace/git/fork.ts";
-import type { JobWorkspace } from "../../../run/workspace.ts";
+import type { JobRun } from "../../../run/agent.ts";
 import type { IssueAttempt, PipelineOutcome } from "../attempt.ts";
 import { baseView } from "../outcome.ts";
 import type { ModeJob, PipelineMode } from "./mode.ts";
@@ -31,13 +30,12 @@ const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ?
 
 async function post(
   { attempt, issue }: ModeJob,
-  ws: JobWorkspace,
-  result: AgentResult,
+  result: JobRun,
   changes: PullChanges,
 ): Promise<PipelineOutcome> {
   const posted = await postSuggestions(attempt.octokit, {
     ...attempt.item,
-    commitId: ws.checkout.baseSha,
+    commitId: changes.head,
     summary: result.finalText,
     change: parsed(changes.diff, changes.cut.diff),
     pull: parsed(changes.pullDiff, changes.cut.pullDiff),
@@ -52,7 +50,7 @@ async function post(
 
 function end(
   attempt: IssueAttempt,
-  result: AgentResult,
+  result: JobRun,
   headline: string,
   more: { pullRequest?: { number: number; url: string }; changed?: false },
 ): Promise<PipelineOutcome> {
@@ -83,13 +81,13 @@ export const suggest: PipelineMode = {
     const changes = await pullRequestChanges({
       workspace: ws.workspace,
       mirror: ws.checkout.mirror,
-      head: ws.checkout.baseSha,
+      head: ws.from,
       base: extras.suggesting.base,
       // The checkout's own commit, read as data and never pushed.
       commit: { message: "vmpilot's suggestions", author: VMPILOT_AUTHOR },
       signal: job.run.signal,
     });
-    if (changes) return post(job, ws, result, changes);
+    if (changes) return post(job, result, changes);
     const ok = result.reason === "end_turn";
     const headline = ok
       ? "Answered, without changing the code"
