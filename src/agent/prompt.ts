@@ -10,6 +10,11 @@ export interface SystemPromptInput {
   plugins: readonly Plugin[];
   /** A chat client's system message (the chat face): it shapes replies, never the rules. */
   clientSystem?: string;
+  /**
+   * Where the repository's own instructions are read, when not from the workspace: a fork's pull
+   * request's from its base branch, never the fork's.
+   */
+  instructions?: Pick<Workspace, "readFile">;
 }
 
 /** Cap on any one file a context hook reads, so a huge AGENTS.md cannot crowd out the work. */
@@ -31,11 +36,11 @@ Rules:
 }
 
 /** Reads a text file from the workspace, capped; undefined when it is missing, not a regular file or huge. */
-function workspaceTextReader(workspace: Workspace): ReadTextFile {
+function textReader(files: Pick<Workspace, "readFile">): ReadTextFile {
   return async (path) => {
     let bytes: Buffer;
     try {
-      bytes = await workspace.readFile(path, CONTEXT_FILE_MAX_BYTES);
+      bytes = await files.readFile(path, CONTEXT_FILE_MAX_BYTES);
     } catch {
       return undefined;
     }
@@ -52,7 +57,7 @@ function workspaceTextReader(workspace: Workspace): ReadTextFile {
  * once per run and stays byte-identical across requests, so it stays cached.
  */
 export async function buildSystemPrompt(input: SystemPromptInput): Promise<string> {
-  const read = workspaceTextReader(input.workspace);
+  const read = textReader(input.instructions ?? input.workspace);
   const sections = [identity(input.workspace.root)];
   for (const plugin of input.plugins) {
     const context = await plugin.context?.(read);

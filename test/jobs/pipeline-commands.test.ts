@@ -325,12 +325,12 @@ describe("pipeline commands", () => {
     expect(final).toContain(`[#9](https://github.com/${seeded.repo}/pull/9)`);
   });
 
-  it("a fork's pull request is refused politely for changes", async () => {
+  it("a review on a fork's pull request is refused politely: its threads would need a push", async () => {
     const seeded = await h.seedRepo({ number: 9, kind: "pull_request" });
     const { job, commentId } = await h.seedJob(
       seeded,
-      { trigger: "command", instruction: "fix the typo" },
-      prContext(seeded, { type: "issue_comment", id: 556 }),
+      { trigger: "review", instruction: "" },
+      prContext(seeded, { type: "review", id: 78 }),
     );
     mockStart(seeded);
     github()
@@ -347,7 +347,9 @@ describe("pipeline commands", () => {
       .reply(200, []);
     const comment = captureComment(seeded.repo, commentId);
     expect(await runQueued(run(job.id), h.deps())).toBe("refused");
-    expect(comment.at(-1)).toContain("comes from stranger/app, where vmpilot has no push rights");
+    expect(comment.at(-1)).toContain(
+      "This pull request comes from stranger/app, where vmpilot has no push rights. `fix` answers here with suggestions",
+    );
   });
 
   it("stop kills the running command within seconds and pushes nothing", async () => {

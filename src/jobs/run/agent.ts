@@ -55,6 +55,8 @@ interface JobAgentInput {
   instruction: string | Anthropic.ContentBlockParam[];
   /** A chat client's system message, for a chat turn. */
   clientSystem?: string;
+  /** Where the repository's instructions are read instead of the workspace (prompt.ts). */
+  instructions?: Pick<Workspace, "readFile">;
   /** Plugins of this run alone (triage's apply_labels), offered even in a read-only mode. */
   extraPlugins?: readonly Plugin[];
   settings: RepoSettings;
@@ -115,6 +117,7 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
       workspace: input.workspace,
       plugins,
       clientSystem: input.clientSystem,
+      instructions: input.instructions,
     }),
     model: input.settings.model,
     limits: {
@@ -170,7 +173,7 @@ export function agentFailure(result: JobRun): string | undefined {
  * the job's own conversation, loaded here unless the kind loaded it already.
  */
 export type AgentRun = Partial<Pick<JobAgentInput, "mode">> &
-  Pick<JobAgentInput, "conversational" | "clientSystem" | "extraPlugins"> & {
+  Pick<JobAgentInput, "conversational" | "clientSystem" | "instructions" | "extraPlugins"> & {
     /** The job's workspace, as the kind left it for the run. */
     ws: JobWorkspace<Checkout | null>;
     history?: LoadedConversation;

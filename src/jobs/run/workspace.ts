@@ -38,6 +38,8 @@ export interface CheckoutSpec {
   baseBranch?: string;
   /** Runs the repository's setup commands; false skips them. */
   setup: boolean;
+  /** Starts `branch` at this pull request's head (a fork's), fetched by the worker. */
+  pullRequest?: number;
 }
 
 export type WorkspaceSpec = CheckoutSpec | { scratch: true };
@@ -171,6 +173,7 @@ async function checkOut(
     ...(spec.baseBranch !== undefined && { baseBranch: spec.baseBranch }),
     branch: spec.branch,
     existingBranch: "if-present",
+    ...(spec.pullRequest !== undefined && { pullRequest: spec.pullRequest }),
     // A worker serves the same repositories again and again: the next job claims a ready tree.
     keepSpare: spares > 0,
     spareLimit: spares,
