@@ -182,6 +182,7 @@ describe("/settings", () => {
       // Checked by default, as the browser sends them.
       "ci.autofix": "on",
       readyForReview: "on",
+      showCost: "on",
     });
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/settings/acme/private-app?saved=1");
@@ -230,6 +231,16 @@ describe("/settings", () => {
 
       (<code>publicJobs</code> in the file)</p>
       </div>"
+    `);
+    expect(field(page, "showCost")).toMatchInlineSnapshot(`
+      "<div class="field"><div><label><input type="checkbox" id="f-showCost" name="showCost" aria-describedby="f-showCost-hint"  checked>
+        Show each job&#39;s cost in its comment and pull request</label> <span class="source source-default">default</span></div>
+      <p class="hint" id="f-showCost-hint">Show what each job took (model, turns, tokens, cost, time) in its final comment and its pull request&#39;s body.
+
+      (<code>showCost</code> in the file)</p>
+      </div>
+      <div><button type="submit" class="primary">Save settings</button></div>
+      "
     `);
   });
 
