@@ -620,10 +620,14 @@ describe("/jobs", () => {
     expect(fragment(page, "token ", "leaked")).toMatchInlineSnapshot(`"token [REDACTED] leaked"`);
   });
 
-  it("streams new steps of a running job as Server-Sent Events until it finishes", async () => {
+  it("streams new steps of a running job as Server-Sent Events until it finishes, and its tokens and cost", async () => {
     const running = await h.addJob(privateApp, { status: "running", startedAt: new Date() });
     const first = await h.addEvent(running, "step_started", { step: 1 });
     const page = await (await as("carol").get(`/jobs/${running.id}`)).text();
+    expect(fragment(page, "<dt>Tokens</dt>", "$0.00</dd>")).toMatchInlineSnapshot(`
+      "<dt>Tokens</dt><dd id="job-tokens">0</dd>
+        <dt>Cost</dt><dd id="job-cost">$0.00</dd>"
+    `);
     expect(fragment(page, '<script src="/static/live.js"', "</script>")).toMatchInlineSnapshot(
       `"<script src="/static/live.js" defer></script>"`,
     );
@@ -642,6 +646,12 @@ describe("/jobs", () => {
     const second = await h.addEvent(running, "text", { step: 1, text: "Working\non it" });
     const step = await stream.next("step");
     expect(step.id).toBe(String(second));
+    // The header moves with the log: the job row's tokens and cost, as the page shows them.
+    await updateJob(h.db.pool, running.id, {
+      costUsd: 0.0081,
+      usage: { inputTokens: 1200, outputTokens: 300, cacheReadInputTokens: 4000 },
+    });
+    expect((await stream.next("spent")).data).toEqual({ tokens: "5,500", cost: "$0.0081" });
     expect(
       fragment(step.data, "<li", "</li>").replace(`ev-${second}"`, 'ev-SECOND"'),
     ).toMatchInlineSnapshot(`
