@@ -652,6 +652,9 @@ describe("/jobs", () => {
       usage: { inputTokens: 1200, outputTokens: 300, cacheReadInputTokens: 4000 },
     });
     expect((await stream.next("spent")).data).toEqual({ tokens: "5,500", cost: "$0.0081" });
+    // Spent nothing after all: /usage's tests below count this job.
+    await updateJob(h.db.pool, running.id, { costUsd: 0, usage: {} });
+    expect((await stream.next("spent")).data).toEqual({ tokens: "0", cost: "$0.00" });
     expect(
       fragment(step.data, "<li", "</li>").replace(`ev-${second}"`, 'ev-SECOND"'),
     ).toMatchInlineSnapshot(`
