@@ -12,7 +12,7 @@ import { buildSystemPrompt } from "../../agent/prompt.ts";
 import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
 import type { ProviderTable } from "../../config/providers.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
-import type { TestsSummary } from "../../github/progress-comment.ts";
+import type { RunCost, TestsSummary } from "../../github/progress-comment.ts";
 import type { Logger } from "../../log/logger.ts";
 import { saveCompaction } from "../../store/compactions.ts";
 import type { KeptRun } from "../../store/kept-runs.ts";
@@ -92,6 +92,29 @@ export type JobRun = Omit<AgentResult, "newMessages" | "messages">;
 export function testsOf(result: JobRun): TestsSummary | undefined {
   const tests = result.reports.tests as TestsSummary | undefined;
   return tests?.outcome ? tests : undefined;
+}
+
+/**
+ * The line of what a job took, for its final comment and its pull request: null when the
+ * repository turned it off. `costUsd` is the job's, earlier attempts included; a run that did not
+ * happen (a chat turn that only asked for the pull request) took no turns and no tokens.
+ */
+export function runCost(
+  settings: Pick<RepoSettings, "model" | "showCost">,
+  result: JobRun | undefined,
+  costUsd: number,
+): RunCost | null {
+  if (!settings.showCost) return null;
+  return {
+    model: settings.model,
+    turns: result?.steps ?? 0,
+    inputTokens: result?.usage.inputTokens ?? 0,
+    outputTokens: result?.usage.outputTokens ?? 0,
+    cacheReadInputTokens: result?.usage.cacheReadInputTokens ?? 0,
+    cacheCreationInputTokens: result?.usage.cacheCreationInputTokens ?? 0,
+    costUsd,
+    priceKnown: result?.priceKnown ?? true,
+  };
 }
 
 async function startAgent(input: JobAgentInput): Promise<AgentResult> {

@@ -1,6 +1,6 @@
 // A fix's way out: commit and push the branch, then open or update the conversation's pull request.
 import type { ProbotOctokit } from "probot";
-import type { TestsSummary } from "../../github/progress-comment.ts";
+import type { RunCost, TestsSummary } from "../../github/progress-comment.ts";
 import {
   type ChangedFile,
   type PullRequestRef,
@@ -32,8 +32,8 @@ export interface DeliverInput {
   /** The pull request the conversation opened before. */
   knownPr: number | null;
   jobUrl: string;
-  costUsd: number;
-  priceKnown?: boolean;
+  /** What the run took, for the pull request's body; null when the repository shows no cost. */
+  cost: RunCost | null;
   startedAt: number;
   signal: AbortSignal;
 }
@@ -90,8 +90,7 @@ export async function deliver(input: DeliverInput): Promise<Delivered> {
     summary: input.summary,
     tests: input.tests,
     files: published.files,
-    costUsd: input.costUsd,
-    priceKnown: input.priceKnown,
+    cost: input.cost,
     durationMs: Date.now() - input.startedAt,
     fixes: input.fixes,
     requester: input.requester,

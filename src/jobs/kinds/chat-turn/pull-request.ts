@@ -1,13 +1,14 @@
 // `/vmpilot pr` in a chat-face conversation on a repository: the workspace's branch pushed by the
 // worker (never from inside the workspace) and a draft pull request opened or updated for it.
 import { runTitle } from "../../../agent/summary.ts";
+import type { RepoSettings } from "../../../config/repo-config.ts";
 import { publishPullRequest, renderPullRequestBody } from "../../../github/pull-request.ts";
 import { type Job, updateJob } from "../../../store/jobs.ts";
 import { VMPILOT_AUTHOR } from "../../../workspace/git/commit.ts";
 import { publishWorkspace } from "../../../workspace/git/publish.ts";
 import type { Checkout, Workspace } from "../../../workspace/index.ts";
 import { readChatTurnRequest } from "../../queue/chat-turn-request.ts";
-import { type JobRun, testsOf } from "../../run/agent.ts";
+import { type JobRun, runCost, testsOf } from "../../run/agent.ts";
 import type { JobDeps } from "../../run/deps.ts";
 
 export interface ChatPullRequestInput {
@@ -17,6 +18,7 @@ export interface ChatPullRequestInput {
   branch: string;
   /** The turn's run, when the message asked for more than the pull request. */
   result: JobRun | undefined;
+  settings: RepoSettings;
   startedAt: number;
   signal: AbortSignal;
 }
@@ -58,8 +60,7 @@ export async function openChatPullRequest(
       summary: input.result?.finalText ?? title,
       tests,
       files: pushed.files,
-      costUsd: job.costUsd + (input.result?.usage.costUsd ?? 0),
-      priceKnown: input.result?.priceKnown,
+      cost: runCost(input.settings, input.result, job.costUsd + (input.result?.usage.costUsd ?? 0)),
       durationMs: Date.now() - input.startedAt,
       // The operator's key is no one's login: a mention would name whoever holds "operator".
       requester: readChatTurnRequest(job).operator ? null : job.requester,

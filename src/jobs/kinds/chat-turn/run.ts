@@ -100,6 +100,7 @@ export async function runTurn(job: Job, attempt: TurnAttempt, ctx: Working): Pro
           checkout: ws.checkout,
           branch: chatBranch(job.conversationId),
           result,
+          settings: ctx.granted.settings,
           startedAt: attempt.progress.view.startedAt,
           signal: run.signal,
         })

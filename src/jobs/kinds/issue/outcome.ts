@@ -1,6 +1,7 @@
 // What a finished agent run leaves behind, per mode: a plan in the comment, a posted review, or a
 // pushed branch with its pull request (and replies in the review threads it addressed).
 import { runTitle } from "../../../agent/summary.ts";
+import type { RepoSettings } from "../../../config/repo-config.ts";
 import type { IssueContext } from "../../../github/issue-context.ts";
 import { type FinalView, renderFinal } from "../../../github/progress-comment.ts";
 import {
@@ -12,7 +13,7 @@ import { type Conversation, linkConversationToPr } from "../../../store/conversa
 import { updateJob } from "../../../store/jobs.ts";
 import type { Queryable } from "../../../store/sql.ts";
 import type { CommitIdentity } from "../../../workspace/git/commit.ts";
-import { type JobRun, testsOf } from "../../run/agent.ts";
+import { type JobRun, runCost, testsOf } from "../../run/agent.ts";
 import { type Delivered, deliver } from "../../run/deliver.ts";
 import type { JobWorkspace } from "../../run/workspace.ts";
 import type { IssueAttempt } from "./attempt.ts";
@@ -23,25 +24,21 @@ import type { Target } from "./target.ts";
 
 type Found = Extract<Target, { ok: true }>;
 
-export function baseView(attempt: IssueAttempt, result: JobRun) {
+export function baseView(attempt: IssueAttempt, result: JobRun, settings: RepoSettings) {
   return {
     jobId: attempt.job.id,
     jobUrl: attempt.url,
     startedAt: attempt.startedAt,
-    usage: {
-      ...result.usage,
-      // The job's so far: a kept run's counted once, as the attempt that delivers it spends nothing.
-      costUsd: attempt.progress.view.costUsd,
-      priceKnown: result.priceKnown,
-    },
+    // The job's so far: a kept run's counted once, as the attempt that delivers it spends nothing.
+    cost: runCost(settings, result, attempt.progress.view.costUsd),
     tests: testsOf(result),
     notes: result.detail ? [result.detail] : [],
     ok: result.reason === "end_turn",
   };
 }
 
-export function planBody(attempt: IssueAttempt, result: JobRun): string {
-  const view = baseView(attempt, result);
+export function planBody(attempt: IssueAttempt, result: JobRun, settings: RepoSettings): string {
+  const view = baseView(attempt, result, settings);
   const { command, appSlug } = attempt.context;
   return renderFinal({
     ...view,
@@ -60,6 +57,7 @@ export async function reviewBody(
   result: JobRun,
   prNumber: number,
   issue: IssueContext,
+  settings: RepoSettings,
 ): Promise<string> {
   const posted = await postReview(attempt.octokit, {
     ...attempt.item,
@@ -69,7 +67,7 @@ export async function reviewBody(
   });
   const s = posted.inline === 1 ? "" : "s";
   return renderFinal({
-    ...baseView(attempt, result),
+    ...baseView(attempt, result, settings),
     headline: `Posted a review with ${posted.inline} inline comment${s}`,
     pullRequest: { number: prNumber, url: posted.url },
     finishedAt: Date.now(),
@@ -86,6 +84,7 @@ export interface FixInput {
   /** A fresh installation token: the run may have outlived the one the checkout used. */
   token: () => Promise<string>;
   result: JobRun;
+  settings: RepoSettings;
   threads: readonly ReviewThread[];
   author?: CommitIdentity;
   signal: AbortSignal;
@@ -99,7 +98,7 @@ export interface FixInput {
 export async function fixBody(input: FixInput): Promise<string> {
   const { attempt, result, target, conversation } = input;
   const { context, job } = attempt;
-  const base = baseView(attempt, result);
+  const base = baseView(attempt, result, input.settings);
   const view = { ...base, notes: [...(input.notes ?? []), ...base.notes] };
   attempt.progress.step("pushed");
   const delivered = await deliver({
@@ -119,8 +118,7 @@ export async function fixBody(input: FixInput): Promise<string> {
     fixes: conversation.kind === "issue" ? conversation.number : undefined,
     knownPr: conversation.prNumber ?? job.prNumber,
     jobUrl: attempt.url,
-    costUsd: view.usage.costUsd,
-    priceKnown: view.usage.priceKnown,
+    cost: view.cost,
     startedAt: attempt.startedAt,
     signal: input.signal,
   });
@@ -164,12 +162,13 @@ export async function mergeBody(input: {
   merge: MergeStart;
   token: () => Promise<string>;
   result: JobRun;
+  settings: RepoSettings;
   author?: CommitIdentity;
   signal: AbortSignal;
   onPushed?: (sha: string) => Promise<void>;
 }): Promise<{ ok: boolean; body: string }> {
   const { attempt, merge, result } = input;
-  const view = baseView(attempt, result);
+  const view = baseView(attempt, result, input.settings);
   attempt.progress.step("pushed");
   const end = await finishMerge({
     ws: input.ws,

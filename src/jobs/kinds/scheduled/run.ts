@@ -3,12 +3,12 @@
 // run's final comment goes on it. A run that changes nothing leaves its answer on /jobs only.
 import { runTitle } from "../../../agent/summary.ts";
 import { editComment, postComment } from "../../../github/comments.ts";
-import { renderFinal } from "../../../github/progress-comment.ts";
+import { type RunCost, renderFinal } from "../../../github/progress-comment.ts";
 import { redact } from "../../../log/redact.ts";
 import { PipelineStep } from "../../../store/job-event-kinds.ts";
 import { type Job, type JobStatus, updateJob } from "../../../store/jobs.ts";
 import { readScheduledContext, type ScheduledContext } from "../../automations/schedules.ts";
-import { type JobRun, testsOf } from "../../run/agent.ts";
+import { type JobRun, runCost, testsOf } from "../../run/agent.ts";
 import { type Delivered, deliver } from "../../run/deliver.ts";
 import type { JobDeps, OpenDeps } from "../../run/deps.ts";
 import { loadConversation } from "../../run/history.ts";
@@ -130,7 +130,7 @@ export async function runScheduled(
     email: `${context.appSlug}[bot]@users.noreply.github.com`,
   };
   // The job's cost so far, a kept run's included once (an attempt that delivers it spends nothing).
-  const costUsd = progress.view.costUsd;
+  const cost = runCost(ctx.granted.settings, result, progress.view.costUsd);
   const octokit = await deps.auth(job.installationId);
   const delivered = await deliver({
     octokit,
@@ -147,8 +147,7 @@ export async function runScheduled(
     requester: job.requester,
     knownPr: job.prNumber,
     jobUrl: url,
-    costUsd,
-    priceKnown: result.priceKnown,
+    cost,
     startedAt,
     signal: run.signal,
   });
@@ -157,7 +156,7 @@ export async function runScheduled(
     result,
     url,
     startedAt,
-    costUsd,
+    cost,
   });
   progress.log(PipelineStep, { step: "done", message: headline });
   return attempt.end("succeeded");
@@ -176,7 +175,7 @@ async function report(
     result: JobRun;
     url: string;
     startedAt: number;
-    costUsd: number;
+    cost: RunCost | null;
   },
 ): Promise<string> {
   const { delivered, result } = run;
@@ -195,7 +194,7 @@ async function report(
     summary: result.finalText,
     tests: testsOf(result),
     notes: result.detail ? [result.detail] : [],
-    usage: { ...result.usage, costUsd: run.costUsd, priceKnown: result.priceKnown },
+    cost: run.cost,
     startedAt: run.startedAt,
     finishedAt: Date.now(),
   });

@@ -26,6 +26,7 @@ export const merge: PipelineMode = {
       merge: extras.merge,
       token: () => deps.installationToken(attempt.job.installationId),
       result,
+      settings: job.granted.settings,
       author: deps.commitAuthor,
       signal: job.run.signal,
       onPushed: onPushed(job, result),

@@ -20,6 +20,7 @@ async function finishPush(job: ModeJob, { ws, result, extras }: Ran): Promise<Pi
     ws,
     token: () => deps.installationToken(attempt.job.installationId),
     result,
+    settings: job.granted.settings,
     threads: extras.threads ?? [],
     author: deps.commitAuthor,
     signal: job.run.signal,
