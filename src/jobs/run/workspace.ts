@@ -7,6 +7,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import { PermanentError } from "../../errors.ts";
+import { inSpan } from "../../log/trace.ts";
 import { workspaceErrors } from "../../metrics.ts";
 import { SetupCommand } from "../../store/job-event-kinds.ts";
 import { gitClient } from "../../workspace/git/git.ts";
@@ -23,6 +24,7 @@ import {
   VmFailed,
   VmRefused,
   type Workspace,
+  type WorkspaceChoice,
 } from "../../workspace/index.ts";
 import { workspaceFor } from "../../workspace/isolation.ts";
 import type { JobDeps, Run } from "./deps.ts";
@@ -85,15 +87,32 @@ export function openWorkspace(
   spec: WorkspaceSpec,
   progress: Progress,
 ): Promise<JobWorkspace<Checkout | null>>;
-export async function openWorkspace(
+export function openWorkspace(
   deps: JobDeps,
   run: Run,
   settings: Settings,
   spec: WorkspaceSpec,
   progress: Progress,
 ): Promise<JobWorkspace<Checkout | null>> {
-  // Before the token: a repository asking for an isolation this worker lacks needs none.
-  const choice = workspaceFor(deps.workspace, settings.isolation);
+  return inSpan("workspace open", {}, async (span) => {
+    // Before the token: a repository asking for an isolation this worker lacks needs none.
+    const choice = workspaceFor(deps.workspace, settings.isolation);
+    span.setAttributes({
+      "vmpilot.workspace.isolation": choice.isolation,
+      "vmpilot.workspace.engine": choice.engine,
+    });
+    return open(deps, run, settings, spec, progress, choice);
+  });
+}
+
+async function open(
+  deps: JobDeps,
+  run: Run,
+  settings: Settings,
+  spec: WorkspaceSpec,
+  progress: Progress,
+  choice: WorkspaceChoice,
+): Promise<JobWorkspace<Checkout | null>> {
   const owner = `job-${run.jobId}-${run.attempt}`;
   const dir = join(deps.dataDir, "workspaces", owner);
   await rm(dir, { recursive: true, force: true });
@@ -113,7 +132,7 @@ export async function openWorkspace(
       if (diskMb !== undefined) disk = await mountScratchDisk(dir, diskMb);
       checkout = await scratch(root);
     } else {
-      checkout = await checkOut(deps, spec, root, diskMb);
+      checkout = await inSpan("git checkout", {}, () => checkOut(deps, spec, root, diskMb));
       disk = checkout.disk;
     }
     workspace = await createWorkspace({
@@ -131,8 +150,11 @@ export async function openWorkspace(
       pool: deps.vmPool,
       signal: run.signal,
     });
-    if (!("scratch" in spec) && spec.setup) await setUp(workspace, settings.setup, run, progress);
     const ready = workspace;
+    if (!("scratch" in spec) && spec.setup) {
+      const setup = { attributes: { "vmpilot.setup.commands": settings.setup.length } };
+      await inSpan("workspace setup", setup, () => setUp(ready, settings.setup, run, progress));
+    }
     return {
       workspace: ready,
       checkout,
