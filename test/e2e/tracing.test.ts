@@ -32,7 +32,7 @@ import { removeTree } from "../helpers/remove-tree.ts";
 import { spawnServerProcess } from "../helpers/spawn-server.ts";
 import { deliver, examplePayload } from "../helpers/webhooks.ts";
 import { type GitHubFake, startGitHubFake } from "./github-fake.ts";
-import { seedServedRepo } from "./remote.ts";
+import { seedServedRepo, TYPO_ISSUE } from "./remote.ts";
 
 const REPO = "Codertocat/Hello-World";
 const TOKEN = `ghs_${"traceTestInstallTok".repeat(2)}`;
@@ -63,13 +63,7 @@ beforeAll(async () => {
   gh = await startGitHubFake({
     slug: APP_SLUG,
     token: TOKEN,
-    issues: {
-      [`${REPO}#1`]: {
-        title: "Spelling error in the README file",
-        body: "Helo?",
-        user: "Codertocat",
-      },
-    },
+    issues: { [`${REPO}#1`]: TYPO_ISSUE },
   });
   fake = await startAnthropicFake();
   receiver = await startOtlpReceiver();
