@@ -7,7 +7,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import { PermanentError } from "../../errors.ts";
-import { inSpan } from "../../log/trace.ts";
+import { annotate, inSpan } from "../../log/trace.ts";
 import { workspaceErrors } from "../../metrics.ts";
 import { SetupCommand } from "../../store/job-event-kinds.ts";
 import { gitClient } from "../../workspace/git/git.ts";
@@ -24,7 +24,6 @@ import {
   VmFailed,
   VmRefused,
   type Workspace,
-  type WorkspaceChoice,
 } from "../../workspace/index.ts";
 import { workspaceFor } from "../../workspace/isolation.ts";
 import type { JobDeps, Run } from "./deps.ts";
@@ -87,22 +86,8 @@ export function openWorkspace(
   spec: WorkspaceSpec,
   progress: Progress,
 ): Promise<JobWorkspace<Checkout | null>>;
-export function openWorkspace(
-  deps: JobDeps,
-  run: Run,
-  settings: Settings,
-  spec: WorkspaceSpec,
-  progress: Progress,
-): Promise<JobWorkspace<Checkout | null>> {
-  return inSpan("workspace open", {}, async (span) => {
-    // Before the token: a repository asking for an isolation this worker lacks needs none.
-    const choice = workspaceFor(deps.workspace, settings.isolation);
-    span.setAttributes({
-      "vmpilot.workspace.isolation": choice.isolation,
-      "vmpilot.workspace.engine": choice.engine,
-    });
-    return open(deps, run, settings, spec, progress, choice);
-  });
+export function openWorkspace(...args: Parameters<typeof open>) {
+  return inSpan("workspace open", {}, () => open(...args));
 }
 
 async function open(
@@ -111,8 +96,13 @@ async function open(
   settings: Settings,
   spec: WorkspaceSpec,
   progress: Progress,
-  choice: WorkspaceChoice,
 ): Promise<JobWorkspace<Checkout | null>> {
+  // Before the token: a repository asking for an isolation this worker lacks needs none.
+  const choice = workspaceFor(deps.workspace, settings.isolation);
+  annotate({
+    "vmpilot.workspace.isolation": choice.isolation,
+    "vmpilot.workspace.engine": choice.engine,
+  });
   const owner = `job-${run.jobId}-${run.attempt}`;
   const dir = join(deps.dataDir, "workspaces", owner);
   await rm(dir, { recursive: true, force: true });
