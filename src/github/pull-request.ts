@@ -3,6 +3,7 @@
 import { RequestError } from "@octokit/request-error";
 import type { ProbotOctokit } from "probot";
 import { redact } from "../log/redact.ts";
+import { inSpan } from "../log/trace.ts";
 import { costLine, quietMentions, type RunCost, type TestsSummary } from "./progress-comment.ts";
 import { githubStatus } from "./request-status.ts";
 
@@ -127,7 +128,21 @@ async function findPullRequestByHead(
  * A creation that GitHub answered 5xx is retried by the client; if the first try had in fact
  * succeeded, GitHub says the pull request exists and that one is updated instead.
  */
-export async function publishPullRequest(
+export function publishPullRequest(
+  octokit: ProbotOctokit,
+  input: PublishPullRequestInput,
+): Promise<PullRequestRef & { created: boolean }> {
+  return inSpan("pull request", {}, async (span) => {
+    const published = await publish(octokit, input);
+    span.setAttributes({
+      "vmpilot.pull_request.number": published.number,
+      "vmpilot.pull_request.created": published.created,
+    });
+    return published;
+  });
+}
+
+async function publish(
   octokit: ProbotOctokit,
   input: PublishPullRequestInput,
 ): Promise<PullRequestRef & { created: boolean }> {

@@ -10,6 +10,7 @@ import { type ClientOptions, createClient } from "../../agent/model-call.ts";
 import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent/plugins.ts";
 import { buildSystemPrompt } from "../../agent/prompt.ts";
 import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
+import { agentRunSpan } from "../../agent/spans.ts";
 import type { ProviderTable } from "../../config/providers.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import type { RunCost, TestsSummary } from "../../github/progress-comment.ts";
@@ -117,7 +118,12 @@ export function runCost(
   };
 }
 
-async function startAgent(input: JobAgentInput): Promise<AgentResult> {
+/** The agent's run, as the span `invoke_agent` of the job's trace. */
+function startAgent(input: JobAgentInput): Promise<AgentResult> {
+  return agentRunSpan({ model: input.settings.model, mode: input.mode }, () => agentRun(input));
+}
+
+async function agentRun(input: JobAgentInput): Promise<AgentResult> {
   const extra = input.extraPlugins ?? [];
   const selected = [...pluginsFor(input.mode, input.settings.plugins, input.available), ...extra];
   const plugins = input.conversational
