@@ -7,6 +7,7 @@ import { runAgent } from "../agent/loop.ts";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../agent/plugins.ts";
 import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
+import { DEFAULT_MODEL } from "../config/models.ts";
 import type { ProviderTable } from "../config/providers.ts";
 import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
 import {
@@ -251,8 +252,10 @@ export class CliSession {
     const summary = {
       conversation: conversation.id,
       reason: result.reason,
+      model: this.options.model ?? DEFAULT_MODEL,
       steps: result.steps,
       usage,
+      priceKnown: result.priceKnown,
       conversationCostUsd: conversation.costUsd,
       seconds: Number(seconds),
     };

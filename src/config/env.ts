@@ -8,6 +8,7 @@ import { parseAddressRange } from "./address-policy.ts";
 import { routeModel } from "./model-route.ts";
 import { DEFAULT_MODEL } from "./models.ts";
 import { loadProviders, type ProviderTable } from "./providers.ts";
+import { TRACING, type TracingConfig, tracingConfig } from "./tracing.ts";
 import {
   DEFAULT_LIMITS,
   DEFAULT_WORKSPACE,
@@ -217,7 +218,7 @@ const INPUTS = {
 } satisfies Table;
 
 /** Every variable read here (the model providers' are providers.ts's), for checking the docs. */
-export const VARIABLES = [FIELDS, INPUTS, SANDBOX_LIMITS].flatMap((table) =>
+export const VARIABLES = [FIELDS, INPUTS, SANDBOX_LIMITS, TRACING].flatMap((table) =>
   Object.values(table).map(([variable]) => variable),
 );
 
@@ -242,6 +243,8 @@ interface Derived {
   oauth: { clientId: string; clientSecret: string } | null;
   /** GitHub's web address (OAuth, links): https://github.com or the Enterprise host. */
   githubWebUrl: string;
+  /** OTLP export of traces (OTEL_EXPORTER_OTLP_ENDPOINT and friends); unset, none. */
+  tracing?: TracingConfig;
 }
 
 export type Config = z.output<z.ZodObject<Shape<typeof FIELDS>>> & Derived;
@@ -257,7 +260,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const fields = readTable(FIELDS, env, problems);
   const i = readTable(INPUTS, env, problems);
   const sandboxLimits = readTable(SANDBOX_LIMITS, env, problems);
-  if (!fields || !i || !sandboxLimits) return { problems };
+  const tracing = readTable(TRACING, env, problems);
+  if (!fields || !i || !sandboxLimits || !tracing) return { problems };
   const production = i.nodeEnv === "production";
   let privateKey: string | undefined;
   try {
@@ -307,6 +311,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
           ? { clientId: i.oauthClientId, clientSecret: i.oauthClientSecret }
           : null,
       githubWebUrl,
+      tracing: tracingConfig(tracing),
     },
     warnings: workspace.warnings,
   };

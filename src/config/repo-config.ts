@@ -243,6 +243,11 @@ const repoConfigSchema = z
       .describe(
         "Mark vmpilot's draft pull request ready for review, and ask the requester for a review, once its checks pass.",
       ),
+    showCost: z
+      .boolean()
+      .describe(
+        "Show what each job took (model, turns, tokens, cost, time) in its final comment and its pull request's body.",
+      ),
     automations: z
       .array(automationSchema)
       .max(20, "must be at most 20")
@@ -283,6 +288,7 @@ export interface RepoSettings {
   publicJobs: boolean;
   ci: { autofix: boolean; maxFixAttempts: number; graceMinutes: number };
   readyForReview: boolean;
+  showCost: boolean;
 }
 
 export const defaults: RepoSettings = {
@@ -303,6 +309,7 @@ export const defaults: RepoSettings = {
   publicJobs: false,
   ci: { autofix: true, maxFixAttempts: 3, graceMinutes: 10 },
   readyForReview: true,
+  showCost: true,
 };
 
 /** The leaves that resolve independently; `network.allow` is the only nested one. */
@@ -326,6 +333,7 @@ export const settingKeys = [
   "ci.maxFixAttempts",
   "ci.graceMinutes",
   "readyForReview",
+  "showCost",
 ] as const;
 export type SettingKey = (typeof settingKeys)[number];
 

@@ -149,6 +149,12 @@ describe("the chat face", () => {
     expect(finish).toBeDefined();
     const usage = first.chunks.at(-1)?.usage;
     expect(usage?.completion_tokens).toBeGreaterThan(0);
+    // What the turn cost, beside the tokens: its job's figure.
+    const turn = await db.pool.query<{ cost: number }>(
+      "SELECT cost_usd::float8 AS cost FROM jobs ORDER BY id DESC LIMIT 1",
+    );
+    expect(turn.rows[0]?.cost).toBeGreaterThan(0);
+    expect((usage as { cost?: number } | undefined)?.cost).toBe(turn.rows[0]?.cost);
     // The client's system message reached the agent's instructions, after vmpilot's own rules.
     expect(JSON.stringify(fake.requests[0]?.body.system)).toContain("Answer tersely.");
     const conversationId = await conversationIdOf(1);

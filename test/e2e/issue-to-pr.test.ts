@@ -229,7 +229,11 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
     expect(pr.body).toContain(`Fixes #${n}`);
     expect(pr.body).toContain("**Tests:** ✔ passed (`sh test.sh`)");
     // Priced as the operator configured the provider: an Ollama of one's own costs nothing.
-    if (backend.config) expect(pr.body).toContain("**Cost:** $0.0000");
+    if (backend.config) {
+      expect(pr.body).toMatch(
+        /^\*\*Run:\*\* `ollama\/qwen3-coder:30b` · 4 turns · .* · \$0\.0000 · /m,
+      );
+    }
     expect(comment[0]).toContain("👀 **vmpilot is on it**");
     // Edited in place while the job ran: the checklist, then the outcome.
     expect(comment.some((body) => body.startsWith("⏳ **vmpilot is working**"))).toBe(true);

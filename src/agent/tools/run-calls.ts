@@ -1,5 +1,6 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { AgentEvent } from "../events.ts";
+import { toolCallSpan } from "../spans.ts";
 import type { AgentTool, ToolOutcome } from "./types.ts";
 
 export interface ToolCallContext {
@@ -27,7 +28,9 @@ export async function runToolCalls(
     context.emit({ type: "tool_call", step: context.step, id, name, input });
     const started = Date.now();
     const refusal = context.notRun?.get(id);
-    const outcome = refusal ? { content: refusal, isError: true } : await runOne(block, context);
+    const outcome = refusal
+      ? { content: refusal, isError: true }
+      : await toolCallSpan(block, () => runOne(block, context));
     context.emit({
       type: "tool_result",
       step: context.step,

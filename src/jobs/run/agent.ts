@@ -10,9 +10,10 @@ import { type ClientOptions, createClient } from "../../agent/model-call.ts";
 import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent/plugins.ts";
 import { buildSystemPrompt } from "../../agent/prompt.ts";
 import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
+import { agentRunSpan } from "../../agent/spans.ts";
 import type { ProviderTable } from "../../config/providers.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
-import type { TestsSummary } from "../../github/progress-comment.ts";
+import type { RunCost, TestsSummary } from "../../github/progress-comment.ts";
 import type { Logger } from "../../log/logger.ts";
 import { saveCompaction } from "../../store/compactions.ts";
 import type { Job } from "../../store/jobs.ts";
@@ -95,7 +96,35 @@ export function testsOf(result: JobRun): TestsSummary | undefined {
   return tests?.outcome ? tests : undefined;
 }
 
-async function startAgent(input: JobAgentInput): Promise<AgentResult> {
+/**
+ * The line of what a job took, for its final comment and its pull request: null when the
+ * repository turned it off. `costUsd` is the job's, earlier attempts included; a run that did not
+ * happen (a chat turn that only asked for the pull request) took no turns and no tokens.
+ */
+export function runCost(
+  settings: Pick<RepoSettings, "model" | "showCost">,
+  result: JobRun | undefined,
+  costUsd: number,
+): RunCost | null {
+  if (!settings.showCost) return null;
+  return {
+    model: settings.model,
+    turns: result?.steps ?? 0,
+    inputTokens: result?.usage.inputTokens ?? 0,
+    outputTokens: result?.usage.outputTokens ?? 0,
+    cacheReadInputTokens: result?.usage.cacheReadInputTokens ?? 0,
+    cacheCreationInputTokens: result?.usage.cacheCreationInputTokens ?? 0,
+    costUsd,
+    priceKnown: result?.priceKnown ?? true,
+  };
+}
+
+/** The agent's run, as the span `invoke_agent` of the job's trace. */
+function startAgent(input: JobAgentInput): Promise<AgentResult> {
+  return agentRunSpan({ model: input.settings.model, mode: input.mode }, () => agentRun(input));
+}
+
+async function agentRun(input: JobAgentInput): Promise<AgentResult> {
   const extra = input.extraPlugins ?? [];
   const selected = [...pluginsFor(input.mode, input.settings.plugins, input.available), ...extra];
   const plugins = input.conversational

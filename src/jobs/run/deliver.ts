@@ -12,7 +12,7 @@ import {
 import { type Job, updateJob } from "../../store/jobs.ts";
 import { type CommitIdentity, VMPILOT_AUTHOR } from "../../workspace/git/commit.ts";
 import { publishWorkspace } from "../../workspace/git/publish.ts";
-import { type JobRun, testsOf } from "./agent.ts";
+import { type JobRun, runCost, testsOf } from "./agent.ts";
 import type { JobDeps } from "./deps.ts";
 import type { Working } from "./kind.ts";
 import { type JobProgress, jobUrl } from "./progress.ts";
@@ -78,7 +78,7 @@ async function coAuthor(
 }
 
 export async function deliver(
-  { deps, run, place }: Pick<Working, "deps" | "run" | "place">,
+  { deps, run, place, granted }: Pick<Working, "deps" | "run" | "place" | "granted">,
   job: Pick<Job, "id" | "requester" | "prNumber">,
   progress: Pick<JobProgress, "step" | "view">,
   input: DeliverInput,
@@ -123,8 +123,7 @@ export async function deliver(
     tests: result && testsOf(result),
     files: published.files,
     // The job's so far: a kept run's counted once, as the attempt that delivers it spends nothing.
-    costUsd: progress.view.costUsd,
-    priceKnown: result?.priceKnown,
+    cost: runCost(granted.settings, result, progress.view.costUsd),
     durationMs: Date.now() - progress.view.startedAt,
     fixes: input.fixes,
     requester,

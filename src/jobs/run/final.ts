@@ -1,30 +1,31 @@
 // A job's final comment, whatever its kind: what the run cost and found, the headline of what went
 // out, and the comment itself, written once on its item and edited by a later attempt.
 import type { ProbotOctokit } from "probot";
+import type { RepoSettings } from "../../config/repo-config.ts";
 import { editComment, type Item, postComment } from "../../github/comments.ts";
 import { type FinalView, renderFinal } from "../../github/progress-comment.ts";
 import { type Job, updateJob } from "../../store/jobs.ts";
-import { type JobRun, testsOf } from "./agent.ts";
+import { type JobRun, runCost, testsOf } from "./agent.ts";
 import type { Delivered } from "./deliver.ts";
 import type { OpenDeps } from "./deps.ts";
 import type { JobProgress } from "./progress.ts";
+
+/** What a final comment's cost line names: the job's model, and whether to show it at all. */
+type Shown = Pick<RepoSettings, "model" | "showCost">;
 
 /** What a final comment says of the run, whatever the run left behind. */
 export function finalView(
   job: Pick<Job, "id">,
   progress: Pick<JobProgress, "view">,
   result: JobRun,
+  settings: Shown,
 ) {
   return {
     jobId: job.id,
     jobUrl: progress.view.jobUrl,
     startedAt: progress.view.startedAt,
-    usage: {
-      ...result.usage,
-      // The job's so far: a kept run's counted once, as the attempt that delivers it spends nothing.
-      costUsd: progress.view.costUsd,
-      priceKnown: result.priceKnown,
-    },
+    // The job's so far: a kept run's counted once, as the attempt that delivers it spends nothing.
+    cost: runCost(settings, result, progress.view.costUsd),
     tests: testsOf(result),
     notes: result.detail ? [result.detail] : [],
     ok: result.reason === "end_turn",
@@ -68,6 +69,7 @@ export function deliveredComment(
   job: Pick<Job, "id">,
   progress: Pick<JobProgress, "view">,
   result: JobRun,
+  settings: Shown,
   delivered: Delivered,
   options: {
     /** Shown above the run's own notes (a CI fix: what failed). */
@@ -77,7 +79,7 @@ export function deliveredComment(
     of?: string;
   } = {},
 ): { headline: string; body: string } {
-  const base = finalView(job, progress, result);
+  const base = finalView(job, progress, result, settings);
   const view = { ...base, notes: [...(options.notes ?? []), ...base.notes] };
   const done = deliveredHeadline(delivered, view.ok, options.served);
   const body = renderFinal({

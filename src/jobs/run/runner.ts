@@ -8,6 +8,7 @@
 import { defaults, type RepoSettings } from "../../config/repo-config.ts";
 import { isPermanent, PermanentError } from "../../errors.ts";
 import type { RepoConfigLoad } from "../../github/repo-config-loader.ts";
+import { annotate } from "../../log/trace.ts";
 import { getJob, type Job, updateJob } from "../../store/jobs.ts";
 import { getKeptRun, type KeptRun } from "../../store/kept-runs.ts";
 import type { Checkout } from "../../workspace/index.ts";
@@ -36,6 +37,7 @@ export async function runJob(
   if (!job || job.finishedAt) return "skipped";
   const kind = kinds.find((candidate) => candidate.claims(job));
   if (!kind) throw new PermanentError(`job ${job.id} is of no kind this worker runs`);
+  annotate({ "vmpilot.job.kind": kind.name, "vmpilot.repository": job.repo });
   return runKind(kind, job, run, deps, work);
 }
 

@@ -7,6 +7,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import { PermanentError } from "../../errors.ts";
+import { annotate, inSpan } from "../../log/trace.ts";
 import { workspaceErrors } from "../../metrics.ts";
 import { SetupCommand } from "../../store/job-event-kinds.ts";
 import { gitClient } from "../../workspace/git/git.ts";
@@ -85,7 +86,11 @@ export function openWorkspace(
   spec: WorkspaceSpec,
   progress: Progress,
 ): Promise<JobWorkspace<Checkout | null>>;
-export async function openWorkspace(
+export function openWorkspace(...args: Parameters<typeof open>) {
+  return inSpan("workspace open", {}, () => open(...args));
+}
+
+async function open(
   deps: JobDeps,
   run: Run,
   settings: Settings,
@@ -94,6 +99,10 @@ export async function openWorkspace(
 ): Promise<JobWorkspace<Checkout | null>> {
   // Before the token: a repository asking for an isolation this worker lacks needs none.
   const choice = workspaceFor(deps.workspace, settings.isolation);
+  annotate({
+    "vmpilot.workspace.isolation": choice.isolation,
+    "vmpilot.workspace.engine": choice.engine,
+  });
   const owner = `job-${run.jobId}-${run.attempt}`;
   const dir = join(deps.dataDir, "workspaces", owner);
   await rm(dir, { recursive: true, force: true });
@@ -113,7 +122,7 @@ export async function openWorkspace(
       if (diskMb !== undefined) disk = await mountScratchDisk(dir, diskMb);
       checkout = await scratch(root);
     } else {
-      checkout = await checkOut(deps, spec, root, diskMb);
+      checkout = await inSpan("git checkout", {}, () => checkOut(deps, spec, root, diskMb));
       disk = checkout.disk;
     }
     workspace = await createWorkspace({
@@ -131,8 +140,11 @@ export async function openWorkspace(
       pool: deps.vmPool,
       signal: run.signal,
     });
-    if (!("scratch" in spec) && spec.setup) await setUp(workspace, settings.setup, run, progress);
     const ready = workspace;
+    if (!("scratch" in spec) && spec.setup) {
+      const setup = { attributes: { "vmpilot.setup.commands": settings.setup.length } };
+      await inSpan("workspace setup", setup, () => setUp(ready, settings.setup, run, progress));
+    }
     return {
       workspace: ready,
       checkout,

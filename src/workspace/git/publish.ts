@@ -12,6 +12,7 @@
 import { PermanentError } from "../../errors.ts";
 import { BRANCH_PREFIX } from "../../github/branch-name.ts";
 import type { ChangedFile } from "../../github/pull-request.ts";
+import { inSpan } from "../../log/trace.ts";
 import type { Workspace } from "../types.ts";
 import type { CommitOptions } from "./commit.ts";
 import { type GitAuth, gitClient, validateBranchName } from "./git.ts";
@@ -85,7 +86,19 @@ function parseNameStatus(output: string): ChangedFile[] {
   return files;
 }
 
-export async function publishWorkspace(options: PublishOptions): Promise<PublishResult> {
+/** Pushes the workspace's commits, as the span `git push` of the job's trace. */
+export function publishWorkspace(options: PublishOptions): Promise<PublishResult> {
+  return inSpan("git push", {}, async (span) => {
+    const published = await publish(options);
+    span.setAttributes({
+      "vmpilot.push.pushed": published.pushed,
+      "vmpilot.push.files": published.files.length,
+    });
+    return published;
+  });
+}
+
+async function publish(options: PublishOptions): Promise<PublishResult> {
   assertPushAllowed(options);
   const { signal } = options;
   const sha = await takeWorkspaceCommits(

@@ -1,5 +1,6 @@
 // What a finished agent run leaves behind, per mode: a plan in the comment, a posted review, or a
 // pushed branch with its pull request (and replies in the review threads it addressed).
+import type { RepoSettings } from "../../../config/repo-config.ts";
 import type { IssueContext } from "../../../github/issue-context.ts";
 import { renderFinal } from "../../../github/progress-comment.ts";
 import {
@@ -22,8 +23,8 @@ import type { Target } from "./target.ts";
 
 type Found = Extract<Target, { ok: true }>;
 
-export function planBody(attempt: IssueAttempt, result: JobRun): string {
-  const view = finalView(attempt.job, attempt.progress, result);
+export function planBody(attempt: IssueAttempt, result: JobRun, settings: RepoSettings): string {
+  const view = finalView(attempt.job, attempt.progress, result, settings);
   const { command, appSlug } = attempt.context;
   return renderFinal({
     ...view,
@@ -42,6 +43,7 @@ export async function reviewBody(
   result: JobRun,
   prNumber: number,
   issue: IssueContext,
+  settings: RepoSettings,
 ): Promise<string> {
   const posted = await postReview(attempt.octokit, {
     ...attempt.item,
@@ -51,7 +53,7 @@ export async function reviewBody(
   });
   const s = posted.inline === 1 ? "" : "s";
   return renderFinal({
-    ...finalView(attempt.job, attempt.progress, result),
+    ...finalView(attempt.job, attempt.progress, result, settings),
     headline: `Posted a review with ${posted.inline} inline comment${s}`,
     pullRequest: { number: prNumber, url: posted.url },
     finishedAt: Date.now(),
@@ -59,8 +61,8 @@ export async function reviewBody(
 }
 
 export interface FixInput {
-  /** The runner's deps, run and place, for the delivery. */
-  work: Pick<Working, "deps" | "run" | "place">;
+  /** The runner's deps, run, place and settings, for the delivery. */
+  work: Pick<Working, "deps" | "run" | "place" | "granted">;
   attempt: IssueAttempt;
   conversation: Conversation;
   request: WorkRequest;
@@ -107,8 +109,9 @@ export async function fixBody(input: FixInput): Promise<string> {
     );
   }
   const served = target.served ? { number: job.number, url: context.htmlUrl } : undefined;
-  return deliveredComment(job, attempt.progress, result, delivered, { notes: input.notes, served })
-    .body;
+  const { settings } = input.work.granted;
+  const options = { notes: input.notes, served };
+  return deliveredComment(job, attempt.progress, result, settings, delivered, options).body;
 }
 
 /** Commits and pushes the merge of the base; the final comment says what was merged and how. */
@@ -118,12 +121,13 @@ export async function mergeBody(input: {
   merge: MergeStart;
   token: () => Promise<string>;
   result: JobRun;
+  settings: RepoSettings;
   author: CommitIdentity;
   signal: AbortSignal;
   onPushed?: (sha: string) => Promise<void>;
 }): Promise<{ ok: boolean; body: string }> {
   const { attempt, merge, result } = input;
-  const view = finalView(attempt.job, attempt.progress, result);
+  const view = finalView(attempt.job, attempt.progress, result, input.settings);
   attempt.progress.step("pushed");
   const end = await finishMerge({
     ws: input.ws,

@@ -56,7 +56,7 @@ export const scheduledRun: JobKind<ScheduledJob, RowAttempt> = {
       summary: `Scheduled run of the automation \`${name}\`.\n\n${result.finalText}`,
       appSlug: context.appSlug,
     });
-    const final = deliveredComment(job, progress, result, delivered, {
+    const final = deliveredComment(job, progress, result, ctx.granted.settings, delivered, {
       of: `scheduled run of \`${name}\``,
     });
     // Its final comment goes on the pull request, there being no issue.

@@ -27,6 +27,7 @@ export const merge: PipelineMode = {
       merge: extras.merge,
       token: () => deps.installationToken(attempt.job.installationId),
       result,
+      settings: job.granted.settings,
       author: commitAuthor(deps, attempt.context.appSlug),
       signal: job.run.signal,
       onPushed: onPushed(job, result),

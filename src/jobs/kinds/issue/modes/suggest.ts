@@ -4,6 +4,7 @@
 // come from this repository as for every job, never from the checkout). Its change is then posted
 // as one review of suggestions, the contributor's to commit, and what they cannot carry as a
 // patch in the review's body.
+import type { RepoSettings } from "../../../../config/repo-config.ts";
 import { renderFinal } from "../../../../github/progress-comment.ts";
 import { postSuggestions } from "../../../../github/suggestion-review.ts";
 import { type DiffFile, parseDiff } from "../../../../github/suggestions.ts";
@@ -29,7 +30,7 @@ function parsed(text: string, cut: boolean): DiffFile[] {
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
 
 async function post(
-  { attempt, issue }: ModeJob,
+  { attempt, issue, granted }: ModeJob,
   result: JobRun,
   changes: PullChanges,
 ): Promise<PipelineOutcome> {
@@ -43,7 +44,7 @@ async function post(
   });
   const patch = posted.patched > 0 ? ` and a patch of ${plural(posted.patched, "file")}` : "";
   const headline = `Suggested ${plural(posted.suggestions, "change")}${patch} in a review`;
-  return end(attempt, result, headline, {
+  return end(attempt, result, granted.settings, headline, {
     pullRequest: { number: issue.number, url: posted.url },
   });
 }
@@ -51,11 +52,12 @@ async function post(
 function end(
   attempt: IssueAttempt,
   result: JobRun,
+  settings: RepoSettings,
   headline: string,
   more: { pullRequest?: { number: number; url: string }; changed?: false },
 ): Promise<PipelineOutcome> {
   const body = renderFinal({
-    ...finalView(attempt.job, attempt.progress, result),
+    ...finalView(attempt.job, attempt.progress, result, settings),
     headline,
     ...more,
     summary: result.finalText,
@@ -92,6 +94,6 @@ export const suggest: PipelineMode = {
     const headline = ok
       ? "Answered, without changing the code"
       : "Done: no changes to the code, so no suggestions";
-    return end(attempt, result, headline, { changed: false });
+    return end(attempt, result, job.granted.settings, headline, { changed: false });
   },
 };
