@@ -16,15 +16,15 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import {
   defaultResource,
   detectResources,
-  resourceAttributesEnvDetector,
+  envDetector,
   resourceFromAttributes,
 } from "@opentelemetry/resources";
 import {
   BatchSpanProcessor,
   type ReadableSpan,
   type SpanExporter,
-  TracerProvider,
-} from "@opentelemetry/sdk-trace";
+  BasicTracerProvider,
+} from "@opentelemetry/sdk-trace-base";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import type { TracingConfig } from "../config/tracing.ts";
 import type { Logger } from "../log/logger.ts";
@@ -41,13 +41,13 @@ export function startTracing(
   logger: Logger,
 ): () => Promise<void> {
   const exporter = new OTLPTraceExporter({ url: config.url, headers: config.headers });
-  const provider = new TracerProvider({
+  const provider = new BasicTracerProvider({
     resource: defaultResource()
-      .merge(detectResources({ detectors: [resourceAttributesEnvDetector] }))
+      .merge(detectResources({ detectors: [envDetector] }))
       .merge(
         resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName, "vmpilot.role": role }),
       ),
-    spanProcessors: [new BatchSpanProcessor({ exporter: redacting(exporter) })],
+    spanProcessors: [new BatchSpanProcessor(redacting(exporter))],
   });
   const contexts = new AsyncLocalStorageContextManager().enable();
   if (!context.setGlobalContextManager(contexts) || !trace.setGlobalTracerProvider(provider)) {

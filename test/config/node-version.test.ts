@@ -40,14 +40,14 @@ describe("Node version check", () => {
     const result = runOld(["bin/start.js"]);
     expect(result.status).toBe(1);
     expect(result.stderr.trim().split("\n")).toEqual([
-      "vmpilot: needs Node.js 22.15 or newer (24 LTS recommended); this is Node.js 20.20.2",
+      "vmpilot: needs Node.js 22.12 or newer (24 LTS recommended); this is Node.js 20.20.2",
     ]);
   });
 
   it("is the first thing the CLI does", () => {
     const result = runOld(["bin/vmpilot.js", "run", "--repo", ".", "task"]);
     expect(result.status).toBe(1);
-    expect(result.stderr.trim()).toMatch(/^vmpilot: needs Node.js 22\.15 or newer/);
+    expect(result.stderr.trim()).toMatch(/^vmpilot: needs Node.js 22\.12 or newer/);
   });
 
   it("npm install refuses an unsupported Node (engine-strict)", () => {
