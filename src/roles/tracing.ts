@@ -20,10 +20,10 @@ import {
   resourceFromAttributes,
 } from "@opentelemetry/resources";
 import {
+  BasicTracerProvider,
   BatchSpanProcessor,
   type ReadableSpan,
   type SpanExporter,
-  BasicTracerProvider,
 } from "@opentelemetry/sdk-trace-base";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import type { TracingConfig } from "../config/tracing.ts";
