@@ -58,7 +58,10 @@ export interface Checkout {
   /** The repository URL without credentials; the checkout's `origin`. */
   url: string;
   mirror: string;
+  /** The branch the work starts from: the job's own when it was continued. */
   baseBranch: string;
+  /** The repository's default branch, where a continued branch's pull request goes. */
+  defaultBranch: string;
   baseSha: string;
   branch: string;
   /** True when a spare checkout was claimed instead of writing a new working tree. */
@@ -130,6 +133,7 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     url: mirror.url,
     mirror: mirror.path,
     baseBranch,
+    defaultBranch: defaultName,
     baseSha: sha,
     branch: options.branch,
     fromSpare,

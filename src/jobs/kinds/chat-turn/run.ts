@@ -86,7 +86,7 @@ export async function runTurn(job: Job, attempt: RowAttempt<Turn>, ctx: Working)
       ? await deliver(ctx, job, attempt.progress, {
           ws: { ...ws, checkout, from: ws.from ?? checkout.baseSha },
           result,
-          defaultBranch: checkout.baseBranch,
+          defaultBranch: checkout.defaultBranch,
           title: job.instruction || "vmpilot chat changes",
           asked: true,
         })
