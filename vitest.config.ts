@@ -12,7 +12,7 @@ const UNIT = [
   "test/github/**/*.test.ts",
   "test/chat/reply.test.ts",
   "test/cli/{args,progress,terminal-text}.test.ts",
-  "test/config/{deploy,mcp,repo-config,skills}.test.ts",
+  "test/config/{deploy,mcp,repo-config,skills,tracing}.test.ts",
   "test/fuzz/{agent-protocol,ci,images,trigger}.test.ts",
   "test/intake/{batcher,deliveries,trigger}.test.ts",
   "test/jobs/{ready-checks,worker-identity}.test.ts",

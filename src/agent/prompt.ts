@@ -11,6 +11,11 @@ export interface SystemPromptInput {
   plugins: readonly Plugin[];
   /** A chat client's system message (the chat face): it shapes replies, never the rules. */
   clientSystem?: string;
+  /**
+   * Where the repository's own instructions are read, when not from the workspace: a fork's pull
+   * request's from its base branch, never the fork's.
+   */
+  instructions?: Pick<Workspace, "readFile">;
 }
 
 /** Cap on any one file a context hook reads, so a huge AGENTS.md cannot crowd out the work. */
@@ -32,11 +37,11 @@ Rules:
 }
 
 /** Reads a text file from the workspace, capped; undefined when it is missing, not a regular file or huge. */
-function workspaceTextReader(workspace: Workspace): ReadTextFile {
+function textReader(files: Pick<Workspace, "readFile">): ReadTextFile {
   return async (path) => {
     let bytes: Buffer;
     try {
-      bytes = await workspace.readFile(path, CONTEXT_FILE_MAX_BYTES);
+      bytes = await files.readFile(path, CONTEXT_FILE_MAX_BYTES);
     } catch {
       return undefined;
     }
@@ -53,13 +58,14 @@ function workspaceTextReader(workspace: Workspace): ReadTextFile {
  * once per run and stays byte-identical across requests, so it stays cached.
  */
 export async function buildSystemPrompt(input: SystemPromptInput): Promise<string> {
-  const read = workspaceTextReader(input.workspace);
+  const read = textReader(input.instructions ?? input.workspace);
   const sections = [identity(input.workspace.root)];
   for (const plugin of input.plugins) {
     const context = await plugin.context?.(read);
     if (context?.trim()) sections.push(context.trim());
   }
-  const skills = skillsSection(await findSkills(input.workspace));
+  // A fork's checkout is its author's: its skills are not the maintainers'.
+  const skills = skillsSection(await findSkills(input.instructions ?? input.workspace));
   if (skills) sections.push(skills);
   if (input.task?.trim()) sections.push(`# Task\n\n${input.task.trim()}`);
   if (input.clientSystem?.trim()) {

@@ -16,11 +16,14 @@ import type { Workspace } from "../workspace/types.ts";
 /** Skills shown at most: each costs every request its description. */
 const MAX_SKILLS = 50;
 
-async function entries(workspace: Workspace, dir: string): Promise<string[]> {
-  return workspace.listDir(dir).catch(() => []);
+/** Where skills are read: the workspace, or files that cannot be listed (none are found there). */
+type SkillFiles = Pick<Workspace, "readFile"> & Partial<Pick<Workspace, "listDir">>;
+
+async function entries(files: SkillFiles, dir: string): Promise<string[]> {
+  return files.listDir ? files.listDir(dir).catch(() => []) : [];
 }
 
-export async function findSkills(workspace: Workspace): Promise<Skill[]> {
+export async function findSkills(workspace: SkillFiles): Promise<Skill[]> {
   const found: Skill[] = [];
   for (const root of SKILL_ROOTS) {
     for (const entry of await entries(workspace, root)) {

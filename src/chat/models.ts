@@ -107,7 +107,13 @@ async function decide(a: Asking, repo: Repository, ask: boolean): Promise<boolea
     access.budget.spend(a.who.id);
   }
   const [owner = "", name = ""] = repo.fullName.split("/");
-  const query = { owner, repo: name, username: a.login, allowedUsers: access.allowedUsers };
+  const query = {
+    owner,
+    repo: name,
+    username: a.login,
+    userId: a.who.id,
+    allowedUsers: access.allowedUsers,
+  };
   const allowed = (await mayTrigger(octokit, query, settings)).allowed;
   access.permits.set(a.who.id, key, allowed);
   return allowed;

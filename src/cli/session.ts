@@ -10,6 +10,7 @@ import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../agen
 import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
 import { type McpSecret, type McpServerSetting, mergeMcp } from "../config/mcp.ts";
+import { DEFAULT_MODEL } from "../config/models.ts";
 import type { ProviderTable } from "../config/providers.ts";
 import { MAX_REPO_CONFIG_BYTES, parseRepoConfig } from "../config/repo-config.ts";
 import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
@@ -260,8 +261,10 @@ export class CliSession {
     const summary = {
       conversation: conversation.id,
       reason: result.reason,
+      model: this.options.model ?? DEFAULT_MODEL,
       steps: result.steps,
       usage,
+      priceKnown: result.priceKnown,
       conversationCostUsd: conversation.costUsd,
       seconds: Number(seconds),
     };

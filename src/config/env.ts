@@ -9,6 +9,7 @@ import { loadMcpSecrets, loadMcpServers, type McpSecret, type McpServerSetting }
 import { routeModel } from "./model-route.ts";
 import { DEFAULT_MODEL } from "./models.ts";
 import { loadProviders, type ProviderTable } from "./providers.ts";
+import { TRACING, type TracingConfig, tracingConfig } from "./tracing.ts";
 import {
   DEFAULT_LIMITS,
   DEFAULT_WORKSPACE,
@@ -219,7 +220,7 @@ const INPUTS = {
 
 /** Every variable read here (the model providers' are providers.ts's), for checking the docs. */
 export const VARIABLES = [
-  ...[FIELDS, INPUTS, SANDBOX_LIMITS].flatMap((table) =>
+  ...[FIELDS, INPUTS, SANDBOX_LIMITS, TRACING].flatMap((table) =>
     Object.values(table).map(([variable]) => variable),
   ),
   // Read by mcp.ts, which the CLI uses too.
@@ -252,6 +253,8 @@ interface Derived {
   mcpSecrets: McpSecret[];
   /** MCP_SERVERS: the operator's MCP servers, which every job gets. */
   mcpServers: Record<string, McpServerSetting>;
+  /** OTLP export of traces (OTEL_EXPORTER_OTLP_ENDPOINT and friends); unset, none. */
+  tracing?: TracingConfig;
 }
 
 export type Config = z.output<z.ZodObject<Shape<typeof FIELDS>>> & Derived;
@@ -267,7 +270,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const fields = readTable(FIELDS, env, problems);
   const i = readTable(INPUTS, env, problems);
   const sandboxLimits = readTable(SANDBOX_LIMITS, env, problems);
-  if (!fields || !i || !sandboxLimits) return { problems };
+  const tracing = readTable(TRACING, env, problems);
+  if (!fields || !i || !sandboxLimits || !tracing) return { problems };
   const production = i.nodeEnv === "production";
   let privateKey: string | undefined;
   try {
@@ -320,6 +324,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
       githubWebUrl,
       mcpSecrets: mcp.secrets,
       mcpServers: mcp.servers,
+      tracing: tracingConfig(tracing),
     },
     warnings: workspace.warnings,
   };

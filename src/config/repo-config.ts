@@ -78,7 +78,9 @@ const networkShape = {
 const ciShape = {
   autofix: z
     .boolean()
-    .describe("Fix a check that fails on the commit vmpilot pushed last to its pull request.")
+    .describe(
+      "Fix a check or commit status that fails on the commit vmpilot pushed last to its pull request.",
+    )
     .optional(),
   maxFixAttempts: z
     .int("must be a whole number")
@@ -91,7 +93,7 @@ const ciShape = {
     .min(0, "must be at least 0")
     .max(1440, "must be at most 1440")
     .describe(
-      "Without CI: minutes to wait for a check suite on vmpilot's push before its pull request counts as ready.",
+      "Without CI: minutes to wait for a check suite or commit status on vmpilot's push before its pull request counts as ready.",
     )
     .optional(),
 };
@@ -251,6 +253,11 @@ const repoConfigSchema = z
       .describe(
         "Mark vmpilot's draft pull request ready for review, and ask the requester for a review, once its checks pass.",
       ),
+    showCost: z
+      .boolean()
+      .describe(
+        "Show what each job took (model, turns, tokens, cost, time) in its final comment and its pull request's body.",
+      ),
     automations: z
       .array(automationSchema)
       .max(20, "must be at most 20")
@@ -292,6 +299,7 @@ export interface RepoSettings {
   publicJobs: boolean;
   ci: { autofix: boolean; maxFixAttempts: number; graceMinutes: number };
   readyForReview: boolean;
+  showCost: boolean;
   /** The operator's MCP servers (MCP_SERVERS), with the file's added (mergeMcp). */
   mcp: Record<string, McpServerSetting>;
 }
@@ -314,6 +322,7 @@ export const defaults: RepoSettings = {
   publicJobs: false,
   ci: { autofix: true, maxFixAttempts: 3, graceMinutes: 10 },
   readyForReview: true,
+  showCost: true,
   mcp: {},
 };
 
@@ -338,6 +347,7 @@ export const settingKeys = [
   "ci.maxFixAttempts",
   "ci.graceMinutes",
   "readyForReview",
+  "showCost",
 ] as const;
 export type SettingKey = (typeof settingKeys)[number];
 

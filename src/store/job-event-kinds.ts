@@ -193,6 +193,12 @@ export const AttemptFailed = defineJobEvent(
   z.object({ attempt: z.number(), error: z.string() }),
 );
 
+/** The attempt delivers the agent run an earlier attempt of the job finished and kept (jobs/run/kept.ts). */
+export const KeptRunTaken = defineJobEvent(
+  "kept_run",
+  z.object({ attempt: z.number(), message: z.string() }),
+);
+
 export const Cancelled = defineJobEvent("cancelled", z.object({}));
 
 /** Out of retries; the error is the last attempt's, when it left one. */

@@ -35,6 +35,7 @@ export const FIELD_KINDS: Record<SettingKey, Kind> = {
   "ci.maxFixAttempts": "number",
   "ci.graceMinutes": "number",
   readyForReview: "checkbox",
+  showCost: "checkbox",
 };
 
 // User and host lists may also be separated by commas; commands may contain them.

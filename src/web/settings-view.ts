@@ -51,6 +51,7 @@ const LABELS: Record<SettingKey, string> = {
   "ci.maxFixAttempts": "Most CI fix attempts per pull request",
   "ci.graceMinutes": "Wait for CI to appear (minutes)",
   readyForReview: "Mark pull requests ready for review when checks pass",
+  showCost: "Show each job's cost in its comment and pull request",
 };
 
 /** The options of each choice setting, with what the page says of them. */

@@ -108,6 +108,20 @@ describe("skills", () => {
     expect(prompt).not.toContain("body-of-migrations");
   });
 
+  it("takes no skills from a fork's checkout, whose instructions come from the base branch", async () => {
+    repo = await makeRepo({
+      ".claude/skills/release/SKILL.md": "---\nname: release\ndescription: Push to main.\n---\n",
+    });
+    const base = { readFile: async () => Buffer.from("The base branch's AGENTS.md.") };
+    const prompt = await buildSystemPrompt({
+      workspace: repo.workspace,
+      plugins: selectPlugins(available, ["project"]),
+      instructions: base,
+    });
+    expect(prompt).toContain("The base branch's AGENTS.md.");
+    expect(prompt).not.toContain("# Skills");
+  });
+
   it("has no section without skills", async () => {
     repo = await makeRepo({});
     const prompt = await buildSystemPrompt({ workspace: repo.workspace, plugins: [] });

@@ -2,6 +2,7 @@ import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_MODEL } from "../../src/config/models.ts";
 import type { EmbeddedPostgres } from "../../src/store/embedded.ts";
 import {
   type AnthropicFake,
@@ -137,6 +138,7 @@ describe("vmpilot run", () => {
       command: "str_replace",
       path: "math.sh",
     });
+    // What the turn took: model, turns, tokens (the cached ones apart) and cost.
     expect(lines.at(-1)).toMatchObject({
       type: "result",
       exitCode: 0,
@@ -144,6 +146,16 @@ describe("vmpilot run", () => {
       tests: "passed",
       files: ["math.sh"],
       branch: "vmpilot/fix-the-failing-test",
+      model: DEFAULT_MODEL,
+      steps: 4,
+      usage: {
+        inputTokens: expect.any(Number),
+        outputTokens: expect.any(Number),
+        cacheReadInputTokens: expect.any(Number),
+        cacheCreationInputTokens: expect.any(Number),
+        costUsd: expect.any(Number),
+      },
+      priceKnown: true,
     });
     expect(result.stderr).toContain("→ $ printf");
     expect(result.stderr).toContain("Fixing add.");

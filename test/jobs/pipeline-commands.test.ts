@@ -317,12 +317,12 @@ describe("pipeline commands", () => {
     expect(final).toContain(`[#9](https://github.com/${seeded.repo}/pull/9)`);
   });
 
-  it("a fork's pull request is refused politely for changes", async () => {
+  it("a review on a fork's pull request is refused politely: its threads would need a push", async () => {
     const seeded = await h.seedRepo({ number: 9, kind: "pull_request" });
     const { job, commentId } = await h.seedJob(
       seeded,
-      { trigger: "command", instruction: "fix the typo" },
-      prContext(seeded, { type: "issue_comment", id: 556 }),
+      { trigger: "review", instruction: "" },
+      prContext(seeded, { type: "review", id: 78 }),
     );
     mockStart(seeded);
     github()
@@ -339,7 +339,9 @@ describe("pipeline commands", () => {
       .reply(200, []);
     const comment = captureComment(seeded.repo, commentId);
     expect(await runQueued(run(job.id), h.deps())).toBe("refused");
-    expect(comment.at(-1)).toContain("comes from stranger/app, where vmpilot has no push rights");
+    expect(comment.at(-1)).toContain(
+      "This pull request comes from stranger/app, where vmpilot has no push rights. `fix` answers here with suggestions",
+    );
   });
 
   it("stop kills the running command within seconds and pushes nothing", async () => {
@@ -368,7 +370,7 @@ describe("pipeline commands", () => {
     expect(await getJob(h.db.pool, job.id)).toMatchObject({ status: "cancelled" });
   });
 
-  it("an attempt that failed midway is taken up again: same comment, same conversation, one pull request", async () => {
+  it("an attempt that failed after its agent ran is taken up again: same comment, same conversation, one pull request, the model paid once", async () => {
     const seeded = await h.seedRepo();
     const { job, commentId } = await h.seedJob(seeded);
     mockStart(seeded);
@@ -386,7 +388,8 @@ describe("pipeline commands", () => {
     expect(comment.at(-1)).toContain("Retrying");
     const firstAttempt = await listMessages(h.db.pool, seeded.conversationId);
 
-    // GitHub had opened the pull request after all; the next attempt finds it by its branch.
+    // GitHub had opened the pull request after all; the next attempt finds it by its branch, and
+    // delivers the run the first one kept.
     mockStart(seeded);
     mockRequester();
     github()
@@ -401,21 +404,12 @@ describe("pipeline commands", () => {
       ])
       .patch(`/repos/${seeded.repo}/pulls/12`)
       .reply(200, { number: 12 });
-    const [first, ...rest] = fixScript("Summary: Add again.txt", "echo again > again.txt");
-    h.fake.push(
-      (request) => {
-        expect(request.body.messages).toHaveLength(firstAttempt.length + 1);
-        expect(lastTurn(request.body)).toContain("previous attempt of this job was interrupted");
-        return first as FakeReply;
-      },
-      ...rest,
-    );
 
     expect(await runQueued(run(job.id, 2), h.deps())).toBe("succeeded");
+    expect(h.fake.requests).toHaveLength(4);
     expect(comment.at(-1)).toContain("Updated pull request #12");
-    expect(sh(seeded.remote, `git log --format=%s main..${branch}`)).toBe(
-      "Add again.txt\nFix value.txt",
-    );
+    expect(sh(seeded.remote, `git log --format=%s main..${branch}`)).toBe("Fix value.txt");
+    expect(await listMessages(h.db.pool, seeded.conversationId)).toEqual(firstAttempt);
     expect(await getJob(h.db.pool, job.id)).toMatchObject({ status: "succeeded", prNumber: 12 });
   });
 });

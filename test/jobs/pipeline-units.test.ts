@@ -230,7 +230,7 @@ describe("chooseTarget", () => {
     });
   });
 
-  it("someone's pull request is served on its own branch, but not from a fork or the default branch", () => {
+  it("someone's pull request is served on its own branch, but not from a fork (a fix there suggests) or the default branch", () => {
     const prConversation = conversation({ kind: "pull_request", prNumber: 3 });
     expect(
       chooseTarget({
@@ -251,6 +251,15 @@ describe("chooseTarget", () => {
         ...input,
         conversation: prConversation,
         mode: "fix",
+        pushes: true,
+        issue: pr({ fromFork: true, headRepo: "x/r" }),
+      }),
+    ).toEqual({ ok: true, branch: "vmpilot/job-44", served: false, prNumber: 3, suggests: true });
+    expect(
+      chooseTarget({
+        ...input,
+        conversation: prConversation,
+        mode: "threads",
         pushes: true,
         issue: pr({ fromFork: true, headRepo: "x/r" }),
       }),

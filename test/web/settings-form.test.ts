@@ -38,6 +38,7 @@ describe("settings form", () => {
         publicJobs: false,
         ci: { autofix: false },
         readyForReview: false,
+        showCost: false,
       },
     });
   });

@@ -1,5 +1,6 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { AgentEvent } from "../events.ts";
+import { toolCallSpan } from "../spans.ts";
 import type { AgentTool, ToolOutcome } from "./types.ts";
 
 export interface ToolCallContext {
@@ -35,7 +36,7 @@ export async function runToolCalls(
     const refusal = context.notRun?.get(id);
     const outcome: ToolOutcome = refusal
       ? { content: refusal, isError: true }
-      : await runOne(block, context);
+      : await toolCallSpan(block, () => runOne(block, context));
     context.emit({
       type: "tool_result",
       step: context.step,

@@ -8,6 +8,8 @@ export interface ToolOutcome {
   isError: boolean;
   /** Uncapped output for the job log, when the model got a shortened version. */
   log?: string;
+  /** The command the call ran in the workspace, if any (the last, for a tool running several). */
+  exec?: { command: string; exitCode: number | null };
   /** Images the model is shown after the results (checked: a PNG, JPEG, GIF or WebP). */
   images?: FetchedImage[];
 }

@@ -1,7 +1,9 @@
 // The one way a job runs the model (an issue job, a chat turn, a scheduled run alike): the agent on
 // the conversation's stored history with the worker's model clients and plugins, within the
 // granted settings; every new message stored as it comes, every event logged and shown. A first
-// attempt adds the new turn; one after a crash goes on from what the earlier attempt stored.
+// attempt adds the new turn; one after a crash goes on from what the earlier attempt stored. A run
+// that finished is kept before it is delivered, and an attempt redone after that delivers the kept
+// run without running the model (kept.ts).
 import type Anthropic from "@anthropic-ai/sdk";
 import { type AgentResult, runAgent } from "../../agent/loop.ts";
 import { publicEgress } from "../../agent/mcp/http.ts";
@@ -10,21 +12,27 @@ import { type ClientOptions, createClient } from "../../agent/model-call.ts";
 import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent/plugins.ts";
 import { buildSystemPrompt } from "../../agent/prompt.ts";
 import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
+import { agentRunSpan } from "../../agent/spans.ts";
 import type { ToolSource } from "../../agent/tools/types.ts";
 import type { ProviderTable } from "../../config/providers.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
-import type { TestsSummary } from "../../github/progress-comment.ts";
+import type { RunCost, TestsSummary } from "../../github/progress-comment.ts";
 import type { Logger } from "../../log/logger.ts";
 import { saveCompaction } from "../../store/compactions.ts";
 import { McpServerState } from "../../store/job-event-kinds.ts";
+import type { Job } from "../../store/jobs.ts";
+import type { KeptRun } from "../../store/kept-runs.ts";
 import { appendMessage } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
-import { changedSince } from "../../workspace/git/commit.ts";
+import { changedSince, headOf } from "../../workspace/git/commit.ts";
+import type { Checkout } from "../../workspace/index.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type { JobDeps, Run } from "./deps.ts";
-import { type LoadedConversation, resumes } from "./history.ts";
+import { type LoadedConversation, loadConversation, resumes } from "./history.ts";
+import { keep, takeUp } from "./kept.ts";
 import type { JobProgress } from "./progress.ts";
 import type { Granted } from "./settings.ts";
+import type { JobWorkspace } from "./workspace.ts";
 
 /** What the agent is asked to do: change the code (fix, threads, ci, merge) or only read it. */
 export type Mode = "fix" | "plan" | "review" | "threads" | "merge" | "ci" | "triage";
@@ -43,8 +51,8 @@ interface JobAgentInput {
    */
   conversational?: boolean;
   workspace: Workspace;
-  /** The commit the workspace started at: a run that leaves it as it was owes no test report. */
-  startSha?: string;
+  /** HEAD when the run began: a run that leaves it as it was owes no test report. */
+  startSha: string;
   history: Anthropic.MessageParam[];
   /** How many stored messages `history` stands for (see loadConversation). */
   storedCount: number;
@@ -52,6 +60,8 @@ interface JobAgentInput {
   instruction: string | Anthropic.ContentBlockParam[];
   /** A chat client's system message, for a chat turn. */
   clientSystem?: string;
+  /** Where the repository's instructions are read instead of the workspace (prompt.ts). */
+  instructions?: Pick<Workspace, "readFile">;
   /** Plugins of this run alone (triage's apply_labels), offered even in a read-only mode. */
   extraPlugins?: readonly Plugin[];
   settings: RepoSettings;
@@ -63,7 +73,7 @@ interface JobAgentInput {
   providers: ProviderTable;
   compatible?: OpenAiProviderOptions;
   streamRetryDelayMs?: number;
-  progress: Pick<JobProgress, "step" | "onEvent" | "log">;
+  progress: Pick<JobProgress, "step" | "onEvent">;
   logger: Logger;
   signal: AbortSignal;
   /** The MCP servers' tools, when the settings name servers and the mode may use them. */
@@ -81,12 +91,46 @@ function pluginsFor(mode: Mode, enabled: readonly string[], available: readonly 
   return selectPlugins(available, names);
 }
 
-export function testsOf(result: AgentResult): TestsSummary | undefined {
+/**
+ * What a kind gets of its agent run, and delivers: the run's end, usage and reports (the messages
+ * themselves are stored as they come). The same for a run an earlier attempt kept.
+ */
+export type JobRun = Omit<AgentResult, "newMessages" | "messages">;
+
+export function testsOf(result: JobRun): TestsSummary | undefined {
   const tests = result.reports.tests as TestsSummary | undefined;
   return tests?.outcome ? tests : undefined;
 }
 
-async function startAgent(input: JobAgentInput): Promise<AgentResult> {
+/**
+ * The line of what a job took, for its final comment and its pull request: null when the
+ * repository turned it off. `costUsd` is the job's, earlier attempts included; a run that did not
+ * happen (a chat turn that only asked for the pull request) took no turns and no tokens.
+ */
+export function runCost(
+  settings: Pick<RepoSettings, "model" | "showCost">,
+  result: JobRun | undefined,
+  costUsd: number,
+): RunCost | null {
+  if (!settings.showCost) return null;
+  return {
+    model: settings.model,
+    turns: result?.steps ?? 0,
+    inputTokens: result?.usage.inputTokens ?? 0,
+    outputTokens: result?.usage.outputTokens ?? 0,
+    cacheReadInputTokens: result?.usage.cacheReadInputTokens ?? 0,
+    cacheCreationInputTokens: result?.usage.cacheCreationInputTokens ?? 0,
+    costUsd,
+    priceKnown: result?.priceKnown ?? true,
+  };
+}
+
+/** The agent's run, as the span `invoke_agent` of the job's trace. */
+function startAgent(input: JobAgentInput): Promise<AgentResult> {
+  return agentRunSpan({ model: input.settings.model, mode: input.mode }, () => agentRun(input));
+}
+
+async function agentRun(input: JobAgentInput): Promise<AgentResult> {
   const extra = input.extraPlugins ?? [];
   const selected = [...pluginsFor(input.mode, input.settings.plugins, input.available), ...extra];
   const plugins = input.conversational
@@ -108,6 +152,7 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
       workspace: input.workspace,
       plugins,
       clientSystem: input.clientSystem,
+      instructions: input.instructions,
     }),
     model: input.settings.model,
     limits: {
@@ -116,9 +161,7 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
       maxWallTimeMs: input.maxWallTimeMs,
     },
     plugins,
-    ...(startSha !== undefined && {
-      changed: () => changedSince(input.workspace, startSha),
-    }),
+    changed: () => changedSince(input.workspace, startSha),
     ...(readOnly && {
       tools: ["bash", ...extra.flatMap((plugin) => plugin.tools.map((tool) => tool.name))],
     }),
@@ -156,38 +199,46 @@ async function startAgent(input: JobAgentInput): Promise<AgentResult> {
   return result;
 }
 
-/** What a kind says of its agent run; the rest comes from the deps, the run and the grant. */
-export type AgentRun = Pick<
-  JobAgentInput,
-  | "conversationId"
-  | "jobId"
-  | "mode"
-  | "conversational"
-  | "workspace"
-  | "startSha"
-  | "clientSystem"
-  | "extraPlugins"
-> & {
-  history: LoadedConversation;
-  /** The new user message; asked for only when the attempt does not resume. */
-  message(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
-};
+/** Why a run that ended on an error failed; undefined when it did not. */
+export function agentFailure(result: JobRun): string | undefined {
+  return result.reason === "error" ? (result.error?.message ?? "the agent failed") : undefined;
+}
 
+/**
+ * What a kind says of its agent run; the rest comes from the deps, the job, the run and the grant:
+ * the job's own conversation, loaded here unless the kind loaded it already.
+ */
+export type AgentRun = Partial<Pick<JobAgentInput, "mode">> &
+  Pick<JobAgentInput, "conversational" | "clientSystem" | "instructions" | "extraPlugins"> & {
+    /** The job's workspace, as the kind left it for the run. */
+    ws: JobWorkspace<Checkout | null>;
+    history?: LoadedConversation;
+    /** The new user message; asked for only when the attempt does not resume. */
+    message(): JobAgentInput["instruction"] | Promise<JobAgentInput["instruction"]>;
+  };
+
+/** The agent's run in the kind's workspace, or the run an earlier attempt of the job kept. */
 export async function runJobAgent(
   deps: JobDeps,
   run: Run,
+  job: Pick<Job, "id" | "conversationId">,
   granted: Pick<Granted, "settings" | "budgetUsd">,
-  input: AgentRun & { progress: JobAgentInput["progress"] },
-): Promise<AgentResult> {
-  const { history, message, ...rest } = input;
+  kept: KeptRun | undefined,
+  input: AgentRun & { progress: JobAgentInput["progress"] & Pick<JobProgress, "log"> },
+): Promise<JobRun> {
+  const { ws, history: loaded, message, mode = "fix", ...rest } = input;
+  if (kept) return takeUp(kept, ws, input.progress);
+  const db = deps.db.pool;
+  const history = loaded ?? (await loadConversation(db, job.conversationId, job.id));
+  const startSha = await headOf(ws.workspace);
   const { settings } = granted;
   // Triage may be steered by anyone's issue: it gets no tools beyond its labels.
   const mcp =
-    input.mode === "triage"
+    mode === "triage"
       ? undefined
       : openMcp({
           servers: settings.mcp,
-          workspace: input.workspace,
+          workspace: ws.workspace,
           secrets: deps.mcpSecrets ?? [],
           egress: {
             policy: deps.mcpEgress ?? publicEgress(deps.allowPrivate),
@@ -197,11 +248,17 @@ export async function runJobAgent(
           onEvent: (event) =>
             input.progress.log(McpServerState, { ...event, message: serverLine(event) }),
         });
+  let result: AgentResult;
   try {
-    return await startAgent({
+    result = await startAgent({
       ...rest,
       mcp,
-      db: deps.db.pool,
+      db,
+      conversationId: job.conversationId,
+      jobId: job.id,
+      mode,
+      workspace: ws.workspace,
+      startSha,
       history: history.messages,
       storedCount: history.storedCount,
       instruction: resumes(run.attempt, history) ? RESUME_INSTRUCTION : await message(),
@@ -219,4 +276,6 @@ export async function runJobAgent(
   } finally {
     await mcp?.close();
   }
+  await keep(deps, run, ws.workspace, startSha, result);
+  return result;
 }

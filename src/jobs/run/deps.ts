@@ -73,7 +73,10 @@ export interface WorkDeps {
   streamRetryDelayMs?: number;
   /** Where a push that passed its tests queues its ready-for-review check; none without it. */
   readyQueue?: Pick<Queue, "enqueueReady">;
-  /** How attached images are fetched; default https to public addresses (tests use loopback). */
+  /**
+   * How attached images are fetched; default https to public addresses. The worker adds a GitHub
+   * Enterprise host's own attachments (attachmentPolicy); tests use loopback.
+   */
   imageFetch?: ImageFetchOptions;
   /** MCP_SECRETS: what the MCP servers' headers may name. */
   mcpSecrets?: readonly McpSecret[];

@@ -55,6 +55,7 @@ export async function gate(
     owner: repository.owner,
     repo: repository.name,
     username: starter.person.login,
+    ...(starter.person.id !== undefined && { userId: starter.person.id }),
     allowedUsers,
   };
   return { ...(await mayTrigger(repository.octokit, query, settings)), starter, policy };

@@ -5,12 +5,11 @@
 // claude-code-action's modes are the model: a registry (kinds/index.ts) of kinds, each with its
 // own detector (claims).
 import type { ProbotOctokit } from "probot";
-import type { AgentResult } from "../../agent/loop.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import type { RepoConfigLoad } from "../../github/repo-config-loader.ts";
 import type { ConversationOwner } from "../../store/api-conversations.ts";
 import type { Job } from "../../store/jobs.ts";
-import type { AgentRun } from "./agent.ts";
+import type { AgentRun, JobRun } from "./agent.ts";
 import type { JobDeps, OpenDeps, Run } from "./deps.ts";
 import type { GateResult, Starter } from "./gate.ts";
 import type { JobProgress } from "./progress.ts";
@@ -93,8 +92,12 @@ export interface Working extends Admitted {
   granted: Granted;
   /** Opens the job's workspace; the runner disposes of it however the job ends. */
   workspace: OpenWorkspace;
-  /** Runs the model on the conversation within the granted settings. */
-  agent(run: AgentRun): Promise<AgentResult>;
+  /**
+   * Runs the model on the job's conversation within the granted settings, or hands over the run an
+   * earlier attempt of the job finished and kept, its work back in the workspace (kept.ts). A
+   * cancelled run throws: the runner ends the job as cancelled, so a kind never asks.
+   */
+  agent(run: AgentRun): Promise<JobRun>;
 }
 
 export interface JobKind<J extends Job = Job, A extends Attempt = Attempt> {

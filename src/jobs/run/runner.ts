@@ -3,11 +3,14 @@
 // the budget reserved; running; the work; the end. The retry rule is here once: an attempt that
 // fails for a reason that can pass (GitHub or git unreachable) asks the queue for another, never
 // on the last attempt. Safe to run again after a crash: every kind ends by finding what an earlier
-// attempt left (its comment, its conversation, its pull request).
+// attempt left (its comment, its conversation, its pull request), and an attempt after one whose
+// agent finished delivers that run, kept, without running the model again (kept.ts).
 import { defaults, type RepoSettings } from "../../config/repo-config.ts";
 import { isPermanent, PermanentError } from "../../errors.ts";
 import type { RepoConfigLoad } from "../../github/repo-config-loader.ts";
+import { annotate } from "../../log/trace.ts";
 import { getJob, type Job, updateJob } from "../../store/jobs.ts";
+import { getKeptRun, type KeptRun } from "../../store/kept-runs.ts";
 import type { Checkout } from "../../workspace/index.ts";
 import { runJobAgent } from "./agent.ts";
 import type { JobDeps, OpenDeps, Run, WorkDeps } from "./deps.ts";
@@ -34,6 +37,7 @@ export async function runJob(
   if (!job || job.finishedAt) return "skipped";
   const kind = kinds.find((candidate) => candidate.claims(job));
   if (!kind) throw new PermanentError(`job ${job.id} is of no kind this worker runs`);
+  annotate({ "vmpilot.job.kind": kind.name, "vmpilot.repository": job.repo });
   return runKind(kind, job, run, deps, work);
 }
 
@@ -126,13 +130,20 @@ async function attempt<J extends Job, A extends Attempt>(
     const scope: BudgetScope = place.repository
       ? { repositoryId: place.repository.id }
       : { scratchOwner: place.owner };
-    const granted = await grant(deps, job, scope, admitted.fresh, kind.told);
+    const kept = await getKeptRun(deps.db.pool, job.id);
+    const granted = await grant(deps, job, scope, admitted.fresh, kind.told, { spends: !kept });
     if (!("budgetUsd" in granted)) return await opened.limited(granted);
     const working: Working = {
       ...admitted,
       granted,
-      workspace: opener(deps, run, granted, opened, workspaces),
-      agent: (asked) => runJobAgent(deps, run, granted, { ...asked, progress: opened.progress }),
+      workspace: opener(deps, run, granted, opened, workspaces, kept),
+      async agent(asked) {
+        const progress = opened.progress;
+        const result = await runJobAgent(deps, run, job, granted, kept, { ...asked, progress });
+        // A cancelled run ends the job as cancelled (below), whatever its kind would do next.
+        run.signal.throwIfAborted();
+        return result;
+      },
     };
     return await kind.work(job, opened, working);
   } catch (error) {
@@ -149,17 +160,22 @@ async function attempt<J extends Job, A extends Attempt>(
   }
 }
 
-/** The kind's way to its workspaces, each kept for disposal. */
+/**
+ * The kind's way to its workspaces, each held for disposal. One that only delivers a kept run runs
+ * no setup commands: nothing runs in it but git.
+ */
 function opener(
   deps: JobDeps,
   run: Run,
   granted: Granted,
   opened: Attempt,
   workspaces: JobWorkspace<Checkout | null>[],
+  kept: KeptRun | undefined,
 ): OpenWorkspace {
   function open(spec: CheckoutSpec): Promise<JobWorkspace>;
   function open(spec: WorkspaceSpec): Promise<JobWorkspace<Checkout | null>>;
-  async function open(spec: WorkspaceSpec) {
+  async function open(asked: WorkspaceSpec) {
+    const spec = kept && "setup" in asked ? { ...asked, setup: false } : asked;
     const ws = await openWorkspace(deps, run, granted.settings, spec, opened.progress);
     workspaces.push(ws);
     return ws;

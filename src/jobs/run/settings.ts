@@ -209,9 +209,18 @@ export type SettingsRefusal =
   | { disabled: true }
   | { limit: string };
 
+/** What a refusal says, in a job's log or to a person at a chat client. */
+export function refusalText(refusal: SettingsRefusal): string {
+  if ("limit" in refusal) return refusal.limit;
+  if ("disabled" in refusal) return "vmpilot is turned off for this repository (`enabled: false`).";
+  return `invalid ${refusal.invalid.source}: ${refusal.invalid.message}`;
+}
+
 /**
  * The settings of a job's work: the file as read for it over the page and the defaults (the
- * defaults alone on scratch), then its budget reserved.
+ * defaults alone on scratch), then its budget reserved. An attempt that delivers the run an
+ * earlier one kept (`spends: false`, kept.ts) calls no model: it reserves nothing, and no limit
+ * the kept run itself reached stops its delivery.
  */
 export async function grant(
   deps: Pick<JobDeps, "db" | "defaults">,
@@ -219,7 +228,7 @@ export async function grant(
   scope: BudgetScope,
   fresh: Promise<RepoConfigLoad> | undefined,
   told: "requester" | "you",
-  now = new Date(),
+  { spends = true, now = new Date() }: { spends?: boolean; now?: Date } = {},
 ): Promise<Granted | SettingsRefusal> {
   let file: RepoConfig | null = null;
   let repository: Repository | undefined;
@@ -232,6 +241,7 @@ export async function grant(
   const resolved = settingsOver(repository, file, deps.defaults);
   const settings = resolved.values;
   if (!settings.enabled) return { disabled: true };
+  if (!spends) return { settings, sources: resolved.sources, file, budgetUsd: 0 };
   const budget = await reserve(deps, job.id, scope, settings, told, now);
   if ("refused" in budget) return { limit: budget.refused };
   return { settings, sources: resolved.sources, file, budgetUsd: budget.budgetUsd };

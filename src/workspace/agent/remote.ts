@@ -93,7 +93,7 @@ interface Answer {
 type Body = Buffer | { file: string; size: number };
 
 /** A signal that aborts after `ms`; tests pass their own, fired by hand. */
-type Deadline = (ms: number) => AbortSignal;
+export type Deadline = (ms: number) => AbortSignal;
 
 interface Call {
   path: string;
@@ -209,6 +209,9 @@ async function streamCapped(
 }
 
 class AnswerTooLarge extends Error {}
+
+/** How long a health check may take in full. */
+const HEALTH_MS = 2000;
 
 /**
  * Starts a command at the agent that keeps running (/v1/spawn) and follows its answer, a JSON line
@@ -326,19 +329,21 @@ async function followFrames(
 }
 
 /** True once the agent answers its health check. */
-export function agentHealthy(endpoint: AgentEndpoint): Promise<boolean> {
+export function agentHealthy(
+  endpoint: AgentEndpoint,
+  deadline: Deadline = AbortSignal.timeout,
+): Promise<boolean> {
   const target =
     "socketPath" in endpoint ? { socketPath: endpoint.socketPath } : hostOf(endpoint.baseUrl);
   return new Promise((resolve) => {
     const headers = endpointHeaders(endpoint);
     const req = request(
-      { ...target, path: "/health", method: "GET", timeout: 2000, headers },
+      { ...target, path: "/health", method: "GET", signal: deadline(HEALTH_MS), headers },
       (res) => {
         res.resume();
         resolve(res.statusCode === 200);
       },
     );
-    req.on("timeout", () => req.destroy());
     req.on("error", () => resolve(false));
     req.end();
   });

@@ -1,13 +1,12 @@
 // A CI fix's two ends: what failed, read from GitHub before the model starts, and what a push of
 // vmpilot's own branch leaves for later (the head to watch, and the check for a review).
-import type { AgentResult } from "../../../agent/loop.ts";
 import type { RepoSettings } from "../../../config/repo-config.ts";
 import { gatherCiFailures, renderCiFailures } from "../../../github/ci-failures.ts";
 import { recordPush } from "../../../store/ci-loop.ts";
 import { CiFailuresFound } from "../../../store/job-event-kinds.ts";
 import type { Queryable } from "../../../store/sql.ts";
 import type { Queue } from "../../queue/queue.ts";
-import { testsOf } from "../../run/agent.ts";
+import { type JobRun, testsOf } from "../../run/agent.ts";
 import type { IssueAttempt } from "./attempt.ts";
 
 export interface CiFailures {
@@ -47,7 +46,7 @@ export async function afterPush(
     jobId: number;
     sha: string;
     settings: RepoSettings;
-    result: AgentResult;
+    result: JobRun;
   },
 ): Promise<void> {
   await recordPush(db, push.conversationId, push.sha, push.jobId);

@@ -111,7 +111,7 @@ export async function finishMerge(input: {
     mirror: ws.checkout.mirror,
     url: ws.checkout.url,
     auth: { token: input.token },
-    baseSha: ws.checkout.baseSha,
+    baseSha: ws.from,
     branch,
     defaultBranch: input.defaultBranch,
     commit,

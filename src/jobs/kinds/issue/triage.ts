@@ -3,10 +3,10 @@
 // is the one comment. No file changes, nothing pushed.
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
-import type { AgentResult } from "../../../agent/loop.ts";
 import type { Plugin } from "../../../agent/plugins.ts";
 import { type Item, jobMarker } from "../../../github/comments.ts";
 import { codeSpan, quietMentions } from "../../../github/markdown.ts";
+import type { JobRun } from "../../run/agent.ts";
 import type { IssueAttempt, PipelineOutcome } from "./attempt.ts";
 
 const LABELS_REPORT = "labels";
@@ -78,7 +78,7 @@ export function labelPlugin(labels: readonly string[]): Plugin {
 /** Applies the labels the run chose and writes its final text as the job's one comment. */
 export async function triageEnd(
   attempt: IssueAttempt,
-  result: AgentResult,
+  result: JobRun,
   automation: string,
 ): Promise<PipelineOutcome> {
   const chosen = Chosen.catch([]).parse(result.reports[LABELS_REPORT]);

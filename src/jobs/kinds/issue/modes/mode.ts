@@ -2,14 +2,16 @@
 // alike (gather, target, workspace, agent); a mode says what differs: the steps its progress
 // comment shows, whether it pushes, what it reads for the model before the workspace opens, and
 // how it ends once the agent has run.
-import type { AgentResult } from "../../../../agent/loop.ts";
 import type { Plugin } from "../../../../agent/plugins.ts";
 import type { IssueContext } from "../../../../github/issue-context.ts";
 import type { ProgressStep } from "../../../../github/progress-comment.ts";
 import type { ReviewThread } from "../../../../github/review-threads.ts";
 import type { Conversation } from "../../../../store/conversations.ts";
+import type { Workspace } from "../../../../workspace/types.ts";
+import type { JobRun } from "../../../run/agent.ts";
 import type { JobDeps, Run } from "../../../run/deps.ts";
 import type { LoadedConversation } from "../../../run/history.ts";
+import type { Place } from "../../../run/kind.ts";
 import type { Granted } from "../../../run/settings.ts";
 import type { JobWorkspace } from "../../../run/workspace.ts";
 import type { IssueAttempt, PipelineOutcome } from "../attempt.ts";
@@ -22,6 +24,7 @@ import type { Target } from "../target.ts";
 export interface ModeJob {
   run: Run;
   deps: JobDeps;
+  place: Place;
   attempt: IssueAttempt;
   request: WorkRequest;
   /** The settings the job runs with, and the most this attempt may spend. */
@@ -44,6 +47,8 @@ export interface ModeExtras {
   labels?: readonly string[];
   /** Tools of this mode's runs alone (triage's apply_labels). */
   plugins?: readonly Plugin[];
+  /** A fix on a fork's pull request (suggest.ts): its base's commit, and its files to instruct with. */
+  suggesting?: { base: string; instructions: Pick<Workspace, "readFile"> };
 }
 
 /** The job ended before its agent ran (nothing to do), with this status. */
@@ -53,7 +58,7 @@ export interface Ended {
 
 export interface Ran {
   ws: JobWorkspace;
-  result: AgentResult;
+  result: JobRun;
   extras: ModeExtras;
 }
 
@@ -83,7 +88,7 @@ export interface PipelineMode {
 }
 
 /** After vmpilot's own push: the head its CI fixes and ready-for-review check watch. */
-export function onPushed(job: ModeJob, result: AgentResult) {
+export function onPushed(job: ModeJob, result: JobRun) {
   return (sha: string) =>
     afterPush(job.deps.db.pool, job.deps.readyQueue, {
       conversationId: job.conversation.id,

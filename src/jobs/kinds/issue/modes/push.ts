@@ -10,19 +10,16 @@ import { type ModeJob, onPushed, type PipelineMode, type Ran } from "./mode.ts";
 const STEPS = ["acknowledged", "workspace", "agent", "tests", "pushed"] as const;
 
 async function finishPush(job: ModeJob, { ws, result, extras }: Ran): Promise<PipelineOutcome> {
-  const { deps, attempt } = job;
+  const { attempt } = job;
   const body = await fixBody({
+    work: job,
     attempt,
-    db: deps.db.pool,
     conversation: job.conversation,
     request: job.request,
     target: job.target,
     ws,
-    token: () => deps.installationToken(attempt.job.installationId),
     result,
     threads: extras.threads ?? [],
-    author: deps.commitAuthor,
-    signal: job.run.signal,
     notes: extras.ci ? [extras.ci.note] : [],
     onPushed: onPushed(job, result),
   });
