@@ -12,7 +12,7 @@ const UNIT = [
   "test/github/**/*.test.ts",
   "test/chat/reply.test.ts",
   "test/cli/{args,progress,terminal-text}.test.ts",
-  "test/config/{deploy,repo-config}.test.ts",
+  "test/config/{deploy,mcp,repo-config,skills,tracing}.test.ts",
   "test/fuzz/{agent-protocol,ci,images,trigger}.test.ts",
   "test/intake/{batcher,deliveries,trigger}.test.ts",
   "test/jobs/{ready-checks,worker-identity}.test.ts",
@@ -24,6 +24,21 @@ const E2E = [
   "test/cli/{conversation,conversations,run}.test.ts",
   "test/config/{env,node-version,setup-env}.test.ts",
   "test/web/browser.test.ts",
+];
+// Integration files that may share their workers' modules (isolate: false), as the unit files do:
+// importing the app once per file was about half a core-second of each. Each of them closes what
+// it starts and waits for what it queued, and none mocks a module. Not here: files that mock
+// modules (vi.mock), that need the network without nock's interceptor (intake/slow-senders,
+// workspace/remote's streams), or whose processes and kernel limits a shared worker disturbs.
+const SHARED = [
+  "test/chat/{completions,gate,image-limits,images,installations,models,processes}.test.ts",
+  "test/chat/{rate-limit,relay}.test.ts",
+  "test/intake/{body-limit,ci,config-check,dev-proxy,enterprise,probot-context,restart,server,shutdown}.test.ts",
+  "test/jobs/{acknowledge,automations,automations-schedule,chat-turn-settings,ci-fix,gate}.test.ts",
+  "test/jobs/{installation-sync,merge-base,monthly-budget,pipeline-commands,pipeline-images}.test.ts",
+  "test/jobs/{pipeline-units,queue,queue-shutdown,ready,redo,startup}.test.ts",
+  "test/store/**/*.test.ts",
+  "test/web/{job-feed,metrics,queries}.test.ts",
 ];
 // The store, migrated once per run for every test file that opens one (test/helpers/db.ts).
 const DATABASE_TEMPLATES = ["test/helpers/db-templates.ts"];
@@ -47,9 +62,17 @@ export default defineConfig({
       { test: { name: "unit", include: UNIT, isolate: false } },
       {
         test: {
+          name: "integration-shared",
+          include: SHARED,
+          isolate: false,
+          globalSetup: DATABASE_TEMPLATES,
+        },
+      },
+      {
+        test: {
           name: "integration",
           include: ["test/**/*.test.ts"],
-          exclude: [...UNIT, ...E2E],
+          exclude: [...UNIT, ...E2E, ...SHARED],
           globalSetup: DATABASE_TEMPLATES,
         },
       },

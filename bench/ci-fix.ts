@@ -99,6 +99,10 @@ function answer(req: IncomingMessage, path: string, base: string): [number, unkn
     const run = { id: FAILED_JOB, name: "test", conclusion: "failure", output };
     return [200, { total_count: 1, check_runs: [{ ...run, app: { slug: "github-actions" } }] }];
   }
+  // No commit statuses: the repository's CI is GitHub Actions.
+  if (/^GET \/repo\/commits\/[0-9a-f]{40}\/status$/.test(route)) {
+    return [200, { state: "pending", total_count: 0, statuses: [] }];
+  }
   if (route === `GET /repo/actions/jobs/${FAILED_JOB}`) {
     return [200, { name: "test", steps: [{ name: "Run sh test.sh", conclusion: "failure" }] }];
   }

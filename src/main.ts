@@ -12,6 +12,7 @@ import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
 import { routeModel } from "./config/model-route.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
 import { retrySecondaryRateLimits } from "./github/rate-limit.ts";
+import { traceRequests } from "./github/request-spans.ts";
 import { health, healthHandler } from "./health.ts";
 import type { WebhookBodyLimits } from "./intake/body-limit.ts";
 import { createQueue, type Queue, type QueueOptions } from "./jobs/queue/queue.ts";
@@ -20,6 +21,7 @@ import { createLogger } from "./log/logger.ts";
 import { redact, registerSecret } from "./log/redact.ts";
 import type { Cleanup, Handler, RoleContext } from "./roles/context.ts";
 import { Readiness } from "./roles/readiness.ts";
+import { startTracing } from "./roles/tracing.ts";
 import type { Backoff } from "./roles/until-reachable.ts";
 import { type ChatOverrides, forwardWebhooks, startWeb } from "./roles/web.ts";
 import { startWorkerRole } from "./roles/worker.ts";
@@ -86,6 +88,8 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
     cleanup.length = 0;
   };
   try {
+    // First, so that it stops last: the spans of everything that stops before it are sent.
+    if (config.tracing) cleanup.push(startTracing(config.tracing, role, logger));
     const { db, identity, queue } = await openStore(options, role, logger, cleanup);
     const probot = new Probot({
       appId: config.appId,
@@ -93,7 +97,7 @@ export async function startServer(options: StartOptions): Promise<RunningServer>
       secret: config.webhookSecret,
       baseUrl: config.baseUrl,
       log: logger,
-      Octokit: (options.Octokit ?? ProbotOctokit).plugin(retrySecondaryRateLimits),
+      Octokit: (options.Octokit ?? ProbotOctokit).plugin(retrySecondaryRateLimits, traceRequests),
     });
     const readiness = new Readiness();
     if (role !== "worker") readiness.wait("github", "connecting");
@@ -148,6 +152,8 @@ function registerSecrets(config: Config): void {
     config.anthropicApiKey,
     config.apiKey,
     ...providerKeys,
+    ...config.mcpSecrets.map((secret) => secret.value),
+    ...Object.values(config.tracing?.headers ?? {}),
   ]) {
     registerSecret(secret);
   }
@@ -183,6 +189,7 @@ function settingsDefaults(config: Config): RepoSettings {
     allowedUsers: config.allowedUsers,
     plugins: [...DEFAULT_ENABLED_PLUGINS],
     model: config.model,
+    mcp: config.mcpServers,
   };
 }
 

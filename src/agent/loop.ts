@@ -24,11 +24,12 @@ import {
   type ModelReply,
   type ReplyBlock,
 } from "./providers/types.ts";
+import { modelRequestSpan } from "./spans.ts";
 import type { BashToolOptions } from "./tools/bash.ts";
 import type { EditorOptions } from "./tools/editor.ts";
 import { runToolCalls } from "./tools/run-calls.ts";
 import { buildToolset } from "./tools/toolset.ts";
-import type { AgentTool } from "./tools/types.ts";
+import type { AgentTool, ToolSource } from "./tools/types.ts";
 import { addUsage, emptyUsage, pricedUsage, promptTokens, type UsageTotals } from "./usage.ts";
 
 type MessageParam = Anthropic.MessageParam;
@@ -54,6 +55,8 @@ export interface RunAgentOptions {
   changed?: () => Promise<boolean>;
   /** Tool names the run may use; default all of the native and enabled plugins' tools. */
   tools?: readonly string[];
+  /** MCP servers' tools (mcp/session.ts), offered as the servers start; the caller closes them. */
+  mcp?: ToolSource;
   bash?: BashToolOptions;
   editor?: EditorOptions;
   compaction?: CompactionOptions;
@@ -98,7 +101,14 @@ const MAX_CUTOFFS = 3;
 /** Times the loop sends the model back to work because a plugin's finish check failed. */
 const MAX_NUDGES = 2;
 
-function providerFor(options: RunAgentOptions): { provider: ModelProvider; model: ResolvedModel } {
+interface Chosen {
+  provider: ModelProvider;
+  /** The provider's name, for the request's span: anthropic, or an OpenAI-compatible one's. */
+  providerName: string;
+  model: ResolvedModel;
+}
+
+function providerFor(options: RunAgentOptions): Chosen {
   let providers = options.providers;
   if (!providers) {
     const loaded = loadProviders(process.env);
@@ -112,15 +122,18 @@ function providerFor(options: RunAgentOptions): { provider: ModelProvider; model
   } catch (error) {
     throw new AgentFailure("model_unavailable", (error as Error).message);
   }
-  if (options.provider) return { provider: options.provider, model: route.model };
+  const providerName = route.provider === "anthropic" ? "anthropic" : route.provider.name;
+  if (options.provider) return { provider: options.provider, providerName, model: route.model };
   if (route.provider === "anthropic") {
     return {
       provider: new AnthropicProvider(options.client, options.streamRetryDelayMs),
+      providerName,
       model: route.model,
     };
   }
   return {
     provider: new OpenAiProvider(route.provider, route.model.id, options.compatible),
+    providerName,
     model: route.model,
   };
 }
@@ -137,6 +150,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentResult> {
 class AgentRun {
   readonly #o: RunAgentOptions;
   #provider: ModelProvider | undefined;
+  #providerName = "";
   #model: ResolvedModel | undefined;
   readonly #maxTokens: number;
   readonly #tools: AgentTool[];
@@ -179,7 +193,11 @@ class AgentRun {
 
   async execute(): Promise<AgentResult> {
     try {
-      ({ provider: this.#provider, model: this.#model } = providerFor(this.#o));
+      ({
+        provider: this.#provider,
+        providerName: this.#providerName,
+        model: this.#model,
+      } = providerFor(this.#o));
       if (this.#o.instruction !== undefined) {
         await this.#append({ role: "user", content: this.#o.instruction });
       }
@@ -323,6 +341,7 @@ class AgentRun {
       remainingMs: () => remainingMs(this.#o.limits ?? {}, this.#started),
       emit: (event) => this.#emit(event),
       notRun: refused,
+      find: (name) => this.#o.mcp?.find(name),
     });
   }
 
@@ -347,16 +366,19 @@ class AgentRun {
 
   async #request(messages: MessageParam[], noTools = false): Promise<ModelReply> {
     const { provider, model } = this.#chosen;
-    const reply = await provider.call({
-      model: model.id,
-      system: this.#o.system,
-      messages,
-      tools: this.#tools,
-      maxTokens: this.#maxTokens,
-      noTools,
-      signal: this.#o.signal,
+    const request = { provider: this.#providerName, model: model.id, maxTokens: this.#maxTokens };
+    const { reply, usage: turn } = await modelRequestSpan(request, async () => {
+      const reply = await provider.call({
+        model: model.id,
+        system: this.#o.system,
+        messages,
+        tools: this.#o.mcp ? [...this.#tools, ...(await this.#o.mcp.offered())] : this.#tools,
+        maxTokens: this.#maxTokens,
+        noTools,
+        signal: this.#o.signal,
+      });
+      return { reply, usage: pricedUsage(model, reply.usage) };
     });
-    const turn = pricedUsage(model, reply.usage);
     this.#usage = addUsage(this.#usage, turn);
     this.#emit({
       type: "usage",

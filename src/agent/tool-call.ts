@@ -28,8 +28,13 @@ export function toolCallInput(name: string, input: unknown): ToolCallInput | und
 
 const firstLine = (value: string) => value.split("\n")[0]?.slice(0, ACTIVITY_CAP) ?? "";
 
-/** One line: the command, the edit, or the tool's name. */
+// mcp__<server>__<tool>: a server's name holds no "__" (config/mcp.ts).
+const MCP_TOOL = /^mcp__(.+?)__(.+)$/;
+
+/** One line: the command, the edit, an MCP server's tool, or the tool's name. */
 export function describeToolCall(name: string, input: unknown): string {
+  const mcp = MCP_TOOL.exec(name);
+  if (mcp) return `MCP ${mcp[1]}: ${mcp[2]}`;
   const call = toolCallInput(name, input);
   if (call?.tool === "bash") {
     return call.restart ? "bash: restart" : `$ ${firstLine(call.command ?? "")}`;

@@ -23,10 +23,16 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** The prompt tokens read from the model's prompt cache. */
   prompt_tokens_details: { cached_tokens: number };
+  /**
+   * What the turn cost, in US dollars, as vmpilot counts it (OpenRouter's field for the same):
+   * every request of the turn's agent, an estimate when the model's price is unknown.
+   */
+  cost: number;
 }
 
-function usageOf(u: StoredUsage): Usage {
+function usageOf(u: StoredUsage, costUsd: number): Usage {
   const cached = u.cacheReadInputTokens;
   const prompt = u.inputTokens + cached + u.cacheCreationInputTokens;
   return {
@@ -34,6 +40,7 @@ function usageOf(u: StoredUsage): Usage {
     completion_tokens: u.outputTokens,
     total_tokens: prompt + u.outputTokens,
     prompt_tokens_details: { cached_tokens: cached },
+    cost: costUsd,
   };
 }
 
@@ -116,7 +123,7 @@ export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
       const kind = readJobEvent(event);
       const piece = pieceOf(kind);
       if (piece) options.onPiece(piece);
-      if (kind.type === REPLY_END) return usageOf(kind.data.usage);
+      if (kind.type === REPLY_END) return usageOf(kind.data.usage, kind.data.costUsd);
     }
     if (events.length > 0) {
       wait = options.pollMs;
@@ -126,7 +133,7 @@ export async function relayTurn(options: RelayOptions): Promise<Usage | null> {
       // Cancelled or dead before it could write its ending.
       const job = await getJob(options.db, options.jobId);
       options.onPiece(`---\n**Stopped:** the turn ended (${job?.status ?? "gone"}).\n`);
-      return usageOf(storedUsage(job?.usage));
+      return usageOf(storedUsage(job?.usage), job?.costUsd ?? 0);
     }
     // The status only when idle, and one more read after it: events stored before the job
     // finished are then certain to be seen.

@@ -77,6 +77,7 @@ const NO_USAGE = {
   completion_tokens: 0,
   total_tokens: 0,
   prompt_tokens_details: { cached_tokens: 0 },
+  cost: 0,
 };
 
 /** A reply that needs no agent, in the format the request asked for. */

@@ -1,4 +1,5 @@
 import { loadSandboxLimits } from "../config/env.ts";
+import { loadMcpSecrets, loadMcpServers } from "../config/mcp.ts";
 import { routeModel } from "../config/model-route.ts";
 import { DEFAULT_MODEL } from "../config/models.ts";
 import { loadProviders } from "../config/providers.ts";
@@ -39,6 +40,10 @@ export function sessionOptions(
   const sandbox = loadSandboxLimits(env);
   if ("problems" in sandbox) throw new UsageError(sandbox.problems.join("; "));
   const limits: SandboxLimits = sandbox.limits;
+  const secrets = loadMcpSecrets(env);
+  if ("problems" in secrets) throw new UsageError(secrets.problems.join("; "));
+  const servers = loadMcpServers(env, secrets.secrets);
+  if ("problems" in servers) throw new UsageError(servers.problems.join("; "));
   if (args.warning) human.write(`vmpilot: ${args.warning}\n`);
   return {
     env,
@@ -50,6 +55,7 @@ export function sessionOptions(
     maxSteps: args.maxSteps,
     branch: args.branch,
     limits,
+    mcp: { secrets: secrets.secrets, servers: servers.servers },
     human,
   };
 }

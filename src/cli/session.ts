@@ -4,10 +4,15 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { runAgent } from "../agent/loop.ts";
+import { publicEgress } from "../agent/mcp/http.ts";
+import { openMcp, serverLine } from "../agent/mcp/session.ts";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../agent/plugins.ts";
 import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
+import { type McpSecret, type McpServerSetting, mergeMcp } from "../config/mcp.ts";
+import { DEFAULT_MODEL } from "../config/models.ts";
 import type { ProviderTable } from "../config/providers.ts";
+import { MAX_REPO_CONFIG_BYTES, parseRepoConfig } from "../config/repo-config.ts";
 import { BRANCH_PREFIX, slugify } from "../github/branch-name.ts";
 import { repositoryMemory } from "../jobs/run/memory.ts";
 import {
@@ -93,6 +98,8 @@ export interface SessionOptions {
   maxSteps?: number;
   branch?: string;
   limits: SandboxLimits;
+  /** MCP_SECRETS and MCP_SERVERS, to which the checkout's `.github/vmpilot.yml` adds its servers. */
+  mcp: { secrets: McpSecret[]; servers: Record<string, McpServerSetting> };
   /** Human-readable progress. */
   human: ProgressOutput;
   /** One JSON object per event, with --json. */
@@ -209,6 +216,7 @@ export class CliSession {
       this.#print(`vmpilot: the lessons file was not read: ${(error as Error).message}`),
     );
     const system = await buildSystemPrompt({ workspace, plugins, memory });
+    const mcp = await this.#mcp(workspace, signal);
     const printer = createProgressPrinter(this.options.human);
     const json = this.options.json ? createJsonPrinter(this.options.json) : undefined;
     const record: TurnRecord = { messages: [], costUsd: 0 };
@@ -236,9 +244,11 @@ export class CliSession {
           added.push(message);
         },
         signal,
+        mcp,
       });
     } finally {
       printer.close();
+      await mcp?.close();
     }
     record.messages = added;
     record.costUsd = result.usage.costUsd;
@@ -256,8 +266,10 @@ export class CliSession {
     const summary = {
       conversation: conversation.id,
       reason: result.reason,
+      model: this.options.model ?? DEFAULT_MODEL,
       steps: result.steps,
       usage,
+      priceKnown: result.priceKnown,
       conversationCostUsd: conversation.costUsd,
       seconds: Number(seconds),
     };
@@ -313,6 +325,33 @@ export class CliSession {
       ...summary,
     });
     return exitCode;
+  }
+
+  /**
+   * The MCP servers of the operator's environment and of the checkout's `.github/vmpilot.yml`,
+   * read as a job reads it; a file that is not valid is said and its servers left out.
+   */
+  async #mcp(workspace: Workspace, signal?: AbortSignal) {
+    const { secrets, servers } = this.options.mcp;
+    const text = await workspace
+      .readFile(".github/vmpilot.yml", MAX_REPO_CONFIG_BYTES)
+      .then((bytes) => bytes.toString("utf8"))
+      .catch(() => "");
+    const parsed = parseRepoConfig(text, secrets);
+    if (!parsed.ok) {
+      this.#print(
+        `vmpilot: .github/vmpilot.yml is invalid (${parsed.message}); its MCP servers are left out`,
+      );
+    }
+    const file = parsed.ok ? parsed.config : {};
+    return openMcp({
+      servers: mergeMcp(servers, file.mcp),
+      workspace,
+      secrets,
+      egress: { policy: publicEgress(), allowHosts: file.network?.allow ?? [] },
+      signal,
+      onEvent: (event) => this.#print(`vmpilot: ${serverLine(event)}`),
+    });
   }
 
   /** The changes of this session's turns, committed or not, as a diff. */

@@ -5,9 +5,11 @@ import { resolve } from "node:path";
 import { parseEnv } from "node:util";
 import { z } from "zod";
 import { parseAddressRange } from "./address-policy.ts";
+import { loadMcpSecrets, loadMcpServers, type McpSecret, type McpServerSetting } from "./mcp.ts";
 import { routeModel } from "./model-route.ts";
 import { DEFAULT_MODEL } from "./models.ts";
 import { loadProviders, type ProviderTable } from "./providers.ts";
+import { TRACING, type TracingConfig, tracingConfig } from "./tracing.ts";
 import {
   DEFAULT_LIMITS,
   DEFAULT_WORKSPACE,
@@ -217,9 +219,14 @@ const INPUTS = {
 } satisfies Table;
 
 /** Every variable read here (the model providers' are providers.ts's), for checking the docs. */
-export const VARIABLES = [FIELDS, INPUTS, SANDBOX_LIMITS].flatMap((table) =>
-  Object.values(table).map(([variable]) => variable),
-);
+export const VARIABLES = [
+  ...[FIELDS, INPUTS, SANDBOX_LIMITS, TRACING].flatMap((table) =>
+    Object.values(table).map(([variable]) => variable),
+  ),
+  // Read by mcp.ts, which the CLI uses too.
+  "MCP_SECRETS",
+  "MCP_SERVERS",
+];
 
 /** Config's fields computed from the variables rather than read as they are. */
 interface Derived {
@@ -242,6 +249,12 @@ interface Derived {
   oauth: { clientId: string; clientSecret: string } | null;
   /** GitHub's web address (OAuth, links): https://github.com or the Enterprise host. */
   githubWebUrl: string;
+  /** MCP_SECRETS: what MCP servers' headers may name, with their values. */
+  mcpSecrets: McpSecret[];
+  /** MCP_SERVERS: the operator's MCP servers, which every job gets. */
+  mcpServers: Record<string, McpServerSetting>;
+  /** OTLP export of traces (OTEL_EXPORTER_OTLP_ENDPOINT and friends); unset, none. */
+  tracing?: TracingConfig;
 }
 
 export type Config = z.output<z.ZodObject<Shape<typeof FIELDS>>> & Derived;
@@ -257,7 +270,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
   const fields = readTable(FIELDS, env, problems);
   const i = readTable(INPUTS, env, problems);
   const sandboxLimits = readTable(SANDBOX_LIMITS, env, problems);
-  if (!fields || !i || !sandboxLimits) return { problems };
+  const tracing = readTable(TRACING, env, problems);
+  if (!fields || !i || !sandboxLimits || !tracing) return { problems };
   const production = i.nodeEnv === "production";
   let privateKey: string | undefined;
   try {
@@ -286,7 +300,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
     problems.push("GITHUB_CLIENT_SECRET: GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET go together");
   }
   const workspace = workspaceChoice(i, problems);
-  if (problems.length > 0) return { problems };
+  const mcp = loadMcp(env, problems);
+  if (problems.length > 0 || !mcp) return { problems };
   const githubWebUrl = i.gheHost ? `${i.gheProtocol}://${i.gheHost}` : "https://github.com";
   const publicHost = fields.host === "0.0.0.0" || fields.host === "::" ? "localhost" : fields.host;
   return {
@@ -307,9 +322,27 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ConfigR
           ? { clientId: i.oauthClientId, clientSecret: i.oauthClientSecret }
           : null,
       githubWebUrl,
+      mcpSecrets: mcp.secrets,
+      mcpServers: mcp.servers,
+      tracing: tracingConfig(tracing),
     },
     warnings: workspace.warnings,
   };
+}
+
+/** MCP_SECRETS, then MCP_SERVERS, whose headers may name only those; undefined with problems. */
+function loadMcp(env: Env, problems: string[]) {
+  const secrets = loadMcpSecrets(env);
+  if ("problems" in secrets) {
+    problems.push(...secrets.problems);
+    return undefined;
+  }
+  const servers = loadMcpServers(env, secrets.secrets);
+  if ("problems" in servers) {
+    problems.push(...servers.problems);
+    return undefined;
+  }
+  return { secrets: secrets.secrets, servers: servers.servers };
 }
 
 type Inputs = z.output<z.ZodObject<Shape<typeof INPUTS>>>;

@@ -3,6 +3,14 @@ import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { compileAddressPolicy } from "./address-policy.ts";
 import { cronProblem } from "./cron.ts";
+import {
+  loadMcpSecrets,
+  type McpSecret,
+  type McpServerSetting,
+  mcpSchema,
+  mergeMcp,
+  secretProblems,
+} from "./mcp.ts";
 import { DEFAULT_MODEL } from "./models.ts";
 import { lineOf } from "./yaml-lines.ts";
 
@@ -15,6 +23,8 @@ export interface ConfigIssue {
   message: string;
   /** 1-based line in the file, when the issue came from parsing one (parseRepoConfig). */
   line?: number;
+  /** The file it is in, when not `.github/vmpilot.yml`: a skill's SKILL.md. */
+  file?: string;
 }
 
 export type ConfigResult =
@@ -68,7 +78,9 @@ const networkShape = {
 const ciShape = {
   autofix: z
     .boolean()
-    .describe("Fix a check that fails on the commit vmpilot pushed last to its pull request.")
+    .describe(
+      "Fix a check or commit status that fails on the commit vmpilot pushed last to its pull request.",
+    )
     .optional(),
   maxFixAttempts: z
     .int("must be a whole number")
@@ -81,7 +93,7 @@ const ciShape = {
     .min(0, "must be at least 0")
     .max(1440, "must be at most 1440")
     .describe(
-      "Without CI: minutes to wait for a check suite on vmpilot's push before its pull request counts as ready.",
+      "Without CI: minutes to wait for a check suite or commit status on vmpilot's push before its pull request counts as ready.",
     )
     .optional(),
 };
@@ -278,6 +290,11 @@ const repoConfigSchema = z
         "must be false, true or a mapping",
       )
       .describe("Lessons from review; false turns them off."),
+    showCost: z
+      .boolean()
+      .describe(
+        "Show what each job took (model, turns, tokens, cost, time) in its final comment and its pull request's body.",
+      ),
     automations: z
       .array(automationSchema)
       .max(20, "must be at most 20")
@@ -293,6 +310,7 @@ const repoConfigSchema = z
       .describe(
         "Runs started by a schedule or an event rather than by a person; each is a job like any other, under the same budget.",
       ),
+    mcp: mcpSchema,
   })
   .partial();
 
@@ -320,6 +338,9 @@ export interface RepoSettings {
   readyForReview: boolean;
   review: { beforePullRequest: boolean };
   memory: { enabled: boolean; path: string };
+  showCost: boolean;
+  /** The operator's MCP servers (MCP_SERVERS), with the file's added (mergeMcp). */
+  mcp: Record<string, McpServerSetting>;
 }
 
 export const defaults: RepoSettings = {
@@ -342,6 +363,8 @@ export const defaults: RepoSettings = {
   readyForReview: true,
   review: { beforePullRequest: true },
   memory: { enabled: true, path: MEMORY_PATH },
+  showCost: true,
+  mcp: {},
 };
 
 /** The leaves that resolve independently; a nested one (`ci.autofix`) apart from its siblings. */
@@ -368,6 +391,7 @@ export const settingKeys = [
   "review.beforePullRequest",
   "memory.enabled",
   "memory.path",
+  "showCost",
 ] as const;
 export type SettingKey = (typeof settingKeys)[number];
 
@@ -387,6 +411,10 @@ export function checkRepoConfig(
     if (found.code === "unrecognized_keys") {
       return found.keys.map((key) => issue([...found.path, key], "unknown key"));
     }
+    // A record's key (an MCP server's name): what is wrong with it is inside.
+    if (found.code === "invalid_key") {
+      return [issue(found.path, found.issues[0]?.message ?? found.message)];
+    }
     // zod's own wording for a wrong type is "Invalid input: expected X, received Y".
     return [issue(found.path, found.message.replace(/^Invalid input: /, ""))];
   });
@@ -403,8 +431,20 @@ function invalid(message: string, line?: number): ConfigResult {
   return { ok: false, issues, message: describeIssues(issues) };
 }
 
-/** Parses the text of `.github/vmpilot.yml`. An empty file is an empty config. */
-export function parseRepoConfig(yamlText: string): ConfigResult {
+/** The secrets this process's operator lists (MCP_SECRETS), which the file's MCP headers may name. */
+function operatorSecrets(): Pick<McpSecret, "name" | "host">[] {
+  const loaded = loadMcpSecrets(process.env);
+  return "secrets" in loaded ? loaded.secrets : [];
+}
+
+/**
+ * Parses the text of `.github/vmpilot.yml`. An empty file is an empty config. `secrets`: what
+ * MCP servers' headers may name; default the operator's (MCP_SECRETS).
+ */
+export function parseRepoConfig(
+  yamlText: string,
+  secrets: readonly Pick<McpSecret, "name" | "host">[] = operatorSecrets(),
+): ConfigResult {
   if (Buffer.byteLength(yamlText, "utf8") > MAX_REPO_CONFIG_BYTES) {
     return invalid(`file is larger than ${MAX_REPO_CONFIG_BYTES / 1024} KiB`);
   }
@@ -426,7 +466,14 @@ export function parseRepoConfig(yamlText: string): ConfigResult {
   if (value !== null && (typeof value !== "object" || Array.isArray(value))) {
     return invalid("must be a mapping of settings", lineOf(doc, lines, []));
   }
-  return checkRepoConfig(value, (keys) => lineOf(doc, lines, keys));
+  const lineAt = (keys: readonly PropertyKey[]) => lineOf(doc, lines, keys);
+  const checked = checkRepoConfig(value, lineAt);
+  if (!checked.ok) return checked;
+  const issues = secretProblems(checked.config.mcp ?? {}, secrets).map(({ path, message }) => {
+    const keys = ["mcp", ...path];
+    return { path: formatPath(keys), message, line: lineAt(keys) };
+  });
+  return issues.length > 0 ? { ok: false, issues, message: describeIssues(issues) } : checked;
 }
 
 export interface ResolvedSettings {
@@ -466,6 +513,8 @@ export function resolveSettings(layers: {
       sources[key] = source;
     }
   }
+  // Only the operator and the file name servers: the settings page has no say in them.
+  values.mcp = mergeMcp(base.mcp, layers.file?.mcp);
   return { values, sources };
 }
 

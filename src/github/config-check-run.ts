@@ -1,5 +1,5 @@
-// The "vmpilot config" check run's request body: the errors of `.github/vmpilot.yml` as
-// annotations at their lines, or the settings the file sets.
+// The "vmpilot config" check run's request body: the errors of `.github/vmpilot.yml` and of the
+// skills' front matter as annotations at their lines, or the settings the file sets.
 import {
   type ConfigIssue,
   getSetting,
@@ -31,15 +31,26 @@ interface CheckRunBody {
   output: { title: string; summary: string; annotations?: Annotation[] };
 }
 
+const fileOf = (issue: ConfigIssue) => issue.file ?? REPO_CONFIG_PATH;
+
 /** A failing check run with one annotation per issue, at the issue's line (else the first). */
 export function configFailureRun(headSha: string, issues: readonly ConfigIssue[]): CheckRunBody {
-  const shown = issues.toSorted((a, b) => (a.line ?? 1) - (b.line ?? 1)).slice(0, MAX_ANNOTATIONS);
+  const shown = issues
+    .toSorted((a, b) => fileOf(a).localeCompare(fileOf(b)) || (a.line ?? 1) - (b.line ?? 1))
+    .slice(0, MAX_ANNOTATIONS);
   const left = issues.length - shown.length;
   const count = `${issues.length} ${issues.length === 1 ? "error" : "errors"}`;
+  const files = [...new Set(issues.map(fileOf))];
+  const where = (issue: ConfigIssue) => (issue.file ? `${codeSpan(issue.file)} ` : "");
   const summary = [
-    `vmpilot refuses to start a job with this \`${REPO_CONFIG_PATH}\` until it is fixed:`,
+    ...(files.includes(REPO_CONFIG_PATH)
+      ? [`vmpilot refuses to start a job with this \`${REPO_CONFIG_PATH}\` until it is fixed:`]
+      : []),
+    ...(files.some((file) => file !== REPO_CONFIG_PATH)
+      ? ["vmpilot leaves a skill out of its jobs until its front matter is fixed:"]
+      : []),
     "",
-    ...shown.map((issue) => `- line ${issue.line ?? 1}: ${issueMarkdown(issue)}`),
+    ...shown.map((issue) => `- ${where(issue)}line ${issue.line ?? 1}: ${issueMarkdown(issue)}`),
     ...(left > 0 ? ["", `${left} more not shown: GitHub takes ${MAX_ANNOTATIONS} at most.`] : []),
   ].join("\n");
   return {
@@ -48,10 +59,10 @@ export function configFailureRun(headSha: string, issues: readonly ConfigIssue[]
     status: "completed",
     conclusion: "failure",
     output: {
-      title: `${count} in ${REPO_CONFIG_PATH}`,
+      title: `${count} in ${files.join(", ")}`,
       summary,
       annotations: shown.map((issue) => ({
-        path: REPO_CONFIG_PATH,
+        path: fileOf(issue),
         start_line: issue.line ?? 1,
         end_line: issue.line ?? 1,
         annotation_level: "failure",
@@ -71,6 +82,8 @@ export function configSuccessRun(
   headSha: string,
   config: RepoConfig,
   present: boolean,
+  /** Skills checked besides, whose front matter is valid. */
+  skills: readonly string[] = [],
 ): CheckRunBody {
   const set = settingKeys.flatMap((key) => {
     const value = getSetting(config, key);
@@ -89,6 +102,9 @@ export function configSuccessRun(
     : [
         `There is no \`${REPO_CONFIG_PATH}\` at this commit: a job would read the owner's \`.github\` repository's file, if there is one.`,
       ];
+  if (skills.length > 0) {
+    summary.push("", `These skills' front matter is valid: ${skills.map(codeSpan).join(", ")}.`);
+  }
   return {
     name: CONFIG_CHECK_NAME,
     head_sha: headSha,

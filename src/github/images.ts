@@ -19,10 +19,30 @@ export interface AssetPolicy {
   protocols: readonly string[];
   /** Why an address may not be reached (loopback, private...), or undefined when it may. */
   refuseAddress(address: string): string | undefined;
+  /**
+   * Origins reached as the GitHub API is: on their own protocol, at whatever address their name
+   * resolves to. Only the URL's own origin counts: a redirect elsewhere is checked as usual.
+   */
+  trusted?: readonly string[];
 }
 
 /** Production: https only, never the worker's own network. */
 const PUBLIC_HTTPS: AssetPolicy = { protocols: ["https:"], refuseAddress: compileAddressPolicy() };
+
+/**
+ * The policy for attachments under the app's GitHub API base. github.com serves them from public
+ * CDNs over https; a GitHub Enterprise server serves them itself (or from its `media.` subdomain),
+ * often on a private network and sometimes over http, so those two origins are reached as its API
+ * is, and everything else as on github.com.
+ */
+export function attachmentPolicy(apiUrl: string): AssetPolicy {
+  const api = new URL(apiUrl);
+  if (api.origin === "https://api.github.com") return PUBLIC_HTTPS;
+  // An address literal has no subdomain.
+  const media = `${api.protocol}//media.${api.host}`;
+  const trusted = [api.origin, ...(URL.canParse(media) ? [new URL(media).origin] : [])];
+  return { ...PUBLIC_HTTPS, trusted };
+}
 
 export interface ImageFetchOptions {
   /** Default: https to public addresses only. Tests serve images on loopback. */
@@ -113,9 +133,10 @@ export async function fetchImage(
   const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
   try {
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-      const refused = refusal(target, policy);
+      const trusted = policy.trusted?.includes(target.origin) ?? false;
+      const refused = trusted ? undefined : refusal(target, policy);
       if (refused) return { ok: false, reason: refused };
-      const response = await get(target, policy, signal);
+      const response = await get(target, trusted ? undefined : policy, signal);
       const status = response.statusCode ?? 0;
       const location = response.headers.location;
       if (status >= 300 && status < 400 && location) {
@@ -147,7 +168,8 @@ export async function fetchImage(
   }
 }
 
-function refusal(url: URL, policy: AssetPolicy): string | undefined {
+/** Why `url` may not be fetched under `policy` before any lookup, or undefined. */
+export function refusal(url: URL, policy: AssetPolicy): string | undefined {
   if (!policy.protocols.includes(url.protocol))
     return `it is not served over ${policy.protocols.map((p) => p.replace(":", "")).join(" or ")}`;
   // Node connects to an address literal without a lookup: check it here.
@@ -157,7 +179,7 @@ function refusal(url: URL, policy: AssetPolicy): string | undefined {
 }
 
 /** A lookup that refuses a name when any of its addresses is refused; the socket uses what it checked. */
-function checkedLookup(policy: AssetPolicy): LookupFunction {
+export function checkedLookup(policy: AssetPolicy): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
       if (error) return callback(error, "");
@@ -171,7 +193,12 @@ function checkedLookup(policy: AssetPolicy): LookupFunction {
   };
 }
 
-function get(url: URL, policy: AssetPolicy, signal: AbortSignal): Promise<http.IncomingMessage> {
+/** `policy` checks the addresses the name resolves to; none for a trusted origin. */
+function get(
+  url: URL,
+  policy: AssetPolicy | undefined,
+  signal: AbortSignal,
+): Promise<http.IncomingMessage> {
   const transport = url.protocol === "https:" ? https : http;
   return new Promise((resolve, reject) => {
     // Only these headers: no Authorization, no cookie. A fresh connection per request (agent: false).
@@ -179,7 +206,7 @@ function get(url: URL, policy: AssetPolicy, signal: AbortSignal): Promise<http.I
       url,
       {
         headers: { accept: "image/*", "user-agent": "vmpilot" },
-        lookup: checkedLookup(policy),
+        ...(policy && { lookup: checkedLookup(policy) }),
         agent: false,
         signal,
       },

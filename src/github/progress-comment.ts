@@ -41,7 +41,12 @@ export interface TestsSummary {
   explanation?: string;
 }
 
-interface UsageSummary {
+/** What a job's run took: the one line its final comment and its pull request show. */
+export interface RunCost {
+  /** The model id the job ran with. */
+  model: string;
+  /** Model turns (the agent's steps). */
+  turns: number;
   inputTokens: number;
   outputTokens: number;
   cacheReadInputTokens: number;
@@ -65,7 +70,8 @@ export interface FinalView {
   tests?: TestsSummary;
   /** False when the job left the code as it was: no test report was needed then. */
   changed?: boolean;
-  usage: UsageSummary;
+  /** What the run took; null when the repository turned the line off (`showCost: false`). */
+  cost: RunCost | null;
   startedAt: number;
   finishedAt: number;
 }
@@ -143,10 +149,18 @@ function testsLine(tests: TestsSummary | undefined, changed: boolean | undefined
   return `- Tests: not run${why}`;
 }
 
-function tokensLine(usage: UsageSummary): string {
+/** Model, turns, tokens with the share read from the prompt cache, cost and wall time. */
+export function costLine(cost: RunCost, durationMs: number): string {
   const n = (value: number) => value.toLocaleString("en-US");
-  const input = usage.inputTokens + usage.cacheReadInputTokens + usage.cacheCreationInputTokens;
-  return `- Tokens: ${n(input)} in (${n(usage.cacheReadInputTokens)} from cache) · ${n(usage.outputTokens)} out`;
+  const input = cost.inputTokens + cost.cacheReadInputTokens + cost.cacheCreationInputTokens;
+  const cached = input > 0 ? Math.round((cost.cacheReadInputTokens / input) * 100) : 0;
+  return [
+    codeSpan(cost.model),
+    `${n(cost.turns)} ${cost.turns === 1 ? "turn" : "turns"}`,
+    `${n(input)} tokens in (${cached}% cached), ${n(cost.outputTokens)} out`,
+    formatCost(cost.costUsd, cost.priceKnown),
+    formatDuration(durationMs),
+  ].join(" · ");
 }
 
 export function renderFinal(view: FinalView): string {
@@ -158,13 +172,9 @@ export function renderFinal(view: FinalView): string {
   if (view.summary?.trim()) {
     lines.push(quietMentions(cap(view.summary.trim(), SUMMARY_CAP)), "");
   }
-  lines.push(
-    testsLine(view.tests, view.changed),
-    tokensLine(view.usage),
-    `- Cost: ${formatCost(view.usage.costUsd, view.usage.priceKnown)} · time: ${formatDuration(view.finishedAt - view.startedAt)}`,
-    "",
-    jobMarker(view.jobId),
-  );
+  lines.push(testsLine(view.tests, view.changed));
+  if (view.cost) lines.push(`- Run: ${costLine(view.cost, view.finishedAt - view.startedAt)}`);
+  lines.push("", jobMarker(view.jobId));
   return lines.join("\n");
 }
 

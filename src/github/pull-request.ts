@@ -3,12 +3,8 @@
 import { RequestError } from "@octokit/request-error";
 import type { ProbotOctokit } from "probot";
 import { redact } from "../log/redact.ts";
-import {
-  formatCost,
-  formatDuration,
-  quietMentions,
-  type TestsSummary,
-} from "./progress-comment.ts";
+import { inSpan } from "../log/trace.ts";
+import { costLine, quietMentions, type RunCost, type TestsSummary } from "./progress-comment.ts";
 import { githubStatus } from "./request-status.ts";
 
 export interface PullRequestRef {
@@ -40,8 +36,8 @@ export interface PullRequestBodyInput {
   summary: string;
   tests?: TestsSummary;
   files: readonly ChangedFile[];
-  costUsd: number;
-  priceKnown?: boolean;
+  /** What the run took; null when the repository turned the line off (`showCost: false`). */
+  cost: RunCost | null;
   durationMs: number;
   /** The issue the pull request resolves. */
   fixes?: number;
@@ -99,8 +95,8 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
     `**Files changed (${input.files.length}):**`,
     ...files,
     "",
-    `**Cost:** ${formatCost(input.costUsd, input.priceKnown)} · **time:** ${formatDuration(input.durationMs)} · ` +
-      `${input.requester === null ? "asked with the operator's key" : `asked by @${input.requester}`} · [job log](${input.jobUrl})`,
+    ...(input.cost ? [`**Run:** ${costLine(input.cost, input.durationMs)}`, ""] : []),
+    `${input.requester === null ? "Asked with the operator's key" : `Asked by @${input.requester}`} · [job log](${input.jobUrl})`,
     "",
     "Draft opened by vmpilot. Review it like any other pull request before merging.",
   ];
@@ -147,7 +143,21 @@ async function findPullRequestByHead(
  * A creation that GitHub answered 5xx is retried by the client; if the first try had in fact
  * succeeded, GitHub says the pull request exists and that one is updated instead.
  */
-export async function publishPullRequest(
+export function publishPullRequest(
+  octokit: ProbotOctokit,
+  input: PublishPullRequestInput,
+): Promise<PullRequestRef & { created: boolean }> {
+  return inSpan("pull request", {}, async (span) => {
+    const published = await publish(octokit, input);
+    span.setAttributes({
+      "vmpilot.pull_request.number": published.number,
+      "vmpilot.pull_request.created": published.created,
+    });
+    return published;
+  });
+}
+
+async function publish(
   octokit: ProbotOctokit,
   input: PublishPullRequestInput,
 ): Promise<PullRequestRef & { created: boolean }> {

@@ -2,6 +2,7 @@
 // and the model are called later, by the worker.
 import type { ApplicationFunction, Context } from "probot";
 import type { Queue } from "../jobs/queue/queue.ts";
+import { annotate } from "../log/trace.ts";
 import { deliveries } from "../metrics.ts";
 import { recordIssueAutomations } from "./automations.ts";
 import { recordBasePush } from "./base-push.ts";
@@ -13,6 +14,7 @@ import {
   fromWorkflowRun,
   recordCiRun,
 } from "./ci.ts";
+import { fromStatus, recordStatus } from "./ci-status.ts";
 import { type ConfigCheckIntake, recordPullRequestCheck } from "./config-check.ts";
 import { recordConfigPush } from "./config-push.ts";
 import {
@@ -34,7 +36,7 @@ export function intakeApp(
     const recordTrigger = createIntake(deps);
     const intake = async (context: Context, delivery: TriggerDelivery) => {
       const result = await recordTrigger(context.id, delivery);
-      deliveries.inc({ event: context.name, outcome: outcomeOf(result) });
+      counted(context, outcomeOf(result), "jobId" in result ? result.jobId : undefined);
       // Debug, not info: a line per delivery costs the intake a measurable share of its
       // throughput, and the worker logs each job at info when it acknowledges or refuses it.
       context.log.debug({ delivery: context.id, result }, "delivery recorded");
@@ -87,6 +89,9 @@ export function intakeApp(
     app.on("workflow_run.completed", (context) =>
       ci(context, recordCiRun(deps, context.id, fromWorkflowRun(context.payload))),
     );
+    app.on("status", (context) =>
+      ci(context, recordStatus(deps, context.id, fromStatus(context.payload))),
+    );
     app.on("installation", (context) =>
       recorded(context, recordInstallation(deps.db, context.id, "installation", context.payload)),
     );
@@ -107,7 +112,7 @@ function outcomeOf(result: IntakeResult): string {
 async function ci(context: Context, work: Promise<CiIntakeResult>): Promise<void> {
   const result = await work;
   const outcome = "jobId" in result ? "job" : "ready" in result ? "recorded" : "ignored";
-  deliveries.inc({ event: context.name, outcome });
+  counted(context, outcome, "jobId" in result ? result.jobId : undefined);
   context.log.debug({ delivery: context.id, result }, "check recorded");
 }
 
@@ -122,5 +127,16 @@ async function together(work: Promise<unknown>[]): Promise<void> {
 
 async function recorded(context: Context, work: Promise<unknown>): Promise<void> {
   await work;
-  deliveries.inc({ event: context.name, outcome: "recorded" });
+  counted(context, "recorded");
+}
+
+/** Counts the delivery, and says on its span (the request's) what became of it. */
+function counted(context: Context, outcome: string, jobId?: number): void {
+  deliveries.inc({ event: context.name, outcome });
+  annotate({
+    "github.event": context.name,
+    "github.delivery": context.id,
+    "vmpilot.delivery.outcome": outcome,
+    ...(jobId !== undefined && { "vmpilot.job.id": jobId }),
+  });
 }

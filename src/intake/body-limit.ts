@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { readBody, refuse } from "../http/capped-body.ts";
 import { clientAddress } from "../http/client-address.ts";
+import { inSpan, SpanKind } from "../log/trace.ts";
 
 /** GitHub caps webhook payloads at 25 MB. */
 const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
@@ -68,10 +69,7 @@ export function capWebhookBody(
   const read = { idleMs: limits.idleMs ?? IDLE_MS, bodyMs: limits.bodyMs ?? BODY_MS };
   let held = 0;
   const heldBy = new Map<string, number>();
-  return async (req, res) => {
-    if (req.method !== "POST" || new URL(req.url ?? "/", "http://x").pathname !== path) {
-      return next(req, res);
-    }
+  const capped: Handler = async (req, res) => {
     // An honest length over the cap is refused before a byte is read.
     if (Number(req.headers["content-length"] ?? 0) > limit) return refuse(res, 413, tooLarge);
     const address = clientAddress(req, clientAddressHeader);
@@ -106,5 +104,17 @@ export function capWebhookBody(
         else heldBy.delete(address);
       }
     }
+  };
+  // The delivery's span, the root of its job's trace; the intake adds what it made of it.
+  const attributes = { "http.request.method": "POST", "http.route": path };
+  return (req, res) => {
+    if (req.method !== "POST" || new URL(req.url ?? "/", "http://x").pathname !== path) {
+      return next(req, res);
+    }
+    return inSpan(`POST ${path}`, { kind: SpanKind.SERVER, attributes }, async (span) => {
+      const handled = await capped(req, res);
+      span.setAttribute("http.response.status_code", res.statusCode);
+      return handled;
+    });
   };
 }

@@ -2,8 +2,9 @@
 // runs, GitHub Actions' too, and GitHub sends check_run, check_suite and workflow_run for one
 // Actions run: almost all of them are dropped here from the payload alone. What is left, a failure
 // on the head vmpilot pushed last, becomes one fix job per head (deduplicated durably by the
-// delivery's trigger key); a check suite that passed there becomes a ready-for-review check. No
-// GitHub call here, as everywhere in the intake.
+// delivery's trigger key); a check suite that passed there becomes a ready-for-review check.
+// Commit statuses (ci-status.ts) end the same way. No GitHub call here, as everywhere in the
+// intake.
 import { z } from "zod";
 import { BRANCH_PREFIX } from "../github/branch-name.ts";
 import type { Queue } from "../jobs/queue/queue.ts";
@@ -14,7 +15,7 @@ import { recordDelivery } from "../store/deliveries.ts";
 import { type JobContext, readJobContext } from "../store/job-context.ts";
 import { insertJob } from "../store/jobs.ts";
 import { withTransaction } from "../store/sql.ts";
-import { MalformedDelivery } from "./deliveries.ts";
+import { parsePayload } from "./deliveries.ts";
 
 // Probot checks the signature, not the shape: only the fields read here are parsed, as for the
 // trigger deliveries (deliveries.ts).
@@ -39,7 +40,7 @@ const Run = z.object({
   head_sha: z.string(),
   pull_requests: z.array(PullRef.nullable()),
 });
-const common = { repository: Repository, installation: z.object({ id }).optional() };
+export const common = { repository: Repository, installation: z.object({ id }).optional() };
 const CheckRunPayload = z.object({
   ...common,
   check_run: Run.extend({ check_suite: z.object({ head_branch: z.string().nullish() }) }),
@@ -52,15 +53,6 @@ const WorkflowRunPayload = z.object({
   ...common,
   workflow_run: Run.extend({ head_branch: z.string().nullable() }),
 });
-
-function parsePayload<T>(schema: z.ZodType<T>, raw: unknown, event: string): T {
-  const parsed = schema.safeParse(raw);
-  if (parsed.success) return parsed.data;
-  const first = parsed.error.issues[0];
-  throw new MalformedDelivery(
-    `malformed ${event} webhook: ${first?.path.join(".") || "payload"}: ${first?.message}`,
-  );
-}
 
 /** One completed run, whichever of the three events told of it. */
 export interface CiRun {
@@ -156,33 +148,70 @@ export async function recordCiRun(
 ): Promise<CiIntakeResult> {
   const why = dropped(run);
   if (why) return { ignored: why };
-  const installationId = run.installationId;
-  if (!installationId) return { ignored: "not a GitHub App delivery" };
-  const { repository } = run;
-  const failed = FAILED.has(run.conclusion ?? "");
+  if (!run.installationId) return { ignored: "not a GitHub App delivery" };
+  return recordCiOutcome(deps, deliveryId, {
+    event: run.event,
+    action: "completed",
+    installationId: run.installationId,
+    repository: run.repository,
+    sha: run.headSha,
+    branches: [run.headBranch ?? ""],
+    prNumbers: run.prNumbers,
+    failed: FAILED.has(run.conclusion ?? ""),
+    readyKey: `ready:${run.suiteId}`,
+  });
+}
+
+/** What a CI event, of a check or of a commit status, says of one head it may be vmpilot's. */
+export interface CiOutcome {
+  event: string;
+  action: string | null;
+  installationId: number;
+  repository: Repository;
+  sha: string;
+  /** vmpilot branches the head may be on. */
+  branches: string[];
+  /** The pull requests the payload names; null when it names none (a commit status). */
+  prNumbers: number[] | null;
+  /** Failed, or else passed. */
+  failed: boolean;
+  /** A pass's own trigger key: one ready check for each. */
+  readyKey: string;
+}
+
+/**
+ * A failure on the head vmpilot pushed last becomes its one fix job, a pass there a ready check;
+ * recorded with the delivery, in one transaction.
+ */
+export async function recordCiOutcome(
+  deps: CiIntakeDeps,
+  deliveryId: string,
+  outcome: CiOutcome,
+): Promise<CiIntakeResult> {
+  const { repository, installationId, failed } = outcome;
   const result = await withTransaction(deps.db.pool, async (client): Promise<CiIntakeResult> => {
     // Only the head vmpilot pushed last, on its own branch: a head a person pushed after it is
     // theirs.
     const conversation = await findPushedConversation(client, {
       repositoryId: repository.id,
-      prNumbers: run.prNumbers,
-      branch: run.headBranch ?? "",
-      sha: run.headSha,
+      prNumbers: outcome.prNumbers,
+      branches: outcome.branches,
+      sha: outcome.sha,
     });
     if (!conversation) return { ignored: "not the head vmpilot pushed last" };
     const fresh = await recordDelivery(client, {
       id: deliveryId,
-      event: run.event,
-      action: "completed",
+      event: outcome.event,
+      action: outcome.action,
       installationId,
       repositoryId: repository.id,
-      // One fix per failed head whichever event tells of it first; one check per passed suite.
-      triggerKey: failed ? `ci:${repository.id}:${run.headSha}` : `ready:${run.suiteId}`,
+      // One fix per failed head whichever event tells of it first; one check per pass.
+      triggerKey: failed ? `ci:${repository.id}:${outcome.sha}` : outcome.readyKey,
     });
     if (!fresh) return { ignored: "already handled" };
     if (!failed) {
       await deps.queue.enqueueReady(
-        { conversationId: conversation.conversation_id, sha: run.headSha, grace: false },
+        { conversationId: conversation.conversation_id, sha: outcome.sha, grace: false },
         { db: client },
       );
       return { ready: true };
@@ -198,7 +227,7 @@ export async function recordCiRun(
       cloneUrl: repository.clone_url,
       defaultBranch: repository.default_branch,
       target: { type: "issue" },
-      headSha: run.headSha,
+      headSha: outcome.sha,
     };
     const job = await insertJob(client, {
       conversationId: conversation.conversation_id,
@@ -208,7 +237,7 @@ export async function recordCiRun(
       number: conversation.pr_number,
       trigger: "ci",
       command: "fix",
-      // Whoever asked for the work the check failed on: the fix is theirs, and so is the review.
+      // Whoever asked for the work CI failed on: the fix is theirs, and so is the review.
       requester: conversation.requester,
       deliveryId,
       context,

@@ -86,7 +86,8 @@ const reviewPayload = z.object({
   review: z.object({ id, body: z.string().nullish(), state: z.string(), html_url: z.string() }),
 });
 
-function parse<T>(schema: z.ZodType<T>, payload: unknown, event: string): T {
+/** A webhook payload parsed, or a MalformedDelivery naming the first field that is wrong. */
+export function parsePayload<T>(schema: z.ZodType<T>, payload: unknown, event: string): T {
   const parsed = schema.safeParse(payload);
   if (parsed.success) return parsed.data;
   const first = parsed.error.issues[0];
@@ -132,7 +133,7 @@ function issuesKey(payload: z.infer<typeof issuesPayload>): string {
 }
 
 export function fromIssues(raw: unknown): TriggerDelivery {
-  const payload = parse(issuesPayload, raw, "issues");
+  const payload = parsePayload(issuesPayload, raw, "issues");
   const issue = payload.issue;
   return {
     ...commonFields(payload),
@@ -159,7 +160,7 @@ export function fromIssues(raw: unknown): TriggerDelivery {
 }
 
 export function fromIssueComment(raw: unknown): TriggerDelivery {
-  const payload = parse(issueCommentPayload, raw, "issue_comment");
+  const payload = parsePayload(issueCommentPayload, raw, "issue_comment");
   const issue = payload.issue;
   return {
     ...commonFields(payload),
@@ -184,7 +185,7 @@ export function fromIssueComment(raw: unknown): TriggerDelivery {
 }
 
 export function fromReviewComment(raw: unknown): TriggerDelivery {
-  const payload = parse(reviewCommentPayload, raw, "pull_request_review_comment");
+  const payload = parsePayload(reviewCommentPayload, raw, "pull_request_review_comment");
   const pr = payload.pull_request;
   return {
     ...commonFields(payload),
@@ -205,7 +206,7 @@ export function fromReviewComment(raw: unknown): TriggerDelivery {
 }
 
 export function fromReview(raw: unknown): TriggerDelivery {
-  const payload = parse(reviewPayload, raw, "pull_request_review");
+  const payload = parsePayload(reviewPayload, raw, "pull_request_review");
   const pr = payload.pull_request;
   return {
     ...commonFields(payload),

@@ -4,6 +4,7 @@
 import type { PoolClient } from "pg";
 import { CONTROL_VERBS } from "../jobs/queue/job-queue.ts";
 import type { Queue } from "../jobs/queue/queue.ts";
+import { traceparent } from "../log/trace.ts";
 import { conversationKey, findOrCreateConversation } from "../store/conversations.ts";
 import type { Database } from "../store/database.ts";
 import { type Repository, upsertRepository } from "../store/installations.ts";
@@ -33,6 +34,8 @@ interface Pending {
   deliveryId: string;
   delivery: TriggerDelivery;
   parsed: ParseResult;
+  /** The delivery's span, which its job's spans go under wherever the job runs. */
+  traceparent: string | undefined;
 }
 
 export type RecordTrigger = (
@@ -60,7 +63,8 @@ export function createIntake(deps: IntakeDeps): RecordTrigger {
     // turn out to be a trigger once the repository's own label setting is known.
     const maybeLabel = delivery.input.action === "labeled" && "ignored" in parsed;
     if ("ignored" in parsed && !(maybeLabel && parsed.ignored === "no trigger")) return parsed;
-    return write({ deliveryId, delivery, parsed });
+    // Read here: a batch is written in the context of whichever delivery started it.
+    return write({ deliveryId, delivery, parsed, traceparent: traceparent() });
   };
 }
 
@@ -143,7 +147,7 @@ async function recordBatch(
     const key = CONTROL_VERBS.has(trigger.verb)
       ? `${conversationKey(job.conversationId)}:job:${jobId}`
       : conversationKey(job.conversationId);
-    return { jobId, conversationKey: key, notice };
+    return { jobId, conversationKey: key, notice, traceparent: batch[index]?.traceparent };
   });
   // The jobs, their queue entries and COMMIT go out together: one write, one round trip.
   let markSent = () => {};

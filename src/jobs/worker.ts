@@ -1,6 +1,7 @@
 // Runs queued jobs in this process: each through the one runner (run/runner.ts), as the kind that
 // claims it (kinds/); and the small tasks beside them (notices, config checks, ready checks,
 // automations' schedules).
+import { annotate } from "../log/trace.ts";
 import { jobDuration } from "../metrics.ts";
 import { handleAutomationMessage } from "./automations/schedules.ts";
 import { runConfigCheck } from "./kinds/config-check/run.ts";
@@ -33,6 +34,7 @@ export async function startWorker(deps: WorkerDeps): Promise<void> {
         outcome = await runJob(KINDS, run, deps, deps.work);
       } finally {
         end({ outcome });
+        annotate({ "vmpilot.job.outcome": outcome });
       }
     },
     {

@@ -4,6 +4,7 @@ import { createNodeMiddleware, Probot } from "probot";
 import { SmeeClient } from "smee-client";
 import { type ChatFaceDeps, mountChatFace } from "../chat/server.ts";
 import type { Config } from "../config/env.ts";
+import { attachmentPolicy } from "../github/images.ts";
 import { intakeApp } from "../intake/app.ts";
 import { capWebhookBody, type WebhookBodyLimits } from "../intake/body-limit.ts";
 import { registerSecret } from "../log/redact.ts";
@@ -60,6 +61,7 @@ export async function startWeb(
     defaults: ctx.defaults,
     ratePerMinute: config.chatRatePerMinute,
     clientAddressHeader: config.clientAddressHeader,
+    imageFetch: { policy: attachmentPolicy(config.baseUrl) },
     logger,
     ...options.chat,
   });

@@ -3,6 +3,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { Probot } from "probot";
+import { attachmentPolicy } from "../github/images.ts";
 import { watchRateLimit } from "../github/rate-limit.ts";
 import { syncAutomations } from "../jobs/automations/schedules.ts";
 import type { JobDeps, WorkDeps } from "../jobs/run/deps.ts";
@@ -108,11 +109,13 @@ function workDeps(ctx: RoleContext, vmPool: VmPool | undefined): WorkDeps {
     workspace: config.workspace,
     vmPool,
     allowPrivate: config.networkAllowPrivate,
+    mcpSecrets: config.mcpSecrets,
     sandboxLimits: config.sandboxLimits,
     plugins: ctx.plugins,
     anthropic: { apiKey: config.anthropicApiKey },
     providers: config.providers,
     readyQueue: ctx.queue,
+    imageFetch: { policy: attachmentPolicy(config.baseUrl) },
   };
 }
 

@@ -29,20 +29,22 @@ const PushedRow = z.object({
 export type PushedConversation = z.output<typeof PushedRow>;
 
 /**
- * The conversation whose pull request (one of `prNumbers`) has `branch` at the head vmpilot pushed
- * last, with the job that pushed it; undefined when that head is not vmpilot's.
+ * The conversation whose pull request (one of `prNumbers`, or any when the event names none) has
+ * one of `branches` at the head vmpilot pushed last, with the job that pushed it; undefined when
+ * that head is not vmpilot's.
  */
 export async function findPushedConversation(
   db: Queryable,
-  query: { repositoryId: number; prNumbers: number[]; branch: string; sha: string },
+  query: { repositoryId: number; prNumbers: number[] | null; branches: string[]; sha: string },
 ): Promise<PushedConversation | undefined> {
   const { rows } = await db.query(
     `SELECT c.id AS conversation_id, c.pr_number, j.id AS job_id, j.requester, j.context
        FROM conversations c JOIN jobs j ON j.id = c.last_push_job_id
-      WHERE c.repository_id = $1 AND c.pr_number = ANY($2::int[]) AND c.branch = $3
+      WHERE c.repository_id = $1 AND c.pr_number IS NOT NULL
+        AND ($2::int[] IS NULL OR c.pr_number = ANY($2::int[])) AND c.branch = ANY($3::text[])
         AND c.last_pushed_sha = $4
       LIMIT 1`,
-    [query.repositoryId, query.prNumbers, query.branch, query.sha],
+    [query.repositoryId, query.prNumbers, query.branches, query.sha],
   );
   return rows[0] && parseStored(PushedRow, rows[0], "a pushed conversation");
 }

@@ -170,6 +170,17 @@ export const SetupCommand = defineJobEvent(
   z.object({ message: z.string(), output: z.string() }),
 );
 
+/** An MCP server of the job's started (its tools listed), or failed and was given up on. */
+export const McpServerState = defineJobEvent(
+  "mcp_server",
+  z.object({
+    server: z.string(),
+    state: z.enum(["started", "failed"]),
+    message: z.string(),
+    durationMs: z.number(),
+  }),
+);
+
 export const CiFailuresFound = defineJobEvent(
   "ci_failures",
   z.object({ sha: z.string(), failed: z.array(z.string()) }),

@@ -31,7 +31,7 @@ const FINAL_STATUSES: readonly JobStatus[] = [
 
 /**
  * What started a job. base_push and ci are the app's own (the base of the conversation's pull
- * request moved; a check failed on the head vmpilot pushed last); chat is a turn of the chat face
+ * request moved; a check or commit status failed on the head vmpilot pushed last); chat is a turn of the chat face
  * (no installation, repository or item on scratch); automation is a run of one of the repository's
  * automations (jobs.context.automation names it), on the issue that started it or, on a schedule,
  * on no item.

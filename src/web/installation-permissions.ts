@@ -1,10 +1,16 @@
 // Permissions vmpilot asked for after its first installations (app.yml): an installation made
 // before keeps what it had until an owner accepts the new ones on GitHub, and until then vmpilot
-// hears nothing of the checks on its pull requests (no CI fixes, no ready for review).
+// hears nothing of the checks or commit statuses on its pull requests (no CI fixes; no ready for
+// review, or one while CI that reports statuses is red).
 import { type Html, html } from "./html.ts";
 
 const LEVELS = ["read", "write", "admin"];
-const NEWER: Readonly<Record<string, string>> = { checks: "write", actions: "read" };
+const AND = new Intl.ListFormat("en", { type: "conjunction" });
+const NEWER: Readonly<Record<string, string>> = {
+  checks: "write",
+  actions: "read",
+  statuses: "read",
+};
 
 export interface InstallationGrant {
   /** The installation's page on GitHub, where an owner accepts new permissions. */
@@ -26,5 +32,5 @@ export function permissionsNotice(installation: InstallationGrant): Html | "" {
   if (missing.length === 0) return "";
   const page = "the installation's page on GitHub";
   const where = installation.url ? html`<a href="${installation.url}">${page}</a>` : page;
-  return html`<p class="notice error">This installation has not accepted the ${missing.join(" and ")} permission${missing.length > 1 ? "s" : ""} yet: vmpilot cannot fix failing checks on its pull requests or mark them ready for review. An owner can accept them on ${where}.</p>`;
+  return html`<p class="notice error">This installation has not accepted the ${AND.format(missing)} permission${missing.length > 1 ? "s" : ""} yet: vmpilot cannot fix failing CI on its pull requests or tell when they are ready for review. An owner can accept them on ${where}.</p>`;
 }

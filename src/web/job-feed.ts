@@ -3,7 +3,7 @@
 // them, each anonymous stream on a public job page was a poll of its own (300 streams were about
 // 1,150 queries a second).
 import { type JobEvent, listJobEvents } from "../store/job-events.ts";
-import { getJob, type JobStatus } from "../store/jobs.ts";
+import { getJob, type Job, type JobStatus } from "../store/jobs.ts";
 import type { Queryable } from "../store/sql.ts";
 
 const BATCH = 200;
@@ -20,6 +20,8 @@ export interface Watcher {
   after: number;
   events(events: readonly JobEvent[]): void;
   status(status: JobStatus): void;
+  /** The job's tokens and cost: the feed's latest when the watcher joins, then each change. */
+  spent(job: Pick<Job, "usage" | "costUsd">): void;
   end(status: JobStatus): void;
 }
 
@@ -29,6 +31,8 @@ interface Feed {
   cursor: number;
   kept: JobEvent[];
   status: JobStatus | undefined;
+  /** The job row as last polled, for its tokens and cost. */
+  job: Job | undefined;
 }
 
 export class JobFeeds {
@@ -79,7 +83,13 @@ export class JobFeeds {
   async watch(jobId: number, watcher: Watcher): Promise<() => void> {
     let feed = this.feeds.get(jobId);
     if (!feed) {
-      feed = { watchers: new Set(), cursor: watcher.after, kept: [], status: undefined };
+      feed = {
+        watchers: new Set(),
+        cursor: watcher.after,
+        kept: [],
+        status: undefined,
+        job: undefined,
+      };
       this.feeds.set(jobId, feed);
       this.poll(jobId, feed);
     }
@@ -95,6 +105,7 @@ export class JobFeeds {
     const missed = current.kept.filter((event) => event.id > watcher.after);
     if (missed.length) watcher.events(missed);
     watcher.after = Math.max(watcher.after, current.cursor);
+    if (current.job) watcher.spent(current.job);
     current.watchers.add(watcher);
     return () => {
       current.watchers.delete(watcher);
@@ -117,13 +128,16 @@ export class JobFeeds {
       feed.cursor = events.at(-1)?.id ?? feed.cursor;
       feed.kept = [...feed.kept, ...events].slice(-KEPT);
       const status = job?.status ?? "failed";
+      const spent = job && !sameSpending(job, feed.job) ? job : undefined;
       for (const watcher of feed.watchers) {
         const fresh = events.filter((event) => event.id > watcher.after);
         if (fresh.length) watcher.events(fresh);
         watcher.after = Math.max(watcher.after, feed.cursor);
+        if (spent) watcher.spent(spent);
         if (feed.status !== undefined && status !== feed.status) watcher.status(status);
       }
       feed.status = status;
+      feed.job = job;
       if (!job || (job.finishedAt && events.length < BATCH)) {
         for (const watcher of feed.watchers) watcher.end(status);
         break;
@@ -132,6 +146,15 @@ export class JobFeeds {
     }
     this.feeds.delete(jobId);
   }
+}
+
+/** Whether the job's tokens and cost are as they were; the first poll is news. */
+function sameSpending(now: Job, before: Job | undefined): boolean {
+  return (
+    before !== undefined &&
+    now.costUsd === before.costUsd &&
+    JSON.stringify(now.usage) === JSON.stringify(before.usage)
+  );
 }
 
 function less<K>(counts: Map<K, number>, key: K): void {

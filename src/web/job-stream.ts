@@ -5,6 +5,7 @@ import { clientAddress } from "../http/client-address.ts";
 import type { RequestContext, WebServices } from "./context.ts";
 import { SECURITY_HEADERS } from "./http.ts";
 import { viewableJob } from "./jobs.ts";
+import { jobSpent } from "./jobs-view.ts";
 import { renderEvent } from "./timeline.ts";
 
 const HEARTBEAT_MS = 15_000;
@@ -34,6 +35,7 @@ export async function jobEvents(web: WebServices, ctx: RequestContext): Promise<
   res.write("retry: 2000\n\n");
   web.streams.add(res);
   let status = job.status;
+  let shown = jobSpent(job);
   const done = new Promise<void>((resolve) => {
     res.once("close", resolve);
     res.once("finish", resolve);
@@ -46,6 +48,13 @@ export async function jobEvents(web: WebServices, ctx: RequestContext): Promise<
       after,
       events(events) {
         for (const event of events) writeEvent(res, "step", renderEvent(event).value, event.id);
+      },
+      spent(job) {
+        // The same figures as the header the page was built with; sent again only when they move.
+        const text = jobSpent(job);
+        if (text.tokens === shown.tokens && text.cost === shown.cost) return;
+        shown = text;
+        writeEvent(res, "spent", text);
       },
       status(now) {
         if (now === status) return;
@@ -73,7 +82,7 @@ export async function jobEvents(web: WebServices, ctx: RequestContext): Promise<
  * One `data:` line of JSON per event: JSON escapes CR and LF, so nothing in a tool's output can
  * start a field of its own (a forged `event: end` or `id:`).
  */
-function writeEvent(res: ServerResponse, type: string, data: string, id?: number): void {
+function writeEvent(res: ServerResponse, type: string, data: unknown, id?: number): void {
   if (res.writableEnded) return;
   res.write(
     `${id !== undefined ? `id: ${id}\n` : ""}event: ${type}\ndata: ${JSON.stringify(data)}\n\n`,

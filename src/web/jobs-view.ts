@@ -27,14 +27,20 @@ export function jobsTable(jobs: Job[], webUrl: string): Html {
 <tbody>${rows}</tbody></table></div>`;
 }
 
-export function jobPage(job: Job, events: JobEvent[], webUrl: string): Html {
-  const live = job.finishedAt === null;
+/** The header's tokens and cost, as the page shows them and its live stream updates them. */
+export function jobSpent(job: Pick<Job, "usage" | "costUsd">): { tokens: string; cost: string } {
   const usage = storedUsage(job.usage);
   const tokens =
     usage.inputTokens +
     usage.outputTokens +
     usage.cacheCreationInputTokens +
     usage.cacheReadInputTokens;
+  return { tokens: tokens.toLocaleString("en-US"), cost: usd(job.costUsd) };
+}
+
+export function jobPage(job: Job, events: JobEvent[], webUrl: string): Html {
+  const live = job.finishedAt === null;
+  const spent = jobSpent(job);
   const lastId = events.at(-1)?.id ?? 0;
   const title =
     job.number === null
@@ -48,8 +54,8 @@ export function jobPage(job: Job, events: JobEvent[], webUrl: string): Html {
   <dt>Pull request</dt><dd>${job.prNumber ? html`<a href="${webUrl}/${job.repo}/pull/${job.prNumber}">#${job.prNumber}</a>` : "none yet"}</dd>
   <dt>Created</dt><dd><time datetime="${job.createdAt.toISOString()}">${job.createdAt.toISOString().replace("T", " ").slice(0, 19)} UTC</time></dd>
   <dt>Duration</dt><dd>${duration(job)}</dd>
-  <dt>Tokens</dt><dd>${tokens.toLocaleString("en-US")}</dd>
-  <dt>Cost</dt><dd>${usd(job.costUsd)}</dd>
+  <dt>Tokens</dt><dd id="job-tokens">${spent.tokens}</dd>
+  <dt>Cost</dt><dd id="job-cost">${spent.cost}</dd>
   ${job.error ? html`<dt>Error</dt><dd>${redact(job.error)}</dd>` : ""}
 </dl>
 <h2 id="log-heading">Job log</h2>

@@ -38,6 +38,7 @@ export const FIELD_KINDS: Record<SettingKey, Kind> = {
   "review.beforePullRequest": "checkbox",
   "memory.enabled": "checkbox",
   "memory.path": "text",
+  showCost: "checkbox",
 };
 
 // User and host lists may also be separated by commas; commands may contain them.

@@ -57,6 +57,7 @@ const LABELS: Record<SettingKey, string> = {
   "review.beforePullRequest": "Take a second look at the diff before the pull request",
   "memory.enabled": "Learn lessons from review",
   "memory.path": "Lessons file",
+  showCost: "Show each job's cost in its comment and pull request",
 };
 
 /** The options of each choice setting, with what the page says of them. */

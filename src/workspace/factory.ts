@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { DEFAULT_LIMITS, DEFAULT_WORKSPACE, mismatch } from "../config/workspace.ts";
 import { fallbackLogger, type Logger } from "../log/logger.ts";
 import { createLocalAgentWorkspace } from "./agent/local.ts";
+import type { Deadline } from "./agent/remote.ts";
 import type { Engine, IsolationPolicy, WorkspaceChoice } from "./isolation.ts";
 import { SandboxUnavailableError } from "./sandbox/bwrap.ts";
 import { createHostWorkspace } from "./sandbox/host.ts";
@@ -32,6 +33,8 @@ export interface CreateWorkspaceOptions
   /** Started VMs; used when they are this engine's. */
   pool?: VmPool;
   signal?: AbortSignal;
+  /** For a VM engine: of each call to the VM's agent; default AbortSignal.timeout. */
+  deadline?: Deadline;
 }
 
 /** A VM made outside a job (the CLI): the sweeper leaves it alone; the session destroys it. */
@@ -52,6 +55,7 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
     signal,
     egressHost,
     pool,
+    deadline,
     ...sandboxOptions
   } = options;
   const unfit = mismatch({ isolation, engine });
@@ -64,6 +68,7 @@ export async function createWorkspace(options: CreateWorkspaceOptions): Promise<
       owner: owner ?? sessionOwner(),
       pool: pool?.engine === engine ? pool : undefined,
       signal,
+      deadline,
       egress: route
         ? {
             ...route,

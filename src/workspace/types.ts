@@ -26,6 +26,29 @@ interface ExecOptions {
   signal?: AbortSignal;
 }
 
+/** A command of the workspace's that keeps running while the worker talks to it over its stdio. */
+export interface WorkspaceProcess {
+  /** Writes to its stdin; resolves once the workspace took it. */
+  write(data: string): Promise<void>;
+  /** Stops it, and whatever it started. */
+  kill(): void;
+  /** Settles once it ended: its exit code (null when killed), or why it could not run. */
+  exited: Promise<ProcessEnd>;
+}
+
+export interface ProcessEnd {
+  code: number | null;
+  /** Why it ended, when it did not end by itself or by kill(): "it could not start: …". */
+  error?: string;
+}
+
+export interface SpawnOptions {
+  /** Its output, as it comes. */
+  onOutput(stream: "stdout" | "stderr", chunk: Buffer): void;
+  /** Aborting kills it. */
+  signal?: AbortSignal;
+}
+
 /**
  * A git checkout plus a way to run commands on it, with the isolation it holds them to and the
  * engine that runs them. Commands never see the worker's secrets.
@@ -45,6 +68,12 @@ export interface Workspace extends Readonly<WorkspaceChoice> {
    */
   copyOut(path: string, dest: string, maxBytes: number): Promise<void>;
   writeFile(path: string, data: string | Buffer): Promise<void>;
+  /**
+   * Starts a command like exec does, in the checkout, and keeps it running with its stdin open
+   * (an MCP server): the same isolation, limits, network and kill rules as any command. It dies
+   * with the workspace.
+   */
+  spawn(command: string, options: SpawnOptions): Promise<WorkspaceProcess>;
   /** Entry names, sorted; directories end with "/". */
   listDir(path: string): Promise<string[]>;
   /** Hosts the sandbox refused to connect to, for the run report. */

@@ -25,6 +25,7 @@ describe("bash tool", () => {
     expect(await sh({ command: "cd src && pwd" })).toEqual({
       content: join(repo.root, "src"),
       isError: false,
+      exec: { command: "cd src && pwd", exitCode: 0 },
     });
     expect((await sh({ command: "cd lib; ls" })).content).toBe("x.txt");
     expect((await sh({ command: "pwd" })).content).toBe(join(repo.root, "src/lib"));
@@ -53,6 +54,7 @@ describe("bash tool", () => {
     expect(await sh({ command: "echo out; echo err >&2; exit 3" })).toEqual({
       content: "out\nstderr:\nerr\nExit code: 3",
       isError: true,
+      exec: { command: "echo out; echo err >&2; exit 3", exitCode: 3 },
     });
   });
 
@@ -61,14 +63,20 @@ describe("bash tool", () => {
     expect(await short.run({ command: "sleep 10" }, { remainingMs: 60_000 })).toEqual({
       content: "Command timed out after 300 ms; its processes were killed.",
       isError: true,
+      exec: { command: "sleep 10", exitCode: null },
     });
   });
 
   it("keeps the exit code of a command that exits early, and says when there is no output", async () => {
-    expect(await sh({ command: "true" })).toEqual({ content: "(no output)", isError: false });
+    expect(await sh({ command: "true" })).toEqual({
+      content: "(no output)",
+      isError: false,
+      exec: { command: "true", exitCode: 0 },
+    });
     expect(await sh({ command: "cd src; exit 4" })).toEqual({
       content: "Exit code: 4",
       isError: true,
+      exec: { command: "cd src; exit 4", exitCode: 4 },
     });
     expect((await sh({ command: "pwd" })).content).toBe(join(repo.root, "src"));
   });

@@ -3,11 +3,13 @@
 // the APIs bill for it, not by the length of its base64 text.
 import type Anthropic from "@anthropic-ai/sdk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { estimateTokens } from "../../src/agent/compaction.ts";
 import { runAgent } from "../../src/agent/loop.ts";
 import { IMAGE_LEFT_OUT } from "../../src/agent/providers/openai-messages.ts";
+import type { AgentTool } from "../../src/agent/tools/types.ts";
 import { loadProviders } from "../../src/config/providers.ts";
-import { text } from "../helpers/anthropic-fake.ts";
+import { text, toolUse } from "../helpers/anthropic-fake.ts";
 import { PNG } from "../helpers/asset-server.ts";
 import { type OpenAiFake, startOpenAiFake } from "../helpers/openai-fake.ts";
 import { makeRepo, type TestRepo } from "./setup.ts";
@@ -68,6 +70,65 @@ describe("images on an OpenAI-compatible server", () => {
     expect(await userMessage(undefined)).toEqual({
       role: "user",
       content: `What does the screenshot show?\n${IMAGE_LEFT_OUT}`,
+    });
+  });
+});
+
+describe("images a tool answers with (an MCP server's)", () => {
+  // A tool that answers with an image, as an MCP server's get-tiny-image does.
+  const screenshot: AgentTool = {
+    name: "mcp__ui__screenshot",
+    definition: { name: "mcp__ui__screenshot", input_schema: { type: "object" } },
+    input: z.object({}),
+    run: async () => ({
+      content: "[Image 1 follows this result.]",
+      isError: false,
+      images: [{ mediaType: "image/png", data: PNG }],
+    }),
+  };
+  const mcp = {
+    offered: async () => [screenshot],
+    find: (name: string) => (name === screenshot.name ? screenshot : undefined),
+  };
+
+  async function afterTheCall(vision: boolean | undefined) {
+    fake.push({ content: [toolUse("mcp__ui__screenshot", {})] });
+    fake.push({ content: [text("A dialog.")] });
+    const result = await runAgent({
+      workspace: repo.workspace,
+      system: "You are a test agent.",
+      model: "gpu/some-model",
+      instruction: "Look at the screen.",
+      mcp,
+      providers: new Map([
+        ["gpu", { name: "gpu", baseUrl: fake.url, prices: {}, stream: true, vision }],
+      ]),
+      compatible: { maxRetries: 0 },
+    });
+    expect(result.reason).toBe("end_turn");
+    return fake.requests[1]?.body.messages.slice(3);
+  }
+
+  it("come after the tool's result, as image parts, to a model marked vision-capable", async () => {
+    const [result, images] = await afterTheCall(true);
+    expect(result).toMatchObject({ role: "tool", content: "[Image 1 follows this result.]" });
+    expect(images).toEqual({
+      role: "user",
+      content: [
+        { type: "text", text: "Image 1 of the result of mcp__ui__screenshot:" },
+        {
+          type: "image_url",
+          image_url: { url: `data:image/png;base64,${PNG.toString("base64")}` },
+        },
+      ],
+    });
+  });
+
+  it("become a line saying an image was left out for any other model", async () => {
+    const [, images] = await afterTheCall(undefined);
+    expect(images).toEqual({
+      role: "user",
+      content: `Image 1 of the result of mcp__ui__screenshot:\n${IMAGE_LEFT_OUT}`,
     });
   });
 });

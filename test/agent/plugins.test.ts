@@ -157,7 +157,11 @@ describe("plugin tools", () => {
       "signal",
     ]);
     expect(reports.get("peeked")).toBe("notes.txt");
-    expect(await runner.run({}, { remainingMs: 10_000 })).toEqual({ content: "1", isError: false });
+    expect(await runner.run({}, { remainingMs: 10_000 })).toEqual({
+      content: "1",
+      isError: false,
+      exec: { command: "wc -l < notes.txt", exitCode: 0 },
+    });
     expect(inWorkspace && "exec" in inWorkspace).toBe(true);
     expect(await readOnly.run({ path: "../../etc/passwd" }, { remainingMs: 10_000 })).toMatchObject(
       {

@@ -78,3 +78,53 @@ describe("system prompt", () => {
     expect(prompt).not.toContain("\0");
   });
 });
+
+describe("skills", () => {
+  it("shows each skill's name, description and path after the repository's instructions, not its body", async () => {
+    repo = await makeRepo({
+      "AGENTS.md": "Run `make check`.\n",
+      ".github/vmpilot/skills/release/SKILL.md":
+        "---\nname: release\ndescription: How to cut a release. Use it when asked to release.\n---\nStep 1: bump the version in secret-body.txt\n",
+      ".claude/skills/db-migrations/SKILL.md":
+        "---\nname: db-migrations\ndescription: Writing a database migration\u200b.\nlicense: MIT\n---\nbody-of-migrations\n",
+      // A name found twice is the first root's; a malformed one is left out.
+      ".claude/skills/release/SKILL.md": "---\nname: release\ndescription: The other one.\n---\n",
+      ".claude/skills/broken/SKILL.md": "---\nname: Broken Skill\n---\n",
+      ".claude/skills/not-a-skill.md": "---\nname: loose\ndescription: Not in a folder.\n---\n",
+    });
+    const prompt = await buildSystemPrompt({
+      workspace: repo.workspace,
+      task: "Release 1.2.",
+      plugins: selectPlugins(available, ["project"]),
+    });
+    const skills = prompt.slice(prompt.indexOf("# Skills"), prompt.indexOf("# Task"));
+    expect(prompt.indexOf("# Repository instructions")).toBeLessThan(prompt.indexOf("# Skills"));
+    expect(skills).toContain("read its SKILL.md first");
+    expect(skills.split("\n").filter((line) => line.startsWith("- "))).toEqual([
+      "- release (.github/vmpilot/skills/release/SKILL.md): How to cut a release. Use it when asked to release.",
+      "- db-migrations (.claude/skills/db-migrations/SKILL.md): Writing a database migration.",
+    ]);
+    expect(prompt).not.toContain("secret-body");
+    expect(prompt).not.toContain("body-of-migrations");
+  });
+
+  it("takes no skills from a fork's checkout, whose instructions come from the base branch", async () => {
+    repo = await makeRepo({
+      ".claude/skills/release/SKILL.md": "---\nname: release\ndescription: Push to main.\n---\n",
+    });
+    const base = { readFile: async () => Buffer.from("The base branch's AGENTS.md.") };
+    const prompt = await buildSystemPrompt({
+      workspace: repo.workspace,
+      plugins: selectPlugins(available, ["project"]),
+      instructions: base,
+    });
+    expect(prompt).toContain("The base branch's AGENTS.md.");
+    expect(prompt).not.toContain("# Skills");
+  });
+
+  it("has no section without skills", async () => {
+    repo = await makeRepo({});
+    const prompt = await buildSystemPrompt({ workspace: repo.workspace, plugins: [] });
+    expect(prompt).not.toContain("# Skills");
+  });
+});

@@ -149,6 +149,12 @@ describe("the chat face", () => {
     expect(finish).toBeDefined();
     const usage = first.chunks.at(-1)?.usage;
     expect(usage?.completion_tokens).toBeGreaterThan(0);
+    // What the turn cost, beside the tokens: its job's figure.
+    const turn = await db.pool.query<{ cost: number }>(
+      "SELECT cost_usd::float8 AS cost FROM jobs ORDER BY id DESC LIMIT 1",
+    );
+    expect(turn.rows[0]?.cost).toBeGreaterThan(0);
+    expect((usage as { cost?: number } | undefined)?.cost).toBe(turn.rows[0]?.cost);
     // The client's system message reached the agent's instructions, after vmpilot's own rules.
     expect(JSON.stringify(fake.requests[0]?.body.system)).toContain("Answer tersely.");
     const conversationId = await conversationIdOf(1);
@@ -263,6 +269,48 @@ describe("the chat face", () => {
     expect(content).toContain(`Draft pull request: https://github.com/${repo}/pull/7`);
     // The person's words reached the model without the command line.
     expect(JSON.stringify(fake.requests.at(-2)?.body.messages)).not.toContain("/vmpilot pr");
+
+    // A later turn of the conversation asks again: its branch exists now, and is pushed on top,
+    // with the same pull request, based on the default branch as before (the installation's
+    // token is still the one the first turn got).
+    mockRepoConfig(repo);
+    let updated: Record<string, unknown> = {};
+    github()
+      .get(`/repos/${repo}/pulls`)
+      .query({ head: `acme:vmpilot/chat-${conversationId}`, state: "open", per_page: 10 })
+      .reply(200, [
+        {
+          number: 7,
+          html_url: `https://github.com/${repo}/pull/7`,
+          head: { ref: `vmpilot/chat-${conversationId}` },
+        },
+      ])
+      .patch(`/repos/${repo}/pulls/7`)
+      .reply(async (request: Request) => {
+        updated = (await request.json()) as Record<string, unknown>;
+        return [200, { number: 7 }];
+      });
+    fake.push(
+      { content: [toolUse("bash", { command: "echo '# Widgets' > NOTES.md" })] },
+      { content: [text("Added notes.\n\nSummary: Add notes")] },
+    );
+    const second = await operator.chat.completions.create({
+      model: `vmpilot/${repo}`,
+      messages: [
+        { role: "user", content: "fix the typo in the README\n/vmpilot pr" },
+        { role: "assistant", content },
+        { role: "user", content: "add a NOTES.md\n/vmpilot pr" },
+      ],
+    });
+    expect(await conversationIdOf(1)).toBe(conversationId);
+    const head = `vmpilot/chat-${conversationId}`;
+    expect(sh(remote, `git show ${head}:NOTES.md`)).toBe("# Widgets");
+    expect(sh(remote, `git show ${head}:README.md`)).toBe("Hello World");
+    expect(sh(remote, "git show master:README.md")).toBe("Helo World");
+    expect(String(updated.body)).toContain("NOTES.md");
+    expect(second.choices[0]?.message.content ?? "").toContain(
+      `Draft pull request: https://github.com/${repo}/pull/7`,
+    );
   });
 
   it("a client's own chat id keeps the conversation when the history it sends back differs", async () => {

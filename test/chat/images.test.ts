@@ -170,3 +170,54 @@ describe("readRequestImages", () => {
     );
   });
 });
+
+describe("images on GitHub Enterprise Server", () => {
+  let ghes: AssetServer;
+  let enterprise: RunningServer;
+  beforeAll(async () => {
+    // GHE_HOST=127.0.0.1:<port> with GHE_PROTOCOL=http: the app's API and the attachments.
+    const app = { id: 1, slug: APP_SLUG, name: APP_SLUG, owner: { login: "acme" } };
+    ghes = await startAssetServer({
+      "/api/v3/app": { body: Buffer.from(JSON.stringify(app)), type: "application/json" },
+      "/storage/user/1/shot.png": { body: PNG },
+    });
+    const baseUrl = `${ghes.url}/api/v3`;
+    enterprise = await startTestServer(db, {
+      config: testConfig({ apiKey: OPERATOR_KEY, baseUrl, githubWebUrl: ghes.url }),
+      chat: { pollIntervalMs: 20 },
+      work: {
+        anthropic: { apiKey: `sk-ant-api03-${"i".repeat(40)}`, baseURL: fake.url, maxRetries: 0 },
+        dataDir: join(base, "data-ghes"),
+        streamRetryDelayMs: 1,
+      },
+    });
+  });
+  afterAll(async () => {
+    await enterprise?.close();
+    await ghes?.close();
+  });
+
+  it("are fetched from the Enterprise host over http on loopback, and from no other private host", async () => {
+    const client = new OpenAI({
+      apiKey: OPERATOR_KEY,
+      baseURL: `${enterprise.url}/v1`,
+      maxRetries: 0,
+    });
+    const ask = (url: string) =>
+      client.chat.completions.create({ model: "vmpilot", messages: [withImages("look", url)] });
+    fake.push({ content: [text("A single pixel.")] });
+    await ask(`${ghes.url}/storage/user/1/shot.png?token=x`);
+    expect(blocksOf(fake.requests.at(-1)?.body.messages.at(-1))).toEqual([
+      { type: "text", text: "look" },
+      PNG_BLOCK,
+    ]);
+    const other = `http://localhost:${new URL(ghes.url).port}/storage/user/1/shot.png`;
+    await expect(ask(other)).rejects.toThrow(
+      `400 vmpilot cannot use the message's images: image 1 (${other}): it is not served over https.`,
+    );
+    expect(ghes.requests.map((r) => r.path.split("?")[0])).toEqual([
+      "/api/v3/app",
+      "/storage/user/1/shot.png",
+    ]);
+  });
+});

@@ -44,9 +44,16 @@ describe.each(databases())("chat relay on $name", (target) => {
       await arrived;
     }
     await appendJobEvent(db.pool, job.id, ReplyEnd, {
-      usage: { inputTokens: 3, outputTokens: 2 },
+      usage: { inputTokens: 3, outputTokens: 2, cacheReadInputTokens: 5 },
+      costUsd: 0.0042,
     });
-    expect(await relayed).toMatchObject({ prompt_tokens: 3, completion_tokens: 2 });
+    expect(await relayed).toEqual({
+      prompt_tokens: 8,
+      completion_tokens: 2,
+      total_tokens: 10,
+      prompt_tokens_details: { cached_tokens: 5 },
+      cost: 0.0042,
+    });
     expect(pieces.slice(0, 2)).toEqual(["first\n\n", "second\n\n"]);
   });
 });

@@ -1,7 +1,8 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_MODEL } from "../../src/config/models.ts";
 import type { EmbeddedPostgres } from "../../src/store/embedded.ts";
 import {
   type AnthropicFake,
@@ -11,6 +12,7 @@ import {
 } from "../helpers/anthropic-fake.ts";
 import { CLI as cli, git, run, scratchRepo, startSharedStore, vmpilot } from "../helpers/cli.ts";
 import { seedDataDir } from "../helpers/db.ts";
+import { HOSTILE } from "../helpers/mcp-servers.ts";
 import { startOpenAiFake } from "../helpers/openai-fake.ts";
 
 /** The edit that makes the scratch project's test pass. */
@@ -136,6 +138,7 @@ describe("vmpilot run", () => {
       command: "str_replace",
       path: "math.sh",
     });
+    // What the turn took: model, turns, tokens (the cached ones apart) and cost.
     expect(lines.at(-1)).toMatchObject({
       type: "result",
       exitCode: 0,
@@ -143,6 +146,16 @@ describe("vmpilot run", () => {
       tests: "passed",
       files: ["math.sh"],
       branch: "vmpilot/fix-the-failing-test",
+      model: DEFAULT_MODEL,
+      steps: 4,
+      usage: {
+        inputTokens: expect.any(Number),
+        outputTokens: expect.any(Number),
+        cacheReadInputTokens: expect.any(Number),
+        cacheCreationInputTokens: expect.any(Number),
+        costUsd: expect.any(Number),
+      },
+      priceKnown: true,
     });
     expect(result.stderr).toContain("→ $ printf");
     expect(result.stderr).toContain("Fixing add.");
@@ -221,6 +234,36 @@ describe("vmpilot run", () => {
     expect(result.stdout).toContain("✔ no changes to commit");
     expect(result.stdout).toContain("tests: not run (no changes)");
     expect(result.stdout).not.toContain("failed");
+  });
+
+  it("gives the model the MCP servers of the checkout's vmpilot.yml, started when it calls one", async () => {
+    const repo = await scratchRepo(await mkdtemp(join(root, "mcp-")));
+    await mkdir(join(repo, "tools"));
+    await copyFile(HOSTILE, join(repo, "tools", "mcp.mjs"));
+    await mkdir(join(repo, ".github"));
+    await writeFile(
+      join(repo, ".github", "vmpilot.yml"),
+      "mcp:\n  docs:\n    command: [node, tools/mcp.mjs]\n    tools: [echo]\n",
+    );
+    await git(repo, "add", ".");
+    await git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "mcp");
+    fake.push(
+      { content: [toolUse("mcp__docs__echo", { text: "from the cli" })] },
+      { content: [text("The docs server echoed.")] },
+    );
+    const asked = fake.requests.length;
+    const result = await vmpilot(["run", "--repo", repo, "ask the docs server"], {
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      ANTHROPIC_BASE_URL: fake.url,
+      ...data(),
+    });
+    expect(result.code).toBe(0);
+    const [first, second] = fake.requests.slice(asked);
+    const names = (body: { tools: { name: string }[] }) => body.tools.map((tool) => tool.name);
+    expect(names(first?.body)).toContain("mcp__docs");
+    expect(JSON.stringify(second?.body.messages.at(-1))).toContain("echo: from the cli");
+    expect(names(second?.body)).toContain("mcp__docs__echo");
+    expect(result.stdout).toMatch(/MCP server docs started in \d+ ms: 1 of its \d+ tools offered/);
   });
 
   it("attaches piped input and -f files as capped, sanitized, untrusted context", async () => {

@@ -405,6 +405,7 @@ describe("npm start", () => {
           "check_run",
           "check_suite",
           "workflow_run",
+          "status",
         ],
         default_permissions: {
           contents: "write",
@@ -412,6 +413,7 @@ describe("npm start", () => {
           pull_requests: "write",
           checks: "write",
           actions: "read",
+          statuses: "read",
           metadata: "read",
         },
         redirect_url: `http://127.0.0.1:${port}/probot/setup`,

@@ -31,7 +31,7 @@ import { deliver, examplePayload } from "../helpers/webhooks.ts";
 import { plain, sh } from "../jobs/pipeline-harness.ts";
 import { type GitHubFake, startGitHubFake } from "./github-fake.ts";
 import { type ModelGate, startModelGate } from "./model-gate.ts";
-import { seedServedRepo } from "./remote.ts";
+import { seedServedRepo, TYPO_ISSUE } from "./remote.ts";
 
 const REPO = "Codertocat/Hello-World";
 const TOKEN = `ghs_${"crashTestInstallTok".repeat(2)}`;
@@ -73,13 +73,7 @@ describe.each(workspaces)("on isolation $isolation, engine $engine", (workspace)
     gh = await startGitHubFake({
       slug: APP_SLUG,
       token: TOKEN,
-      issues: {
-        [`${REPO}#1`]: {
-          title: "Spelling error in the README file",
-          body: "Helo?",
-          user: "Codertocat",
-        },
-      },
+      issues: { [`${REPO}#1`]: TYPO_ISSUE },
     });
     fake = await startAnthropicFake();
     // The first worker's second model request never gets its answer: the worker dies waiting.

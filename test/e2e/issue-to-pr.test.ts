@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/main.ts";
 import { getConversation } from "../../src/store/conversations.ts";
 import type { Database } from "../../src/store/database.ts";
-import { getJob, type Job } from "../../src/store/jobs.ts";
+import { getJob } from "../../src/store/jobs.ts";
 import { listMessages } from "../../src/store/messages.ts";
 import {
   type AnthropicFake,
@@ -19,7 +19,7 @@ import {
   text,
   toolUse,
 } from "../helpers/anthropic-fake.ts";
-import { APP_SLUG, startTestServer, WEBHOOK_SECRET } from "../helpers/app.ts";
+import { APP_SLUG, startTestServer } from "../helpers/app.ts";
 import { jobFinished, openTestDatabase } from "../helpers/db.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import {
@@ -30,8 +30,9 @@ import {
   useGitHubMock,
 } from "../helpers/github-mock.ts";
 import { type OpenAiFake, startOpenAiFake } from "../helpers/openai-fake.ts";
-import { deliver, examplePayload, type Payload } from "../helpers/webhooks.ts";
+import { examplePayload, type Payload } from "../helpers/webhooks.ts";
 import { captureComment, plain, sh } from "../jobs/pipeline-harness.ts";
+import { mockToken, sendForJob } from "./deliveries.ts";
 import { seedServedRepo } from "./remote.ts";
 
 useGitHubMock();
@@ -110,27 +111,7 @@ function payloadFor(event: string, action: string, installation: number): Payloa
   return payload;
 }
 
-async function send(event: string, payload: Payload): Promise<Job> {
-  const response = await deliver(server.url, { event, payload, secret: WEBHOOK_SECRET });
-  expect(response.status).toBe(200);
-  const { rows } = await db.pool.query<{ id: string }>(
-    "SELECT id FROM jobs WHERE delivery_id = $1",
-    [response.id],
-  );
-  expect(rows).toHaveLength(1);
-  return (await getJob(db.pool, Number(rows[0]?.id))) as Job;
-}
-
-function mockToken(installation: number) {
-  github()
-    .post(`/app/installations/${installation}/access_tokens`)
-    .reply(201, {
-      token: TOKEN,
-      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
-      permissions: { issues: "write", contents: "write", pull_requests: "write" },
-      repository_selection: "all",
-    });
-}
+const send = (event: string, payload: Payload) => sendForJob(server, db, event, payload);
 
 /** What every run reads first: vmpilot.yml (none anywhere, or `config`), the issue, and its comments. */
 function mockReads(number: number, comments: unknown[] = [], config?: string) {
@@ -206,7 +187,7 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
     const installation = nextInstallation++;
     const branch = `vmpilot/issue-${n}-spelling-error-in-the-readme-file`;
     const timeline: string[] = [];
-    mockToken(installation);
+    mockToken(installation, TOKEN);
     mockPermission(REPO, "Codertocat", "write");
     github()
       .post(`/repos/${REPO}/issues/${n}/reactions`)
@@ -249,8 +230,13 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
     expect(pr).toMatchObject({ head: branch, base: "master", draft: true, title: "Fix Helo typo" });
     expect(pr.body).toContain(`Fixes #${n}`);
     expect(pr.body).toContain("**Tests:** ✔ passed (`sh test.sh`)");
-    // Priced as the operator configured the provider: an Ollama of one's own costs nothing.
-    if (backend.config) expect(pr.body).toContain("**Cost:** $0.0000");
+    // Priced as the operator configured the provider: an Ollama of one's own costs nothing. The run's
+    // 4 turns and its second look's.
+    if (backend.config) {
+      expect(pr.body).toMatch(
+        /^\*\*Run:\*\* `ollama\/qwen3-coder:30b` · 5 turns · .* · \$0\.0000 · /m,
+      );
+    }
     expect(comment[0]).toContain("👀 **vmpilot is on it**");
     // Edited in place while the job ran: the checklist, then the outcome.
     expect(comment.some((body) => body.startsWith("⏳ **vmpilot is working**"))).toBe(true);
@@ -353,7 +339,7 @@ describe("issue to pull request", () => {
     timeout: 60_000,
   }, async () => {
     const installation = nextInstallation++;
-    mockToken(installation);
+    mockToken(installation, TOKEN);
     mockPermission(REPO, "Codertocat", "write");
     github().post(`/repos/${REPO}/issues/7/reactions`).reply(201, { id: 3 });
     const comment = mockComment(7, 701, []);
@@ -396,7 +382,7 @@ describe("a mention while the issue's job runs", () => {
     const prNumber = 22;
     const installation = nextInstallation++;
     const mentionId = 9100;
-    mockToken(installation);
+    mockToken(installation, TOKEN);
     mockPermission(REPO, "Codertocat", "write");
     github().post(`/repos/${REPO}/issues/${n}/reactions`).reply(201, { id: 4, content: "eyes" });
     const comment = mockComment(n, 720, []);

@@ -17,3 +17,10 @@ export function seedServedRepo(base: string, repo: string): string {
   sh(base, `git clone -q --bare ${seed} ${remote}`);
   return remote;
 }
+
+/** Issue #1 of that repository as the GitHub fake holds it: it reports the README's typo. */
+export const TYPO_ISSUE = {
+  title: "Spelling error in the README file",
+  body: "Helo?",
+  user: "Codertocat",
+};

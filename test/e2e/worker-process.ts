@@ -2,6 +2,7 @@
 // several: the real startServer, role "worker" unless told otherwise, on a shared database. The
 // parent passes the configuration, role, queue and work options as JSON in
 // VMPILOT_TEST_WORKER, and waits for "ready" on stdout; the line before it is "url <server URL>".
+// SIGTERM stops it as it stops `npm start`: closed (its last spans sent), then exit 0.
 import type { Config } from "../../src/config/env.ts";
 import type { QueueOptions } from "../../src/jobs/queue/queue.ts";
 import type { JobDeps } from "../../src/jobs/run/deps.ts";
@@ -29,3 +30,9 @@ const server = await startServer({
 });
 console.log(`url ${server.url}`);
 console.log("ready");
+process.once("SIGTERM", () => {
+  server.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+});

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileAddressPolicy } from "../../src/config/address-policy.ts";
-import { fetchImage, imageSources, sniffImageType } from "../../src/github/images.ts";
+import {
+  attachmentPolicy,
+  fetchImage,
+  imageSources,
+  sniffImageType,
+} from "../../src/github/images.ts";
 import {
   type AssetServer,
   LOOPBACK_POLICY,
@@ -121,5 +126,65 @@ describe("fetchImage", () => {
       ok: false,
       reason: "it is not served over http",
     });
+  });
+});
+
+describe("attachmentPolicy", () => {
+  it("adds nothing on github.com; on GitHub Enterprise, its host and media. subdomain on their own protocol", () => {
+    expect(attachmentPolicy("https://api.github.com").trusted).toBeUndefined();
+    expect(attachmentPolicy("http://GHE.corp:8080/api/v3").trusted).toEqual([
+      "http://ghe.corp:8080",
+      "http://media.ghe.corp:8080",
+    ]);
+    // The default port is no part of an origin; an address literal has no subdomain.
+    expect(attachmentPolicy("https://ghe.corp:443/api/v3").trusted).toEqual([
+      "https://ghe.corp",
+      "https://media.ghe.corp",
+    ]);
+    expect(attachmentPolicy("http://10.1.2.3/api/v3").trusted).toEqual(["http://10.1.2.3"]);
+  });
+
+  it("reaches the Enterprise host over http on loopback, and no other host, not even by a redirect", async () => {
+    const port = new URL(assets.url).port;
+    // The Enterprise server is the asset server; localhost is the same server under another name.
+    const ghes = attachmentPolicy(`${assets.url}/api/v3`);
+    const other = `localhost:${port}`;
+    expect(await fetchImage(`${assets.url}/moved`, { policy: ghes })).toEqual({
+      ok: true,
+      image: { mediaType: "image/png", data: PNG },
+    });
+    const before = assets.requests.length;
+    expect(await fetchImage(`http://${other}/shot.png`, { policy: ghes })).toEqual({
+      ok: false,
+      reason: "it is not served over https",
+    });
+    expect(await fetchImage(`https://${other}/shot.png`, { policy: ghes })).toEqual({
+      ok: false,
+      reason: "it could not be fetched (localhost resolves to a loopback address)",
+    });
+    expect(await fetchImage(`https://127.0.0.1:${port}/shot.png`, { policy: ghes })).toEqual({
+      ok: false,
+      reason: "it is on a loopback address",
+    });
+    expect(assets.requests.length).toBe(before);
+    // A redirect from the Enterprise host is checked as any other URL.
+    const away = await startAssetServer({
+      "/to-other": { redirect: `http://${other}/shot.png` },
+      "/to-other-https": { redirect: `https://127.0.0.2:${port}/shot.png` },
+    });
+    try {
+      const via = attachmentPolicy(`${away.url}/api/v3`);
+      expect(await fetchImage(`${away.url}/to-other`, { policy: via })).toEqual({
+        ok: false,
+        reason: "it is not served over https",
+      });
+      expect(await fetchImage(`${away.url}/to-other-https`, { policy: via })).toEqual({
+        ok: false,
+        reason: "it is on a loopback address",
+      });
+    } finally {
+      await away.close();
+    }
+    expect(assets.requests.length).toBe(before);
   });
 });

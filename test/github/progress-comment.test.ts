@@ -60,7 +60,9 @@ describe("renderProgress", () => {
 });
 
 describe("renderFinal", () => {
-  const usage = {
+  const cost = {
+    model: "claude-sonnet-4-5",
+    turns: 14,
     inputTokens: 1200,
     outputTokens: 3400,
     cacheReadInputTokens: 50_000,
@@ -68,7 +70,7 @@ describe("renderFinal", () => {
     costUsd: 1.5,
   };
 
-  it("shows the outcome, PR link, tests, tokens and cost", () => {
+  it("shows the outcome, PR link, tests and one line of model, turns, tokens, cost and time", () => {
     const body = renderFinal({
       ...job,
       ok: true,
@@ -76,33 +78,58 @@ describe("renderFinal", () => {
       pullRequest: { number: 12, url: "https://github.com/o/r/pull/12" },
       summary: "Fixed the crash. cc @octocat and @org/team, mail me at a@b.c",
       tests: { outcome: "passed", command: "npm test" },
-      usage,
+      cost,
       startedAt: 0,
       finishedAt: 3_725_000,
     });
-    expect(body).toContain("✅ **Opened draft pull request #12**");
-    expect(body).toContain("Pull request: [#12](https://github.com/o/r/pull/12)");
-    expect(body).toContain("- Tests: ✔ passed (`npm test`)");
-    expect(body).toContain("- Tokens: 52,000 in (50,000 from cache) · 3,400 out");
-    expect(body).toContain("- Cost: $1.50 · time: 1h 02m");
-    expect(body).not.toMatch(/@octocat|@org\/team/);
-    expect(body).toContain("a@b.c");
+    expect(body).toMatchInlineSnapshot(`
+      "✅ **Opened draft pull request #12** — [job #7](https://vmpilot.example.com/jobs/7)
+
+      Pull request: [#12](https://github.com/o/r/pull/12)
+
+      Fixed the crash. cc @​octocat and @​org/team, mail me at a@b.c
+
+      - Tests: ✔ passed (\`npm test\`)
+      - Run: \`claude-sonnet-4-5\` · 14 turns · 52,000 tokens in (96% cached), 3,400 out · $1.50 · 1h 02m
+
+      <!-- vmpilot:job:7 -->"
+    `);
   });
 
-  it("states failed tests and limit notes", () => {
+  it("states failed tests and limit notes; with showCost off, no cost line", () => {
     const body = renderFinal({
       ...job,
       ok: false,
       headline: "Stopped at the cost limit",
       notes: ["Stopped at $5.0100, over the $5.00 limit."],
       tests: { outcome: "failed", command: "make test", explanation: "flaky network" },
-      usage,
+      cost: null,
       startedAt: 0,
       finishedAt: 1000,
     });
-    expect(body).toContain("⚠️ **Stopped at the cost limit**");
-    expect(body).toContain("> Stopped at $5.0100, over the $5.00 limit.");
-    expect(body).toContain("- Tests: ✖ failed (`make test`): flaky network");
+    expect(body).toMatchInlineSnapshot(`
+      "⚠️ **Stopped at the cost limit** — [job #7](https://vmpilot.example.com/jobs/7)
+
+      > Stopped at $5.0100, over the $5.00 limit.
+
+      - Tests: ✖ failed (\`make test\`): flaky network
+
+      <!-- vmpilot:job:7 -->"
+    `);
+  });
+
+  it("says when the cost is an estimate, and one turn is a turn", () => {
+    const body = renderFinal({
+      ...job,
+      ok: true,
+      headline: "Plan ready",
+      cost: { ...cost, turns: 1, cacheReadInputTokens: 0, costUsd: 0.0123, priceKnown: false },
+      startedAt: 0,
+      finishedAt: 42_000,
+    });
+    expect(body.split("\n").find((line) => line.startsWith("- Run:"))).toMatchInlineSnapshot(
+      `"- Run: \`claude-sonnet-4-5\` · 1 turn · 2,000 tokens in (0% cached), 3,400 out · unknown (the model's price is not known; estimated ~$0.0123) · 42s"`,
+    );
   });
 });
 

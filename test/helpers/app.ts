@@ -54,6 +54,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     chatRatePerMinute: 60,
     // Tests that want the reconciliation with GitHub turn it on.
     installationSyncMinutes: 0,
+    mcpSecrets: [],
+    mcpServers: {},
     ...overrides,
   };
 }

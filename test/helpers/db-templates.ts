@@ -9,8 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
+import { createQueue } from "../../src/jobs/queue/queue.ts";
 import { isRunning } from "../../src/store/data-dir-lock.ts";
-import { openDatabase } from "../../src/store/database.ts";
+import { type Database, openDatabase } from "../../src/store/database.ts";
 
 export interface DatabaseTemplates {
   /** Where the copies go: tmpfs when there is one, as the copies are thrown away. */
@@ -47,7 +48,7 @@ async function makeTemplates(): Promise<DatabaseTemplates> {
   const adminUrl = process.env.TEST_DATABASE_URL;
   const [postgres] = await Promise.all([
     adminUrl ? makePostgresTemplate(adminUrl) : undefined,
-    openDatabase({ dataDir: migrated }).then((db) => db.close()),
+    withQueueSchema(openDatabase({ dataDir: migrated })),
   ]);
   return { root, fresh, migrated, postgres };
 }
@@ -65,8 +66,24 @@ async function makePostgresTemplate(adminUrl: string): Promise<string> {
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   // Closed again: CREATE DATABASE … TEMPLATE refuses a template anyone is connected to.
-  await (await openDatabase({ databaseUrl: url.toString(), dataDir: "" })).close();
+  await withQueueSchema(openDatabase({ databaseUrl: url.toString(), dataDir: "" }));
   return name;
+}
+
+/**
+ * Starts and stops a queue on the migrated template, then closes it: pg-boss's schema and the
+ * queues are in every copy, and a test's first queue start takes a tenth of the time (some 40 ms,
+ * not 380 ms).
+ */
+async function withQueueSchema(opening: Promise<Database>): Promise<void> {
+  const db = await opening;
+  try {
+    const queue = createQueue(db);
+    await queue.start();
+    await queue.stop();
+  } finally {
+    await db.close();
+  }
 }
 
 export async function adminQuery(adminUrl: string, sql: string): Promise<pg.QueryResult> {

@@ -101,7 +101,9 @@ async function openPostgres(adminUrl: string, options?: { migrate?: boolean }): 
   };
 }
 
-let nextNumber = 1;
+// Counted per database, from 1: in a worker shared between files (vitest.config.ts) a module-wide
+// count would depend on the files before, and reach the numbers a test picked by hand.
+const nextNumbers = new WeakMap<Database, number>();
 
 /** A repository and a conversation on a new issue number, for tests that need a job to point at. */
 export async function seedConversation(db: Database, repositoryId = 1001) {
@@ -110,9 +112,11 @@ export async function seedConversation(db: Database, repositoryId = 1001) {
     installationId: 77,
     fullName: `acme/repo-${repositoryId}`,
   });
+  const number = nextNumbers.get(db) ?? 1;
+  nextNumbers.set(db, number + 1);
   const conversation = await findOrCreateConversation(db.pool, {
     repositoryId,
-    number: nextNumber++,
+    number,
     kind: "issue",
   });
   return { conversation, key: conversationKey(conversation.id) };

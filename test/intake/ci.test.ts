@@ -1,7 +1,9 @@
-// Checks on vmpilot's own pull requests, as GitHub tells of them: real check_run, check_suite and
-// workflow_run payloads POSTed to the real server (web role: nothing runs the jobs), which makes one
-// fix job per failed head vmpilot pushed last and nothing for anyone else's.
+// Checks on vmpilot's own pull requests, as GitHub tells of them: real check_run, check_suite,
+// workflow_run and status payloads POSTed to the real server (web role: nothing runs the jobs),
+// which makes one fix job per failed head vmpilot pushed last and nothing for anyone else's.
 import { beforeAll, describe, expect, it } from "vitest";
+import { fromStatus } from "../../src/intake/ci-status.ts";
+import { MalformedDelivery } from "../../src/intake/deliveries.ts";
 import { recordPush } from "../../src/store/ci-loop.ts";
 import { findOrCreateConversation, linkConversationToPr } from "../../src/store/conversations.ts";
 import { upsertRepository } from "../../src/store/installations.ts";
@@ -122,6 +124,66 @@ function workflowRun(run: Run): Payload {
   return payload;
 }
 
+interface Status {
+  state: string;
+  sha: string;
+  /** The branches GitHub lists as holding the commit, each at its own head. */
+  branches: Array<{ name: string; head: string }>;
+  id?: number;
+}
+
+/** GitHub's status example as Jenkins' plugin makes GitHub send it. */
+function status(run: Status): Payload {
+  const payload = examplePayload("status");
+  payload.installation = { id: INSTALLATION };
+  Object.assign(payload, {
+    id: run.id ?? payload.id,
+    sha: run.sha,
+    state: run.state,
+    context: "continuous-integration/jenkins/branch",
+    description: "This commit cannot be built",
+    target_url: "https://jenkins.example.com/job/Hello-World/job/vmpilot/1/display/redirect",
+    branches: run.branches.map(({ name, head }) => ({
+      name,
+      commit: { sha: head, url: `https://api.github.com/repos/${REPO}/commits/${head}` },
+      protected: false,
+    })),
+  });
+  payload.commit.sha = run.sha;
+  return payload;
+}
+
+/** A status on vmpilot's head, its branch listed at that head beside the default branch. */
+function ownStatus(ours: PushedPr, state: string, id?: number): Payload {
+  const branches = [
+    { name: "master", head: "9".repeat(40) },
+    { name: ours.branch, head: ours.sha },
+  ];
+  return status({ state, sha: ours.sha, branches, ...(id && { id }) });
+}
+
+/**
+ * The fix job of vmpilot's failed head: on its pull request, for the person vmpilot served (the
+ * gate and the review are theirs).
+ */
+function fixJob(ours: PushedPr) {
+  return {
+    conversationId: ours.conversationId,
+    number: ours.pr,
+    prNumber: ours.pr,
+    trigger: "ci",
+    command: "fix",
+    requester: "octocat",
+    status: "queued",
+    context: {
+      itemKind: "pull_request",
+      htmlUrl: `https://github.com/${REPO}/pull/${ours.pr}`,
+      headSha: ours.sha,
+      requesterId: 583231,
+    },
+  };
+}
+
 async function ciJobs(conversationId: number) {
   return (await listJobs(t.db.pool, { conversationId })).filter((job) => job.trigger === "ci");
 }
@@ -162,21 +224,7 @@ describe("a completed CI run on a pull request", () => {
     ]);
     const [job, ...more] = await ciJobs(ours.conversationId);
     expect(more).toEqual([]);
-    expect(job).toMatchObject({
-      conversationId: ours.conversationId,
-      number: ours.pr,
-      prNumber: ours.pr,
-      trigger: "ci",
-      command: "fix",
-      requester: "octocat",
-      status: "queued",
-      context: {
-        itemKind: "pull_request",
-        htmlUrl: `https://github.com/${REPO}/pull/${ours.pr}`,
-        headSha: ours.sha,
-        requesterId: 583231,
-      },
-    });
+    expect(job).toMatchObject(fixJob(ours));
     expect(await readyChecks(ours.sha)).toEqual([]);
   });
 
@@ -218,5 +266,90 @@ describe("a completed CI run on a pull request", () => {
       { conversationId: ours.conversationId, sha: ours.sha, grace: false },
     ]);
     expect(await ciJobs(ours.conversationId)).toEqual([]);
+  });
+});
+
+describe("a commit status on a pull request", () => {
+  it("starts one fix job for vmpilot's head when a status fails or errs, the same one a failed check starts", async () => {
+    const ours = await pushedPr();
+    await sendAll([
+      ["status", ownStatus(ours, "failure")],
+      ["status", ownStatus(ours, "error")],
+      ["check_run", checkRun({ conclusion: "failure", ...ours })],
+    ]);
+    const [job, ...more] = await ciJobs(ours.conversationId);
+    expect(more).toEqual([]);
+    expect(job).toMatchObject(fixJob(ours));
+    const { rows } = await t.db.pool.query(
+      "SELECT event, trigger_key FROM deliveries WHERE id = $1",
+      [job?.deliveryId],
+    );
+    expect(rows).toEqual([{ event: "status", trigger_key: `ci:${REPO_ID}:${ours.sha}` }]);
+    expect(await readyChecks(ours.sha)).toEqual([]);
+  });
+
+  it("starts nothing on a person's branch, a fork's commit, a head a person pushed after vmpilot, or a status still pending", async () => {
+    const ours = await pushedPr();
+    const person = "e".repeat(40);
+    await sendAll([
+      // A person's own branch, even one named like vmpilot's.
+      [
+        "status",
+        status({
+          state: "failure",
+          sha: "d".repeat(40),
+          branches: [
+            { name: "feature/login", head: "d".repeat(40) },
+            { name: "vmpilot/issue-999-theirs", head: "d".repeat(40) },
+          ],
+        }),
+      ],
+      // A fork's pull request: its branch is not in this repository, so GitHub lists none.
+      ["status", status({ state: "failure", sha: ours.sha, branches: [] })],
+      // A person pushed on top of vmpilot's head: a late status of vmpilot's commit, and theirs.
+      [
+        "status",
+        status({
+          state: "failure",
+          sha: ours.sha,
+          branches: [{ name: ours.branch, head: person }],
+        }),
+      ],
+      [
+        "status",
+        status({ state: "failure", sha: person, branches: [{ name: ours.branch, head: person }] }),
+      ],
+      ["status", ownStatus(ours, "pending")],
+    ]);
+    expect(await ciJobs(ours.conversationId)).toEqual([]);
+    expect(await readyChecks(ours.sha)).toEqual([]);
+    expect(await readyChecks(person)).toEqual([]);
+  });
+
+  it("queues a ready-for-review check for each status that passed on vmpilot's head", async () => {
+    const ours = await pushedPr();
+    await sendAll([
+      ["status", ownStatus(ours, "success", 1)],
+      // The same status redelivered, and another context passing.
+      ["status", ownStatus(ours, "success", 1)],
+      ["status", ownStatus(ours, "success", 2)],
+    ]);
+    expect(await readyChecks(ours.sha)).toEqual([
+      { conversationId: ours.conversationId, sha: ours.sha, grace: false },
+      { conversationId: ours.conversationId, sha: ours.sha, grace: false },
+    ]);
+    expect(await ciJobs(ours.conversationId)).toEqual([]);
+  });
+
+  it("refuses a status payload of another shape by the field that is wrong", () => {
+    const payload = examplePayload("status");
+    payload.installation = { id: INSTALLATION };
+    expect(fromStatus(payload)).toMatchObject({
+      state: "success",
+      installation: { id: INSTALLATION },
+    });
+    payload.branches = [{ name: "vmpilot/x", commit: null }];
+    expect(() => fromStatus(payload)).toThrow(MalformedDelivery);
+    expect(() => fromStatus(payload)).toThrow("malformed status webhook: branches.0.commit: ");
   });
 });

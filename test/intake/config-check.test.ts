@@ -48,6 +48,13 @@ function mockFile(headSha: string, text: string) {
     .reply(200, text, { "content-type": "application/vnd.github.raw" });
 }
 
+function mockSkill(headSha: string, path: string, text: string) {
+  github()
+    .get(`/repos/${REPO}/contents/${encodeURIComponent(path)}`)
+    .query({ ref: headSha })
+    .reply(200, text, { "content-type": "application/vnd.github.raw" });
+}
+
 function mockPullFiles(number: number, filenames: string[]) {
   github()
     .get(`/repos/${REPO}/pulls/${number}/files`)
@@ -214,6 +221,58 @@ describe("the vmpilot config check run", () => {
           },
         ],
       },
+    });
+  });
+
+  it("points a skill's malformed front matter at its line, on a push and a pull request", async () => {
+    const skill = ".claude/skills/release/SKILL.md";
+    const good = ".github/vmpilot/skills/deploy/SKILL.md";
+    const sha = "a7".repeat(20);
+    const pushed = push(sha, [skill, good, "README.md"]);
+    mockInstallationToken(pushed.installation.id);
+    // No vmpilot.yml at the head: only the skills to check.
+    github().get(CONFIG_PATH).query({ ref: sha }).reply(404);
+    mockSkill(sha, skill, "---\nname: Release Notes\ndescription: Cut a release.\n---\nbody\n");
+    mockSkill(sha, good, "---\nname: deploy\ndescription: Deploy the docs.\n---\n");
+    const checkRun = mockCheckRun();
+    expect((await t.send("push", pushed)).status).toBe(200);
+    expect(await settledChecks(sha)).toEqual(["completed"]);
+    expect(checkRun()).toMatchInlineSnapshot(`
+      {
+        "conclusion": "failure",
+        "head_sha": "a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7a7",
+        "name": "vmpilot config",
+        "output": {
+          "annotations": [
+            {
+              "annotation_level": "failure",
+              "end_line": 2,
+              "message": "name: must be lowercase letters, digits and single hyphens",
+              "path": ".claude/skills/release/SKILL.md",
+              "start_line": 2,
+            },
+          ],
+          "summary": "vmpilot leaves a skill out of its jobs until its front matter is fixed:
+
+      - \`.claude/skills/release/SKILL.md\` line 2: \`name\`: must be lowercase letters, digits and single hyphens",
+          "title": "1 error in .claude/skills/release/SKILL.md",
+        },
+        "status": "completed",
+      }
+    `);
+
+    const opened = "b8".repeat(20);
+    const payload = pullRequest("opened", opened);
+    mockInstallationToken(payload.installation.id);
+    mockPullFiles(payload.pull_request.number, [good]);
+    github().get(CONFIG_PATH).query({ ref: opened }).reply(404);
+    mockSkill(opened, good, "---\nname: deploy\ndescription: Deploy the docs.\n---\n");
+    const passed = mockCheckRun();
+    expect((await t.send("pull_request", payload)).status).toBe(200);
+    expect(await settledChecks(opened)).toEqual(["completed"]);
+    expect(passed()).toMatchObject({
+      conclusion: "success",
+      output: { summary: expect.stringContaining("These skills' front matter is valid") },
     });
   });
 

@@ -341,9 +341,28 @@ describe("intake rules", () => {
       expect(response.status).toBe(200);
       expect(await fileSettings()).toEqual({ label: "ai-fix" });
     }
+    // The push queues a sync of the automations, which reads the file again. The read is held
+    // until the forgetting is seen, and the test waits for it: a sync still running would ask
+    // GitHub for a token during a later test.
+    mockInstallationToken(payload.installation.id);
+    let answerRead = () => {};
+    const readAnswered = new Promise<void>((resolve) => {
+      answerRead = resolve;
+    });
+    github()
+      .get(`/repos/${REPO}/contents/.github%2Fvmpilot.yml`)
+      .reply(async () => {
+        await readAnswered;
+        return [200, "label: ai-fixed\n", { "content-type": "text/plain" }];
+      });
     const changed = { ...payload, ref: defaultRef, commits: [commit([".github/vmpilot.yml"])] };
     expect((await send("push", changed)).status).toBe(200);
     expect(await fileSettings()).toBeNull();
+    answerRead();
+    await vi.waitFor(async () => expect(await fileSettings()).toEqual({ label: "ai-fixed" }), {
+      timeout: 15_000,
+      interval: 25,
+    });
   });
 
   it("ignores bots, including the app itself", async () => {

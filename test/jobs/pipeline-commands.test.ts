@@ -13,6 +13,7 @@ import {
   captureComment,
   fixScript,
   lastTurn,
+  mockNewPr,
   mockRequester,
   mockStart,
   NOTHING_FOUND,
@@ -26,15 +27,6 @@ import {
 
 const h = usePipelineHarness();
 const branch = "vmpilot/issue-4-crash-on-empty-input";
-
-function mockNewPr(seeded: Seeded, number = 12) {
-  github()
-    .get(`/repos/${seeded.repo}/pulls`)
-    .query(true)
-    .reply(200, [])
-    .post(`/repos/${seeded.repo}/pulls`)
-    .reply(201, { number, html_url: `https://github.com/${seeded.repo}/pull/${number}` });
-}
 
 /** A pull request from a branch of the same repository, as GET /pulls/:n shows it. */
 function mockForeignPr(seeded: Seeded) {
@@ -320,12 +312,12 @@ describe("pipeline commands", () => {
     expect(final).toContain(`[#9](https://github.com/${seeded.repo}/pull/9)`);
   });
 
-  it("a fork's pull request is refused politely for changes", async () => {
+  it("a review on a fork's pull request is refused politely: its threads would need a push", async () => {
     const seeded = await h.seedRepo({ number: 9, kind: "pull_request" });
     const { job, commentId } = await h.seedJob(
       seeded,
-      { trigger: "command", instruction: "fix the typo" },
-      prContext(seeded, { type: "issue_comment", id: 556 }),
+      { trigger: "review", instruction: "" },
+      prContext(seeded, { type: "review", id: 78 }),
     );
     mockStart(seeded);
     github()
@@ -342,7 +334,9 @@ describe("pipeline commands", () => {
       .reply(200, []);
     const comment = captureComment(seeded.repo, commentId);
     expect(await runQueued(run(job.id), h.deps())).toBe("refused");
-    expect(comment.at(-1)).toContain("comes from stranger/app, where vmpilot has no push rights");
+    expect(comment.at(-1)).toContain(
+      "This pull request comes from stranger/app, where vmpilot has no push rights. `fix` answers here with suggestions",
+    );
   });
 
   it("stop kills the running command within seconds and pushes nothing", async () => {

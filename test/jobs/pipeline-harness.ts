@@ -265,6 +265,16 @@ export function captureComment(repo: string, commentId: number, bodies: string[]
   return bodies;
 }
 
+/** No pull request from the job's branch yet; the one the job opens is `number`. */
+export function mockNewPr(seeded: Seeded, number = 12) {
+  github()
+    .get(`/repos/${seeded.repo}/pulls`)
+    .query(true)
+    .reply(200, [])
+    .post(`/repos/${seeded.repo}/pulls`)
+    .reply(201, { number, html_url: `https://github.com/${seeded.repo}/pull/${number}` });
+}
+
 /** The requester's id, for the Co-authored-by trailer. */
 export function mockRequester() {
   github().get("/users/octocat").reply(200, { login: "octocat", id: 583231 });
@@ -348,4 +358,16 @@ export async function seedPullRequestConversation(
   const work = join(h.dataDir, "..", `work-${seeded.name}`);
   sh(join(h.dataDir, ".."), `git clone -q ${seeded.remote} ${work}`);
   return { seeded, jobId, work };
+}
+
+/**
+ * The cost line with the figures that vary left out: the tokens (the prompt holds ids and paths
+ * of the run), the cost they make and the wall time; its model and turns stay. renderFinal's and
+ * renderPullRequestBody's own tests pin the figures.
+ */
+export function varyingFigures(text: string): string {
+  return text.replace(
+    / · [\d,]+ tokens in \(\d+% cached\), [\d,]+ out · \$[\d.]+ · (\d+h \d+m|\d+m \d+s|\d+s)$/m,
+    " · TOKENS · COST · TIME",
+  );
 }

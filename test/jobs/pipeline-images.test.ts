@@ -2,6 +2,7 @@
 // of the rendered HTML without credentials, checked by their bytes and size, and stored once per
 // conversation.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { attachmentPolicy } from "../../src/github/images.ts";
 import { text } from "../helpers/anthropic-fake.ts";
 import {
   type AssetServer,
@@ -37,11 +38,11 @@ beforeAll(async () => {
 });
 afterAll(() => assets.close());
 
-const img = (path: string) =>
-  `<p><a href="${assets.url}${path}?jwt=signed"><img src="${assets.url}${path}?jwt=signed&amp;v=1" alt="image"></a></p>`;
+const img = (path: string, at = assets.url) =>
+  `<p><a href="${at}${path}?jwt=signed"><img src="${at}${path}?jwt=signed&amp;v=1" alt="image"></a></p>`;
 
 /** The item as GitHub renders it with the "full" media type, and its comments. */
-function mockItem(seeded: Seeded, comments: unknown[]) {
+function mockItem(seeded: Seeded, comments: unknown[], html = defaultHtml()) {
   const [owner] = seeded.repo.split("/");
   github()
     .get(`/repos/${seeded.repo}/contents/.github%2Fvmpilot.yml`)
@@ -54,13 +55,17 @@ function mockItem(seeded: Seeded, comments: unknown[]) {
       number: seeded.number,
       title: "Crash on empty input",
       body: "It crashes: ![image](https://github.com/user-attachments/assets/1) ![logo] ![big]",
-      body_html: `<p>It crashes:</p>${img("/shot.png")}${img("/logo.svg")}${img("/huge.png")}`,
+      body_html: html,
       user: { login: "reporter" },
     })
     .get(`/repos/${seeded.repo}/issues/${seeded.number}/comments`)
     .matchHeader("accept", /application\/vnd\.github\.v3\.full/)
     .query(true)
     .reply(200, comments);
+}
+
+function defaultHtml() {
+  return `<p>It crashes:</p>${img("/shot.png")}${img("/logo.svg")}${img("/huge.png")}`;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: raw request JSON.
@@ -153,5 +158,50 @@ describe("images attached to an issue", () => {
       [seeded.conversationId],
     );
     expect(count.rows[0].n).toBe(1);
+  });
+});
+
+describe("images on GitHub Enterprise Server", () => {
+  it("come from the Enterprise host over http on a private address; another private host's are left out, even through a redirect", async () => {
+    // localhost is the same loopback server under another name: only the Enterprise host is let in.
+    const other = `http://localhost:${new URL(assets.url).port}`;
+    const ghes = await startAssetServer({
+      "/storage/user/1/shot.png": { body: PNG },
+      "/storage/user/1/moved.png": { redirect: `${other}/again.png` },
+    });
+    try {
+      const seeded = await h.seedRepo();
+      const { job, commentId } = await h.seedJob(seeded, {
+        trigger: "command",
+        instruction: "what do the screenshots show?",
+      });
+      const html = `<p>It crashes:</p>${img("/storage/user/1/shot.png", ghes.url)}${img("/again.png", other)}${img("/storage/user/1/moved.png", ghes.url)}`;
+      mockItem(seeded, [], html);
+      mockRequester();
+      captureComment(seeded.repo, commentId);
+      h.fake.push({ content: [text("A crash dialog.")] });
+      // What the worker is given for GHE_HOST=127.0.0.1:<port> with GHE_PROTOCOL=http.
+      const deps = h.deps({ imageFetch: { policy: attachmentPolicy(`${ghes.url}/api/v3`) } });
+      const before = assets.requests.length;
+
+      expect(await runQueued(run(job.id), deps)).toBe("succeeded");
+
+      const opening = blocksOf(h.fake.requests.at(-1)?.body.messages[0]);
+      expect(opening.map((b) => b.type)).toEqual(["text", "text", "text", "image", "text"]);
+      expect(opening[3]).toMatchObject({ type: "image", source: { media_type: "image/png" } });
+      expect(opening[4]?.text).toBe(
+        [
+          "An image in the issue's description was left out: it is not served over https.",
+          "An image in the issue's description was left out: it is not served over https.",
+        ].join("\n"),
+      );
+      expect(ghes.requests.map((r) => r.path.split("?")[0])).toEqual([
+        "/storage/user/1/shot.png",
+        "/storage/user/1/moved.png",
+      ]);
+      expect(assets.requests.length).toBe(before);
+    } finally {
+      await ghes.close();
+    }
   });
 });

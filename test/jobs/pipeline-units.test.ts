@@ -230,7 +230,7 @@ describe("chooseTarget", () => {
     });
   });
 
-  it("someone's pull request is served on its own branch, but not from a fork or the default branch", () => {
+  it("someone's pull request is served on its own branch, but not from a fork (a fix there suggests) or the default branch", () => {
     const prConversation = conversation({ kind: "pull_request", prNumber: 3 });
     expect(
       chooseTarget({
@@ -251,6 +251,15 @@ describe("chooseTarget", () => {
         ...input,
         conversation: prConversation,
         mode: "fix",
+        pushes: true,
+        issue: pr({ fromFork: true, headRepo: "x/r" }),
+      }),
+    ).toEqual({ ok: true, branch: "vmpilot/job-44", served: false, prNumber: 3, suggests: true });
+    expect(
+      chooseTarget({
+        ...input,
+        conversation: prConversation,
+        mode: "threads",
         pushes: true,
         issue: pr({ fromFork: true, headRepo: "x/r" }),
       }),
@@ -476,6 +485,9 @@ describe("JobProgress", () => {
       describeToolCall("str_replace_based_edit_tool", { command: "view", path: "src/a.ts" }),
     ).toBe("view src/a.ts");
     expect(describeToolCall("report_tests", {})).toBe("report_tests");
+    expect(describeToolCall("mcp__my-docs__fetch__page", { url: "x" })).toBe(
+      "MCP my-docs: fetch__page",
+    );
     // The model's input, whatever its shape: one the tool would refuse shows the tool's name.
     expect(describeToolCall("bash", { command: 42 })).toBe("bash");
     expect(describeToolCall("str_replace_based_edit_tool", "view")).toBe(

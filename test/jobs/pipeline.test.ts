@@ -32,6 +32,7 @@ import {
   TOKEN,
   toolResults,
   usePipelineHarness,
+  varyingFigures,
 } from "./pipeline-harness.ts";
 
 const h = usePipelineHarness();
@@ -80,14 +81,46 @@ describe("an issue job", () => {
     expect(sh(seeded.remote, `git log -1 --format='%an|%B' ${branch}`)).toBe(
       "vmpilot-bot[bot]|Make value.txt say fixed\n\nCo-authored-by: octocat <583231+octocat@users.noreply.github.com>",
     );
-    expect(prBody).toContain("Fixes #4");
-    expect(prBody).toContain("**Tests:** ✔ passed (`sh test.sh`)");
-    expect(prBody).toContain("- `M` value.txt");
-    const final = comment.at(-1) ?? "";
-    expect(final).toContain("✅ **Opened draft pull request #12**");
-    expect(final).toContain(`Pull request: [#12](https://github.com/${seeded.repo}/pull/12)`);
-    expect(final).toContain("- Tests: ✔ passed");
-    expect(final).toContain(`<!-- vmpilot:job:${first.job.id} -->`);
+    const pinned = (text: string, jobId: number) =>
+      varyingFigures(text)
+        .replaceAll(seeded.repo, "REPO")
+        .replace(new RegExp(`(job #|/jobs/|vmpilot:job:)${jobId}\\b`, "g"), "$1N");
+    expect(pinned(prBody, first.job.id)).toMatchInlineSnapshot(`
+      "Changed value.txt to fixed.
+
+      Summary: Make value.txt say fixed
+
+      ---
+
+      **Tests:** ✔ passed (\`sh test.sh\`)
+
+      **Second look:** Nothing found.
+
+      **Files changed (1):**
+      - \`M\` value.txt
+
+      **Run:** \`claude-sonnet-5-5\` · 5 turns · TOKENS · COST · TIME
+
+      Asked by @octocat · [job log](https://vmpilot.test/jobs/N)
+
+      Draft opened by vmpilot. Review it like any other pull request before merging.
+
+      Fixes #4"
+    `);
+    expect(pinned(comment.at(-1) ?? "", first.job.id)).toMatchInlineSnapshot(`
+      "✅ **Opened draft pull request #12** — [job #N](https://vmpilot.test/jobs/N)
+
+      Pull request: [#12](https://github.com/REPO/pull/12)
+
+      Changed value.txt to fixed.
+
+      Summary: Make value.txt say fixed
+
+      - Tests: ✔ passed (\`sh test.sh\`)
+      - Run: \`claude-sonnet-5-5\` · 5 turns · TOKENS · COST · TIME
+
+      <!-- vmpilot:job:N -->"
+    `);
     // The untrusted issue text reached the model sanitized and fenced.
     const opening = JSON.stringify(h.fake.requests[0]?.body.messages[0]);
     expect(opening).toContain("<github_context>");
@@ -114,14 +147,19 @@ describe("an issue job", () => {
       instruction: "also write done.txt",
       triggerCommentId: 901,
     });
-    mockStart(seeded, [
-      {
-        id: 901,
-        user: { login: "octocat" },
-        body: "@vmpilot-bot also write done.txt",
-        created_at: "2030-01-01T00:00:00Z",
-      },
-    ]);
+    // The repository turns the cost line off: neither the comment nor the pull request shows it.
+    mockStart(
+      seeded,
+      [
+        {
+          id: 901,
+          user: { login: "octocat" },
+          body: "@vmpilot-bot also write done.txt",
+          created_at: "2030-01-01T00:00:00Z",
+        },
+      ],
+      "showCost: false\n",
+    );
     mockRequester();
     const comment2 = captureComment(seeded.repo, second.commentId);
     github()
@@ -131,7 +169,10 @@ describe("an issue job", () => {
         state: "open",
         html_url: `https://github.com/${seeded.repo}/pull/12`,
       })
-      .patch(`/repos/${seeded.repo}/pulls/12`, (body) => String(body?.body).includes("Fixes #4"))
+      .patch(`/repos/${seeded.repo}/pulls/12`, (body) => {
+        prBody = body.body;
+        return true;
+      })
       .reply(200, { number: 12 });
     const [firstStep, ...rest] = fixScript(
       "Wrote done.txt.\n\nSummary: Add done.txt",
@@ -153,7 +194,40 @@ describe("an issue job", () => {
       "Add done.txt\nMake value.txt say fixed",
     );
     expect(sh(seeded.remote, `git show ${branch}:done.txt`)).toBe("yes");
-    expect(comment2.at(-1)).toContain("✅ **Updated pull request #12**");
+    expect(pinned(prBody, second.job.id)).toMatchInlineSnapshot(`
+      "Wrote done.txt.
+
+      Summary: Add done.txt
+
+      ---
+
+      **Tests:** ✔ passed (\`sh test.sh\`)
+
+      **Second look:** Nothing found.
+
+      **Files changed (2):**
+      - \`A\` done.txt
+      - \`M\` value.txt
+
+      Asked by @octocat · [job log](https://vmpilot.test/jobs/N)
+
+      Draft opened by vmpilot. Review it like any other pull request before merging.
+
+      Fixes #4"
+    `);
+    expect(pinned(comment2.at(-1) ?? "", second.job.id)).toMatchInlineSnapshot(`
+      "✅ **Updated pull request #12** — [job #N](https://vmpilot.test/jobs/N)
+
+      Pull request: [#12](https://github.com/REPO/pull/12)
+
+      Wrote done.txt.
+
+      Summary: Add done.txt
+
+      - Tests: ✔ passed (\`sh test.sh\`)
+
+      <!-- vmpilot:job:N -->"
+    `);
     expect(await listMessages(h.db.pool, seeded.conversationId)).toHaveLength(20);
   });
 
@@ -372,9 +446,10 @@ describe("an issue job", () => {
     expect(sh(seeded.remote, "git for-each-ref --format='%(refname)' refs/heads")).toBe(
       "refs/heads/main",
     );
-    const final = (comment.at(-1) ?? "")
-      .replace(/^- Tokens: .*\n- Cost: .*$/m, "- Tokens, cost and time: (vary)")
-      .replace(new RegExp(`(job #|/jobs/|vmpilot:job:)${job.id}\\b`, "g"), "$1N");
+    const final = varyingFigures(comment.at(-1) ?? "").replace(
+      new RegExp(`(job #|/jobs/|vmpilot:job:)${job.id}\\b`, "g"),
+      "$1N",
+    );
     expect(final).not.toContain("failed");
     expect(final).toMatchInlineSnapshot(`
       "✅ **Answered, without changing the code** — [job #N](https://vmpilot.test/jobs/N)
@@ -382,7 +457,7 @@ describe("an issue job", () => {
       Two files: value.txt says \`broken\`, and test.sh fails until it says \`fixed\`.
 
       - Tests: not run (no changes)
-      - Tokens, cost and time: (vary)
+      - Run: \`claude-sonnet-5-5\` · 2 turns · TOKENS · COST · TIME
 
       <!-- vmpilot:job:N -->"
     `);

@@ -1,5 +1,5 @@
-// The ready-for-review check on its own: what keeps a draft a draft, and that a head is marked
-// ready once however many passed suites ask. PGlite, GitHub mocked with nock.
+// The ready-for-review check on its own: what keeps a draft a draft (a check suite or a commit
+// status that has not passed), and that a head is marked ready once however many passes ask. PGlite, GitHub mocked with nock.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runReadyCheck } from "../../src/jobs/kinds/ready/run.ts";
 import { recordPush } from "../../src/store/ci-loop.ts";
@@ -101,6 +101,38 @@ function mockSuites(repo: string, suites: Array<[string, string | null]>) {
 
 const MUTATED = { data: { markPullRequestReadyForReview: { pullRequest: { isDraft: false } } } };
 
+/** The head's combined commit status, asked for with one status: `state` over `count` contexts. */
+function mockStatus(repo: string, state: string, count: number) {
+  github()
+    .get(`/repos/${repo}/commits/${SHA}/status`)
+    .query({ per_page: 1 })
+    .reply(200, { state, sha: SHA, total_count: count, statuses: [] });
+}
+
+/**
+ * Marking the draft ready, asking the requester (whose login is `login` now) to review, and the
+ * note; returns what was sent.
+ */
+function mockMarked(repo: string, login = "octocat") {
+  const sent = { note: "", reviewers: undefined as unknown };
+  github()
+    .post("/graphql")
+    .reply(200, MUTATED)
+    .get(`/user/${REQUESTER_ID}`)
+    .reply(200, { login, id: REQUESTER_ID })
+    .post(`/repos/${repo}/pulls/${PR}/requested_reviewers`, (body) => {
+      sent.reviewers = body.reviewers;
+      return true;
+    })
+    .reply(201, {})
+    .post(`/repos/${repo}/issues/${PR}/comments`, (body) => {
+      sent.note = body.body;
+      return true;
+    })
+    .reply(201, { id: 1 });
+  return sent;
+}
+
 describe("the ready-for-review check", () => {
   it("keeps the draft while a check runs, after a check failed, and once someone pushed after vmpilot", async () => {
     const conversation = await pushed();
@@ -144,6 +176,7 @@ describe("the ready-for-review check", () => {
     const check = { conversationId: conversation.conversationId, sha: SHA, grace: false };
     mockPull(conversation.repo);
     mockSuites(conversation.repo, [["completed", "success"]]);
+    mockStatus(conversation.repo, "pending", 0);
     github()
       .post("/graphql")
       .reply(200, { data: null, errors: [{ message: "Something went wrong" }] });
@@ -152,16 +185,9 @@ describe("the ready-for-review check", () => {
     for (let i = 0; i < 2; i++) {
       mockPull(conversation.repo);
       mockSuites(conversation.repo, [["completed", "success"]]);
+      mockStatus(conversation.repo, "pending", 0);
     }
-    github()
-      .post("/graphql")
-      .reply(200, MUTATED)
-      .get(`/user/${REQUESTER_ID}`)
-      .reply(200, { login: "octocat", id: REQUESTER_ID })
-      .post(`/repos/${conversation.repo}/pulls/${PR}/requested_reviewers`)
-      .reply(201, {})
-      .post(`/repos/${conversation.repo}/issues/${PR}/comments`)
-      .reply(201, { id: 1 });
+    mockMarked(conversation.repo);
     await Promise.all([runReadyCheck(deps(), check, signal), runReadyCheck(deps(), check, signal)]);
     // One mutation, one review request, one note: a second would find no mock.
     expectGitHubDone();
@@ -172,28 +198,69 @@ describe("the ready-for-review check", () => {
     const check = { conversationId: conversation.conversationId, sha: SHA, grace: false };
     mockPull(conversation.repo);
     mockSuites(conversation.repo, [["completed", "success"]]);
-    let reviewers: unknown;
-    let note = "";
-    github()
-      .post("/graphql")
-      .reply(200, MUTATED)
-      .get(`/user/${REQUESTER_ID}`)
-      .reply(200, { login: "octo-renamed", id: REQUESTER_ID })
-      .post(`/repos/${conversation.repo}/pulls/${PR}/requested_reviewers`, (body) => {
-        reviewers = body.reviewers;
-        return true;
-      })
-      .reply(201, {})
-      .post(`/repos/${conversation.repo}/issues/${PR}/comments`, (body) => {
-        note = body.body;
-        return true;
-      })
-      .reply(201, { id: 1 });
+    mockStatus(conversation.repo, "pending", 0);
+    const sent = mockMarked(conversation.repo, "octo-renamed");
     await runReadyCheck(deps(), check, signal);
     // Not "octocat": that login may be someone else's now.
-    expect(reviewers).toEqual(["octo-renamed"]);
-    expect(note).toBe(
+    expect(sent.reviewers).toEqual(["octo-renamed"]);
+    expect(sent.note).toBe(
       `✅ The checks passed on ${SHA.slice(0, 10)}: this pull request is ready for review. @octo-renamed, please review it.`,
+    );
+  });
+
+  it("keeps the draft while a commit status is pending or failed, with or without a check suite, after the grace time too", async () => {
+    const conversation = await pushed();
+    const { repo } = conversation;
+    const check = { conversationId: conversation.conversationId, sha: SHA, grace: true };
+    for (const state of ["pending", "failure", "error"]) {
+      mockPull(repo);
+      // Only vmpilot's own suite, which never runs a check: a repository whose CI is statuses.
+      mockSuites(repo, []);
+      mockStatus(repo, state, 2);
+    }
+    mockPull(repo);
+    mockSuites(repo, [["completed", "success"]]);
+    mockStatus(repo, "failure", 1);
+    for (let i = 0; i < 4; i++) await runReadyCheck(deps(), check, signal);
+    // No mutation, no review request, no note.
+    expectGitHubDone();
+  });
+
+  it("marks a head whose only CI is commit statuses ready once they passed, and one with neither only after the grace time", async () => {
+    const conversation = await pushed();
+    const { repo } = conversation;
+    const check = { conversationId: conversation.conversationId, sha: SHA, grace: false };
+    // Neither a check nor a status yet: too early to tell a repository without CI.
+    mockPull(repo);
+    mockSuites(repo, []);
+    mockStatus(repo, "pending", 0);
+    await runReadyCheck(deps(), check, signal);
+    expectGitHubDone();
+
+    mockPull(repo);
+    mockSuites(repo, []);
+    mockStatus(repo, "success", 2);
+    const sent = mockMarked(repo);
+    await runReadyCheck(deps(), check, signal);
+    expect(sent.note).toMatchInlineSnapshot(
+      `"✅ The checks passed on cccccccccc: this pull request is ready for review. @octocat, please review it."`,
+    );
+  });
+
+  it("counts only the checks when the installation has not accepted the statuses permission", async () => {
+    const conversation = await pushed();
+    const { repo } = conversation;
+    mockPull(repo);
+    mockSuites(repo, []);
+    github()
+      .get(`/repos/${repo}/commits/${SHA}/status`)
+      .query(true)
+      .reply(403, { message: "Resource not accessible by integration" });
+    const sent = mockMarked(repo);
+    const check = { conversationId: conversation.conversationId, sha: SHA, grace: true };
+    await runReadyCheck(deps(), check, signal);
+    expect(sent.note).toMatchInlineSnapshot(
+      `"✅ The tests passed on cccccccccc and no checks ran on it: this pull request is ready for review. @octocat, please review it."`,
     );
   });
 });

@@ -87,12 +87,17 @@ describe("an attempt redone after the agent finished", () => {
     expect(pr.body).toContain("Fixes #4");
     expect(pr.body).toContain("- `M` value.txt");
     expect(pr.body).toContain("**Second look:** Nothing found.");
-    expect(pr.body).toContain(`**Cost:** ${formatCost(first?.costUsd ?? 0)}`);
+    // The kept run's turns (its second look's among them), and the job's cost: the first attempt's, counted once.
+    const cost = ` · ${formatCost(first?.costUsd ?? 0)} · `;
+    const runLine = (text: string, start: string) =>
+      text.split("\n").find((line) => line.startsWith(start));
+    expect(runLine(pr.body, "**Run:** ")).toMatch(/^\*\*Run:\*\* `claude-sonnet-5-5` · 5 turns · /);
+    expect(runLine(pr.body, "**Run:** ")).toContain(cost);
     const final = comment.at(-1) ?? "";
     expect(final).toContain("✅ **Opened draft pull request #12**");
     expect(final).toContain("Changed value.txt to fixed.");
     expect(final).toContain("- Tests: ✔ passed");
-    expect(final).toContain(`- Cost: ${formatCost(first?.costUsd ?? 0)}`);
+    expect(runLine(final, "- Run: ")).toContain(cost);
     const done = await getJob(h.db.pool, job.id);
     expect(done).toMatchObject({ status: "succeeded", prNumber: 12, costUsd: first?.costUsd });
     expect(done?.usage).toEqual(first?.usage);

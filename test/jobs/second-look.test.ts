@@ -17,6 +17,7 @@ import {
   type Seeded,
   sh,
   usePipelineHarness,
+  varyingFigures,
 } from "./pipeline-harness.ts";
 
 const h = usePipelineHarness();
@@ -39,9 +40,7 @@ function capturePullRequest(seeded: Seeded): { body: string } {
 
 /** The parts of a pull request body that vary from run to run. */
 function steady(body: string, jobId: number): string {
-  return body
-    .replace(/\*\*Cost:\*\* .* · \*\*time:\*\* [^·]+ ·/, "**Cost:** (varies) ·")
-    .replaceAll(`/jobs/${jobId})`, "/jobs/N)");
+  return varyingFigures(body).replaceAll(`/jobs/${jobId})`, "/jobs/N)");
 }
 
 // The first passing diff leaves a debug script behind.
@@ -108,7 +107,9 @@ describe("the second look before the pull request", () => {
       **Files changed (1):**
       - \`M\` value.txt
 
-      **Cost:** (varies) · asked by @octocat · [job log](https://vmpilot.test/jobs/N)
+      **Run:** \`claude-sonnet-5-5\` · 7 turns · TOKENS · COST · TIME
+
+      Asked by @octocat · [job log](https://vmpilot.test/jobs/N)
 
       Draft opened by vmpilot. Review it like any other pull request before merging.
 

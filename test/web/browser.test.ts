@@ -141,13 +141,16 @@ describe.skipIf(!available)("in a real browser", () => {
       },
       totals: { costUsd: 0.0081 },
     });
-    await page.locator("pre.diff .add").waitFor();
-    await shoot("05-job-live");
+    // As the worker does with each usage event: the job row's tokens and cost, which the header shows.
     await updateJob(h.db.pool, job.id, {
-      status: "succeeded",
       costUsd: 0.0081,
       usage: { inputTokens: 1200, outputTokens: 300, cacheReadInputTokens: 0 },
     });
+    await page.locator("pre.diff .add").waitFor();
+    await page.locator("#job-cost").filter({ hasText: "$0.0081" }).waitFor();
+    expect(await page.locator("#job-tokens").textContent()).toBe("1,500");
+    await shoot("05-job-live");
+    await updateJob(h.db.pool, job.id, { status: "succeeded" });
     await page.locator("#job-status").filter({ hasText: "succeeded" }).waitFor();
     await page.getByText("The job has finished.").waitFor();
     // Same document throughout: the steps arrived without a reload.

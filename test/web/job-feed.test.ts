@@ -53,15 +53,17 @@ function handDriven() {
 function watcher(after = 0) {
   const seen: number[] = [];
   const statuses: string[] = [];
+  const costs: number[] = [];
   let ended: (status: string) => void = () => {};
   const end = new Promise<string>((resolve) => (ended = resolve));
   const w: Watcher = {
     after,
     events: (events: readonly JobEvent[]) => seen.push(...events.map((e) => e.id)),
     status: (s) => statuses.push(s),
+    spent: (job) => costs.push(job.costUsd),
     end: (s) => ended(s),
   };
-  return { w, seen, statuses, end };
+  return { w, seen, statuses, costs, end };
 }
 
 async function runningJob(): Promise<Job> {
@@ -71,7 +73,7 @@ async function runningJob(): Promise<Job> {
 }
 
 describe("live job streams", () => {
-  it("serve 300 watchers of one job with one poll, each event to each watcher once", async () => {
+  it("serve 300 watchers of one job with one poll, each event and each change of its cost to each watcher once", async () => {
     const job = await runningJob();
     const first = (await appendJobEvent(db.pool, job.id, Text, { text: "a" })).id;
     const counter = counting();
@@ -81,12 +83,20 @@ describe("live job streams", () => {
     for (const { w } of watchers) await feeds.watch(job.id, w);
     await clock.polled();
     const second = (await appendJobEvent(db.pool, job.id, Text, { text: "b" })).id;
+    await updateJob(db.pool, job.id, { costUsd: 0.0081, usage: { outputTokens: 12 } });
     const before = counter.queries();
     clock.next();
     await clock.polled();
-    // One poll: the job's status and its new events, whatever number of watchers.
+    // One poll: the job's row (status, tokens, cost) and its new events, whatever number of watchers.
     expect(counter.queries() - before).toBe(2);
-    for (const { seen } of watchers) expect(seen).toEqual([first, second]);
+    for (const { seen, costs } of watchers) {
+      expect(seen).toEqual([first, second]);
+      expect(costs).toEqual([0, 0.0081]);
+    }
+    // Nothing moved: nothing is sent again.
+    clock.next();
+    await clock.polled();
+    for (const { costs } of watchers) expect(costs).toEqual([0, 0.0081]);
 
     await updateJob(db.pool, job.id, { status: "succeeded" });
     clock.next();
@@ -115,6 +125,8 @@ describe("live job streams", () => {
     await clock.polled();
     expect(early.seen).toEqual([ids[2], d]);
     expect(late.seen).toEqual([...ids, d]);
+    // The late one got the cost the feed knew when it joined, once.
+    expect(late.costs).toEqual([0]);
   });
 
   it("cap streams per client and per job, and give a place back when a stream ends", () => {

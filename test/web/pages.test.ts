@@ -184,6 +184,7 @@ describe("/settings", () => {
       readyForReview: "on",
       "review.beforePullRequest": "on",
       "memory.enabled": "on",
+      showCost: "on",
     });
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/settings/acme/private-app?saved=1");
@@ -232,6 +233,16 @@ describe("/settings", () => {
 
       (<code>publicJobs</code> in the file)</p>
       </div>"
+    `);
+    expect(field(page, "showCost")).toMatchInlineSnapshot(`
+      "<div class="field"><div><label><input type="checkbox" id="f-showCost" name="showCost" aria-describedby="f-showCost-hint"  checked>
+        Show each job&#39;s cost in its comment and pull request</label> <span class="source source-default">default</span></div>
+      <p class="hint" id="f-showCost-hint">Show what each job took (model, turns, tokens, cost, time) in its final comment and its pull request&#39;s body.
+
+      (<code>showCost</code> in the file)</p>
+      </div>
+      <div><button type="submit" class="primary">Save settings</button></div>
+      "
     `);
   });
 
@@ -642,10 +653,14 @@ describe("/jobs", () => {
     expect(fragment(page, "token ", "leaked")).toMatchInlineSnapshot(`"token [REDACTED] leaked"`);
   });
 
-  it("streams new steps of a running job as Server-Sent Events until it finishes", async () => {
+  it("streams new steps of a running job as Server-Sent Events until it finishes, and its tokens and cost", async () => {
     const running = await h.addJob(privateApp, { status: "running", startedAt: new Date() });
     const first = await h.addEvent(running, "step_started", { step: 1 });
     const page = await (await as("carol").get(`/jobs/${running.id}`)).text();
+    expect(fragment(page, "<dt>Tokens</dt>", "$0.00</dd>")).toMatchInlineSnapshot(`
+      "<dt>Tokens</dt><dd id="job-tokens">0</dd>
+        <dt>Cost</dt><dd id="job-cost">$0.00</dd>"
+    `);
     expect(fragment(page, '<script src="/static/live.js"', "</script>")).toMatchInlineSnapshot(
       `"<script src="/static/live.js" defer></script>"`,
     );
@@ -664,6 +679,15 @@ describe("/jobs", () => {
     const second = await h.addEvent(running, "text", { step: 1, text: "Working\non it" });
     const step = await stream.next("step");
     expect(step.id).toBe(String(second));
+    // The header moves with the log: the job row's tokens and cost, as the page shows them.
+    await updateJob(h.db.pool, running.id, {
+      costUsd: 0.0081,
+      usage: { inputTokens: 1200, outputTokens: 300, cacheReadInputTokens: 4000 },
+    });
+    expect((await stream.next("spent")).data).toEqual({ tokens: "5,500", cost: "$0.0081" });
+    // Spent nothing after all: /usage's tests below count this job.
+    await updateJob(h.db.pool, running.id, { costUsd: 0, usage: {} });
+    expect((await stream.next("spent")).data).toEqual({ tokens: "0", cost: "$0.00" });
     expect(
       fragment(step.data, "<li", "</li>").replace(`ev-${second}"`, 'ev-SECOND"'),
     ).toMatchInlineSnapshot(`

@@ -40,6 +40,7 @@ describe("settings form", () => {
         readyForReview: false,
         review: { beforePullRequest: false },
         memory: { enabled: false },
+        showCost: false,
       },
     });
   });

@@ -100,54 +100,67 @@ describe.skipIf(process.getuid?.() !== 0)("an agent told to run commands as anot
   });
 });
 
+/**
+ * A workspace whose agent runs commands as another uid, as the workspace image starts it, with a
+ * uid of this test's own: every process of the command user is killed once no command runs.
+ */
+async function commandUserWorkspace(): Promise<{ workspace: Workspace; uid: number }> {
+  const uid = 30_000 + Math.floor(Math.random() * 30_000);
+  const dir = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-agent-user-")));
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  await chmod(dir, 0o755);
+  for (const sub of ["repo", "home", "run"]) {
+    await mkdir(join(dir, sub));
+    await chown(join(dir, sub), uid, uid);
+  }
+  const socketPath = join(dir, "run", "agent.sock");
+  const main = fileURLToPath(new URL("../../src/workspace/agent/main.ts", import.meta.url));
+  const limited = [
+    "--bounding-set=-all,+setuid,+setgid,+kill",
+    "--inh-caps=-all",
+    "--no-new-privs",
+  ];
+  const agent = spawn("setpriv", [...limited, "--", process.execPath, main], {
+    env: {
+      PATH: process.env.PATH,
+      VMPILOT_AGENT_SECRET: SECRET,
+      VMPILOT_AGENT_ROOT: join(dir, "repo"),
+      VMPILOT_AGENT_HOME: join(dir, "home"),
+      VMPILOT_AGENT_LISTEN: socketPath,
+      VMPILOT_AGENT_COMMAND_USER: `${uid}:${uid}`,
+    },
+    stdio: "ignore",
+  });
+  const exited = new Promise((resolve) => agent.once("exit", resolve));
+  onTestFinished(async () => {
+    agent.kill("SIGKILL");
+    await exited;
+  });
+  expect(await waitUntil(() => agentHealthy({ socketPath }), 15_000)).toBe(true);
+  const workspace = createRemoteWorkspace({
+    isolation: "vm",
+    engine: "fly",
+    root: join(dir, "repo"),
+    endpoint: { socketPath },
+    secret: SECRET,
+    release: async () => {},
+  });
+  return { workspace, uid };
+}
+
+/** A token for a command line that processesWith finds; its processes are killed after the test. */
+function sleepToken(): string {
+  const token = `${Math.floor(Math.random() * 1e6)}.${Math.floor(Math.random() * 1e6)}`;
+  onTestFinished(async () => {
+    for (const pid of await processesWith(token)) process.kill(pid, "SIGKILL");
+  });
+  return token;
+}
+
 describe.skipIf(process.getuid?.() !== 0)("an agent that runs commands as another user", () => {
   it("leaves nothing of a command running once it ends, even what left its session", async () => {
-    // As the workspace image starts it, as a uid of this test's own: every process of the command
-    // user is killed after each command.
-    const uid = 30_000 + Math.floor(Math.random() * 30_000);
-    const dir = await realpath(await mkdtemp(join(tmpdir(), "vmpilot-agent-user-")));
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    await chmod(dir, 0o755);
-    for (const sub of ["repo", "home", "run"]) {
-      await mkdir(join(dir, sub));
-      await chown(join(dir, sub), uid, uid);
-    }
-    const socketPath = join(dir, "run", "agent.sock");
-    const main = fileURLToPath(new URL("../../src/workspace/agent/main.ts", import.meta.url));
-    const limited = [
-      "--bounding-set=-all,+setuid,+setgid,+kill",
-      "--inh-caps=-all",
-      "--no-new-privs",
-    ];
-    const agent = spawn("setpriv", [...limited, "--", process.execPath, main], {
-      env: {
-        PATH: process.env.PATH,
-        VMPILOT_AGENT_SECRET: SECRET,
-        VMPILOT_AGENT_ROOT: join(dir, "repo"),
-        VMPILOT_AGENT_HOME: join(dir, "home"),
-        VMPILOT_AGENT_LISTEN: socketPath,
-        VMPILOT_AGENT_COMMAND_USER: `${uid}:${uid}`,
-      },
-      stdio: "ignore",
-    });
-    const exited = new Promise((resolve) => agent.once("exit", resolve));
-    onTestFinished(async () => {
-      agent.kill("SIGKILL");
-      await exited;
-    });
-    expect(await waitUntil(() => agentHealthy({ socketPath }), 15_000)).toBe(true);
-    const workspace = createRemoteWorkspace({
-      isolation: "vm",
-      engine: "fly",
-      root: join(dir, "repo"),
-      endpoint: { socketPath },
-      secret: SECRET,
-      release: async () => {},
-    });
-    const token = `${Math.floor(Math.random() * 1e6)}.${Math.floor(Math.random() * 1e6)}`;
-    onTestFinished(async () => {
-      for (const pid of await processesWith(token)) process.kill(pid, "SIGKILL");
-    });
+    const { workspace, uid } = await commandUserWorkspace();
+    const token = sleepToken();
     const quiet = await workspace.exec(`setsid -f sleep ${token} >/dev/null 2>&1; echo started`);
     expect(quiet).toMatchObject({ stdout: "started\n", exitCode: 0 });
     expect(await waitUntil(async () => (await processesWith(token)).length === 0)).toBe(true);
@@ -157,6 +170,26 @@ describe.skipIf(process.getuid?.() !== 0)("an agent that runs commands as anothe
     expect(await waitUntil(async () => (await processesWith(token)).length === 0)).toBe(true);
     // Not the agent: it serves the next command.
     expect((await workspace.exec("id -u")).stdout).toBe(`${uid}\n`);
+  });
+
+  it("keeps a spawned command running across other commands, and sweeps what it left once it ends", async () => {
+    const { workspace, uid } = await commandUserWorkspace();
+    const token = sleepToken();
+    let out = "";
+    const server = await workspace.spawn("id -u; exec cat", {
+      onOutput: (_stream, chunk) => {
+        out += chunk.toString();
+      },
+    });
+    // A command that leaves a process behind ends while the spawned one runs: the sweep waits.
+    const left = await workspace.exec(`setsid -f sleep ${token} >/dev/null 2>&1; echo started`);
+    expect(left).toMatchObject({ stdout: "started\n", exitCode: 0 });
+    await server.write("still here\n");
+    expect(await waitUntil(async () => out === `${uid}\nstill here\n`)).toBe(true);
+    // Once it ends, no command runs: what the other one left is swept.
+    server.kill();
+    expect(await server.exited).toEqual({ code: null });
+    expect(await waitUntil(async () => (await processesWith(token)).length === 0)).toBe(true);
   });
 });
 

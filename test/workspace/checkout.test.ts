@@ -88,6 +88,32 @@ describe("prepareCheckout", () => {
     expect(await filesContainingToken(checkout.mirror)).toEqual([]);
   });
 
+  it("starts at a fork's pull request head, which only refs/pull/<n>/head holds, with no token written", async () => {
+    const repo = join(served, "acme", "app");
+    commitFile(repo, "fork.txt", "from a fork\n");
+    const head = git(repo, "rev-parse", "HEAD");
+    git(repo, "update-ref", "refs/pull/3/head", head);
+    git(repo, "reset", "-q", "--hard", "HEAD^");
+    const dest = join(base, "work", "pull-3");
+    const checkout = await prepareCheckout({
+      dataDir,
+      repo: server.url("acme/app"),
+      auth: { token: TOKEN },
+      dest,
+      branch: "vmpilot/job-3",
+      pullRequest: 3,
+    });
+    expect(checkout).toMatchObject({ baseSha: head, branch: "vmpilot/job-3", continued: false });
+    expect(git(dest, "rev-parse", "HEAD")).toBe(head);
+    expect(git(dest, "branch", "--show-current")).toBe("vmpilot/job-3");
+    expect(await readFile(join(dest, "fork.txt"), "utf8")).toBe("from a fork\n");
+    // The mirror keeps it under its own ref, no branch.
+    expect(git(checkout.mirror, "rev-parse", "refs/pull/3/head")).toBe(head);
+    expect(git(checkout.mirror, "branch", "--contains", head)).toBe("");
+    expect(await filesContainingToken(dest)).toEqual([]);
+    expect(await filesContainingToken(checkout.mirror)).toEqual([]);
+  });
+
   it("refuses without credentials", async () => {
     await expect(
       prepareCheckout({

@@ -33,6 +33,31 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 3000)
   return check();
 }
 
+/**
+ * Deadlines fired by hand, for a workspace agent's calls: `fire(ms)` gives up on the calls that
+ * were given `ms`; `asked(ms)` settles once one was.
+ */
+export function handDeadlines() {
+  const given: Array<{ ms: number; controller: AbortController }> = [];
+  const waiting: Array<{ ms: number; resolve: () => void }> = [];
+  return {
+    deadline: (ms: number) => {
+      const controller = new AbortController();
+      given.push({ ms, controller });
+      for (const each of waiting.filter((w) => w.ms === ms)) each.resolve();
+      return controller.signal;
+    },
+    given: () => given.map((each) => each.ms),
+    asked: (ms: number) =>
+      given.some((g) => g.ms === ms)
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => waiting.push({ ms, resolve })),
+    fire(ms: number) {
+      for (const each of given.filter((g) => g.ms === ms)) each.controller.abort();
+    },
+  };
+}
+
 /** A pino-shaped logger that records what it was given. */
 export function recordingLogger() {
   const lines: { level: string; args: unknown[] }[] = [];

@@ -43,7 +43,24 @@ describe("process launcher", () => {
       ...sh("cat; echo oops >&2; exit 3"),
       input: "from stdin",
     });
-    expect(result).toEqual({ code: 3, signal: null, stdout: "from stdin", stderr: "oops\n" });
+    expect(result).toEqual({
+      code: 3,
+      signal: null,
+      stdout: "from stdin",
+      stderr: "oops\n",
+      cut: false,
+    });
+  });
+
+  it("stops a process whose output passes the cap, with the output cut there", async () => {
+    const result = await launchAndCollect(sh("exec yes"), 100_000);
+    expect(result).toMatchObject({ cut: true, signal: "SIGKILL" });
+    expect(result.stdout).toBe("y\n".repeat(50_000));
+    expect(await launchAndCollect(sh("echo small"), 100)).toMatchObject({
+      cut: false,
+      code: 0,
+      stdout: "small\n",
+    });
   });
 
   it("starts processes from a launcher process, not from this one", async () => {

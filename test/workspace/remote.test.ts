@@ -13,6 +13,7 @@ import {
   startHostileAgent,
   stream,
 } from "../helpers/hostile-agent.ts";
+import { handDeadlines } from "./helpers.ts";
 
 /** What the kernel's socket buffers may hold beyond what the worker read. */
 const IN_FLIGHT = 1024 * 1024;
@@ -23,22 +24,6 @@ afterEach(async () => {
   await agent?.close();
   agent = undefined;
 });
-
-/** Deadlines fired by hand: `fire(ms)` gives up on the calls that were given `ms`. */
-function handDeadlines() {
-  const given: Array<{ ms: number; controller: AbortController }> = [];
-  return {
-    deadline: (ms: number) => {
-      const controller = new AbortController();
-      given.push({ ms, controller });
-      return controller.signal;
-    },
-    given: () => given.map((each) => each.ms),
-    fire(ms: number) {
-      for (const each of given.filter((g) => g.ms === ms)) each.controller.abort();
-    },
-  };
-}
 
 async function remote(
   answer: Answer,

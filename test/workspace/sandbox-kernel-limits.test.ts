@@ -161,13 +161,15 @@ describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
     it("lets no command grow a workspace a quick command took over the limit, until space is freed", async () => {
       const { workspace, root } = await open(provider);
       const over = await workspace.exec("head -c 6M /dev/zero > a && head -c 6M /dev/zero > b");
-      expect(over.exitCode).toBe(0);
+      // Quick enough, it ends before the meter looks; on a busy machine the meter stops it as it
+      // grows. Either way the files stay, and what follows is the same.
+      if (over.exitCode !== 0) expect(over.stderr).toContain("the command was stopped");
       const refused = await workspace.exec("head -c 1M /dev/zero > c");
       expect(refused.exitCode).not.toBe(0);
       // The command that went over says so, unless files freed elsewhere on the filesystem hid
       // its growth from the quick look (limit-guard.test.ts); the next one always does.
       expect(`${over.stderr}${refused.stderr}`).toMatch(
-        /uses 1\d MB of disk, over its limit of 8 MB \(SANDBOX_MAX_DISK_MB\)/,
+        /uses \d+ MB of disk, over its limit of 8 MB \(SANDBOX_MAX_DISK_MB\)/,
       );
       expect(refused.stderr).toContain("over its limit of 8 MB");
       expect((await stat(join(root, "c"))).size).toBe(0);

@@ -23,7 +23,7 @@ import { sweepVms } from "../../src/workspace/vm/sweep.ts";
 import type { EngineFake } from "../helpers/engine-fake.ts";
 import { flyEngine, startFlyFake } from "../helpers/fly-fake.ts";
 import { NAMESPACE, startKubernetesFake } from "../helpers/kubernetes-fake.ts";
-import { commitFile, recordingLogger, waitUntil } from "./helpers.ts";
+import { commitFile, handDeadlines, recordingLogger, waitUntil } from "./helpers.ts";
 
 interface Case {
   name: "fly" | "kubernetes";
@@ -307,17 +307,22 @@ describe.each(cases)("the $name provider", { concurrent: true }, (c) => {
     });
 
     it("gives up on an agent that stops answering, and still destroys its VM", async () => {
+      const clock = handDeadlines();
       const workspace = await createWorkspace({
         isolation: "vm",
         engine: c.name,
         root: local,
         vmEngine: c.engine(fake),
         owner: "job-20-1",
+        deadline: clock.deadline,
       });
       fake.vms.list()[0]?.freeze();
       const stop = new AbortController();
       const pending = workspace.exec("sleep 30", { signal: stop.signal });
       stop.abort();
+      // The short grace an aborted command's agent has to answer (remote.ts) runs out.
+      await clock.asked(2000);
+      clock.fire(2000);
       await expect(pending).rejects.toThrow(/stopped answering/);
       await workspace.dispose();
       expect(fake.vms.running()).toBe(0);
@@ -385,14 +390,20 @@ describe.each(cases)("the $name provider", { concurrent: true }, (c) => {
       await pool.filled();
       const [dead] = await engine.list();
       fake.vms.list()[0]?.freeze();
-      const workspace = await createWorkspace({
+      const clock = handDeadlines();
+      const opening = createWorkspace({
         isolation: "vm",
         engine: c.name,
         root: local,
         vmEngine: engine,
         owner: "job-70-1",
         pool,
+        deadline: clock.deadline,
       });
+      // The pooled VM's health check gets no answer within its time (remote.ts).
+      await clock.asked(2000);
+      clock.fire(2000);
+      const workspace = await opening;
       expect((await workspace.exec("cat README.md")).exitCode).toBe(0);
       expect((await engine.list()).map((vm) => vm.id)).not.toContain(dead?.id);
       await workspace.dispose();

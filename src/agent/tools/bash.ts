@@ -65,7 +65,10 @@ export function bashTool(workspace: Workspace, options: BashToolOptions = {}): A
       const line = cwdLine(mark);
       const moved = line.exec(result.fullStdout);
       if (moved) cwd = relativeCwd(moved[1] as string, moved[2] as string) ?? cwd;
-      const outcome = describe(result, limit, line);
+      const outcome = {
+        ...describe(result, limit, line),
+        exec: { command, exitCode: result.exitCode },
+      };
       return prefix ? { ...outcome, content: `${prefix}\n${outcome.content}` } : outcome;
     },
   });

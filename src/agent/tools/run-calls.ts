@@ -1,5 +1,6 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { AgentEvent } from "../events.ts";
+import { toolCallSpan } from "../spans.ts";
 import type { AgentTool, ToolOutcome } from "./types.ts";
 
 export interface ToolCallContext {
@@ -13,21 +14,29 @@ export interface ToolCallContext {
    * short, or arguments that were not valid JSON.
    */
   notRun?: ReadonlyMap<string, string>;
+  /** Finds a called tool that is not in `tools` (an MCP server's). */
+  find?(name: string): AgentTool | undefined;
 }
 
-/** Runs the reply's tool calls one after another and returns their results, in order. */
+/**
+ * Runs the reply's tool calls one after another and returns their results, in order, then the
+ * images they brought: the API takes images after the results, as content of the same turn.
+ */
 export async function runToolCalls(
   content: readonly Anthropic.ContentBlockParam[],
   context: ToolCallContext,
-): Promise<Anthropic.ToolResultBlockParam[]> {
+): Promise<Anthropic.ContentBlockParam[]> {
   const results: Anthropic.ToolResultBlockParam[] = [];
+  const images: Anthropic.ContentBlockParam[] = [];
   for (const block of content) {
     if (block.type !== "tool_use") continue;
     const { id, name, input } = block;
     context.emit({ type: "tool_call", step: context.step, id, name, input });
     const started = Date.now();
     const refusal = context.notRun?.get(id);
-    const outcome = refusal ? { content: refusal, isError: true } : await runOne(block, context);
+    const outcome: ToolOutcome = refusal
+      ? { content: refusal, isError: true }
+      : await toolCallSpan(block, () => runOne(block, context));
     context.emit({
       type: "tool_result",
       step: context.step,
@@ -44,15 +53,28 @@ export async function runToolCalls(
       content: outcome.content,
       ...(outcome.isError && { is_error: true }),
     });
+    for (const [index, image] of (outcome.images ?? []).entries()) {
+      images.push(
+        { type: "text", text: `Image ${index + 1} of the result of ${name}:` },
+        {
+          type: "image",
+          source: {
+            type: "base64",
+            media_type: image.mediaType,
+            data: image.data.toString("base64"),
+          },
+        },
+      );
+    }
   }
-  return results;
+  return [...results, ...images];
 }
 
 async function runOne(
   block: Anthropic.ToolUseBlockParam,
   context: ToolCallContext,
 ): Promise<ToolOutcome> {
-  const tool = context.tools.find((t) => t.name === block.name);
+  const tool = context.tools.find((t) => t.name === block.name) ?? context.find?.(block.name);
   if (!tool) return { content: `Unknown tool ${block.name}.`, isError: true };
   const remainingMs = context.remainingMs();
   if (context.signal?.aborted || remainingMs <= 0) {

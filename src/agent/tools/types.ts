@@ -1,5 +1,6 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type { z } from "zod";
+import type { FetchedImage } from "../../github/images.ts";
 
 /** What one tool call sends back to the model. */
 export interface ToolOutcome {
@@ -7,6 +8,10 @@ export interface ToolOutcome {
   isError: boolean;
   /** Uncapped output for the job log, when the model got a shortened version. */
   log?: string;
+  /** The command the call ran in the workspace, if any (the last, for a tool running several). */
+  exec?: { command: string; exitCode: number | null };
+  /** Images the model is shown after the results (checked: a PNG, JPEG, GIF or WebP). */
+  images?: FetchedImage[];
 }
 
 export interface ToolRunContext {
@@ -23,6 +28,14 @@ export interface AgentTool {
   input: z.ZodType;
   /** Runs the model's input, or answers why it does not fit `input` without running anything. */
   run(input: unknown, context: ToolRunContext): Promise<ToolOutcome>;
+}
+
+/** Tools that come as a run goes (an MCP server's, once it started): mcp/session.ts. */
+export interface ToolSource {
+  /** The tools to offer in the next request, in a stable order. */
+  offered(): Promise<AgentTool[]>;
+  /** A tool the model called by a name of this source's, offered or not; else undefined. */
+  find(name: string): AgentTool | undefined;
 }
 
 interface ToolDefinition<S extends z.ZodType> {

@@ -5,6 +5,9 @@ import { z } from "zod";
 import type { Queryable } from "../../store/sql.ts";
 import type { SideQueue } from "./side-queue.ts";
 
+/** Skills one check reads at most. */
+export const MAX_SKILL_CHECKS = 50;
+
 const ConfigCheckData = z.object({
   installationId: z.number().int(),
   repositoryId: z.number().int(),
@@ -12,15 +15,20 @@ const ConfigCheckData = z.object({
   repo: z.string(),
   headSha: z.string(),
   /**
-   * What tells whether the head changes `.github/vmpilot.yml`: the pull request's files, or the
-   * push's commits (listed: they name the file; not listed: too many commits to tell).
+   * What tells whether the head changes `.github/vmpilot.yml` or a skill: the pull request's
+   * files, or the push's commits (listed: they name the file; not listed: too many commits to
+   * tell), with the skills' SKILL.md files they add or change.
    */
   changes: z.discriminatedUnion("kind", [
     z.object({ kind: z.literal("pull_request"), number: z.number().int() }),
-    z.object({ kind: z.literal("push"), listed: z.boolean() }),
+    z.object({
+      kind: z.literal("push"),
+      listed: z.boolean(),
+      skills: z.array(z.string()).max(MAX_SKILL_CHECKS).default([]),
+    }),
   ]),
 });
-export type ConfigCheckRequest = z.infer<typeof ConfigCheckData>;
+export type ConfigCheckRequest = z.input<typeof ConfigCheckData>;
 
 /** Runs the config checks of this process's share; a throw retries the check. */
 export type ConfigCheckHook = (check: ConfigCheckRequest, signal: AbortSignal) => Promise<void>;

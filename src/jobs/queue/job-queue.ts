@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import type { Job as BossJob, JobWithMetadata, PgBoss } from "pg-boss";
 import { MAX_TIMEOUT_MINUTES } from "../../config/repo-config.ts";
 import type { Logger } from "../../log/logger.ts";
+import { inSpan, pastSpan, SpanKind, traceContext, traceparent } from "../../log/trace.ts";
 import type { Database } from "../../store/database.ts";
 import { AttemptFailed, AttemptStarted, Cancelled, Dead } from "../../store/job-event-kinds.ts";
 import { appendJobEvent } from "../../store/job-events.ts";
@@ -41,6 +42,15 @@ export interface NewQueueEntry extends QueuedJob {
    * another of its conversation (acknowledge.ts).
    */
   notice?: boolean;
+  /** The span the job's trace goes on from (its delivery's); default the active one. */
+  traceparent?: string;
+}
+
+/** A queue entry's payload: the job, and where its trace goes on from, when traced. */
+interface QueueData extends QueuedJob {
+  traceparent?: string;
+  /** When it was queued (ms since the epoch): its wait is a span of the trace. */
+  queuedAt?: number;
 }
 
 export interface RunningJob extends QueuedJob {
@@ -146,9 +156,13 @@ async function enqueueJobs(
   const [ids] = await Promise.all([
     boss.insert(
       JOB_QUEUE,
-      jobs.map(({ jobId, conversationKey }) => ({
+      jobs.map(({ jobId, conversationKey, traceparent: parent = traceparent() }) => ({
         id: orderedId(),
-        data: { jobId, conversationKey },
+        data: {
+          jobId,
+          conversationKey,
+          ...(parent && { traceparent: parent, queuedAt: Date.now() }),
+        } satisfies QueueData,
         singletonKey: conversationKey,
       })),
       { db, returnId: true },
@@ -166,9 +180,25 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
   /** pg-boss ids of the jobs this process's handlers are running. */
   const running = new Set<string>();
 
-  async function run(job: BossJob<QueuedJob>, handler: JobHandler): Promise<void> {
-    const { jobId, conversationKey } = job.data;
+  /** One attempt, a span of the trace its delivery began (a new trace when none was stored). */
+  function run(job: BossJob<QueueData>, handler: JobHandler): Promise<void> {
+    const { jobId, traceparent, queuedAt } = job.data;
     const attempt = job.retryCount + 1;
+    const parent = traceContext(traceparent);
+    const attributes = { "vmpilot.job.id": jobId, "vmpilot.job.attempt": attempt };
+    if (attempt === 1 && typeof queuedAt === "number") {
+      pastSpan("queue wait", parent, queuedAt, attributes);
+    }
+    const options = { kind: SpanKind.CONSUMER, parent, attributes };
+    return inSpan("job", options, () => runAttempt(job, attempt, handler));
+  }
+
+  async function runAttempt(
+    job: BossJob<QueueData>,
+    attempt: number,
+    handler: JobHandler,
+  ): Promise<void> {
+    const { jobId, conversationKey } = job.data;
     if (!(await startJobAttempt(db.pool, jobId, attempt, { workerId, queueJobId: job.id }))) {
       // Cancelled while it waited: nothing to run, and nothing to retry.
       await markJobCancelled(db.pool, jobId);
@@ -246,7 +276,7 @@ export function createJobQueue(boss: PgBoss, settings: JobQueueSettings) {
       const ids: string[] = [];
       for (let slot = 0; slot < settings.concurrency; slot++) {
         ids.push(
-          await boss.work<QueuedJob>(JOB_QUEUE, { pollingIntervalSeconds }, async ([job]) => {
+          await boss.work<QueueData>(JOB_QUEUE, { pollingIntervalSeconds }, async ([job]) => {
             if (!job) return;
             running.add(job.id);
             try {

@@ -10,15 +10,21 @@ import type Anthropic from "@anthropic-ai/sdk";
 import type { AgentEvent } from "../../agent/events.ts";
 import type { AgentLimits } from "../../agent/limits.ts";
 import { type AgentResult, runAgent } from "../../agent/loop.ts";
+import { publicEgress } from "../../agent/mcp/http.ts";
+import { openMcp, serverLine } from "../../agent/mcp/session.ts";
 import { type ClientOptions, createClient } from "../../agent/model-call.ts";
 import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent/plugins.ts";
 import { buildSystemPrompt } from "../../agent/prompt.ts";
 import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
+import { agentRunSpan } from "../../agent/spans.ts";
+import type { ToolSource } from "../../agent/tools/types.ts";
 import type { ProviderTable } from "../../config/providers.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
-import type { TestsSummary } from "../../github/progress-comment.ts";
+import type { RunCost, TestsSummary } from "../../github/progress-comment.ts";
 import type { Logger } from "../../log/logger.ts";
 import { saveCompaction } from "../../store/compactions.ts";
+import { McpServerState } from "../../store/job-event-kinds.ts";
+import type { Job } from "../../store/jobs.ts";
 import type { KeptRun } from "../../store/kept-runs.ts";
 import { appendMessage } from "../../store/messages.ts";
 import type { Queryable } from "../../store/sql.ts";
@@ -26,7 +32,7 @@ import { changedSince, headOf } from "../../workspace/git/commit.ts";
 import type { Checkout } from "../../workspace/index.ts";
 import type { Workspace } from "../../workspace/types.ts";
 import type { JobDeps, Run } from "./deps.ts";
-import { type LoadedConversation, resumes } from "./history.ts";
+import { type LoadedConversation, loadConversation, resumes } from "./history.ts";
 import { keep, takeUp } from "./kept.ts";
 import { readMemory } from "./memory.ts";
 import type { JobProgress } from "./progress.ts";
@@ -60,6 +66,8 @@ interface JobAgentInput {
   clientSystem?: string;
   /** The repository's lessons from review (memory.ts). */
   memory?: { path: string; text: string };
+  /** Where the repository's instructions are read instead of the workspace (prompt.ts). */
+  instructions?: Pick<Workspace, "readFile">;
   /** Plugins of this run alone (triage's apply_labels), offered even in a read-only mode. */
   extraPlugins?: readonly Plugin[];
   settings: RepoSettings;
@@ -71,6 +79,8 @@ interface JobAgentInput {
   progress: Pick<JobProgress, "step" | "onEvent">;
   logger: Logger;
   signal: AbortSignal;
+  /** The MCP servers' tools, when the settings name servers and the mode may use them. */
+  mcp?: ToolSource;
 }
 
 /** The new user turn: text, or text and images. */
@@ -102,6 +112,29 @@ export type JobRun = Omit<Looked, "newMessages" | "messages">;
 export function testsOf(result: JobRun): TestsSummary | undefined {
   const tests = result.reports.tests as TestsSummary | undefined;
   return tests?.outcome ? tests : undefined;
+}
+
+/**
+ * The line of what a job took, for its final comment and its pull request: null when the
+ * repository turned it off. `costUsd` is the job's, earlier attempts included; a run that did not
+ * happen (a chat turn that only asked for the pull request) took no turns and no tokens.
+ */
+export function runCost(
+  settings: Pick<RepoSettings, "model" | "showCost">,
+  result: JobRun | undefined,
+  costUsd: number,
+): RunCost | null {
+  if (!settings.showCost) return null;
+  return {
+    model: settings.model,
+    turns: result?.steps ?? 0,
+    inputTokens: result?.usage.inputTokens ?? 0,
+    outputTokens: result?.usage.outputTokens ?? 0,
+    cacheReadInputTokens: result?.usage.cacheReadInputTokens ?? 0,
+    cacheCreationInputTokens: result?.usage.cacheCreationInputTokens ?? 0,
+    costUsd,
+    priceKnown: result?.priceKnown ?? true,
+  };
 }
 
 /** One turn of a job's agent on the conversation so far, within these limits. */
@@ -136,6 +169,7 @@ async function openAgent(input: JobAgentInput): Promise<(turn: AgentTurn) => Pro
     workspace: input.workspace,
     plugins,
     clientSystem: input.clientSystem,
+    instructions: input.instructions,
     memory: input.memory,
   });
   let stored = input.storedCount;
@@ -178,6 +212,7 @@ async function openAgent(input: JobAgentInput): Promise<(turn: AgentTurn) => Pro
         stored++;
       },
       signal: input.signal,
+      mcp: input.mcp,
       client,
       providers: input.providers,
       compatible: input.compatible,
@@ -188,17 +223,23 @@ async function openAgent(input: JobAgentInput): Promise<(turn: AgentTurn) => Pro
   };
 }
 
-/** What a kind says of its agent run; the rest comes from the deps, the run and the grant. */
-export type AgentRun = Pick<
-  JobAgentInput,
-  "conversationId" | "jobId" | "mode" | "conversational" | "clientSystem" | "extraPlugins"
-> & {
-  /** The job's workspace, as the kind left it for the run. */
-  ws: JobWorkspace<Checkout | null>;
-  history: LoadedConversation;
-  /** The new user message; asked for only when the attempt does not resume. */
-  message(): Instruction | Promise<Instruction>;
-};
+/** Why a run that ended on an error failed; undefined when it did not. */
+export function agentFailure(result: JobRun): string | undefined {
+  return result.reason === "error" ? (result.error?.message ?? "the agent failed") : undefined;
+}
+
+/**
+ * What a kind says of its agent run; the rest comes from the deps, the job, the run and the grant:
+ * the job's own conversation, loaded here unless the kind loaded it already.
+ */
+export type AgentRun = Partial<Pick<JobAgentInput, "mode">> &
+  Pick<JobAgentInput, "conversational" | "clientSystem" | "instructions" | "extraPlugins"> & {
+    /** The job's workspace, as the kind left it for the run. */
+    ws: JobWorkspace<Checkout | null>;
+    history?: LoadedConversation;
+    /** The new user message; asked for only when the attempt does not resume. */
+    message(): Instruction | Promise<Instruction>;
+  };
 
 /** The text of a user turn, for the second look to quote. */
 function textOf(instruction: Instruction): string {
@@ -210,55 +251,83 @@ function textOf(instruction: Instruction): string {
 export async function runJobAgent(
   deps: JobDeps,
   run: Run,
+  job: Pick<Job, "id" | "conversationId">,
   granted: Pick<Granted, "settings" | "budgetUsd">,
   kept: KeptRun | undefined,
   input: AgentRun & { progress: JobAgentInput["progress"] & Pick<JobProgress, "log"> },
 ): Promise<JobRun> {
-  const { history, message, ws, ...rest } = input;
+  const { ws, history: loaded, message, mode = "fix", ...rest } = input;
   if (kept) return takeUp(kept, ws, input.progress);
+  const db = deps.db.pool;
+  const history = loaded ?? (await loadConversation(db, job.conversationId, job.id));
   const { workspace, checkout } = ws;
   const { settings } = granted;
   const startSha = await headOf(workspace);
   const lessonsFailed = (error: unknown) =>
-    deps.logger.warn({ err: error, jobId: run.jobId }, "reading the lessons file failed");
-  const agent = await openAgent({
-    ...rest,
-    workspace,
-    db: deps.db.pool,
-    storedCount: history.storedCount,
-    settings,
-    memory: checkout
-      ? await readMemory(checkout.mirror, settings.memory, lessonsFailed)
-      : undefined,
-    available: deps.plugins,
-    anthropic: deps.anthropic,
-    providers: deps.providers ?? new Map(),
-    compatible: deps.compatible,
-    streamRetryDelayMs: deps.streamRetryDelayMs,
-    logger: deps.logger,
-    signal: run.signal,
-  });
-  const asked = resumes(run.attempt, history) ? undefined : await message();
-  const limits = {
-    maxSteps: settings.maxSteps,
-    maxCostUsd: granted.budgetUsd,
-    maxWallTimeMs: deps.maxWallTimeMs ?? settings.timeoutMinutes * 60_000,
-  };
-  const startedAt = Date.now();
-  const first = await agent({
-    messages: history.messages,
-    instruction: asked ?? RESUME_INSTRUCTION,
-    limits,
-    changed: () => changedSince(workspace, startSha),
-  });
-  const looks =
-    checkout !== null &&
-    settings.review.beforePullRequest &&
-    LOOKED_AT.has(input.mode) &&
-    !input.conversational &&
-    !run.signal.aborted;
-  const result = looks
-    ? await secondLook({
+    deps.logger.warn({ err: error, jobId: job.id }, "reading the lessons file failed");
+  const memory = checkout
+    ? await readMemory(checkout.mirror, settings.memory, lessonsFailed)
+    : undefined;
+  // Triage may be steered by anyone's issue: it gets no tools beyond its labels.
+  const mcp =
+    mode === "triage"
+      ? undefined
+      : openMcp({
+          servers: settings.mcp,
+          workspace,
+          secrets: deps.mcpSecrets ?? [],
+          egress: {
+            policy: deps.mcpEgress ?? publicEgress(deps.allowPrivate),
+            allowHosts: settings.network.allow,
+          },
+          signal: run.signal,
+          onEvent: (event) =>
+            input.progress.log(McpServerState, { ...event, message: serverLine(event) }),
+        });
+  let result: Looked;
+  try {
+    const agent = await openAgent({
+      ...rest,
+      mcp,
+      db,
+      conversationId: job.conversationId,
+      jobId: job.id,
+      mode,
+      workspace,
+      storedCount: history.storedCount,
+      settings,
+      memory,
+      available: deps.plugins,
+      anthropic: deps.anthropic,
+      providers: deps.providers ?? new Map(),
+      compatible: deps.compatible,
+      streamRetryDelayMs: deps.streamRetryDelayMs,
+      logger: deps.logger,
+      signal: run.signal,
+    });
+    const asked = resumes(run.attempt, history) ? undefined : await message();
+    const limits = {
+      maxSteps: settings.maxSteps,
+      maxCostUsd: granted.budgetUsd,
+      maxWallTimeMs: deps.maxWallTimeMs ?? settings.timeoutMinutes * 60_000,
+    };
+    const startedAt = Date.now();
+    // The agent's run, its second look included, as the span `invoke_agent` of the job's trace.
+    result = await agentRunSpan({ model: settings.model, mode }, async () => {
+      const first = await agent({
+        messages: history.messages,
+        instruction: asked ?? RESUME_INSTRUCTION,
+        limits,
+        changed: () => changedSince(workspace, startSha),
+      });
+      const looks =
+        checkout !== null &&
+        settings.review.beforePullRequest &&
+        LOOKED_AT.has(mode) &&
+        !input.conversational &&
+        !run.signal.aborted;
+      if (!looks) return first;
+      return secondLook({
         workspace,
         mirror: checkout.mirror,
         startSha,
@@ -269,8 +338,11 @@ export async function runJobAgent(
         again: (turn) => agent({ ...turn, messages: first.messages }),
         progress: input.progress,
         signal: run.signal,
-      })
-    : first;
+      });
+    });
+  } finally {
+    await mcp?.close();
+  }
   await keep(deps, run, workspace, startSha, result);
   return result;
 }

@@ -5,9 +5,10 @@ import type { ProbotOctokit } from "probot";
 import type { ClientOptions } from "../../agent/model-call.ts";
 import type { Plugin } from "../../agent/plugins.ts";
 import type { OpenAiProviderOptions } from "../../agent/providers/openai.ts";
+import type { McpSecret } from "../../config/mcp.ts";
 import type { ProviderTable } from "../../config/providers.ts";
 import type { RepoSettings } from "../../config/repo-config.ts";
-import type { ImageFetchOptions } from "../../github/images.ts";
+import type { AssetPolicy, ImageFetchOptions } from "../../github/images.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { Database } from "../../store/database.ts";
 import type { CommitIdentity } from "../../workspace/git/commit.ts";
@@ -72,8 +73,18 @@ export interface WorkDeps {
   streamRetryDelayMs?: number;
   /** Where a push that passed its tests queues its ready-for-review check; none without it. */
   readyQueue?: Pick<Queue, "enqueueReady">;
-  /** How attached images are fetched; default https to public addresses (tests use loopback). */
+  /**
+   * How attached images are fetched; default https to public addresses. The worker adds a GitHub
+   * Enterprise host's own attachments (attachmentPolicy); tests use loopback.
+   */
   imageFetch?: ImageFetchOptions;
+  /** MCP_SECRETS: what the MCP servers' headers may name. */
+  mcpSecrets?: readonly McpSecret[];
+  /**
+   * How HTTP MCP servers are reached; default https to public addresses and NETWORK_ALLOW_PRIVATE's
+   * ranges (tests use loopback).
+   */
+  mcpEgress?: AssetPolicy;
 }
 
 export type JobDeps = OpenDeps & WorkDeps;

@@ -93,8 +93,9 @@ export interface Working extends Admitted {
   /** Opens the job's workspace; the runner disposes of it however the job ends. */
   workspace: OpenWorkspace;
   /**
-   * Runs the model on the conversation within the granted settings, or hands over the run an
-   * earlier attempt of the job finished and kept, its work back in the workspace (kept.ts).
+   * Runs the model on the job's conversation within the granted settings, or hands over the run an
+   * earlier attempt of the job finished and kept, its work back in the workspace (kept.ts). A
+   * cancelled run throws: the runner ends the job as cancelled, so a kind never asks.
    */
   agent(run: AgentRun): Promise<JobRun>;
 }

@@ -8,6 +8,7 @@
 import { defaults, type RepoSettings } from "../../config/repo-config.ts";
 import { isPermanent, PermanentError } from "../../errors.ts";
 import type { RepoConfigLoad } from "../../github/repo-config-loader.ts";
+import { annotate } from "../../log/trace.ts";
 import { getJob, type Job, updateJob } from "../../store/jobs.ts";
 import { getKeptRun, type KeptRun } from "../../store/kept-runs.ts";
 import type { Checkout } from "../../workspace/index.ts";
@@ -36,6 +37,7 @@ export async function runJob(
   if (!job || job.finishedAt) return "skipped";
   const kind = kinds.find((candidate) => candidate.claims(job));
   if (!kind) throw new PermanentError(`job ${job.id} is of no kind this worker runs`);
+  annotate({ "vmpilot.job.kind": kind.name, "vmpilot.repository": job.repo });
   return runKind(kind, job, run, deps, work);
 }
 
@@ -135,8 +137,13 @@ async function attempt<J extends Job, A extends Attempt>(
       ...admitted,
       granted,
       workspace: opener(deps, run, granted, opened, workspaces, kept),
-      agent: (asked) =>
-        runJobAgent(deps, run, granted, kept, { ...asked, progress: opened.progress }),
+      async agent(asked) {
+        const progress = opened.progress;
+        const result = await runJobAgent(deps, run, job, granted, kept, { ...asked, progress });
+        // A cancelled run ends the job as cancelled (below), whatever its kind would do next.
+        run.signal.throwIfAborted();
+        return result;
+      },
     };
     return await kind.work(job, opened, working);
   } catch (error) {

@@ -209,6 +209,13 @@ export type SettingsRefusal =
   | { disabled: true }
   | { limit: string };
 
+/** What a refusal says, in a job's log or to a person at a chat client. */
+export function refusalText(refusal: SettingsRefusal): string {
+  if ("limit" in refusal) return refusal.limit;
+  if ("disabled" in refusal) return "vmpilot is turned off for this repository (`enabled: false`).";
+  return `invalid ${refusal.invalid.source}: ${refusal.invalid.message}`;
+}
+
 /**
  * The settings of a job's work: the file as read for it over the page and the defaults (the
  * defaults alone on scratch), then its budget reserved. An attempt that delivers the run an

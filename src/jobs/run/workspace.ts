@@ -7,6 +7,7 @@ import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RepoSettings } from "../../config/repo-config.ts";
 import { PermanentError } from "../../errors.ts";
+import { annotate, inSpan } from "../../log/trace.ts";
 import { workspaceErrors } from "../../metrics.ts";
 import { SetupCommand } from "../../store/job-event-kinds.ts";
 import { gitClient } from "../../workspace/git/git.ts";
@@ -38,6 +39,8 @@ export interface CheckoutSpec {
   baseBranch?: string;
   /** Runs the repository's setup commands; false skips them. */
   setup: boolean;
+  /** Starts `branch` at this pull request's head (a fork's), fetched by the worker. */
+  pullRequest?: number;
 }
 
 export type WorkspaceSpec = CheckoutSpec | { scratch: true };
@@ -83,7 +86,11 @@ export function openWorkspace(
   spec: WorkspaceSpec,
   progress: Progress,
 ): Promise<JobWorkspace<Checkout | null>>;
-export async function openWorkspace(
+export function openWorkspace(...args: Parameters<typeof open>) {
+  return inSpan("workspace open", {}, () => open(...args));
+}
+
+async function open(
   deps: JobDeps,
   run: Run,
   settings: Settings,
@@ -92,6 +99,10 @@ export async function openWorkspace(
 ): Promise<JobWorkspace<Checkout | null>> {
   // Before the token: a repository asking for an isolation this worker lacks needs none.
   const choice = workspaceFor(deps.workspace, settings.isolation);
+  annotate({
+    "vmpilot.workspace.isolation": choice.isolation,
+    "vmpilot.workspace.engine": choice.engine,
+  });
   const owner = `job-${run.jobId}-${run.attempt}`;
   const dir = join(deps.dataDir, "workspaces", owner);
   await rm(dir, { recursive: true, force: true });
@@ -111,7 +122,7 @@ export async function openWorkspace(
       if (diskMb !== undefined) disk = await mountScratchDisk(dir, diskMb);
       checkout = await scratch(root);
     } else {
-      checkout = await checkOut(deps, spec, root, diskMb);
+      checkout = await inSpan("git checkout", {}, () => checkOut(deps, spec, root, diskMb));
       disk = checkout.disk;
     }
     workspace = await createWorkspace({
@@ -129,8 +140,11 @@ export async function openWorkspace(
       pool: deps.vmPool,
       signal: run.signal,
     });
-    if (!("scratch" in spec) && spec.setup) await setUp(workspace, settings.setup, run, progress);
     const ready = workspace;
+    if (!("scratch" in spec) && spec.setup) {
+      const setup = { attributes: { "vmpilot.setup.commands": settings.setup.length } };
+      await inSpan("workspace setup", setup, () => setUp(ready, settings.setup, run, progress));
+    }
     return {
       workspace: ready,
       checkout,
@@ -171,6 +185,7 @@ async function checkOut(
     ...(spec.baseBranch !== undefined && { baseBranch: spec.baseBranch }),
     branch: spec.branch,
     existingBranch: "if-present",
+    ...(spec.pullRequest !== undefined && { pullRequest: spec.pullRequest }),
     // A worker serves the same repositories again and again: the next job claims a ready tree.
     keepSpare: spares > 0,
     spareLimit: spares,

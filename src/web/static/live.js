@@ -1,5 +1,6 @@
-// Appends new session-log steps to a running job's page. The server renders each step's HTML
-// (escaped there), so this file only places it. Each event's data is one JSON string.
+// Appends new session-log steps to a running job's page, and keeps its header's status, tokens and
+// cost up to date. The server renders each step's HTML (escaped there) and each figure's text, so
+// this file only places them. Each event's data is one line of JSON.
 
 (() => {
   const list = document.getElementById("timeline");
@@ -15,6 +16,11 @@
     const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     list.insertAdjacentHTML("beforeend", JSON.parse(event.data));
     if (atBottom) list.lastElementChild?.scrollIntoView({ block: "end" });
+  });
+  source.addEventListener("spent", (event) => {
+    const { tokens, cost } = JSON.parse(event.data);
+    document.getElementById("job-tokens").textContent = tokens;
+    document.getElementById("job-cost").textContent = cost;
   });
   source.addEventListener("status", (event) => {
     const value = JSON.parse(event.data);

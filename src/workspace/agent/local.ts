@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AGENT_DIR, SANDBOX_HOME } from "../sandbox/bwrap.ts";
-import type { LimitGuard } from "../sandbox/limit-guard.ts";
+import { type LimitGuard, spawnGuarded } from "../sandbox/limit-guard.ts";
 import { type SandboxLimits, ulimitPrefix } from "../sandbox/limits.ts";
 import { handOverWritten, UNPRIVILEGED_OWNER } from "../sandbox/owner.ts";
 import { openSandbox, type SandboxWorkspaceOptions } from "../sandbox/sandbox.ts";
@@ -149,5 +149,7 @@ export async function createLocalAgentWorkspace(
           signal: opts.signal ? AbortSignal.any([stop, opts.signal]) : stop,
         }),
       ),
+    spawn: (command, opts) =>
+      spawnGuarded(agent.guarded, agent.limits, command, opts, remote.spawn),
   };
 }

@@ -28,6 +28,29 @@ export const execResult = z.strictObject({
   durationMs: z.number(),
 });
 
+/**
+ * Starts a command that keeps running with its stdin open (Workspace.spawn). The answer streams
+ * as it runs: one spawnFrame per line, the last one its end. /v1/input writes to its stdin;
+ * /v1/cancel kills it, and so does the worker closing the answer.
+ */
+export const spawnRequest = z.strictObject({
+  id: z.string().min(1).max(100),
+  command: z.string().min(1),
+});
+
+/** Output (base64, as it came) or the end of a spawned command: one JSON line of the answer. */
+export const spawnFrame = z.union([
+  z.strictObject({ stdout: z.base64() }),
+  z.strictObject({ stderr: z.base64() }),
+  z.strictObject({ exit: z.number().int().nullable(), error: z.string().max(2000).optional() }),
+]);
+
+/** Bytes of output one frame carries at most, before base64; the worker refuses a longer line. */
+export const FRAME_OUTPUT_BYTES = 256 * 1024;
+export const MAX_FRAME_BYTES = 2 * FRAME_OUTPUT_BYTES;
+
+export const inputRequest = z.strictObject({ id: z.string().min(1).max(100), data: z.string() });
+
 /** Kills a running command's process group; its /v1/exec answers as after a timeout. */
 export const cancelRequest = z.strictObject({ id: z.string().min(1).max(100) });
 

@@ -13,7 +13,13 @@ import type { WorkspaceChoice } from "../isolation.ts";
 import { PathEscapeError } from "../paths.ts";
 import { DEFAULT_TIMEOUT_MS } from "../process/run.ts";
 import { FileRefusedError } from "../read-capped.ts";
-import type { BlockedConnection, Workspace } from "../types.ts";
+import type {
+  BlockedConnection,
+  ProcessEnd,
+  SpawnOptions,
+  Workspace,
+  WorkspaceProcess,
+} from "../types.ts";
 import {
   ANSWER_ENVELOPE_BYTES,
   agentError,
@@ -22,7 +28,9 @@ import {
   listResult,
   MAX_EXEC_ANSWER_BYTES,
   MAX_FILE_BYTES,
+  MAX_FRAME_BYTES,
   MAX_LIST_ANSWER_BYTES,
+  spawnFrame,
 } from "./protocol.ts";
 
 /**
@@ -85,7 +93,7 @@ interface Answer {
 type Body = Buffer | { file: string; size: number };
 
 /** A signal that aborts after `ms`; tests pass their own, fired by hand. */
-type Deadline = (ms: number) => AbortSignal;
+export type Deadline = (ms: number) => AbortSignal;
 
 interface Call {
   path: string;
@@ -105,12 +113,37 @@ interface Call {
 
 type Agent = Pick<RemoteWorkspaceOptions, "endpoint" | "secret" | "deadline">;
 
-function call(agent: Agent, spec: Call): Promise<Answer> {
+/** A POST to the agent at `path`, with the workspace's secret and the endpoint's headers. */
+function postTo(agent: Agent, path: string, type: string, length: number) {
   const { endpoint } = agent;
   const target =
     "socketPath" in endpoint
-      ? { socketPath: endpoint.socketPath, path: spec.path }
-      : { ...hostOf(endpoint.baseUrl), path: spec.path };
+      ? { socketPath: endpoint.socketPath, path }
+      : { ...hostOf(endpoint.baseUrl), path };
+  return request({
+    ...target,
+    method: "POST",
+    headers: {
+      ...endpointHeaders(endpoint),
+      authorization: `Bearer ${agent.secret}`,
+      "content-type": type,
+      "content-length": length,
+    },
+  });
+}
+
+/** A call whose body is `value` as JSON. */
+function postJson(
+  agent: Agent,
+  path: string,
+  value: unknown,
+  spec: Pick<Call, "what" | "limit" | "ms" | "signal">,
+): Promise<Answer> {
+  const body = Buffer.from(JSON.stringify(value));
+  return call(agent, { path, body, type: "application/json", ...spec });
+}
+
+function call(agent: Agent, spec: Call): Promise<Answer> {
   const late = (agent.deadline ?? AbortSignal.timeout)(spec.ms);
   const signal = spec.signal ? AbortSignal.any([late, spec.signal]) : late;
   const reason = () =>
@@ -121,16 +154,8 @@ function call(agent: Agent, spec: Call): Promise<Answer> {
       : signal.reason;
   if (signal.aborted) return Promise.reject(reason());
   return new Promise((resolve, reject) => {
-    const req = request({
-      ...target,
-      method: "POST",
-      headers: {
-        ...endpointHeaders(endpoint),
-        authorization: `Bearer ${agent.secret}`,
-        "content-type": spec.type,
-        "content-length": Buffer.isBuffer(spec.body) ? spec.body.length : spec.body.size,
-      },
-    });
+    const length = Buffer.isBuffer(spec.body) ? spec.body.length : spec.body.size;
+    const req = postTo(agent, spec.path, spec.type, length);
     const settle = (error: unknown, answer?: Answer) => {
       signal.removeEventListener("abort", onAbort);
       if (answer) return resolve(answer);
@@ -185,20 +210,140 @@ async function streamCapped(
 
 class AnswerTooLarge extends Error {}
 
+/** How long a health check may take in full. */
+const HEALTH_MS = 2000;
+
+/**
+ * Starts a command at the agent that keeps running (/v1/spawn) and follows its answer, a JSON line
+ * per frame, as it comes. The answer has FILE_CALL_MS to begin, then no deadline: the command
+ * ends when it exits, is killed, or the caller's signal (the workspace's end, the job's) aborts.
+ */
+function spawnAt(
+  agent: Agent,
+  command: string,
+  options: SpawnOptions & { signal: AbortSignal },
+): Promise<WorkspaceProcess> {
+  const id = randomUUID();
+  const body = Buffer.from(JSON.stringify({ id, command }));
+  const late = (agent.deadline ?? AbortSignal.timeout)(FILE_CALL_MS);
+  const post = (path: string, value: unknown, what: string, ms: number, signal?: AbortSignal) =>
+    postJson(agent, path, value, { what, limit: ANSWER_ENVELOPE_BYTES, ms, signal });
+  return new Promise((resolve, reject) => {
+    let ended: (end: ProcessEnd) => void = () => {};
+    const exited = new Promise<ProcessEnd>((settle) => {
+      ended = settle;
+    });
+    const req = postTo(agent, "/v1/spawn", "application/json", body.length);
+    // Killed at the agent, which then answers its end; one that does not is given up on.
+    let killed = false;
+    const kill = () => {
+      if (killed) return;
+      killed = true;
+      void post("/v1/cancel", { id }, "a cancel", ABORT_GRACE_MS).catch(() => undefined);
+      const grace = (agent.deadline ?? AbortSignal.timeout)(ABORT_GRACE_MS);
+      grace.addEventListener("abort", () => req.destroy(), { once: true });
+    };
+    const stop = () => {
+      late.removeEventListener("abort", onLate);
+      options.signal.removeEventListener("abort", kill);
+    };
+    const fail = (error: Error) => {
+      stop();
+      reject(error);
+      ended({ code: null, error: error.message });
+      req.destroy();
+    };
+    const onLate = () =>
+      fail(new AgentError("the workspace agent stopped answering (starting a command)"));
+    late.addEventListener("abort", onLate, { once: true });
+    options.signal.addEventListener("abort", kill, { once: true });
+    if (options.signal.aborted) return fail(new Error("The workspace was disposed"));
+    req.on("error", (error) =>
+      fail(new AgentError(`the workspace agent is unreachable: ${error.message}`)),
+    );
+    req.on("response", (res) => {
+      late.removeEventListener("abort", onLate);
+      if (res.statusCode !== 200) {
+        readCapped(res, ANSWER_ENVELOPE_BYTES).then((read) => {
+          try {
+            check({ status: res.statusCode ?? 0, body: read ?? Buffer.alloc(0) }, ".", "a command");
+            fail(new AgentError("the workspace agent's answer to a command is malformed"));
+          } catch (error) {
+            fail(error as Error);
+          }
+        }, fail);
+        return;
+      }
+      resolve({
+        write: async (data) => {
+          const what = "input to a command";
+          const answer = await post("/v1/input", { id, data }, what, FILE_CALL_MS, options.signal);
+          check(answer, ".", "input to a command");
+        },
+        kill,
+        exited,
+      });
+      followFrames(res, options.onOutput).then(ended, (error: Error) =>
+        ended(killed ? { code: null } : { code: null, error: error.message }),
+      );
+      void exited.then(stop);
+    });
+    req.end(body);
+  });
+}
+
+/** Hands each output frame on until the end frame; a line past MAX_FRAME_BYTES is refused. */
+async function followFrames(
+  res: IncomingMessage,
+  onOutput: SpawnOptions["onOutput"],
+): Promise<ProcessEnd> {
+  let pending = "";
+  for await (const chunk of res.setEncoding("utf8")) {
+    pending += chunk as string;
+    for (let newline = pending.indexOf("\n"); newline >= 0; newline = pending.indexOf("\n")) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      let frame: z.output<typeof spawnFrame>;
+      try {
+        frame = spawnFrame.parse(JSON.parse(line));
+      } catch {
+        res.destroy();
+        throw new AgentError("the workspace agent's answer to a command is malformed");
+      }
+      if ("exit" in frame) {
+        res.destroy();
+        return frame.error === undefined
+          ? { code: frame.exit }
+          : { code: null, error: frame.error };
+      }
+      const [stream, data] =
+        "stdout" in frame ? ["stdout", frame.stdout] : ["stderr", frame.stderr];
+      onOutput(stream as "stdout" | "stderr", Buffer.from(data, "base64"));
+    }
+    if (pending.length > MAX_FRAME_BYTES) {
+      res.destroy();
+      throw new AgentError(`the workspace agent sent a frame over ${MAX_FRAME_BYTES} bytes`);
+    }
+  }
+  return { code: null, error: "the workspace agent's answer ended before the command did" };
+}
+
 /** True once the agent answers its health check. */
-export function agentHealthy(endpoint: AgentEndpoint): Promise<boolean> {
+export function agentHealthy(
+  endpoint: AgentEndpoint,
+  deadline: Deadline = AbortSignal.timeout,
+): Promise<boolean> {
   const target =
     "socketPath" in endpoint ? { socketPath: endpoint.socketPath } : hostOf(endpoint.baseUrl);
   return new Promise((resolve) => {
     const headers = endpointHeaders(endpoint);
     const req = request(
-      { ...target, path: "/health", method: "GET", timeout: 2000, headers },
+      { ...target, path: "/health", method: "GET", signal: deadline(HEALTH_MS), headers },
       (res) => {
         res.resume();
         resolve(res.statusCode === 200);
       },
     );
-    req.on("timeout", () => req.destroy());
     req.on("error", () => resolve(false));
     req.end();
   });
@@ -296,13 +441,7 @@ export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspac
     path: string,
     value: unknown,
     spec: Pick<Call, "what" | "limit" | "ms" | "signal">,
-  ) =>
-    call(options, {
-      path,
-      body: Buffer.from(JSON.stringify(value)),
-      type: "application/json",
-      ...spec,
-    });
+  ) => postJson(options, path, value, spec);
   const deadline = options.deadline ?? AbortSignal.timeout;
   return {
     isolation: options.isolation,
@@ -407,6 +546,11 @@ export function createRemoteWorkspace(options: RemoteWorkspaceOptions): Workspac
       );
       check(answer, path, what);
       return parse(listResult, answer, what).entries;
+    },
+    async spawn(command, opts) {
+      if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
+      const signal = opts.signal ? AbortSignal.any([ended, opts.signal]) : ended;
+      return spawnAt(options, command, { ...opts, signal });
     },
     blockedConnections: () => options.blockedConnections?.() ?? [],
     async dispose() {

@@ -9,6 +9,7 @@ import { readCapped as readBody } from "../../http/capped-body.ts";
 import { fileOps } from "../files.ts";
 import { PathEscapeError, resolveInside } from "../paths.ts";
 import { proxyEnv, withExtraEnv } from "../process/env.ts";
+import type { Exit, Launched } from "../process/launcher.ts";
 import { FileRefusedError } from "../read-capped.ts";
 import type { Owner } from "../sandbox/owner.ts";
 import {
@@ -18,10 +19,13 @@ import {
   checkoutProxy,
   checkoutShallow,
   execRequest,
+  FRAME_OUTPUT_BYTES,
+  inputRequest,
   listRequest,
   MAX_FILE_BYTES,
   MAX_JSON_BYTES,
   readRequest,
+  spawnRequest,
 } from "./protocol.ts";
 import { SeedRefused, seedCheckout } from "./seed.ts";
 import { createWarmShell } from "./warm-shell.ts";
@@ -43,6 +47,10 @@ export interface AgentOptions {
 }
 
 class BadRequest extends Error {}
+
+/** What a spawned command's answer may hold unsent before the command is stopped. */
+const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
+const FLOODED = `it wrote over ${MAX_UNREAD_BYTES / 1024 / 1024} MB faster than it was read, and was stopped`;
 
 const digest = (text: string) => createHash("sha256").update(text).digest();
 
@@ -109,6 +117,62 @@ export function createAgentServer(options: AgentOptions): Server {
     }
   }
 
+  /** Spawned commands by id, for /v1/input. */
+  const spawned = new Map<string, Launched>();
+
+  async function spawn(req: IncomingMessage, res: ServerResponse) {
+    const request = await jsonBody(req, spawnRequest);
+    if (running.has(request.id)) throw new BadRequest("a command with this id is running");
+    const gone = new AbortController();
+    running.set(request.id, gone);
+    res.once("close", () => gone.abort());
+    if (early.delete(request.id)) gone.abort();
+    res.writeHead(200, { "content-type": "application/x-ndjson" });
+    // The worker waits for the answer to begin before it writes: a command that says nothing
+    // until spoken to must not hold the headers back.
+    res.flushHeaders();
+    let flooded = false;
+    const frame = (value: object) => {
+      res.write(`${JSON.stringify(value)}\n`);
+      // Output faster than the worker reads it: the command is stopped rather than buffered.
+      if (res.writableLength > MAX_UNREAD_BYTES && !flooded) {
+        flooded = true;
+        gone.abort();
+      }
+    };
+    try {
+      const started = await shell.spawn(request.command, options.root, env, (stream, chunk) => {
+        for (let at = 0; at < chunk.length; at += FRAME_OUTPUT_BYTES) {
+          frame({ [stream]: chunk.subarray(at, at + FRAME_OUTPUT_BYTES).toString("base64") });
+        }
+      });
+      spawned.set(request.id, started);
+      const kill = () => started.kill();
+      gone.signal.addEventListener("abort", kill, { once: true });
+      if (gone.signal.aborted) kill();
+      const exit: Exit | Error = await started.done.catch((error: Error) => error);
+      if (exit instanceof Error)
+        frame({ exit: null, error: `it could not start: ${exit.message}` });
+      else if (flooded) frame({ exit: null, error: FLOODED });
+      else frame({ exit: exit.code });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      frame({ exit: null, error: `it could not start: ${message}` });
+    } finally {
+      spawned.delete(request.id);
+      running.delete(request.id);
+      res.end();
+    }
+  }
+
+  async function input(req: IncomingMessage, res: ServerResponse) {
+    const request = await jsonBody(req, inputRequest);
+    const started = spawned.get(request.id);
+    if (!started) throw new BadRequest("no such command is running");
+    started.write(request.data);
+    res.writeHead(204).end();
+  }
+
   async function cancel(req: IncomingMessage, res: ServerResponse) {
     const request = await jsonBody(req, cancelRequest);
     const command = running.get(request.id);
@@ -172,6 +236,8 @@ export function createAgentServer(options: AgentOptions): Server {
     "/v1/write": write,
     "/v1/list": list,
     "/v1/cancel": cancel,
+    "/v1/spawn": spawn,
+    "/v1/input": input,
     "/v1/checkout": checkout,
   };
 

@@ -31,6 +31,9 @@ import type { ExecResult } from "../types.ts";
 // a process for memory, a command's go first: the agent's going would end the whole workspace.
 const PRELUDE =
   'echo 1000 2>/dev/null >/proc/self/oom_score_adj; IFS= read -r -d "" d && IFS= read -r -d "" c && cd -- "$d" && exec </dev/null || exit 126; unset d OLDPWD; eval "unset c; $c"';
+/** A process talked to over its stdin: the directory and the command come as arguments. */
+const SPAWNED =
+  'echo 1000 2>/dev/null >/proc/self/oom_score_adj; cd -- "$1" || exit 126; unset OLDPWD; eval "$2"';
 
 interface Spare {
   env: Record<string, string>;
@@ -56,6 +59,17 @@ export interface WarmShell {
     env: Record<string, string>,
     options: RunOptions,
   ): Promise<ExecResult>;
+  /**
+   * Starts `command` like `bash -c` would, in `cwd`, its stdin kept open for `write`: a process
+   * talked to while it runs (an MCP server). Until it ends it counts as a running command, so the
+   * sweep of the command user's processes waits for it as for any other.
+   */
+  spawn(
+    command: string,
+    cwd: string,
+    env: Record<string, string>,
+    onOutput: OutputHandler,
+  ): Promise<Launched>;
   /** Ends the shell waiting for a command. */
   close(): void;
 }
@@ -158,24 +172,29 @@ export function createWarmShell(user?: Owner, sandbox: readonly string[] = []): 
     }, options);
   }
 
+  /** A command starts running; the function it returns says, once, that it ended. */
+  async function begin(): Promise<() => void> {
+    while (sweeping) await sweeping;
+    running += 1;
+    let ran = true;
+    return () => {
+      if (!ran) return;
+      ran = false;
+      running -= 1;
+      if (user && running === 0) {
+        sweeping = sweep(user).finally(() => {
+          sweeping = undefined;
+        });
+      }
+    };
+  }
+
   return {
     warm,
     async run(command, cwd, env, options) {
-      while (sweeping) await sweeping;
-      running += 1;
-      let ran = true;
       // Once the command's shell exited, not once its output ended: what it left running may
       // hold the output's pipes.
-      const end = () => {
-        if (!ran) return;
-        ran = false;
-        running -= 1;
-        if (user && running === 0) {
-          sweeping = sweep(user).finally(() => {
-            sweeping = undefined;
-          });
-        }
-      };
+      const end = await begin();
       try {
         return await runOne(command, cwd, env, options, (started) => {
           started.ended.then(end);
@@ -188,6 +207,22 @@ export function createWarmShell(user?: Owner, sandbox: readonly string[] = []): 
         // that starts its children itself waits for each to start.
         const next = base;
         if (next) setImmediate(() => warm(next));
+      }
+    },
+    async spawn(command, cwd, env, onOutput) {
+      const end = await begin();
+      try {
+        const args = ["-c", SPAWNED, "vmpilot-process", cwd, command];
+        const started = launch(
+          { ...shell(args), cwd: "/", env, group: true, stream: true },
+          onOutput,
+        );
+        started.ended.then(end);
+        started.done.then(end, end);
+        return started;
+      } catch (error) {
+        end();
+        throw error;
       }
     },
     close() {

@@ -3,7 +3,7 @@ import { fallbackLogger, type Logger } from "../../log/logger.ts";
 import { mountScratchDisk, type ScratchDisk } from "../sandbox/scratch-disk.ts";
 import { writeCheckout } from "./checkout-files.ts";
 import { type GitAuth, validateBranchName } from "./git.ts";
-import { defaultBranch, mirrorRefs, syncMirror } from "./mirror.ts";
+import { defaultBranch, fetchPullHead, mirrorRefs, syncMirror } from "./mirror.ts";
 import {
   claimSpare,
   claimSpareDisk,
@@ -31,6 +31,11 @@ export interface CheckoutOptions {
    */
   existingBranch?: boolean | "if-present";
   /**
+   * Start `branch` at this pull request's head, fetched from the repository's
+   * `refs/pull/<n>/head`: a fork's commits, which no branch here holds (baseBranch is then unused).
+   */
+  pullRequest?: number;
+  /**
    * Keep a ready-made checkout of this repository in `<dataDir>/spares` for the next job (made
    * in the background). For long-running workers; off by default.
    */
@@ -53,7 +58,10 @@ export interface Checkout {
   /** The repository URL without credentials; the checkout's `origin`. */
   url: string;
   mirror: string;
+  /** The branch the work starts from: the job's own when it was continued. */
   baseBranch: string;
+  /** The repository's default branch, where a continued branch's pull request goes. */
+  defaultBranch: string;
   baseSha: string;
   branch: string;
   /** True when a spare checkout was claimed instead of writing a new working tree. */
@@ -75,18 +83,21 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
   if (options.baseBranch !== undefined) validateBranchName(options.baseBranch);
   const logger = options.logger ?? fallbackLogger();
   const mirror = await syncMirror(options.dataDir, options.repo, options.auth, logger);
-  const { baseBranch: asked } = options;
-  const [{ heads, tags }, defaultName] = await Promise.all([
+  const { baseBranch: asked, pullRequest } = options;
+  const [{ heads, tags }, defaultName, pullHead] = await Promise.all([
     mirrorRefs(mirror),
     // Asked for a base, a job can do without knowing the default (origin/HEAD, the spare).
     asked === undefined ? defaultBranch(mirror) : defaultBranch(mirror).catch(() => asked),
+    pullRequest === undefined ? undefined : fetchPullHead(mirror, pullRequest, options.auth),
   ]);
   const continued =
-    options.existingBranch === "if-present"
+    pullHead === undefined &&
+    (options.existingBranch === "if-present"
       ? heads.has(options.branch)
-      : options.existingBranch === true;
-  const baseBranch = continued ? options.branch : (asked ?? defaultName);
-  const sha = heads.get(baseBranch);
+      : options.existingBranch === true);
+  // A pull request's head is the branch's own start, as a continued branch is.
+  const baseBranch = continued || pullHead ? options.branch : (asked ?? defaultName);
+  const sha = pullHead ?? heads.get(baseBranch);
   if (sha === undefined) throw new Error(`${mirror.url} has no branch ${baseBranch}`);
   const target = {
     branch: options.branch,
@@ -122,6 +133,7 @@ export async function prepareCheckout(options: CheckoutOptions): Promise<Checkou
     url: mirror.url,
     mirror: mirror.path,
     baseBranch,
+    defaultBranch: defaultName,
     baseSha: sha,
     branch: options.branch,
     fromSpare,

@@ -78,6 +78,8 @@ class GitError extends Error {
 export interface GitClient {
   /** Runs `git <args>` in the client's directory, `input` on stdin, and resolves to its stdout. */
   raw(args: readonly string[], input?: string): Promise<string>;
+  /** The same with at most `maxBytes` of its stdout: past them git is stopped, and `cut`. */
+  rawCapped(args: readonly string[], maxBytes: number): Promise<{ stdout: string; cut: boolean }>;
   /** The same with the file `path` on stdin (a shell opens it, then becomes git). */
   rawFrom(path: string, args: readonly string[]): Promise<string>;
 }
@@ -87,10 +89,11 @@ function client(baseDir: string, env: Record<string, string>, lockFile?: string)
     args: readonly string[],
     started: { file: string; args: readonly string[] },
     input?: string,
+    maxBytes?: number,
   ) => {
     const spec = { ...started, cwd: baseDir, env, group: false, input };
-    const result = await launchAndCollect(spec);
-    if (result.code === 0) return result.stdout;
+    const result = await launchAndCollect(spec, maxBytes);
+    if (result.code === 0 || result.cut) return result;
     // `push --porcelain` reports rejections on stdout.
     const why =
       [result.stderr.trim(), result.stdout.trim()].filter(Boolean).join("\n") ||
@@ -98,20 +101,22 @@ function client(baseDir: string, env: Record<string, string>, lockFile?: string)
     const command = args.find((arg, i) => !arg.startsWith("-") && args[i - 1] !== "-c");
     throw new GitError(`git ${command ?? ""} failed: ${why}`);
   };
+  const git = (args: readonly string[]) =>
+    // flock(1) holds the lock for the command's lifetime, also against other worker processes;
+    // it becomes git rather than waiting for it in a process of its own.
+    lockFile
+      ? { file: programPath("flock"), args: ["--no-fork", lockFile, programPath("git"), ...args] }
+      : { file: programPath("git"), args };
   return {
-    raw(args, input) {
-      const git = programPath("git");
-      // flock(1) holds the lock for the command's lifetime, also against other worker processes;
-      // it becomes git rather than waiting for it in a process of its own.
-      const started = lockFile
-        ? { file: programPath("flock"), args: ["--no-fork", lockFile, git, ...args] }
-        : { file: git, args };
-      return run(args, started, input);
+    raw: async (args, input) => (await run(args, git(args), input)).stdout,
+    async rawCapped(args, maxBytes) {
+      const { stdout, cut } = await run(args, git(args), undefined, maxBytes);
+      return { stdout, cut };
     },
-    rawFrom(path, args) {
+    async rawFrom(path, args) {
       const script = 'file=$1; shift; exec "$@" <"$file"';
       const shell = [script, "git-input", path, programPath("git"), ...args];
-      return run(args, { file: programPath("sh"), args: ["-c", ...shell] });
+      return (await run(args, { file: programPath("sh"), args: ["-c", ...shell] })).stdout;
     },
   };
 }

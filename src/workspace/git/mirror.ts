@@ -116,6 +116,21 @@ export function syncMirror(
   });
 }
 
+/**
+ * Fetches a pull request's head into the mirror from the repository's own `refs/pull/<n>/head`,
+ * which holds a fork's commits too (no branch here does), and resolves to its commit. Kept
+ * under that ref, which the mirror's fetches neither list nor prune.
+ */
+export function fetchPullHead(mirror: Mirror, number: number, auth?: GitAuth): Promise<string> {
+  if (!Number.isSafeInteger(number) || number <= 0) throw new Error(`bad pull request ${number}`);
+  const ref = `refs/pull/${number}/head`;
+  return serialized(mirror.path, async () => {
+    const git = gitClient(mirror.path, auth, { lockFile: join(mirror.path, LOCK_FILE) });
+    await git.raw(["fetch", "--no-tags", "origin", `+${ref}:${ref}`]);
+    return (await gitClient(mirror.path).raw(["rev-parse", "--verify", `${ref}^{commit}`])).trim();
+  });
+}
+
 /** How often a mirror's objects are counted, at most. */
 const MAINTENANCE_EVERY_MS = 10 * 60_000;
 const lastMaintained = new Map<string, number>();

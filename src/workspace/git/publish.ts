@@ -9,14 +9,14 @@
 // `packed-refs -> <another mirror>/packed-refs` plus an alternate to that mirror's objects would
 // push another repository's history here. Inside the sandbox those paths do not exist.
 
-import { rm } from "node:fs/promises";
 import { PermanentError } from "../../errors.ts";
 import { BRANCH_PREFIX } from "../../github/branch-name.ts";
 import type { ChangedFile } from "../../github/pull-request.ts";
+import { inSpan } from "../../log/trace.ts";
 import type { Workspace } from "../types.ts";
 import type { CommitOptions } from "./commit.ts";
 import { type GitAuth, gitClient, validateBranchName } from "./git.ts";
-import { packWorkspaceCommits } from "./transfer.ts";
+import { takeWorkspaceCommits } from "./transfer.ts";
 
 // The CLI takes the commits as a bundle (src/cli/deliver.ts).
 export { bundleWorkspaceCommits, MAX_BUNDLE_BYTES } from "./transfer.ts";
@@ -115,26 +115,40 @@ export async function pushCommit(
   ]);
 }
 
-export async function publishWorkspace(options: PublishOptions): Promise<PublishResult> {
+/** Pushes the workspace's commits, as the span `git push` of the job's trace. */
+export function publishWorkspace(options: PublishOptions): Promise<PublishResult> {
+  return inSpan("git push", {}, async (span) => {
+    const published = await publish(options);
+    span.setAttributes({
+      "vmpilot.push.pushed": published.pushed,
+      "vmpilot.push.files": published.files.length,
+    });
+    return published;
+  });
+}
+
+async function publish(options: PublishOptions): Promise<PublishResult> {
   assertPushAllowed(options);
-  const { workspace, signal } = options;
-  const pack = await packWorkspaceCommits(workspace, options.baseSha, options.commit, signal);
-  if (!pack) return { pushed: false, sha: options.baseSha, files: [] };
-  const mirror = gitClient(options.mirror);
-  try {
-    // The objects only, under no ref: the push names the commit, and finds any object missing.
-    // Indexing needs the objects the pack's deltas build on; a fetch would walk the whole history
-    // once more to check what the push checks anyway.
-    await mirror.rawFrom(pack.file, ["index-pack", "--stdin", "--fix-thin"]);
-    const { sha } = pack;
-    const base = `refs/heads/${validateBranchName(options.defaultBranch)}`;
-    const files = parseNameStatus(
-      await mirror.raw(["diff", "--name-status", "-z", "--no-renames", `${base}...${sha}`]),
-    );
-    signal?.throwIfAborted();
-    await pushCommit({ ...options, sha });
-    return { pushed: true, sha, files };
-  } finally {
-    await rm(pack.dir, { recursive: true, force: true });
-  }
+  const { signal } = options;
+  const sha = await takeWorkspaceCommits(
+    options.workspace,
+    options.mirror,
+    options.baseSha,
+    options.commit,
+    signal,
+  );
+  if (sha === null) return { pushed: false, sha: options.baseSha, files: [] };
+  const base = `refs/heads/${validateBranchName(options.defaultBranch)}`;
+  const files = parseNameStatus(
+    await gitClient(options.mirror).raw([
+      "diff",
+      "--name-status",
+      "-z",
+      "--no-renames",
+      `${base}...${sha}`,
+    ]),
+  );
+  signal?.throwIfAborted();
+  await pushCommit({ ...options, sha });
+  return { pushed: true, sha, files };
 }

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Workspace } from "../types.ts";
 import { type CommitOptions, commitIdentity, commitMessage, GIT, quote } from "./commit.ts";
+import { gitClient } from "./git.ts";
 
 const BUNDLE = ".git/vmpilot-publish.bundle";
 const PACK = ".git/vmpilot-publish.pack";
@@ -144,7 +145,7 @@ export async function bundleWorkspaceCommits(
  * which the mirror has), for `git index-pack --fix-thin`. Resolves to null when HEAD holds
  * nothing the base does not.
  */
-export async function packWorkspaceCommits(
+async function packWorkspaceCommits(
   workspace: Workspace,
   baseSha: string,
   commit: CommitOptions,
@@ -174,4 +175,27 @@ export async function packWorkspaceCommits(
   }
   await rm(copied.dir, { recursive: true, force: true });
   throw new Error("the workspace's pack is not a pack");
+}
+
+/**
+ * Commits the workspace's work and takes its new commits into the mirror, as objects under no
+ * ref: a push names the commit, a diff reads it. Resolves to the commit, or null when HEAD holds
+ * nothing `baseSha` does not. Indexing needs the objects the pack's deltas build on; a fetch would
+ * walk the whole history once more.
+ */
+export async function takeWorkspaceCommits(
+  workspace: Workspace,
+  mirror: string,
+  baseSha: string,
+  commit: CommitOptions,
+  signal?: AbortSignal,
+): Promise<string | null> {
+  const pack = await packWorkspaceCommits(workspace, baseSha, commit, signal);
+  if (!pack) return null;
+  try {
+    await gitClient(mirror).rawFrom(pack.file, ["index-pack", "--stdin", "--fix-thin"]);
+    return pack.sha;
+  } finally {
+    await rm(pack.dir, { recursive: true, force: true });
+  }
 }

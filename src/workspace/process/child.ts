@@ -17,7 +17,7 @@ export interface ChildEvents {
 export interface Child {
   /** Signals the process (its whole group when started with `group`). */
   kill(signal: NodeJS.Signals): void;
-  /** The input of a process started with `inputLater`, once; stdin is then closed. */
+  /** The input of a process started with `inputLater`, once (stdin is then closed), or `stream`. */
   write(input: string): void;
 }
 
@@ -40,7 +40,11 @@ export function startChild(spec: LaunchSpec, events: ChildEvents): Child {
       detached: spec.group,
       uid: spec.user?.uid,
       gid: spec.user?.gid,
-      stdio: [spec.input === undefined && !spec.inputLater ? "ignore" : "pipe", "pipe", "pipe"],
+      stdio: [
+        spec.input === undefined && !spec.inputLater && !spec.stream ? "ignore" : "pipe",
+        "pipe",
+        "pipe",
+      ],
     });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException | undefined)?.code;
@@ -52,7 +56,7 @@ export function startChild(spec: LaunchSpec, events: ChildEvents): Child {
   child.stdin?.on("error", () => {
     // A process that exits without reading its input closes the pipe; its exit code tells.
   });
-  if (!spec.inputLater) child.stdin?.end(spec.input);
+  if (!spec.inputLater && !spec.stream) child.stdin?.end(spec.input);
   child.stdout?.on("data", (chunk: Buffer) => events.output(1, chunk));
   child.stderr?.on("data", (chunk: Buffer) => events.output(2, chunk));
   child.on("error", (error: NodeJS.ErrnoException) => {
@@ -80,8 +84,10 @@ export function startChild(spec: LaunchSpec, events: ChildEvents): Child {
       }
     },
     write(input) {
-      // Only once, and only to a process started to wait for it (its stdin is still open).
-      if (child.stdin?.writable) child.stdin.end(input);
+      // Only to a process started to wait for it (its stdin is still open): once, unless streamed.
+      if (!child.stdin?.writable) return;
+      if (spec.stream) child.stdin.write(input);
+      else child.stdin.end(input);
     },
   };
 }

@@ -14,6 +14,11 @@ export interface LaunchSpec {
   /** Stdin stays open until the input arrives later (`Launched.write`): a process started ahead. */
   inputLater?: boolean;
   /**
+   * Stdin stays open for as long as the process runs, and every write goes through: a process
+   * talked to over its stdin and stdout (an MCP server).
+   */
+  stream?: boolean;
+  /**
    * Starts the process as this user, with no supplementary groups: the workspace agent's commands
    * (agent/identity.ts). The launcher then needs CAP_SETUID and CAP_SETGID, and CAP_KILL to stop it.
    */
@@ -50,7 +55,10 @@ function isUser(user: unknown): boolean {
  */
 export function specProblem(spec: unknown): string | undefined {
   if (typeof spec !== "object" || spec === null) return "the launch spec is not an object";
-  const { file, args, cwd, env, group, input, inputLater, user } = spec as Record<string, unknown>;
+  const { file, args, cwd, env, group, input, inputLater, stream, user } = spec as Record<
+    string,
+    unknown
+  >;
   if (hasNul(file) || file === "") return "the program is not a string without NUL bytes";
   if (!Array.isArray(args) || args.some(hasNul)) {
     return "an argument is not a string without NUL bytes";
@@ -68,6 +76,9 @@ export function specProblem(spec: unknown): string | undefined {
   if (input !== undefined && typeof input !== "string") return "the input is not a string";
   if (inputLater !== undefined && (typeof inputLater !== "boolean" || input !== undefined)) {
     return "inputLater is not a boolean, or comes with an input";
+  }
+  if (stream !== undefined && (typeof stream !== "boolean" || input !== undefined || inputLater)) {
+    return "stream is not a boolean, or comes with an input";
   }
   if (user !== undefined && !isUser(user)) return "the user is not a uid and a gid";
   return undefined;

@@ -33,7 +33,10 @@ export interface Launched {
   ended: Promise<void>;
   /** Signals the process (its whole group when launched with `group`). */
   kill(signal?: NodeJS.Signals): void;
-  /** Writes the input of a process launched with `inputLater`, and closes its stdin. */
+  /**
+   * Writes the input of a process launched with `inputLater`, and closes its stdin; or, launched
+   * with `stream`, writes to its stdin.
+   */
   write(input: string): void;
 }
 
@@ -204,13 +207,28 @@ export function launch(spec: LaunchSpec, onOutput?: OutputHandler): Launched {
   };
 }
 
-/** Launches a process and collects its output; for short commands such as git's. */
+/**
+ * Launches a process and collects its output; for short commands such as git's. Past
+ * `maxStdoutBytes` the process is killed and its output `cut` there, as the bytes arrive.
+ */
 export async function launchAndCollect(
   spec: LaunchSpec,
-): Promise<Exit & { stdout: string; stderr: string }> {
+  maxStdoutBytes = Number.POSITIVE_INFINITY,
+): Promise<Exit & { stdout: string; stderr: string; cut: boolean }> {
   const out: Buffer[] = [];
   const err: Buffer[] = [];
-  const exit = await launch(spec, (stream, chunk) => (stream === "stdout" ? out : err).push(chunk))
-    .done;
-  return { ...exit, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
+  let size = 0;
+  let cut = false;
+  const launched = launch(spec, (stream, chunk) => {
+    if (stream === "stderr") err.push(chunk);
+    else if (!cut) {
+      out.push(chunk.subarray(0, maxStdoutBytes - size));
+      size += chunk.length;
+      cut = size > maxStdoutBytes;
+      if (cut) launched.kill();
+    }
+  });
+  const exit = await launched.done;
+  const stdout = Buffer.concat(out).toString();
+  return { ...exit, stdout, stderr: Buffer.concat(err).toString(), cut };
 }

@@ -4,8 +4,10 @@ import { fallbackLogger, type Logger } from "../../log/logger.ts";
 import { fileOps } from "../files.ts";
 import { resolveInside } from "../paths.ts";
 import { baseEnv, withExtraEnv } from "../process/env.ts";
+import { launch } from "../process/launcher.ts";
 import { programPath } from "../process/program.ts";
 import { runProcess } from "../process/run.ts";
+import { spawnedProcess } from "../process/spawned.ts";
 import type { Workspace } from "../types.ts";
 
 export interface HostWorkspaceOptions {
@@ -41,6 +43,13 @@ export function createHostWorkspace(dir: string, options: HostWorkspaceOptions =
           signal: opts.signal ? AbortSignal.any([opts.signal, lifetime.signal]) : lifetime.signal,
         },
       );
+    },
+    async spawn(command, opts) {
+      if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
+      const bash = programPath("bash", env.PATH);
+      const spec = { file: bash, args: ["-c", command], cwd: root, env, group: true, stream: true };
+      const signals = [lifetime.signal, ...(opts.signal ? [opts.signal] : [])];
+      return spawnedProcess(launch(spec, opts.onOutput), AbortSignal.any(signals));
     },
     blockedConnections: () => [],
     async dispose() {

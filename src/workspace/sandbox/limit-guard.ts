@@ -1,8 +1,15 @@
 import type { Logger } from "../../log/logger.ts";
-import type { ExecResult } from "../types.ts";
+import type { ExecResult, SpawnOptions, WorkspaceProcess } from "../types.ts";
 import type { JobCgroup } from "./cgroup.ts";
 import type { DiskMeter } from "./disk-meter.ts";
-import { cgroupNotice, diskNotice, limitNotice, type SandboxLimits, withNotice } from "./limits.ts";
+import {
+  cgroupNotice,
+  diskNotice,
+  limitNotice,
+  type SandboxLimits,
+  ulimitPrefix,
+  withNotice,
+} from "./limits.ts";
 
 /** `overDisk`: the workspace is over its disk limit, so the command must not write files. */
 type Run = (signal: AbortSignal, overDisk: boolean) => Promise<ExecResult>;
@@ -185,4 +192,43 @@ export function limitGuard(
     logger.warn({ notice }, "a sandbox command reached a limit");
     return withNotice(result, notice);
   };
+}
+
+/** What a long-running command reports to the guard once it ended: only its exit code counts. */
+const ENDED: Omit<ExecResult, "exitCode"> = {
+  stdout: "",
+  stderr: "",
+  timedOut: false,
+  truncated: false,
+  fullStdout: "",
+  fullStderr: "",
+  durationMs: 0,
+};
+
+/**
+ * Starts a long-running command of the job's (Workspace.spawn) as exec runs one: with the job's
+ * rlimits on its line, and under the guard for as long as it runs, which stops it when the
+ * workspace goes over its disk limit.
+ */
+export function spawnGuarded(
+  guarded: LimitGuard,
+  limits: SandboxLimits,
+  command: string,
+  options: SpawnOptions,
+  start: (command: string, options: SpawnOptions) => Promise<WorkspaceProcess>,
+): Promise<WorkspaceProcess> {
+  return new Promise((resolve, reject) => {
+    guarded(async (stop, overDisk) => {
+      const signal = options.signal ? AbortSignal.any([stop, options.signal]) : stop;
+      let started: WorkspaceProcess;
+      try {
+        started = await start(ulimitPrefix(limits, overDisk) + command, { ...options, signal });
+      } catch (error) {
+        reject(error);
+        return { ...ENDED, exitCode: null };
+      }
+      resolve(started);
+      return { ...ENDED, exitCode: (await started.exited).code };
+    }).catch(reject);
+  });
 }

@@ -5,9 +5,17 @@ import { fallbackLogger, type Logger } from "../../log/logger.ts";
 import { fileOps } from "../files.ts";
 import { resolveInside } from "../paths.ts";
 import { baseEnv, NODE_BIN_DIR, proxyEnv, withExtraEnv } from "../process/env.ts";
+import { launch } from "../process/launcher.ts";
 import { programPath } from "../process/program.ts";
 import { runProcess } from "../process/run.ts";
-import type { BlockedConnection, ExecResult, Workspace } from "../types.ts";
+import { spawnedProcess } from "../process/spawned.ts";
+import type {
+  BlockedConnection,
+  ExecResult,
+  SpawnOptions,
+  Workspace,
+  WorkspaceProcess,
+} from "../types.ts";
 import {
   commandSandbox,
   dropPrivileges,
@@ -21,7 +29,7 @@ import {
 } from "./bwrap.ts";
 import { createJobCgroup, inCgroup, type JobCgroup } from "./cgroup.ts";
 import { diskMeter } from "./disk-meter.ts";
-import { type LimitGuard, limitGuard } from "./limit-guard.ts";
+import { type LimitGuard, limitGuard, spawnGuarded } from "./limit-guard.ts";
 import { DEFAULT_LIMITS, kernelSupport, type SandboxLimits, ulimitPrefix } from "./limits.ts";
 import { handOver, UNPRIVILEGED_OWNER } from "./owner.ts";
 import { type AllowListProxy, startAllowListProxy } from "./proxy.ts";
@@ -83,6 +91,8 @@ export interface Sandbox {
   readonly agentDir: string | undefined;
   /** Runs `command` under bash in the sandbox; its rlimits are the command's own business. */
   run(command: string, options?: SandboxRun): Promise<ExecResult>;
+  /** Starts `command` like run, its stdin kept open (Workspace.spawn). */
+  start(command: string, options: SpawnOptions): Promise<WorkspaceProcess>;
   /** Runs one of the job's commands under the disk limit and explains the limits it hit. */
   guarded: LimitGuard;
   blockedConnections(): readonly BlockedConnection[];
@@ -262,24 +272,36 @@ export async function openSandbox(
     processes: jobCgroup && (() => jobCgroup.pids()),
   });
 
+  /** The bwrap that runs `command` under bash in the sandbox. */
+  const specOf = (command: string, opts: Pick<SandboxRun, "env" | "cwd">) => {
+    if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
+    const cwd = opts.cwd ?? root;
+    const args = [...prefix];
+    for (const [name, value] of Object.entries(withExtraEnv(env, opts.env))) {
+      args.push("--setenv", name, value);
+    }
+    // As root, the outer bwrap has no capability to enter a directory only the sandbox user may.
+    if (inner.length > 0) args.push("--chdir", "/", ...inner, "--chdir", cwd, "--");
+    else args.push("--chdir", cwd);
+    const started = inCgroup(jobCgroup, bwrapPath, [...args, ...shell, command]);
+    return { ...started, cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } };
+  };
+
   return {
     root,
     limits,
     agentDir,
     async run(command, opts = {}) {
-      if (lifetime.signal.aborted) throw new Error("The workspace was disposed");
-      const cwd = opts.cwd ?? root;
-      const args = [...prefix];
-      for (const [name, value] of Object.entries(withExtraEnv(env, opts.env))) {
-        args.push("--setenv", name, value);
-      }
-      // As root, the outer bwrap has no capability to enter a directory only the sandbox user may.
-      if (inner.length > 0) args.push("--chdir", "/", ...inner, "--chdir", cwd, "--");
-      else args.push("--chdir", cwd);
-      const started = inCgroup(jobCgroup, bwrapPath, [...args, ...shell, command]);
-      const spec = { ...started, cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } };
       const signals = [lifetime.signal, ...(opts.signal ? [opts.signal] : [])];
-      return runProcess(spec, { timeoutMs: opts.timeoutMs, signal: AbortSignal.any(signals) });
+      return runProcess(specOf(command, opts), {
+        timeoutMs: opts.timeoutMs,
+        signal: AbortSignal.any(signals),
+      });
+    },
+    async start(command, opts) {
+      const spec = { ...specOf(command, {}), group: true, stream: true };
+      const signals = [lifetime.signal, ...(opts.signal ? [opts.signal] : [])];
+      return spawnedProcess(launch(spec, opts.onOutput), AbortSignal.any(signals));
     },
     guarded: limitGuard(meter, limits, logger, jobCgroup),
     blockedConnections: () => proxy?.blocked() ?? [],
@@ -319,6 +341,7 @@ export async function createSandboxWorkspace(
         }),
       );
     },
+    spawn: (command, opts) => spawnGuarded(sandbox.guarded, limits, command, opts, sandbox.start),
     blockedConnections: () => sandbox.blockedConnections(),
     dispose: () => sandbox.dispose(),
   };

@@ -9,6 +9,7 @@ import type { Logger } from "../../log/logger.ts";
 import {
   agentHealthy,
   createRemoteWorkspace,
+  type Deadline,
   seedRemoteCheckout,
   waitForAgent,
 } from "../agent/remote.ts";
@@ -117,6 +118,8 @@ export interface VmWorkspaceOptions {
   /** Started VMs to take one from instead of waiting for a boot. */
   pool?: VmPool;
   signal?: AbortSignal;
+  /** Of each call to the VM's agent; default AbortSignal.timeout (tests fire theirs by hand). */
+  deadline?: Deadline;
 }
 
 export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Workspace> {
@@ -127,7 +130,7 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
     const seed = await bundleOf(options.localRoot, dir);
     let pooled = options.pool?.take();
     // A pooled VM may have died while it waited (a crash, the pod's deadline): make another.
-    if (pooled && !(await agentHealthy(endpointOf(pooled.vm)))) {
+    if (pooled && !(await agentHealthy(endpointOf(pooled.vm), options.deadline))) {
       await engine.destroy(pooled.vm.id).catch(() => undefined);
       pooled = undefined;
     }
@@ -147,7 +150,7 @@ export async function createVmWorkspace(options: VmWorkspaceOptions): Promise<Wo
         vm = await engine.create({ owner: options.owner, secret }, options.signal);
         await waitForAgent(endpointOf(vm), AGENT_READY_MS, options.signal);
       }
-      const agent = { endpoint: endpointOf(vm), secret };
+      const agent = { endpoint: endpointOf(vm), secret, deadline: options.deadline };
       const root = await seedRemoteCheckout(agent, { ...seed, proxy: egress?.url }, options.signal);
       return createRemoteWorkspace({
         isolation: "vm",

@@ -5,55 +5,52 @@ import { redact } from "../../../log/redact.ts";
 import { getApiConversation, lastTurn, saveChatTurn } from "../../../store/api-conversations.ts";
 import { ReplyEnd } from "../../../store/job-event-kinds.ts";
 import { appendJobEvent, listJobEvents } from "../../../store/job-events.ts";
-import { getJob, type Job, updateJob } from "../../../store/jobs.ts";
+import { getJob, type Job } from "../../../store/jobs.ts";
 import { extendHash } from "../../chat-reply/history-hash.ts";
 import { renderReply } from "../../chat-reply/reply.ts";
 import { readChatTurnRequest } from "../../queue/chat-turn-request.ts";
 import { type JobRun, testsOf } from "../../run/agent.ts";
+import type { RowStatus } from "../../run/attempt.ts";
+import type { Delivered } from "../../run/deliver.ts";
 import type { OpenDeps } from "../../run/deps.ts";
 
-export type Ending =
-  | { error: string }
-  | {
-      /** Undefined when the message only asked for the pull request. */
-      result: JobRun | undefined;
-      pullRequest: { url: string } | { none: string } | undefined;
-      commitSha: string | null;
-      bundle: Buffer | null;
-    };
+/** What a turn that got to run leaves. */
+export interface Turn {
+  /** Undefined when the message only asked for the pull request. */
+  result: JobRun | undefined;
+  /** What `/vmpilot pr` pushed and opened. */
+  delivered: Delivered | undefined;
+  commitSha: string | null;
+  bundle: Buffer | null;
+}
 
+/** `error` comes redacted, as the job's row has it. */
 export async function endTurn(
   deps: Pick<OpenDeps, "db">,
   job: Job,
-  ending: Ending,
-): Promise<"succeeded" | "failed"> {
+  status: RowStatus,
+  error: string | undefined,
+  turn: Turn | undefined,
+): Promise<void> {
+  // A cancelled turn is none: the conversation stays at its last finished turn.
+  if (status === "cancelled") return;
   const db = deps.db.pool;
   const fresh = await getJob(db, job.id);
-  const costUsd = fresh?.costUsd ?? job.costUsd;
-  const result = "error" in ending ? undefined : ending.result;
-  const pullRequest = "error" in ending ? undefined : ending.pullRequest;
-  const error =
-    "error" in ending
-      ? ending.error
-      : result?.reason === "error"
-        ? (result.error?.message ?? "the agent failed")
-        : undefined;
+  const result = turn?.result;
+  const pullRequest = turn?.delivered?.pullRequest;
   const tests = result && testsOf(result)?.outcome;
   await appendJobEvent(db, job.id, ReplyEnd, {
-    ...(error !== undefined && { error: redact(error).slice(0, 2000) }),
+    ...(error !== undefined && { error }),
     ...(result?.detail && { detail: redact(result.detail) }),
     ...(tests && { tests }),
-    ...(pullRequest && "url" in pullRequest && { pullRequestUrl: pullRequest.url }),
-    ...(pullRequest && "none" in pullRequest && { detail: pullRequest.none }),
+    ...(pullRequest && { pullRequestUrl: pullRequest.url }),
+    ...(turn?.delivered &&
+      !pullRequest && { detail: "There are no changes to open a pull request with yet." }),
     usage: result?.usage ?? fresh?.usage ?? {},
-    costUsd,
+    costUsd: fresh?.costUsd ?? job.costUsd,
     priceKnown: result?.priceKnown ?? true,
   });
-  const previous = "error" in ending ? await lastTurn(db, job.conversationId) : undefined;
-  const workspace =
-    "error" in ending
-      ? { commitSha: previous?.commitSha ?? null, bundle: previous?.bundle ?? null }
-      : { commitSha: ending.commitSha, bundle: ending.bundle };
+  const workspace = turn ?? (await lastTurn(db, job.conversationId));
   const reply = renderReply(await listJobEvents(db, job.id, 0, 100_000));
   const conversation = await getApiConversation(db, job.conversationId);
   await saveChatTurn(db, {
@@ -64,12 +61,7 @@ export async function endTurn(
       text: reply,
     }),
     messageCount: conversation?.messageCount ?? 0,
-    ...workspace,
+    commitSha: workspace?.commitSha ?? null,
+    bundle: workspace?.bundle ?? null,
   });
-  const status = error === undefined ? "succeeded" : "failed";
-  await updateJob(db, job.id, {
-    status,
-    ...(error !== undefined && { error: redact(error).slice(0, 2000) }),
-  });
-  return status;
 }

@@ -12,23 +12,13 @@ import {
   chatBranch,
   readChatTurnRequest,
 } from "../../queue/chat-turn-request.ts";
+import { agentFailure } from "../../run/agent.ts";
+import type { RowAttempt } from "../../run/attempt.ts";
+import { deliver } from "../../run/deliver.ts";
 import type { OpenDeps } from "../../run/deps.ts";
-import { loadConversation } from "../../run/history.ts";
-import {
-  type Attempt,
-  type Outcome,
-  type Place,
-  repositoryOf,
-  type Working,
-} from "../../run/kind.ts";
-import type { Ending } from "./end.ts";
+import { type Outcome, type Place, repositoryOf, type Working } from "../../run/kind.ts";
+import type { Turn } from "./end.ts";
 import { withMessageImages } from "./images.ts";
-import { openChatPullRequest } from "./pull-request.ts";
-
-/** A chat turn's attempt ends with its reply's last event, however it ends. */
-export interface TurnAttempt extends Attempt {
-  end(ending: Ending): Promise<Outcome>;
-}
 
 /**
  * The conversation's repository, or its owner's scratch workspace. The operator's key passes the
@@ -55,9 +45,8 @@ export async function turnPlace(job: Job, deps: OpenDeps): Promise<Place | { ref
   return { repository: await repositoryOf(deps, at, { owner: ownerName, name }), starter };
 }
 
-export async function runTurn(job: Job, attempt: TurnAttempt, ctx: Working): Promise<Outcome> {
-  const { run, deps } = ctx;
-  const db = deps.db.pool;
+export async function runTurn(job: Job, attempt: RowAttempt<Turn>, ctx: Working): Promise<Outcome> {
+  const db = ctx.deps.db.pool;
   const request = readChatTurnRequest(job);
   const ws = await ctx.workspace(
     request.cloneUrl === null || job.installationId === null
@@ -77,40 +66,39 @@ export async function runTurn(job: Job, attempt: TurnAttempt, ctx: Working): Pro
   const result = !asked
     ? undefined
     : await ctx.agent({
-        conversationId: job.conversationId,
-        jobId: job.id,
-        mode: "fix",
-        conversational: true,
         ws,
-        history: await loadConversation(db, job.conversationId, job.id),
+        conversational: true,
         message: () =>
           withMessageImages(db, job.conversationId, instruction(job, request), request.images),
         clientSystem: request.system,
       });
-  if (result?.reason === "cancelled" || run.signal.aborted) return attempt.cancelled();
+  // Cancelled with no agent to notice: the runner ends the turn as cancelled all the same.
+  ctx.run.signal.throwIfAborted();
+  const error = result && agentFailure(result);
   if (result) {
     const message = runTitle(result.finalText, job.instruction);
     await commitInWorkspace(ws.workspace, { message, author: VMPILOT_AUTHOR });
   }
-  const pullRequest =
-    request.pullRequest && ws.checkout && job.installationId !== null && result?.reason !== "error"
-      ? await openChatPullRequest(deps, {
-          job: { ...job, installationId: job.installationId },
-          workspace: ws.workspace,
-          checkout: ws.checkout,
-          branch: chatBranch(job.conversationId),
+  const { checkout } = ws;
+  // `/vmpilot pr`: the conversation's branch pushed, and a draft pull request for it.
+  const delivered =
+    request.pullRequest && checkout && error === undefined
+      ? await deliver(ctx, job, attempt.progress, {
+          ws: { ...ws, checkout, from: ws.from ?? checkout.baseSha },
           result,
-          startedAt: attempt.progress.view.startedAt,
-          signal: run.signal,
+          defaultBranch: checkout.defaultBranch,
+          title: job.instruction || "vmpilot chat changes",
+          asked: true,
         })
       : undefined;
-  const saved = await saveTurnBundle(ws.workspace, ws.checkout?.baseSha ?? null);
-  return attempt.end({
+  const saved = await saveTurnBundle(ws.workspace, checkout?.baseSha ?? null);
+  const turn = {
     result,
-    pullRequest,
+    delivered,
     commitSha: saved?.sha ?? null,
     bundle: saved?.bundle ?? null,
-  });
+  };
+  return attempt.end(error === undefined ? "succeeded" : "failed", error, turn);
 }
 
 /** The user turn: the person's words, after any earlier conversation vmpilot had not seen. */

@@ -60,7 +60,7 @@ interface Notice {
  * it (authors).
  */
 function issueStarter(job: IssueJob, context: JobContext): Starter {
-  if (job.trigger === "ci") return { app: "a check failed on the head vmpilot pushed" };
+  if (job.trigger === "ci") return { app: "CI failed on the head vmpilot pushed" };
   const automation = job.trigger === "automation" ? context.automation : undefined;
   if (automation?.authors === "any") return { app: `automation ${automation.name}` };
   if (automation) return { person: { login: automation.author } };

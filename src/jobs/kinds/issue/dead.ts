@@ -1,9 +1,9 @@
 // A job out of attempts: the requester is told it gave up, in the job's own comment when it has one.
-import { editComment, postComment } from "../../../github/comments.ts";
 import { readJobContext } from "../../../store/job-context.ts";
-import { getJob, isIssueJob, updateJob } from "../../../store/jobs.ts";
+import { getJob, isIssueJob } from "../../../store/jobs.ts";
 import type { DeadJob } from "../../queue/queue.ts";
 import type { OpenDeps } from "../../run/deps.ts";
+import { writeJobComment } from "../../run/final.ts";
 import { deadBody } from "./acknowledge-messages.ts";
 
 export async function reportDead(
@@ -17,10 +17,5 @@ export async function reportDead(
   const item = { owner: context.owner, repo: context.name, number: job.number };
   const octokit = await deps.auth(job.installationId);
   const body = deadBody(job, context, dead.error, deps.publicUrl);
-  if (job.progressCommentId !== null) {
-    await editComment(octokit, item, job.progressCommentId, body);
-  } else {
-    const commentId = await postComment(octokit, item, body);
-    await updateJob(deps.db.pool, job.id, { progressCommentId: commentId });
-  }
+  await writeJobComment(deps, octokit, item, job, body);
 }

@@ -11,10 +11,10 @@ import { codeSpan } from "../../../github/markdown.ts";
 import { type Lesson, lessonOf } from "../../../github/memory-file.ts";
 import type { ReviewThread } from "../../../github/review-threads.ts";
 import type { JobRun } from "../../run/agent.ts";
+import { commitAuthor } from "../../run/deliver.ts";
 import { MEMORY_BRANCH, type Proposed, proposeLessons } from "../../run/memory.ts";
 import type { PipelineOutcome } from "./attempt.ts";
 import type { ModeJob } from "./modes/mode.ts";
-import { botAuthor } from "./outcome.ts";
 
 const LESSONS_REPORT = "lessons";
 const Proposal = z.object({
@@ -127,7 +127,7 @@ function propose(job: ModeJob, lessons: readonly Lesson[]): Promise<Proposed> {
     defaultBranch: context.defaultBranch,
     path: job.granted.settings.memory.path,
     lessons,
-    author: botAuthor(attempt, deps.commitAuthor),
+    author: commitAuthor(deps, context.appSlug),
     jobUrl: attempt.url,
   });
 }

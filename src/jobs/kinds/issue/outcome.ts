@@ -1,19 +1,19 @@
 // What a finished agent run leaves behind, per mode: a plan in the comment, a posted review, or a
 // pushed branch with its pull request (and replies in the review threads it addressed).
-import { runTitle } from "../../../agent/summary.ts";
+import type { RepoSettings } from "../../../config/repo-config.ts";
 import type { IssueContext } from "../../../github/issue-context.ts";
-import { type FinalView, renderFinal } from "../../../github/progress-comment.ts";
+import { renderFinal } from "../../../github/progress-comment.ts";
 import {
   parseThreadReplies,
   type ReviewThread,
   replyToThreads,
 } from "../../../github/review-threads.ts";
 import { type Conversation, linkConversationToPr } from "../../../store/conversations.ts";
-import { updateJob } from "../../../store/jobs.ts";
-import type { Queryable } from "../../../store/sql.ts";
 import type { CommitIdentity } from "../../../workspace/git/commit.ts";
-import { type JobRun, testsOf } from "../../run/agent.ts";
-import { type Delivered, deliver } from "../../run/deliver.ts";
+import type { JobRun } from "../../run/agent.ts";
+import { deliver } from "../../run/deliver.ts";
+import { deliveredComment, finalView } from "../../run/final.ts";
+import type { Working } from "../../run/kind.ts";
 import type { JobWorkspace } from "../../run/workspace.ts";
 import type { IssueAttempt } from "./attempt.ts";
 import { finishMerge, type MergeStart } from "./merge.ts";
@@ -23,25 +23,8 @@ import type { Target } from "./target.ts";
 
 type Found = Extract<Target, { ok: true }>;
 
-function baseView(attempt: IssueAttempt, result: JobRun) {
-  return {
-    jobId: attempt.job.id,
-    jobUrl: attempt.url,
-    startedAt: attempt.startedAt,
-    usage: {
-      ...result.usage,
-      // The job's so far: a kept run's counted once, as the attempt that delivers it spends nothing.
-      costUsd: attempt.progress.view.costUsd,
-      priceKnown: result.priceKnown,
-    },
-    tests: testsOf(result),
-    notes: result.detail ? [result.detail] : [],
-    ok: result.reason === "end_turn",
-  };
-}
-
-export function planBody(attempt: IssueAttempt, result: JobRun): string {
-  const view = baseView(attempt, result);
+export function planBody(attempt: IssueAttempt, result: JobRun, settings: RepoSettings): string {
+  const view = finalView(attempt.job, attempt.progress, result, settings);
   const { command, appSlug } = attempt.context;
   return renderFinal({
     ...view,
@@ -60,6 +43,7 @@ export async function reviewBody(
   result: JobRun,
   prNumber: number,
   issue: IssueContext,
+  settings: RepoSettings,
 ): Promise<string> {
   const posted = await postReview(attempt.octokit, {
     ...attempt.item,
@@ -69,7 +53,7 @@ export async function reviewBody(
   });
   const s = posted.inline === 1 ? "" : "s";
   return renderFinal({
-    ...baseView(attempt, result),
+    ...finalView(attempt.job, attempt.progress, result, settings),
     headline: `Posted a review with ${posted.inline} inline comment${s}`,
     pullRequest: { number: prNumber, url: posted.url },
     finishedAt: Date.now(),
@@ -77,18 +61,15 @@ export async function reviewBody(
 }
 
 export interface FixInput {
+  /** The runner's deps, run, place and settings, for the delivery. */
+  work: Pick<Working, "deps" | "run" | "place" | "granted">;
   attempt: IssueAttempt;
-  db: Queryable;
   conversation: Conversation;
   request: WorkRequest;
   target: Found;
   ws: JobWorkspace;
-  /** A fresh installation token: the run may have outlived the one the checkout used. */
-  token: () => Promise<string>;
   result: JobRun;
   threads: readonly ReviewThread[];
-  author?: CommitIdentity;
-  signal: AbortSignal;
   /** Shown under the outcome (a CI fix: what failed). */
   notes?: readonly string[];
   /** After a push to vmpilot's own branch, once its pull request is known. */
@@ -99,37 +80,20 @@ export interface FixInput {
 export async function fixBody(input: FixInput): Promise<string> {
   const { attempt, result, target, conversation } = input;
   const { context, job } = attempt;
-  const base = baseView(attempt, result);
-  const view = { ...base, notes: [...(input.notes ?? []), ...base.notes] };
-  attempt.progress.step("pushed");
-  const delivered = await deliver({
-    octokit: attempt.octokit,
-    owner: context.owner,
-    repo: context.name,
+  const delivered = await deliver(input.work, job, attempt.progress, {
     ws: input.ws,
-    token: await input.token(),
+    result,
     defaultBranch: context.defaultBranch,
     served: target.served,
-    title: runTitle(result.finalText, input.request.request || context.title),
-    summary: result.finalText,
-    tests: view.tests,
-    look: result.look?.text,
-    author: botAuthor(attempt, input.author),
-    requester: job.requester,
+    title: input.request.request || context.title,
+    appSlug: context.appSlug,
     requesterId: context.requesterId,
     fixes: conversation.kind === "issue" ? conversation.number : undefined,
     knownPr: conversation.prNumber ?? job.prNumber,
-    jobUrl: attempt.url,
-    costUsd: view.usage.costUsd,
-    priceKnown: view.usage.priceKnown,
-    startedAt: attempt.startedAt,
-    signal: input.signal,
   });
   const pr = delivered.pullRequest;
   if (pr) {
-    attempt.progress.step("pull_request");
-    await linkConversationToPr(input.db, conversation.id, pr.number, target.branch);
-    await updateJob(input.db, job.id, { prNumber: pr.number });
+    await linkConversationToPr(input.work.deps.db.pool, conversation.id, pr.number, target.branch);
   }
   if (delivered.pushed && !target.served) await input.onPushed?.(delivered.sha);
   if (input.request.mode === "threads" && target.prNumber !== null) {
@@ -145,18 +109,9 @@ export async function fixBody(input: FixInput): Promise<string> {
     );
   }
   const served = target.served ? { number: job.number, url: context.htmlUrl } : undefined;
-  return renderFinal({
-    ...view,
-    ...headline(delivered, view.ok, served),
-    summary: result.finalText,
-    finishedAt: Date.now(),
-  });
-}
-
-/** Who vmpilot's commits are by: the worker's identity, or the app's bot. */
-export function botAuthor(attempt: IssueAttempt, author?: CommitIdentity): CommitIdentity {
-  const slug = attempt.context.appSlug;
-  return author ?? { name: `${slug}[bot]`, email: `${slug}[bot]@users.noreply.github.com` };
+  const { settings } = input.work.granted;
+  const options = { notes: input.notes, served };
+  return deliveredComment(job, attempt.progress, result, settings, delivered, options).body;
 }
 
 /** Commits and pushes the merge of the base; the final comment says what was merged and how. */
@@ -166,19 +121,20 @@ export async function mergeBody(input: {
   merge: MergeStart;
   token: () => Promise<string>;
   result: JobRun;
-  author?: CommitIdentity;
+  settings: RepoSettings;
+  author: CommitIdentity;
   signal: AbortSignal;
   onPushed?: (sha: string) => Promise<void>;
 }): Promise<{ ok: boolean; body: string }> {
   const { attempt, merge, result } = input;
-  const view = baseView(attempt, result);
+  const view = finalView(attempt.job, attempt.progress, result, input.settings);
   attempt.progress.step("pushed");
   const end = await finishMerge({
     ws: input.ws,
     merge,
     defaultBranch: attempt.context.defaultBranch,
     token: await input.token(),
-    author: botAuthor(attempt, input.author),
+    author: input.author,
     signal: input.signal,
   });
   const base = `\`${merge.base}\``;
@@ -200,33 +156,5 @@ export async function mergeBody(input: {
       summary: result.finalText,
       finishedAt: Date.now(),
     }),
-  };
-}
-
-function headline(
-  delivered: Delivered,
-  ok: boolean,
-  served: { number: number; url: string } | undefined,
-): Pick<FinalView, "ok" | "headline" | "pullRequest" | "changed"> {
-  if (!delivered.pushed) {
-    // A run that ended on its own with nothing to push answered what it was asked.
-    const headline = ok
-      ? "Answered, without changing the code"
-      : "Done: no changes to the code, so no pull request";
-    return { ok, headline, changed: false };
-  }
-  const pr = delivered.pullRequest;
-  if (pr) {
-    const verb = pr.created ? "Opened draft pull request" : "Updated pull request";
-    return {
-      ok,
-      headline: `${verb} #${pr.number}`,
-      pullRequest: { number: pr.number, url: pr.url },
-    };
-  }
-  return {
-    ok,
-    headline: `Pushed ${delivered.sha.slice(0, 10)} to this pull request`,
-    pullRequest: served,
   };
 }

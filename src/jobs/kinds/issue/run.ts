@@ -6,7 +6,7 @@
 // instead of opening another.
 import type { IssueJob } from "../../../store/jobs.ts";
 import { updateJob } from "../../../store/jobs.ts";
-import type { JobRun } from "../../run/agent.ts";
+import { agentFailure, type JobRun } from "../../run/agent.ts";
 import { resumes } from "../../run/history.ts";
 import type { Working } from "../../run/kind.ts";
 import type { JobWorkspace } from "../../run/workspace.ts";
@@ -14,6 +14,7 @@ import type { IssueAttempt, PipelineOutcome } from "./attempt.ts";
 import { gather } from "./gather.ts";
 import { type JobImages, NO_IMAGES, readJobImages } from "./images.ts";
 import type { ModeExtras, ModeJob } from "./modes/mode.ts";
+import { suggest } from "./modes/suggest.ts";
 import { instructionFor, withImages } from "./request.ts";
 import { chooseTarget } from "./target.ts";
 
@@ -23,24 +24,26 @@ export async function workOnIssue(
   attempt: IssueAttempt,
   ctx: Working,
 ): Promise<PipelineOutcome> {
-  const { run, deps, granted } = ctx;
+  const { run, deps, granted, place } = ctx;
   const { context, progress } = attempt;
   const gathered = await gather(deps, attempt);
   if ("ended" in gathered) return gathered.ended;
-  const { mode, ...found } = gathered;
+  const { mode: asked, ...found } = gathered;
   const target = chooseTarget({
     conversation: found.conversation,
     job,
     mode: found.request.mode,
-    pushes: mode.pushes,
+    pushes: asked.pushes,
     issue: found.issue,
     title: context.title,
     defaultBranch: context.defaultBranch,
   });
   if (!target.ok) return attempt.notice("refused", "🚫", target.headline, target.text);
+  const mode = target.suggests ? suggest : asked;
+  progress.view.steps = mode.steps;
   // An automation's run on the issue that started it; a retry someone asked for is theirs.
   const automation = job.trigger === "automation" ? context.automation?.name : undefined;
-  const modeJob: ModeJob = { run, deps, attempt, granted, ...found, target, automation };
+  const modeJob: ModeJob = { run, deps, place, attempt, granted, ...found, target, automation };
   const prepared = (await mode.prepare?.(modeJob)) ?? {};
   if ("ended" in prepared) return prepared.ended;
   // Read now: the signed image URLs last minutes, and the workspace's setup may take longer.
@@ -53,6 +56,7 @@ export async function workOnIssue(
     branch: target.branch,
     baseBranch: context.defaultBranch,
     setup: mode.runsSetup,
+    ...(target.suggests && { pullRequest: job.number }),
   });
   const started = (await mode.inWorkspace?.(modeJob, ws)) ?? {};
   if ("ended" in started) return started.ended;
@@ -60,8 +64,8 @@ export async function workOnIssue(
 
   const extras = { ...prepared, ...started };
   const result = await runAgent(ctx, modeJob, ws, extras, images);
-  if (result.reason === "cancelled" || run.signal.aborted) return attempt.cancelled();
-  if (result.reason === "error") return attempt.failed(result.error?.message ?? "the agent failed");
+  const failure = agentFailure(result);
+  if (failure) return attempt.failed(failure);
   return mode.finish(modeJob, { ws, result, extras });
 }
 
@@ -90,20 +94,22 @@ function runAgent(
   extras: ModeExtras,
   images: JobImages,
 ): Promise<JobRun> {
-  const { plugins, ...told } = extras;
+  const { plugins, suggesting, ...told } = extras;
   return ctx.agent({
-    conversationId: job.conversation.id,
-    jobId: job.attempt.job.id,
     mode: job.request.mode,
     ws,
     history: job.history,
-    message: () => withImages(instruction(job, told), images),
+    message: () => withImages(instruction(job, { ...told, suggests: !!suggesting }), images),
     ...(plugins && { extraPlugins: plugins }),
+    ...(suggesting && { instructions: suggesting.instructions }),
   });
 }
 
 /** The job's new user turn: the request, and what its mode read for it. */
-function instruction(job: ModeJob, told: Omit<ModeExtras, "plugins">): string {
+function instruction(
+  job: ModeJob,
+  told: Omit<ModeExtras, "plugins" | "suggesting"> & { suggests: boolean },
+): string {
   const { attempt } = job;
   return instructionFor({
     request: job.request,

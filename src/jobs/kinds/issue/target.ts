@@ -13,6 +13,11 @@ export type Target =
       served: boolean;
       /** The pull request the job is about (reviews, threads), if any. */
       prNumber: number | null;
+      /**
+       * A fix on a fork's pull request: the work starts at its head, and comes back as suggestions
+       * on it (modes/suggest.ts), pushed nowhere.
+       */
+      suggests?: true;
     }
   | { ok: false; headline: string; text: string };
 
@@ -47,15 +52,18 @@ export function chooseTarget(input: {
   }
   if (!pr) throw new Error(`pull request #${job.number} has no pull request data`);
   if (pr.fromFork) {
+    // A branch of the job's own in its checkout, which is never pushed.
+    const own = { branch: `vmpilot/job-${job.id}`, served: false, prNumber: job.number };
+    if (pushes && mode === "fix") return { ok: true, ...own, suggests: true };
     if (pushes) {
       return {
         ok: false,
         headline: "Cannot push to a fork",
-        text: `This pull request comes from ${pr.headRepo ?? "a deleted fork"}, where vmpilot has no push rights. \`plan\` and \`review\` still work here; for changes, open the pull request from a branch of this repository.`,
+        text: `This pull request comes from ${pr.headRepo ?? "a deleted fork"}, where vmpilot has no push rights. \`fix\` answers here with suggestions, and \`plan\` and \`review\` work too.`,
       };
     }
     // Read-only work on a fork's pull request: the diff is in the context; check out the base.
-    return { ok: true, branch: `vmpilot/job-${job.id}`, served: false, prNumber: job.number };
+    return { ok: true, ...own };
   }
   if (!isValidBranchName(pr.headRef) || pr.headRef === input.defaultBranch) {
     return {

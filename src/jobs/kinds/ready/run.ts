@@ -1,11 +1,13 @@
-// vmpilot opens its pull requests as drafts. Once the checks on the head it pushed last all passed
-// (or, in a repository without CI, once the job's tests passed and no check ran within the grace
-// time), the pull request is marked ready for review and whoever asked for the work is asked to
-// review it. Only GraphQL can mark a pull request ready; REST cannot.
+// vmpilot opens its pull requests as drafts. Once the checks on the head it pushed last all passed,
+// and its commit statuses too (or, in a repository without CI, once the job's tests passed and
+// neither a check nor a status showed up within the grace time), the pull request is marked ready
+// for review and whoever asked for the work is asked to review it. Only GraphQL can mark a pull
+// request ready; REST cannot.
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
 import type { RepoSettings } from "../../../config/repo-config.ts";
 import { type Item, postComment } from "../../../github/comments.ts";
+import { combinedStatus } from "../../../github/commit-status.ts";
 import { githubStatus } from "../../../github/request-status.ts";
 import { loginOf } from "../../../github/users.ts";
 import { claimReady, pushedAfterVmpilot, pushState, releaseReady } from "../../../store/ci-loop.ts";
@@ -82,9 +84,20 @@ export async function runReadyCheck(
   // GitHub makes a suite for every app with the checks permission, vmpilot's own too; one that
   // never ran a check stays queued for good and says nothing.
   const ran = suites.filter((suite) => suite.latest_check_runs_count > 0);
-  if (ran.length === 0 && !check.grace) return log("no check ran");
   if (ran.some((suite) => suite.status !== "completed")) return log("checks still running");
   if (ran.some((suite) => !PASSED.has(suite.conclusion ?? ""))) return log("checks failed");
+  // One status is enough to say whether there are any: the state covers them all. Unreadable
+  // without the statuses permission: then, as before vmpilot asked for it, only checks count.
+  const combined = await combinedStatus(
+    octokit,
+    { owner: item.owner, repo: item.repo, sha: check.sha },
+    1,
+  );
+  if (!combined) deps.logger.warn(check, "cannot read commit statuses: no statuses permission");
+  const statuses = combined && combined.total_count > 0 ? combined.state : undefined;
+  if (statuses === "pending") return log("commit statuses still pending");
+  if (statuses && statuses !== "success") return log(`commit statuses ${statuses}`);
+  if (ran.length === 0 && !statuses && !check.grace) return log("no check ran");
   signal.throwIfAborted();
   if (!(await claimReady(db.pool, conversation.id, check.sha))) return log("already marked ready");
   try {
@@ -94,7 +107,7 @@ export async function runReadyCheck(
     throw error;
   }
   const why =
-    ran.length > 0
+    ran.length > 0 || statuses
       ? `The checks passed on ${check.sha.slice(0, 10)}`
       : `The tests passed on ${check.sha.slice(0, 10)} and no checks ran on it`;
   const review = await requestReview(deps, octokit, item, context.requesterId);

@@ -1,5 +1,6 @@
 // The merge mode, after the base branch moved on: git merges the base into the pull request's
 // branch in the workspace, the agent resolves what git could not, and vmpilot pushes the merge.
+import { commitAuthor } from "../../../run/deliver.ts";
 import { startMerge } from "../merge.ts";
 import { mergeBody } from "../outcome.ts";
 import { onPushed, type PipelineMode } from "./mode.ts";
@@ -26,7 +27,8 @@ export const merge: PipelineMode = {
       merge: extras.merge,
       token: () => deps.installationToken(attempt.job.installationId),
       result,
-      author: deps.commitAuthor,
+      settings: job.granted.settings,
+      author: commitAuthor(deps, attempt.context.appSlug),
       signal: job.run.signal,
       onPushed: onPushed(job, result),
     });

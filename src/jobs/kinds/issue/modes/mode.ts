@@ -7,9 +7,11 @@ import type { IssueContext } from "../../../../github/issue-context.ts";
 import type { ProgressStep } from "../../../../github/progress-comment.ts";
 import type { ReviewThread } from "../../../../github/review-threads.ts";
 import type { Conversation } from "../../../../store/conversations.ts";
+import type { Workspace } from "../../../../workspace/types.ts";
 import type { JobRun } from "../../../run/agent.ts";
 import type { JobDeps, Run } from "../../../run/deps.ts";
 import type { LoadedConversation } from "../../../run/history.ts";
+import type { Place } from "../../../run/kind.ts";
 import type { Granted } from "../../../run/settings.ts";
 import type { JobWorkspace } from "../../../run/workspace.ts";
 import type { IssueAttempt, PipelineOutcome } from "../attempt.ts";
@@ -22,6 +24,7 @@ import type { Target } from "../target.ts";
 export interface ModeJob {
   run: Run;
   deps: JobDeps;
+  place: Place;
   attempt: IssueAttempt;
   request: WorkRequest;
   /** The settings the job runs with, and the most this attempt may spend. */
@@ -44,6 +47,8 @@ export interface ModeExtras {
   labels?: readonly string[];
   /** Tools of this mode's runs alone (triage's apply_labels). */
   plugins?: readonly Plugin[];
+  /** A fix on a fork's pull request (suggest.ts): its base's commit, and its files to instruct with. */
+  suggesting?: { base: string; instructions: Pick<Workspace, "readFile"> };
 }
 
 /** The job ended before its agent ran (nothing to do), with this status. */

@@ -12,20 +12,17 @@ import { type ModeJob, onPushed, type PipelineMode, type Ran } from "./mode.ts";
 const STEPS = ["acknowledged", "workspace", "agent", "tests", "pushed"] as const;
 
 async function finishPush(job: ModeJob, { ws, result, extras }: Ran): Promise<PipelineOutcome> {
-  const { deps, attempt } = job;
+  const { attempt } = job;
   const learned = await learn(job, result);
   const body = await fixBody({
+    work: job,
     attempt,
-    db: deps.db.pool,
     conversation: job.conversation,
     request: job.request,
     target: job.target,
     ws,
-    token: () => deps.installationToken(attempt.job.installationId),
     result,
     threads: extras.threads ?? [],
-    author: deps.commitAuthor,
-    signal: job.run.signal,
     notes: [...(extras.ci ? [extras.ci.note] : []), ...(learned ? [learned] : [])],
     onPushed: onPushed(job, result),
   });

@@ -11,7 +11,8 @@ export const plan: PipelineMode = {
   pushes: false,
   readsItem: true,
   runsSetup: true,
-  finish: ({ attempt }, { result }) => attempt.end("succeeded", planBody(attempt, result)),
+  finish: ({ attempt, granted }, { result }) =>
+    attempt.end("succeeded", planBody(attempt, result, granted.settings)),
 };
 
 export const review: PipelineMode = {
@@ -20,9 +21,10 @@ export const review: PipelineMode = {
   readsItem: true,
   readsDiff: true,
   runsSetup: true,
-  async finish({ attempt, target, issue }, { result }) {
+  async finish({ attempt, target, issue, granted }, { result }) {
     const number = target.prNumber ?? attempt.job.number;
-    return attempt.end("succeeded", await reviewBody(attempt, result, number, issue));
+    const body = await reviewBody(attempt, result, number, issue, granted.settings);
+    return attempt.end("succeeded", body);
   },
 };
 
