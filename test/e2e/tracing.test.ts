@@ -136,6 +136,8 @@ it(`one job is one trace from the delivery in the web process, through the queue
     { content: [text("Fixing the typo."), toolUse("bash", { command: COMMAND })] },
     { content: [toolUse("report_tests", { outcome: "passed", command: TESTS })] },
     { content: [text("Fixed it.\n\nSummary: Fix Helo typo")] },
+    // The second look at the diff before the pull request.
+    { content: [text("Nothing found.")] },
   );
 
   const payload = examplePayload("issues", "labeled");
@@ -208,7 +210,8 @@ it(`one job is one trace from the delivery in the web process, through the queue
   const agent = only(trace, "invoke_agent vmpilot");
   const model = resolveModel(DEFAULT_MODEL).id;
   const requests = trace.filter((span) => span.name === `chat ${model}`);
-  expect(requests).toHaveLength(3);
+  // The run's three, and the second look's one.
+  expect(requests).toHaveLength(4);
   for (const [n, span] of requests.entries()) {
     const usage = fake.usages[n];
     expect(span.parentSpanId).toBe(agent.spanId);
