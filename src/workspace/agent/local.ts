@@ -8,15 +8,17 @@
 // real.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { getCompileCacheDir } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AGENT_DIR, SANDBOX_HOME } from "../sandbox/bwrap.ts";
+import { AGENT_DIR, SANDBOX_HOME, SANDBOX_ID } from "../sandbox/bwrap.ts";
 import { type LimitGuard, spawnGuarded } from "../sandbox/limit-guard.ts";
 import { type SandboxLimits, ulimitPrefix } from "../sandbox/limits.ts";
 import { handOverWritten, UNPRIVILEGED_OWNER } from "../sandbox/owner.ts";
 import { openSandbox, type SandboxWorkspaceOptions } from "../sandbox/sandbox.ts";
 import type { BlockedConnection, Workspace } from "../types.ts";
+import { agentCodeCache } from "./code-cache.ts";
 import { agentHealthy, createRemoteWorkspace } from "./remote.ts";
 
 const SRC = fileURLToPath(new URL("../..", import.meta.url));
@@ -24,6 +26,9 @@ const PROJECT = fileURLToPath(new URL("../../..", import.meta.url));
 const MAIN = join(SRC, "workspace", "agent", "main.ts");
 /** What the agent needs of the project: its sources and zod; never the project's `.env`. */
 const AGENT_FILES = [SRC, join(PROJECT, "node_modules", "zod"), join(PROJECT, "package.json")];
+/** What the agent's compiled code depends on: its sources and zod's version. */
+const AGENT_SOURCES = [SRC, join(PROJECT, "node_modules", "zod", "package.json")];
+const FLAGS = process.features.typescript ? [] : ["--experimental-strip-types"];
 const READY_MS = 15_000;
 const DAY_MS = 24 * 3_600_000;
 
@@ -59,10 +64,19 @@ export async function startLocalAgent(
   const stateDir = options.stateDir ?? (await mkdtemp(join(tmpdir(), "vmpilot-agent-")));
   const removeState = () =>
     options.stateDir ? Promise.resolve() : rm(stateDir, { recursive: true, force: true });
+  // Beside the worker's own compile cache; none when that is off.
+  const workerCache = getCompileCacheDir();
+  const codeCache =
+    workerCache &&
+    (await agentCodeCache(dirname(workerCache), MAIN, AGENT_SOURCES, FLAGS, SANDBOX_ID));
   const sandbox = await openSandbox(dir, {
     ...options,
     stateDir,
-    readOnlyPaths: [...(options.readOnlyPaths ?? []), ...AGENT_FILES],
+    readOnlyPaths: [
+      ...(options.readOnlyPaths ?? []),
+      ...AGENT_FILES,
+      ...(codeCache ? [codeCache] : []),
+    ],
     agent: true,
   }).catch(async (error: unknown) => {
     await removeState();
@@ -75,10 +89,11 @@ export async function startLocalAgent(
   if (process.getuid?.() === 0) await handOverWritten(UNPRIVILEGED_OWNER, keyFile);
   const socketPath = join(agentDir, "agent.sock");
   const stop = new AbortController();
-  const flags = process.features.typescript ? "" : "--experimental-strip-types ";
-  const agent = sandbox.run(`exec ${quote(process.execPath)} ${flags}${quote(MAIN)}`, {
+  const command = [process.execPath, ...FLAGS, MAIN].map(quote).join(" ");
+  const agent = sandbox.run(`exec ${command}`, {
     env: {
       ...agentEnv,
+      ...(codeCache && { NODE_COMPILE_CACHE: codeCache }),
       VMPILOT_AGENT_COMMAND_SANDBOX: "1",
       VMPILOT_AGENT_KEY_FILE: `${AGENT_DIR}/agent.key`,
       VMPILOT_AGENT_ROOT: sandbox.root,

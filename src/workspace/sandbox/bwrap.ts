@@ -16,7 +16,7 @@ export const SANDBOX_PROXY_SOCKET = "/run/vmpilot/proxy.sock";
 export const AGENT_DIR = "/run/vmpilot/agent";
 
 /** Commands run as this uid and gid inside the sandbox's user namespace, never as root. */
-const SANDBOX_ID = 1000;
+export const SANDBOX_ID = 1000;
 
 /** The sandbox's own account files: the host's users and groups are none of its business. */
 export const SANDBOX_PASSWD = [
