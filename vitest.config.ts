@@ -31,14 +31,21 @@ const E2E = [
 // modules (vi.mock), that need the network without nock's interceptor (intake/slow-senders,
 // workspace/remote's streams), or whose processes and kernel limits a shared worker disturbs.
 const SHARED = [
-  "test/chat/{completions,gate,image-limits,images,installations,models,processes}.test.ts",
-  "test/chat/{rate-limit,relay}.test.ts",
-  "test/intake/{body-limit,ci,config-check,dev-proxy,enterprise,probot-context,restart,server,shutdown}.test.ts",
+  "test/agent/{bash,loop,loop-seam,mcp,openai-provider,plugins,spans,testing-plugin}.test.ts",
+  "test/agent/tool-input.test.ts",
+  "test/chat/{budget,completions,conversation,gate,image-limits,images,installations}.test.ts",
+  "test/chat/{models,processes,rate-limit,relay,server-error}.test.ts",
+  "test/fuzz/{agent-server,parsers}.test.ts",
+  "test/intake/{base-push,body-limit,ci,config-check,dev-proxy,enterprise,probot-context}.test.ts",
+  "test/intake/{record,restart,server,shutdown}.test.ts",
   "test/jobs/{acknowledge,automations,automations-schedule,chat-turn-settings,ci-fix,gate}.test.ts",
-  "test/jobs/{installation-sync,merge-base,monthly-budget,pipeline-commands,pipeline-images}.test.ts",
-  "test/jobs/{pipeline-units,queue,queue-shutdown,ready,redo,startup}.test.ts",
+  "test/jobs/{installation-sync,memory,merge-base,monthly-budget,pipeline,pipeline-commands}.test.ts",
+  "test/jobs/{pipeline-images,pipeline-mcp,pipeline-units,queue,queue-crash,queue-shutdown}.test.ts",
+  "test/jobs/{ready,redo,second-look,startup,vm-sweeper}.test.ts",
   "test/store/**/*.test.ts",
-  "test/web/{job-feed,metrics,queries}.test.ts",
+  "test/web/{auth,github-client,identity,job-feed,metrics,pages,probot-mount,queries}.test.ts",
+  "test/workspace/{agent-code-cache,bundle-read,checkout,commit,fly-network,host}.test.ts",
+  "test/workspace/{kubernetes-watch,publish,run-bundle,run-diff,setup,stale,warm-shell}.test.ts",
 ];
 // The store, migrated once per run for every test file that opens one (test/helpers/db.ts).
 const DATABASE_TEMPLATES = ["test/helpers/db-templates.ts"];
