@@ -1,6 +1,6 @@
 // The workspace agent's compiled code, made once by the worker and read, never written, by agents.
 import { spawnSync } from "node:child_process";
-import { mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -60,5 +60,12 @@ describe("the workspace agent's code cache", () => {
     const changed = await agentCodeCache(base, main, [project, join(project, "x")], [], 1000);
     expect(changed).not.toBe(first);
     expect(await readdir(changed as string)).toEqual([expect.stringMatching(/-1000$/)]);
+  });
+
+  it("is made nowhere another user may write: the agent then compiles for itself", async () => {
+    const shared = await mkdtemp(join(base, "shared-"));
+    await chmod(shared, 0o777);
+    expect(await agentCodeCache(shared, MAIN, [SRC], [], 1000)).toBeUndefined();
+    expect(await readdir(shared)).toEqual([]);
   });
 });

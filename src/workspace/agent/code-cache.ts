@@ -2,7 +2,7 @@
 // compile cache cannot be written, so each agent would strip and compile its TypeScript again:
 // about half of the 0.45 s of CPU an agent's start costs.
 import { createHash, randomUUID } from "node:crypto";
-import { chmod, readdir, readFile, rename, rm } from "node:fs/promises";
+import { chmod, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { launchAndCollect } from "../process/launcher.ts";
 
@@ -40,6 +40,11 @@ async function makeCache(
   flags: readonly string[],
   uid: number,
 ): Promise<string> {
+  // Under a shared /tmp, the folder may be another user's, who could swap the code agents run.
+  const owner = await stat(base);
+  if (owner.uid !== process.getuid?.() || (owner.mode & 0o022) !== 0) {
+    throw new Error(`${base} is not the worker's own`);
+  }
   const hash = createHash("sha256").update(`${process.version} ${flags.join(" ")} ${uid}\n`);
   for (const file of await sourceFiles(sources)) {
     hash.update(`${file}\n`).update(await readFile(file).catch(() => ""));
