@@ -371,3 +371,11 @@ export function varyingFigures(text: string): string {
     " · TOKENS · COST · TIME",
   );
 }
+
+/** A comment or pull request body as snapshots pin it: varyingFigures, and the job's id as N. */
+export function pinnedText(text: string, jobId: number): string {
+  return varyingFigures(text).replace(
+    new RegExp(`(job #|/jobs/|vmpilot:job:)${jobId}\\b`, "g"),
+    "$1N",
+  );
+}

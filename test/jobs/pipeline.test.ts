@@ -25,6 +25,7 @@ import {
   lastTurn,
   mockRequester,
   mockStart,
+  pinnedText,
   plain,
   run,
   runQueued,
@@ -32,7 +33,6 @@ import {
   TOKEN,
   toolResults,
   usePipelineHarness,
-  varyingFigures,
 } from "./pipeline-harness.ts";
 
 const h = usePipelineHarness();
@@ -82,9 +82,7 @@ describe("an issue job", () => {
       "vmpilot-bot[bot]|Make value.txt say fixed\n\nCo-authored-by: octocat <583231+octocat@users.noreply.github.com>",
     );
     const pinned = (text: string, jobId: number) =>
-      varyingFigures(text)
-        .replaceAll(seeded.repo, "REPO")
-        .replace(new RegExp(`(job #|/jobs/|vmpilot:job:)${jobId}\\b`, "g"), "$1N");
+      pinnedText(text, jobId).replaceAll(seeded.repo, "REPO");
     expect(pinned(prBody, first.job.id)).toMatchInlineSnapshot(`
       "Changed value.txt to fixed.
 
@@ -446,10 +444,7 @@ describe("an issue job", () => {
     expect(sh(seeded.remote, "git for-each-ref --format='%(refname)' refs/heads")).toBe(
       "refs/heads/main",
     );
-    const final = varyingFigures(comment.at(-1) ?? "").replace(
-      new RegExp(`(job #|/jobs/|vmpilot:job:)${job.id}\\b`, "g"),
-      "$1N",
-    );
+    const final = pinnedText(comment.at(-1) ?? "", job.id);
     expect(final).not.toContain("failed");
     expect(final).toMatchInlineSnapshot(`
       "✅ **Answered, without changing the code** — [job #N](https://vmpilot.test/jobs/N)

@@ -11,13 +11,13 @@ import {
   lastTurn,
   mockRequester,
   mockStart,
+  pinnedText,
   plain,
   run,
   runQueued,
   type Seeded,
   sh,
   usePipelineHarness,
-  varyingFigures,
 } from "./pipeline-harness.ts";
 
 const h = usePipelineHarness();
@@ -36,11 +36,6 @@ function capturePullRequest(seeded: Seeded): { body: string } {
     })
     .reply(201, { number: 21, html_url: `https://github.com/${seeded.repo}/pull/21` });
   return opened;
-}
-
-/** The parts of a pull request body that vary from run to run. */
-function steady(body: string, jobId: number): string {
-  return varyingFigures(body).replaceAll(`/jobs/${jobId})`, "/jobs/N)");
 }
 
 // The first passing diff leaves a debug script behind.
@@ -93,7 +88,7 @@ describe("the second look before the pull request", () => {
     expect(h.fake.usages[4]?.cache_read_input_tokens).toBeGreaterThan(0);
 
     expect(sh(seeded.remote, `git ls-tree --name-only ${branch}`)).toBe("test.sh\nvalue.txt");
-    expect(steady(pr.body, job.id)).toMatchInlineSnapshot(`
+    expect(pinnedText(pr.body, job.id)).toMatchInlineSnapshot(`
       "Made value.txt say fixed.
 
       Summary: Make value.txt say fixed

@@ -50,13 +50,8 @@ async function makeCache(
     hash.update(`${file}\n`).update(await readFile(file).catch(() => ""));
   }
   const dir = join(base, `vmpilot-agent-${hash.digest("hex").slice(0, 16)}`);
-  if (
-    await readdir(dir).then(
-      (entries) => entries.length > 0,
-      () => false,
-    )
-  )
-    return dir;
+  // Only ever renamed in whole: one that is there is complete.
+  if (await exists(dir)) return dir;
   // Made aside and renamed in, so an agent never sees half a cache (another worker process may
   // be making the same one).
   const partial = `${dir}.partial-${randomUUID()}`;
@@ -64,14 +59,14 @@ async function makeCache(
     const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", NODE_COMPILE_CACHE: partial };
     const args = [...flags, main];
     await launchAndCollect({ file: process.execPath, args, cwd: "/", env, group: false });
-    const [made] = await readdir(partial);
-    if (!made) throw new Error("node wrote no compile cache");
+    const [written] = await readdir(partial);
+    if (!written) throw new Error("node wrote no compile cache");
     // Node names it `<version>-<arch>-<hash>-<uid>` and reads the one of the agent's uid.
-    const named = made.replace(/-\d+$/, `-${uid}`);
-    if (named !== made) await rename(join(partial, made), join(partial, named));
+    const named = written.replace(/-\d+$/, `-${uid}`);
+    if (named !== written) await rename(join(partial, written), join(partial, named));
     await readable(partial);
     await rename(partial, dir).catch(async (error: unknown) => {
-      if (!(await readdir(dir).catch(() => undefined))) throw error;
+      if (!(await exists(dir))) throw error;
     });
     return dir;
   } finally {
@@ -105,4 +100,11 @@ async function readable(dir: string): Promise<void> {
   for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
     await chmod(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o755 : 0o644);
   }
+}
+
+function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }
