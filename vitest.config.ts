@@ -1,6 +1,7 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineConfig } from "vitest/config";
+import { runTmpDir } from "./test/helpers/tmp-dir.ts";
 
 // unit: no database, no server, no process of the app's (the process launcher included: a file
 // whose workspace runs a command is an integration test), no sandbox: seconds, for `npm run
@@ -50,6 +51,12 @@ const SHARED = [
 // The store, migrated once per run for every test file that opens one (test/helpers/db.ts).
 const DATABASE_TEMPLATES = ["test/helpers/db-templates.ts"];
 
+/** TMPDIR for every test and the processes it starts, when the run has one of its own. */
+function tmpDirEnv(): { TMPDIR?: string } {
+  const dir = runTmpDir();
+  return dir ? { TMPDIR: dir } : {};
+}
+
 export default defineConfig({
   test: {
     // A bound for hangs, not a speed check: on a loaded 2-core machine a test that starts the CLI
@@ -62,7 +69,9 @@ export default defineConfig({
     // The servers, CLIs and database processes the tests start keep V8's compiled code (and the
     // stripped TypeScript) between starts, as bin/typescript.js does for people: about half
     // their start-up CPU.
-    env: { NODE_COMPILE_CACHE: join(tmpdir(), "node-compile-cache") },
+    env: { NODE_COMPILE_CACHE: join(tmpdir(), "node-compile-cache"), ...tmpDirEnv() },
+    // The run's temporary files on tmpfs (test/helpers/tmp-dir.ts), made before the first test.
+    globalSetup: ["test/helpers/tmp-dir.ts"],
     projects: [
       // Unit files share their workers' modules: importing the app once per file was most of
       // their time. The others keep a fresh module graph per file, as their state needs.
