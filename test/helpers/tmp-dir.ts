@@ -1,8 +1,8 @@
 // Vitest globalSetup: the run's temporary files (os.tmpdir() in the tests and every process they
 // start) on tmpfs when the machine has room there. They are thrown away, so a disk gains nothing;
-// and on an ext4 without a journal, as CI's machines' root filesystems are, each new file's inode is looked
-// for past recently deleted ones: git's and the tests' short-lived files made file creation some
-// 4 % of the machine's CPU, and the run about a tenth slower.
+// and on an ext4 without a journal, as this workplace's machines have, each new file's inode is
+// looked for past recently deleted ones: git's and the tests' short-lived files made file creation
+// some 4 % of the machine's CPU, and the run about a tenth slower.
 import { existsSync, statfsSync } from "node:fs";
 import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -11,8 +11,9 @@ import { isRunning } from "../../src/store/data-dir-lock.ts";
 const TMPFS = "/dev/shm";
 // Docker gives /dev/shm 64 MB; a run's checkouts, mirrors and scratch disks need more.
 const MIN_FREE_BYTES = 4 * 1024 ** 3;
-// Short: a sandbox's sockets lie some 80 bytes deep in it, and a Unix socket's path stops at 108.
-const PREFIX = "vt-";
+// Short: the CLI tests' sandbox sockets lie some 85 bytes deep in it, and a Unix socket's path
+// stops at 108.
+const PREFIX = "vmpt-";
 
 /** Named for vitest's own process, which loads the config and runs this setup. */
 const dir = join(TMPFS, `${PREFIX}${process.pid}`);
