@@ -55,6 +55,21 @@ describe("sandbox isolation on the local engine (the workspace agent in a local 
     await expect(workspace.exec("pwd", { cwd: "../.." })).rejects.toBeInstanceOf(PathEscapeError);
   });
 
+  it("reaches its agent when the state directory is deeper than a Unix socket's path may be", async () => {
+    const checkout = join(base, "deep-checkout");
+    const stateDir = join(base, "d".repeat(120), "state");
+    await mkdir(checkout);
+    await mkdir(stateDir, { recursive: true });
+    const deep = await createLocalAgentWorkspace(checkout, { dataDir, stateDir });
+    try {
+      expect(await deep.exec("echo reached")).toMatchObject({ stdout: "reached\n", exitCode: 0 });
+    } finally {
+      await deep.dispose();
+    }
+    const links = (await readdir(tmpdir())).filter((name) => name.startsWith("vmpilot-socket-"));
+    expect(links).toEqual([]);
+  });
+
   it("leaks nothing: no worker environment, no secret, no data directory, no project files", async () => {
     const result = await workspace.exec(
       "env; ls /tmp; cat /proc/1/environ 2>/dev/null | tr '\\0' '\\n'; cat config.json ../../config.json 2>&1; ls -a " +

@@ -17,6 +17,7 @@ import { type LimitGuard, spawnGuarded } from "../sandbox/limit-guard.ts";
 import { type SandboxLimits, ulimitPrefix } from "../sandbox/limits.ts";
 import { handOverWritten, UNPRIVILEGED_OWNER } from "../sandbox/owner.ts";
 import { openSandbox, type SandboxWorkspaceOptions } from "../sandbox/sandbox.ts";
+import { socketPathIn } from "../socket-path.ts";
 import type { BlockedConnection, Workspace } from "../types.ts";
 import { agentCodeCache } from "./code-cache.ts";
 import { agentHealthy, createRemoteWorkspace } from "./remote.ts";
@@ -87,7 +88,12 @@ export async function startLocalAgent(
   const keyFile = join(agentDir, "agent.key");
   await writeFile(keyFile, secret, { mode: 0o600 });
   if (process.getuid?.() === 0) await handOverWritten(UNPRIVILEGED_OWNER, keyFile);
-  const socketPath = join(agentDir, "agent.sock");
+  const socket = await socketPathIn(agentDir, "agent.sock").catch(async (error: unknown) => {
+    await sandbox.dispose();
+    await removeState();
+    throw error;
+  });
+  const socketPath = socket.path;
   const stop = new AbortController();
   const command = [process.execPath, ...FLAGS, MAIN].map(quote).join(" ");
   const agent = sandbox.run(`exec ${command}`, {
@@ -111,6 +117,7 @@ export async function startLocalAgent(
     stop.abort();
     await agent.catch(() => undefined);
     await sandbox.dispose();
+    await socket.remove();
     await removeState();
   };
   // Polled: the agent's "ready" line is only seen once its command ends.
