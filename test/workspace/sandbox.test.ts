@@ -200,11 +200,16 @@ describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
     });
 
     it("reaches allow-listed hosts through the proxy and records refusals", async () => {
+      // State deeper than a Unix socket's path may be (a long DATA_DIR): the proxy's socket and
+      // the agent's are still reached.
+      const stateDir = join(base, "d".repeat(120), "state");
+      await mkdir(stateDir, { recursive: true });
       const networked = await openWorkspace(provider, root, {
         allowHosts: [`127.0.0.2:${port}`],
         // Loopback is refused unless the operator opens it (NETWORK_ALLOW_PRIVATE).
         allowPrivate: ["127.0.0.2/32"],
         logger: recordingLogger(),
+        stateDir,
       });
       try {
         const result = await networked.exec(

@@ -9,6 +9,7 @@ import { launch } from "../process/launcher.ts";
 import { programPath } from "../process/program.ts";
 import { runProcess } from "../process/run.ts";
 import { spawnedProcess } from "../process/spawned.ts";
+import { type SocketPath, socketPathIn } from "../socket-path.ts";
 import type {
   BlockedConnection,
   ExecResult,
@@ -195,10 +196,12 @@ export async function openSandbox(
   let scratch: ScratchDisk | undefined;
   let cgroup: JobCgroup | undefined;
   let proxy: AllowListProxy | undefined;
+  let proxyListen: SocketPath | undefined;
   const release = async () => {
     // The job's processes first: they hold the scratch disk and the proxy socket.
     await cgroup?.remove();
     await proxy?.close();
+    await proxyListen?.remove();
     if (options.stateDir) await rm(proxySocket, { force: true });
     if (options.stateDir && agentDir) await rm(agentDir, { recursive: true, force: true });
     if (!options.disk) await scratch?.unmount();
@@ -241,8 +244,9 @@ export async function openSandbox(
     // The probe binds the proxy socket, so the proxy starts first.
     await rm(proxySocket, { force: true });
     if (networked) {
+      proxyListen = await socketPathIn(stateDir, "proxy.sock");
       proxy = await startAllowListProxy({
-        listen: { socketPath: proxySocket },
+        listen: { socketPath: proxyListen.path },
         allowHosts,
         allowPrivate: options.allowPrivate,
         logger,
