@@ -27,10 +27,12 @@ export function runTmpDir(): string | undefined {
 
 export default async function setup() {
   if (!existsSync(TMPFS)) return;
-  // Runs that died without their teardown leave theirs.
+  // Runs that died without their teardown leave theirs. As much of it as can go: a scratch disk
+  // still mounted in it (a sandbox killed with its run) stays until the app's own sweep unmounts it.
   for (const name of await readdir(TMPFS)) {
     const pid = Number(name.startsWith(PREFIX) && name.slice(PREFIX.length));
-    if (pid && !isRunning(pid)) await rm(join(TMPFS, name), { recursive: true, force: true });
+    if (!pid || isRunning(pid)) continue;
+    await rm(join(TMPFS, name), { recursive: true, force: true }).catch(() => undefined);
   }
   await mkdir(dir, { mode: 0o755 });
   return () => rm(dir, { recursive: true, force: true });
