@@ -52,6 +52,17 @@ async function deletedInstallations(db: Database): Promise<number[]> {
   return rows.map((row) => Number(row.id));
 }
 
+/**
+ * Dates every row written so far a second back: PGlite's clock counts whole milliseconds, and a
+ * row written in the same millisecond as the sync's reading of the time counts as written after
+ * GitHub was read (updated_at >= since), so the sync rightly leaves it alone.
+ */
+async function writtenBefore(db: Database): Promise<void> {
+  for (const table of ["installations", "repositories"]) {
+    await db.pool.query(`UPDATE ${table} SET updated_at = updated_at - interval '1 second'`);
+  }
+}
+
 describe.each(databases())("the installation sync on $name", (target) => {
   let db: Database;
   let gh: GitHubFake | undefined;
@@ -109,6 +120,7 @@ describe.each(databases())("the installation sync on $name", (target) => {
     });
     await setRepositorySettings(db.pool, 12, { label: "ai" });
     await upsertRepository(db.pool, { id: 91, installationId: 9, fullName: "gone/repo" });
+    await writtenBefore(db);
 
     expect(await syncInstallations(syncDeps(db, fake))).toBe(9);
     expect(await activeNames(db)).toEqual(["acme/api", "acme/docs", "acme/web", "gamma/tool"]);
@@ -123,12 +135,14 @@ describe.each(databases())("the installation sync on $name", (target) => {
 
     // GitHub stops listing a repository: the next run marks it removed and changes nothing else.
     installations[0]?.repositories.pop();
+    await writtenBefore(db);
     expect(await syncInstallations(syncDeps(db, fake))).toBe(1);
     expect(await activeNames(db)).toEqual(["acme/api", "acme/web", "gamma/tool"]);
   });
 
   it("leaves a repository a webhook wrote after GitHub was read", async () => {
     await upsertInstallation(db.pool, { id: 4, accountLogin: "delta" });
+    await writtenBefore(db);
     const since = await databaseTime(db.pool);
     await upsertRepository(db.pool, { id: 41, installationId: 4, fullName: "delta/new" });
     const listed = { id: 4, accountLogin: "delta", accountType: "Organization", suspended: false };
