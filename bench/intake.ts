@@ -3,7 +3,8 @@
 // job + enqueue in one transaction, 200). The same load against a Probot server whose handler does
 // nothing gives the ratio. Runs on embedded PGlite and on PostgreSQL (TEST_DATABASE_URL, default
 // postgres://postgres@127.0.0.1:5432/test; a fresh database is created and dropped).
-// Goal on PostgreSQL: p99 <= 25 ms and >= 0.5x the no-op throughput. At 200 connections the p99
+// Goals: at least 0.5x the no-op's throughput on PostgreSQL and 0.4x on PGlite, at most 1.3x its
+// server CPU per delivery; on PostgreSQL a p99 of at most 25 ms. At 200 connections the p99
 // part cannot be met on a small machine by any handler: the mean latency is 200 / throughput
 // (printed as the queueing floor), about 45 ms for the no-op itself on 2 cores. So the latency
 // goal is also checked at 10 connections, where it measures the acknowledgement itself.
@@ -230,11 +231,30 @@ const floor = (r: Result, connections: number) =>
 const cpu = (r: Measured) => `server CPU ${r.cpuPerDelivery.toFixed(0)} us/delivery`;
 const goal = (met: boolean) => (met ? "met" : "MISSED");
 
-async function main() {
+/** The no-op server's throughput and CPU, and the goals on each store (PostgreSQL's p99 apart). */
+interface Baseline {
+  rate: number;
+  cpuPerDelivery: number;
+}
+const GOALS: Record<string, { ratio: number; cpu: number }> = {
+  "embedded PGlite": { ratio: 0.4, cpu: 1.3 },
+  PostgreSQL: { ratio: 0.5, cpu: 1.3 },
+};
+
+async function measureNoop(when: string): Promise<Measured> {
   const noop = await measure({ kind: "noop" });
-  console.log(`intake no-op Probot handler: ${fmt(noop)}  ${cpu(noop)}`);
+  console.log(`intake no-op Probot handler (${when}): ${fmt(noop)}  ${cpu(noop)}`);
   console.log(`  ${floor(noop, CONNECTIONS)}`);
   console.log(`  at ${LIGHT_CONNECTIONS} connections: ${fmt(noop.light)}`);
+  return noop;
+}
+
+async function main() {
+  // The no-op runs first and last, and the ratios are to the better of the two: on a 2-core
+  // machine one no-op run alone was seen moving 25 % between runs of the benchmark, and the last
+  // one can share the machine with the database's writeback of the runs before it.
+  const first = await measureNoop("first");
+  const results: Array<[string, Measured]> = [];
   const dataDir = mkdtempSync(join(tmpdir(), "vmpilot-bench-"));
   const targets: Array<[string, () => Promise<{ mode: Mode; cleanup(): Promise<void> }>]> = [
     [
@@ -264,11 +284,11 @@ async function main() {
     }
     try {
       const r = await measure(target.mode);
-      const ratio = r.rate / noop.rate;
+      results.push([name, r]);
       const goals = name === "PostgreSQL";
       console.log(
-        `intake ${name}: ${fmt(r)}  ratio ${ratio.toFixed(2)}x no-op  jobs ${r.handled}  ${cpu(r)}` +
-          (goals ? `  goal p99<=25ms ${goal(r.p99 <= 25)}, >=0.5x ${goal(ratio >= 0.5)}` : ""),
+        `intake ${name}: ${fmt(r)}  jobs ${r.handled}  ${cpu(r)}` +
+          (goals ? `  goal p99<=25ms ${goal(r.p99 <= 25)}` : ""),
       );
       console.log(`  ${floor(r, CONNECTIONS)}`);
       console.log(
@@ -278,6 +298,22 @@ async function main() {
     } finally {
       await target.cleanup();
     }
+  }
+  const last = await measureNoop("last");
+  const noop: Baseline = {
+    rate: Math.max(first.rate, last.rate),
+    cpuPerDelivery: Math.min(first.cpuPerDelivery, last.cpuPerDelivery),
+  };
+  for (const [name, r] of results) {
+    const ratio = r.rate / noop.rate;
+    const cpuRatio = r.cpuPerDelivery / noop.cpuPerDelivery;
+    const wanted = GOALS[name];
+    console.log(
+      `${name} against the no-op's better run: ${ratio.toFixed(2)}x throughput, ${cpuRatio.toFixed(2)}x CPU per delivery` +
+        (wanted
+          ? `  goal >=${wanted.ratio}x ${goal(ratio >= wanted.ratio)}, CPU <=${wanted.cpu}x ${goal(cpuRatio <= wanted.cpu)}`
+          : ""),
+    );
   }
 }
 
