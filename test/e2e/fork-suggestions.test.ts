@@ -12,7 +12,7 @@ import type { RunningServer } from "../../src/main.ts";
 import type { Database } from "../../src/store/database.ts";
 import { type AnthropicFake, startAnthropicFake, toolUse } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer } from "../helpers/app.ts";
-import { jobFinished, openTestDatabase } from "../helpers/db.ts";
+import { jobFinished, openEmbeddedTestDatabase } from "../helpers/db.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { github, mockApp, mockPermission, useGitHubMock } from "../helpers/github-mock.ts";
 import { examplePayload, type Payload } from "../helpers/webhooks.ts";
@@ -78,7 +78,7 @@ beforeAll(async () => {
   seed();
   git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
   fake = await startAnthropicFake();
-  db = await openTestDatabase();
+  db = await openEmbeddedTestDatabase();
   mockApp(APP_SLUG);
   server = await startTestServer(db, {
     work: {

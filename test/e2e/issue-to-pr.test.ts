@@ -20,7 +20,7 @@ import {
   toolUse,
 } from "../helpers/anthropic-fake.ts";
 import { APP_SLUG, startTestServer } from "../helpers/app.ts";
-import { jobFinished, openTestDatabase } from "../helpers/db.ts";
+import { jobFinished, openEmbeddedTestDatabase } from "../helpers/db.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import {
   expectGitHubDone,
@@ -58,7 +58,7 @@ beforeAll(async () => {
   git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
   fake = await startAnthropicFake();
   compatible = await startOpenAiFake();
-  db = await openTestDatabase();
+  db = await openEmbeddedTestDatabase();
   mockApp(APP_SLUG);
   server = await startTestServer(db, {
     work: {
