@@ -60,14 +60,25 @@ describe("sandbox isolation on the local engine (the workspace agent in a local 
     const stateDir = join(base, "d".repeat(120), "state");
     await mkdir(checkout);
     await mkdir(stateDir, { recursive: true });
-    const deep = await createLocalAgentWorkspace(checkout, { dataDir, stateDir });
+    // A temporary directory of this test's own: files running beside it (sandbox.test.ts) make
+    // links of their own in the run's, which this test would count as its leaks.
+    const runTmp = process.env.TMPDIR;
+    const ownTmp = await mkdtemp(join(tmpdir(), "s-"));
+    process.env.TMPDIR = ownTmp;
     try {
-      expect(await deep.exec("echo reached")).toMatchObject({ stdout: "reached\n", exitCode: 0 });
+      const deep = await createLocalAgentWorkspace(checkout, { dataDir, stateDir });
+      try {
+        expect(await deep.exec("echo reached")).toMatchObject({ stdout: "reached\n", exitCode: 0 });
+      } finally {
+        await deep.dispose();
+      }
     } finally {
-      await deep.dispose();
+      if (runTmp === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = runTmp;
     }
-    const links = (await readdir(tmpdir())).filter((name) => name.startsWith("vmpilot-socket-"));
+    const links = (await readdir(ownTmp)).filter((name) => name.startsWith("vmpilot-socket-"));
     expect(links).toEqual([]);
+    await rm(ownTmp, { recursive: true, force: true });
   });
 
   it("leaks nothing: no worker environment, no secret, no data directory, no project files", async () => {
