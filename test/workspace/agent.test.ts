@@ -13,7 +13,7 @@ import {
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createLocalAgentWorkspace } from "../../src/workspace/agent/local.ts";
 import { createAgentServer } from "../../src/workspace/agent/server.ts";
 import { PathEscapeError } from "../../src/workspace/paths.ts";
@@ -62,19 +62,15 @@ describe("sandbox isolation on the local engine (the workspace agent in a local 
     await mkdir(stateDir, { recursive: true });
     // A temporary directory of this test's own: files running beside it (sandbox.test.ts) make
     // links of their own in the run's, which this test would count as its leaks.
-    const runTmp = process.env.TMPDIR;
     const ownTmp = await mkdtemp(join(tmpdir(), "s-"));
-    process.env.TMPDIR = ownTmp;
+    vi.stubEnv("TMPDIR", ownTmp);
+    const deep = await createLocalAgentWorkspace(checkout, { dataDir, stateDir }).finally(() =>
+      vi.unstubAllEnvs(),
+    );
     try {
-      const deep = await createLocalAgentWorkspace(checkout, { dataDir, stateDir });
-      try {
-        expect(await deep.exec("echo reached")).toMatchObject({ stdout: "reached\n", exitCode: 0 });
-      } finally {
-        await deep.dispose();
-      }
+      expect(await deep.exec("echo reached")).toMatchObject({ stdout: "reached\n", exitCode: 0 });
     } finally {
-      if (runTmp === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = runTmp;
+      await deep.dispose();
     }
     const links = (await readdir(ownTmp)).filter((name) => name.startsWith("vmpilot-socket-"));
     expect(links).toEqual([]);
