@@ -156,7 +156,10 @@ describe.each(LOCAL_PROVIDERS)("the %s provider", (provider) => {
       const token = `${Math.floor(Math.random() * 1e6)}.${Math.floor(Math.random() * 1e6)}`;
       const short = await openWorkspace(provider, root, { logger: recordingLogger() });
       const running = short.exec(`sleep ${token}`);
-      expect(await waitUntil(async () => (await processesWith(token)).length > 0)).toBe(true);
+      // The sleep itself, not the shell that enters the job's cgroup first: disposed before it has
+      // entered, that shell ends with 125 rather than being killed (seen once on a slow machine).
+      const sleeping = `sleep\0${token}\0`;
+      expect(await waitUntil(async () => (await processesWith(sleeping)).length > 0)).toBe(true);
       await short.dispose();
       expect((await running).exitCode).toBeNull();
       expect(await waitUntil(async () => (await processesWith(token)).length === 0)).toBe(true);
