@@ -1,6 +1,7 @@
+import type pg from "pg";
 import { z } from "zod";
 import { jobEventStored } from "./job-event-signal.ts";
-import type { Queryable } from "./sql.ts";
+import { type Queryable, withTransaction } from "./sql.ts";
 import { bigint, queryRows } from "./stored-value.ts";
 
 export interface JobEvent {
@@ -54,6 +55,35 @@ export async function appendJobEvent<S extends z.ZodObject>(
   event: JobEventDefinition<string, S>,
   data: z.input<S>,
 ): Promise<JobEvent> {
+  const stored = await insertJobEvent(db, jobId, event, data);
+  jobEventStored(jobId);
+  return stored;
+}
+
+/**
+ * Appends an event in one transaction with what `alongside` writes, so that no reader sees the
+ * event without it; readers in this process are woken once both show.
+ */
+export async function appendJobEventWith<S extends z.ZodObject>(
+  pool: pg.Pool,
+  jobId: number,
+  event: JobEventDefinition<string, S>,
+  data: z.input<S>,
+  alongside: (tx: Queryable) => Promise<void>,
+): Promise<void> {
+  await withTransaction(pool, async (tx) => {
+    await insertJobEvent(tx, jobId, event, data);
+    await alongside(tx);
+  });
+  jobEventStored(jobId);
+}
+
+async function insertJobEvent<S extends z.ZodObject>(
+  db: Queryable,
+  jobId: number,
+  event: JobEventDefinition<string, S>,
+  data: z.input<S>,
+): Promise<JobEvent> {
   const [stored] = await queryRows(
     db,
     "INSERT INTO job_events (job_id, type, data) VALUES ($1, $2, $3) RETURNING *",
@@ -62,7 +92,6 @@ export async function appendJobEvent<S extends z.ZodObject>(
     "a new job_events row",
   );
   if (!stored) throw new Error(`no job event was stored for job ${jobId}`);
-  jobEventStored(jobId);
   return stored;
 }
 

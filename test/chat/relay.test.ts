@@ -3,10 +3,13 @@
 // poll is ten minutes apart, so only the wake-up can deliver the pieces within the test.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { relayTurn } from "../../src/chat/relay.ts";
+import { endTurn } from "../../src/jobs/kinds/chat-turn/end.ts";
+import { lastTurn } from "../../src/store/api-conversations.ts";
 import type { Database } from "../../src/store/database.ts";
 import { ReplyEnd, Text } from "../../src/store/job-event-kinds.ts";
 import { appendJobEvent } from "../../src/store/job-events.ts";
-import { databases, seedConversation, seedJob } from "../helpers/db.ts";
+import { insertJob } from "../../src/store/jobs.ts";
+import { databases, newJob, seedConversation, seedJob } from "../helpers/db.ts";
 
 const NEVER_MS = 600_000;
 
@@ -55,5 +58,30 @@ describe.each(databases())("chat relay on $name", (target) => {
       cost: 0.0042,
     });
     expect(pieces.slice(0, 2)).toEqual(["first\n\n", "second\n\n"]);
+  });
+
+  it("shows a reply's end only with the turn it leaves, so an at-once next request continues it", async () => {
+    const { conversation } = await seedConversation(db);
+    const job = await insertJob(db.pool, {
+      ...newJob(conversation),
+      trigger: "chat",
+      context: {
+        ...{ agent: "vmpilot", cloneUrl: null, system: "", askedHash: "", transcript: "" },
+        pullRequest: false,
+      },
+    });
+    const relayed = relayTurn({
+      db: db.pool,
+      jobId: job.id,
+      pollMs: NEVER_MS,
+      signal: new AbortController().signal,
+      onPiece() {},
+    });
+    const turn = { result: undefined, delivered: undefined, commitSha: null, bundle: null };
+    const ended = endTurn({ db }, job, "succeeded", undefined, turn);
+    await relayed;
+    // What the client's next request looks for, read the moment the reply has ended.
+    expect((await lastTurn(db.pool, conversation.id))?.jobId).toBe(job.id);
+    await ended;
   });
 });

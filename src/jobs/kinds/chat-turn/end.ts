@@ -4,7 +4,7 @@
 import { redact } from "../../../log/redact.ts";
 import { getApiConversation, lastTurn, saveChatTurn } from "../../../store/api-conversations.ts";
 import { ReplyEnd } from "../../../store/job-event-kinds.ts";
-import { appendJobEvent, listJobEvents } from "../../../store/job-events.ts";
+import { appendJobEventWith, listJobEvents } from "../../../store/job-events.ts";
 import { getJob, type Job } from "../../../store/jobs.ts";
 import { extendHash } from "../../chat-reply/history-hash.ts";
 import { renderReply } from "../../chat-reply/reply.ts";
@@ -39,7 +39,9 @@ export async function endTurn(
   const result = turn?.result;
   const pullRequest = turn?.delivered?.pullRequest;
   const tests = result && testsOf(result)?.outcome;
-  await appendJobEvent(db, job.id, ReplyEnd, {
+  // The reply's end and the turn it leaves show together: a client that has the end may ask again
+  // at once, and must find this turn to continue the conversation rather than branch it.
+  const ending = {
     ...(error !== undefined && { error }),
     ...(result?.detail && { detail: redact(result.detail) }),
     ...(tests && { tests }),
@@ -49,19 +51,19 @@ export async function endTurn(
     usage: result?.usage ?? fresh?.usage ?? {},
     costUsd: fresh?.costUsd ?? job.costUsd,
     priceKnown: result?.priceKnown ?? true,
-  });
-  const workspace = turn ?? (await lastTurn(db, job.conversationId));
-  const reply = renderReply(await listJobEvents(db, job.id, 0, 100_000));
-  const conversation = await getApiConversation(db, job.conversationId);
-  await saveChatTurn(db, {
-    conversationId: job.conversationId,
-    jobId: job.id,
-    historyHash: extendHash(readChatTurnRequest(job).askedHash, {
-      role: "assistant",
-      text: reply,
-    }),
-    messageCount: conversation?.messageCount ?? 0,
-    commitSha: workspace?.commitSha ?? null,
-    bundle: workspace?.bundle ?? null,
+  };
+  await appendJobEventWith(db, job.id, ReplyEnd, ending, async (tx) => {
+    const workspace = turn ?? (await lastTurn(tx, job.conversationId));
+    const reply = renderReply(await listJobEvents(tx, job.id, 0, 100_000));
+    const asked = readChatTurnRequest(job).askedHash;
+    const conversation = await getApiConversation(tx, job.conversationId);
+    await saveChatTurn(tx, {
+      conversationId: job.conversationId,
+      jobId: job.id,
+      historyHash: extendHash(asked, { role: "assistant", text: reply }),
+      messageCount: conversation?.messageCount ?? 0,
+      commitSha: workspace?.commitSha ?? null,
+      bundle: workspace?.bundle ?? null,
+    });
   });
 }
