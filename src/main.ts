@@ -3,13 +3,11 @@
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { parseArgs } from "node:util";
 import type { Logger } from "pino";
 import { Probot, ProbotOctokit, run } from "probot";
 import { SmeeClient } from "smee-client";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins } from "./agent/plugins.ts";
-import { type Config, loadConfig, loadDotEnv } from "./config/env.ts";
-import { routeModel } from "./config/model-route.ts";
+import type { Config } from "./config/env.ts";
 import { type RepoSettings, defaults as repoDefaults } from "./config/repo-config.ts";
 import { retrySecondaryRateLimits } from "./github/rate-limit.ts";
 import { traceRequests } from "./github/request-spans.ts";
@@ -21,6 +19,7 @@ import { createLogger } from "./log/logger.ts";
 import { redact, registerSecret } from "./log/redact.ts";
 import type { Cleanup, Handler, RoleContext } from "./roles/context.ts";
 import { Readiness } from "./roles/readiness.ts";
+import type { Role, Startup } from "./roles/startup.ts";
 import { startTracing } from "./roles/tracing.ts";
 import type { Backoff } from "./roles/until-reachable.ts";
 import { type ChatOverrides, forwardWebhooks, startWeb } from "./roles/web.ts";
@@ -31,8 +30,6 @@ import { metricsHandler } from "./web/metrics.ts";
 import type { LimitEnforcement } from "./workspace/index.ts";
 
 export { WEBHOOK_PATH } from "./roles/web.ts";
-export const ROLES = ["web", "worker", "all"] as const;
-export type Role = (typeof ROLES)[number];
 
 export interface StartOptions {
   config: Config;
@@ -242,41 +239,13 @@ export async function startSetupServer(config: Config) {
   });
 }
 
-function parseRole(argv: string[]): Role {
-  const { values } = parseArgs({ args: argv, options: { role: { type: "string" } } });
-  const role = values.role ?? "all";
-  if (!(ROLES as readonly string[]).includes(role)) {
-    throw new Error(`--role must be one of ${ROLES.join(", ")}, not "${role}"`);
-  }
-  return role as Role;
-}
-
-export async function main(argv = process.argv.slice(2)): Promise<void> {
-  loadDotEnv();
-  const loaded = loadConfig();
-  if ("problems" in loaded) {
-    for (const problem of loaded.problems)
-      console.error(`vmpilot: invalid configuration: ${problem}`);
-    process.exit(1);
-  }
-  const { config } = loaded;
-  for (const warning of loaded.warnings) console.warn(`vmpilot: ${warning}`);
+/** `npm start` (bin/start.js), once readStartup has read what to start. */
+export async function main({ config, role }: Startup): Promise<void> {
   try {
-    const role = parseRole(argv);
     if (config.appId === undefined) {
       const setup = await startSetupServer(config);
       onSignal(() => setup.stop());
       return;
-    }
-    if (
-      role !== "web" &&
-      !config.anthropicApiKey &&
-      routeModel(config.model, config.providers).provider === "anthropic"
-    ) {
-      console.error(
-        "vmpilot: invalid configuration: ANTHROPIC_API_KEY: is required to run jobs on Anthropic's models (or set VMPILOT_MODEL to another provider's model, or start with --role web)",
-      );
-      process.exit(1);
     }
     const server = await startServer({ config, role });
     onSignal(() => server.close());

@@ -338,6 +338,19 @@ describe("npm start", () => {
     ]);
   });
 
+  it("tells a mistake in the configuration before it loads the server", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "vmpilot-start-")), "modules");
+    const preload = join(ROOT, "test", "helpers", "loaded-modules.mjs");
+    const watched = { NODE_OPTIONS: `--import ${preload}`, LOADED_MODULES_FILE: file };
+    const result = await exited(start({ ...app, PORT: "http", ...watched }));
+    expect(result.code).toBe(1);
+    const modules = readFileSync(file, "utf8").split("\n");
+    expect(modules.filter((url) => url.endsWith("/src/config/env.ts"))).toHaveLength(1);
+    expect(modules.filter((url) => /\/src\/main\.ts$|\/node_modules\/probot\//.test(url))).toEqual(
+      [],
+    );
+  });
+
   it("refuses to run jobs without an Anthropic key", async () => {
     const result = await exited(start({ ...app }, ["--role", "worker"]));
     expect(result.code).toBe(1);

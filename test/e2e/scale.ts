@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Config } from "../../src/config/env.ts";
 import type { QueueOptions } from "../../src/jobs/queue/queue.ts";
-import type { Role } from "../../src/main.ts";
+import type { Role } from "../../src/roles/startup.ts";
 import type { Database } from "../../src/store/database.ts";
 import { type Job, listJobs } from "../../src/store/jobs.ts";
 import {

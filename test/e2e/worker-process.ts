@@ -7,7 +7,8 @@ import type { Config } from "../../src/config/env.ts";
 import type { QueueOptions } from "../../src/jobs/queue/queue.ts";
 import type { JobDeps } from "../../src/jobs/run/deps.ts";
 import { createLogger } from "../../src/log/logger.ts";
-import { type Role, startServer } from "../../src/main.ts";
+import { startServer } from "../../src/main.ts";
+import type { Role } from "../../src/roles/startup.ts";
 import { TestProbotOctokit, testConfig } from "../helpers/app.ts";
 
 interface WorkerOptions {
