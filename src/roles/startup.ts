@@ -18,17 +18,13 @@ export interface Startup {
 export function readStartup(argv: string[]): Startup {
   loadDotEnv();
   const loaded = loadConfig();
-  if ("problems" in loaded) {
-    for (const problem of loaded.problems) refuse(`invalid configuration: ${problem}`);
-    process.exit(1);
-  }
+  if ("problems" in loaded) refuse(...loaded.problems.map((p) => `invalid configuration: ${p}`));
   const { config } = loaded;
   for (const warning of loaded.warnings) console.warn(`vmpilot: ${warning}`);
   const { values } = parseArgs({ args: argv, options: { role: { type: "string" } } });
   const role = values.role ?? "all";
   if (!(ROLES as readonly string[]).includes(role)) {
     refuse(`failed to start: --role must be one of ${ROLES.join(", ")}, not "${redact(role)}"`);
-    process.exit(1);
   }
   // Without an app (Probot's setup page) no job runs yet.
   if (
@@ -40,11 +36,12 @@ export function readStartup(argv: string[]): Startup {
     refuse(
       "invalid configuration: ANTHROPIC_API_KEY: is required to run jobs on Anthropic's models (or set VMPILOT_MODEL to another provider's model, or start with --role web)",
     );
-    process.exit(1);
   }
   return { config, role: role as Role };
 }
 
-function refuse(problem: string): void {
-  console.error(`vmpilot: ${problem}`);
+/** Each problem on stderr, one a line, and exit 1. */
+function refuse(...problems: string[]): never {
+  for (const problem of problems) console.error(`vmpilot: ${problem}`);
+  process.exit(1);
 }
