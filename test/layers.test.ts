@@ -166,6 +166,15 @@ describe("jobs/", () => {
     expect(wrong.map(show)).toEqual([]);
   });
 
+  it("resolves a repository's settings only in the spine's settings module and the settings page", () => {
+    const resolving = FILES.filter((file) => /\bresolveSettings\(/.test(TEXT.get(file) ?? ""));
+    expect(resolving.map(rel).sort()).toEqual([
+      "config/repo-config.ts",
+      "jobs/run/settings.ts",
+      "web/settings.ts",
+    ]);
+  });
+
   it("is entered by the doors through the spine, never through a kind", () => {
     const wrong = edges.filter(
       ({ file, target }) => DOORS.has(top(file)) && (jobsPart(target)?.rank ?? 0) > 0,

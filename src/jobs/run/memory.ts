@@ -11,7 +11,6 @@ import {
   MAX_REPO_CONFIG_BYTES,
   parseRepoConfig,
   type RepoSettings,
-  resolveSettings,
 } from "../../config/repo-config.ts";
 import { quietMentions } from "../../github/markdown.ts";
 import {
@@ -30,6 +29,7 @@ import { mirrorRefs, syncMirror } from "../../workspace/git/mirror.ts";
 import { commitFile, missingPaths, readMirrorFile } from "../../workspace/git/mirror-files.ts";
 import { pushCommit } from "../../workspace/git/publish.ts";
 import type { JobDeps } from "./deps.ts";
+import { settingsOver } from "./settings.ts";
 
 export const MEMORY_BRANCH = "vmpilot/memory";
 /** Larger lessons files are not read: nobody keeps a megabyte of lessons. */
@@ -72,7 +72,7 @@ export async function repositoryMemory(
   );
   const parsed = yml === undefined ? undefined : parseRepoConfig(yml);
   const file = parsed?.ok ? parsed.config : null;
-  return readMemory(mirror, resolveSettings({ file }).values.memory, failed);
+  return readMemory(mirror, settingsOver(undefined, file, undefined).values.memory, failed);
 }
 
 export interface LessonsInput {
