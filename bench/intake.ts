@@ -197,18 +197,18 @@ function child(args: string[]) {
 
 async function measure(mode: Mode): Promise<Measured> {
   const server = child(["--serve", JSON.stringify(mode)]);
-  let generator: ReturnType<typeof child> | undefined;
+  const started = [server];
   try {
     const { url } = (await server.next()) as { url: string };
     // A load generator of its own for each configuration: one process loading one configuration
     // after another was seen to drive the later ones differently (the no-op's CPU per delivery
     // went from 86 to 150 us in its second round, in a row with nothing else between).
-    generator = child(["--load", url]);
+    const generator = child(["--load", url]);
+    started.push(generator);
     await generator.next();
-    const loaded = generator;
-    const load = async (seconds: number, connections = CONNECTIONS) => {
-      const reply = loaded.next();
-      loaded.process.send({ seconds, connections });
+    const drive = async (seconds: number, connections = CONNECTIONS) => {
+      const reply = generator.next();
+      generator.process.send({ seconds, connections });
       return (await reply) as Result;
     };
     const cpu = async () => {
@@ -217,21 +217,20 @@ async function measure(mode: Mode): Promise<Measured> {
       const { user, system } = ((await reply) as { cpu: NodeJS.CpuUsage }).cpu;
       return user + system;
     };
-    await load(WARMUP_S, LIGHT_CONNECTIONS);
+    await drive(WARMUP_S, LIGHT_CONNECTIONS);
     // Light load first, on a database that has not just absorbed the full load's tens of thousands
     // of rows: measured after it, the light-load p99 came out about 1.5x longer.
-    const light = await load(LIGHT_DURATION_S, LIGHT_CONNECTIONS);
-    await load(WARMUP_S);
+    const light = await drive(LIGHT_DURATION_S, LIGHT_CONNECTIONS);
+    await drive(WARMUP_S);
     const cpuBefore = await cpu();
-    const result = await load(DURATION_S);
+    const result = await drive(DURATION_S);
     const cpuPerDelivery = ((await cpu()) - cpuBefore) / Math.max(result.ok + result.errors, 1);
     const done = server.next();
     server.process.send("stop");
     const { handled } = (await done) as { handled: number };
     return { ...result, handled, cpuPerDelivery, light };
   } finally {
-    generator?.process.kill();
-    server.process.kill();
+    for (const each of started) each.process.kill();
   }
 }
 
