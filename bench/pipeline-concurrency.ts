@@ -34,6 +34,7 @@ import {
 } from "../test/helpers/anthropic-fake.ts";
 import { APP_SLUG, testConfig, WEBHOOK_SECRET } from "../test/helpers/app.ts";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
+import { TYPESCRIPT_FLAGS } from "../test/helpers/typescript.ts";
 import { deliver, examplePayload } from "../test/helpers/webhooks.ts";
 
 const JOBS = 20;
@@ -188,8 +189,9 @@ async function scenario(store: "pglite" | "postgres", databaseUrl?: string) {
     dataDir: join(base, "data"),
     databaseUrl,
   };
+  // As `npm start` runs the app: on Node's own type stripping where Node has it, not through tsx.
   const vmpilot = fork(fileURLToPath(import.meta.url), ["child", JSON.stringify(setup)], {
-    execArgv: ["--import", "tsx"],
+    execArgv: TYPESCRIPT_FLAGS,
   });
   try {
     const [{ url }] = (await once(vmpilot, "message")) as [{ url: string }];
