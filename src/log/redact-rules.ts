@@ -154,12 +154,19 @@ const KEYWORD_SCAN = new RegExp(
   KEYWORDS.map((keyword) => keyword.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"),
   "g",
 );
-const OVERLAPPING = new Map(
-  KEYWORDS.map((found) => [
-    found,
-    KEYWORDS.filter((other) => other !== found && overlap(found, other)),
-  ]),
-);
+
+// Worked out for a keyword when it is first found, not for all of them when the module loads:
+// every process that can redact loads it, and the whole table took some 25 ms of each start.
+const OVERLAPPING = new Map<string, readonly string[]>();
+
+function overlapping(found: string): readonly string[] {
+  let others = OVERLAPPING.get(found);
+  if (others === undefined) {
+    others = KEYWORDS.filter((other) => other !== found && overlap(found, other));
+    OVERLAPPING.set(found, others);
+  }
+  return others;
+}
 
 /** The rules' keywords in a lowercase text. */
 export function keywordsIn(lower: string): Set<string> {
@@ -169,7 +176,7 @@ export function keywordsIn(lower: string): Set<string> {
     return keyword;
   });
   for (const keyword of [...found]) {
-    for (const other of OVERLAPPING.get(keyword) ?? []) {
+    for (const other of overlapping(keyword)) {
       if (!found.has(other) && lower.includes(other)) found.add(other);
     }
   }
