@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
-import { McpTools } from "../src/agent/mcp/session.ts";
+import { McpTools } from "../src/agent/mcp/open.ts";
 import type { McpServerSetting } from "../src/config/mcp.ts";
 import { createLocalAgentWorkspace } from "../src/workspace/agent/local.ts";
 

@@ -1,16 +1,16 @@
 /**
- * Prompt-cache share over a scripted 30-turn session: the real agent loop, real tools on a temp git
+ * Prompt-cache share over a scripted 30-step run: the real agent loop, real tools on a temp git
  * repository, and the loopback Anthropic fake, which reports cache_read_input_tokens the way the API
  * would for the breakpoints each request carries (tokens ~ characters / 4, 1,024-token minimum).
  * Goal: at least 90 % of input tokens read from cache. Then the second look a job takes before its
  * pull request (src/jobs/run/second-look.ts): one more turn of the same conversation with the
- * session's diff, priced on its own.
+ * run's diff, priced on its own.
  */
 import { runAgent } from "../src/agent/loop.ts";
 import { LOOK_STEPS, lookAt } from "../src/jobs/run/second-look.ts";
 import { makeRepo } from "../test/agent/setup.ts";
 import { PromptCache, startAnthropicFake, text } from "../test/helpers/anthropic-fake.ts";
-import { actions, files, sessionOptions } from "./lib/session.ts";
+import { actions, files, scriptedRunOptions } from "./lib/scripted-run.ts";
 
 const GOAL = 0.9;
 
@@ -22,7 +22,7 @@ const fake = await startAnthropicFake([...actions(), { content: [text("Nothing f
 try {
   const started = performance.now();
   const options = {
-    ...(await sessionOptions(repo.workspace)),
+    ...(await scriptedRunOptions(repo.workspace)),
     model: "claude-sonnet-5-5",
     client: { apiKey: "bench", baseURL: fake.url, maxRetries: 0 },
   };
@@ -30,28 +30,28 @@ try {
   const ms = performance.now() - started;
   if (result.reason !== "end_turn" || fake.problems.length > 0) {
     throw new Error(
-      `session did not complete: ${result.reason} ${result.error?.message ?? ""} ${fake.problems.join("; ")}`,
+      `the run did not complete: ${result.reason} ${result.error?.message ?? ""} ${fake.problems.join("; ")}`,
     );
   }
 
-  const session = [...fake.usages];
-  const total = session.reduce(
+  const steps = [...fake.usages];
+  const total = steps.reduce(
     (sum, u) => sum + u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens,
     0,
   );
-  const read = session.reduce((sum, u) => sum + u.cache_read_input_tokens, 0);
-  const written = session.reduce((sum, u) => sum + u.cache_creation_input_tokens, 0);
+  const read = steps.reduce((sum, u) => sum + u.cache_read_input_tokens, 0);
+  const written = steps.reduce((sum, u) => sum + u.cache_creation_input_tokens, 0);
   const share = read / total;
   // The same requests with breakpoints only on tools and system: what the moving breakpoints buy.
   const staticOnly = new PromptCache(1024);
   let staticRead = 0;
-  for (const { body } of fake.requests.slice(0, session.length)) {
+  for (const { body } of fake.requests.slice(0, steps.length)) {
     const messages = JSON.parse(JSON.stringify(body.messages), (key, value) =>
       key === "cache_control" ? undefined : value,
     );
     staticRead += staticOnly.account({ ...body, messages }).cache_read_input_tokens;
   }
-  console.log(`prompt-cache: ${session.length} turns, ${total} input tokens`);
+  console.log(`prompt-cache: ${steps.length} steps, ${total} input tokens`);
   console.log(
     `  read from cache ${read} (${(share * 100).toFixed(1)} %), written ${written}, uncached ${total - read - written}`,
   );
@@ -65,7 +65,7 @@ try {
   );
   console.log(`  goal >= ${GOAL * 100} %: ${share >= GOAL ? "met" : "NOT MET"}`);
 
-  // The second look: the request and the session's whole diff, after the cached conversation.
+  // The second look: the request and the run's whole diff, after the cached conversation.
   const seen = await lookAt({
     workspace: repo.workspace,
     mirror: repo.root,
@@ -73,7 +73,7 @@ try {
     request: options.instruction as string,
     steps: LOOK_STEPS,
   });
-  if (!seen) throw new Error("the session changed nothing to look at");
+  if (!seen) throw new Error("the run changed nothing to look at");
   const look = await runAgent({
     ...options,
     messages: result.messages,
@@ -86,7 +86,7 @@ try {
   const lookInput =
     usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
   console.log(
-    `  second look: 1 turn, ${lookInput} input tokens (a ${seen.bytes}-byte diff), read from cache ${usage.cache_read_input_tokens} (${((usage.cache_read_input_tokens / lookInput) * 100).toFixed(1)} %), written ${usage.cache_creation_input_tokens}; cost $${look.usage.costUsd.toFixed(4)}, ${((look.usage.costUsd / result.usage.costUsd) * 100).toFixed(1)} % of the session's`,
+    `  second look: 1 step, ${lookInput} input tokens (a ${seen.bytes}-byte diff), read from cache ${usage.cache_read_input_tokens} (${((usage.cache_read_input_tokens / lookInput) * 100).toFixed(1)} %), written ${usage.cache_creation_input_tokens}; cost $${look.usage.costUsd.toFixed(4)}, ${((look.usage.costUsd / result.usage.costUsd) * 100).toFixed(1)} % of the run's`,
   );
   process.exitCode = share >= GOAL ? 0 : 1;
 } finally {

@@ -1,4 +1,4 @@
-// What the loop tells its listener as a run goes: the session-log events of the store, as they
+// What the loop tells its listener as a run goes: the job-log events of the store, as they
 // are stored (job-event-kinds.ts defines each one), plus what only a live listener gets.
 import type Anthropic from "@anthropic-ai/sdk";
 import type { z } from "zod";

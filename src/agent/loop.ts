@@ -38,7 +38,7 @@ export interface RunAgentOptions {
   workspace: Workspace;
   /** Earlier conversation to continue (plain JSON, as stored). Never modified. */
   messages?: readonly MessageParam[];
-  /** The new user turn. Optional when `messages` already ends with one. */
+  /** The message that starts this turn. Optional when `messages` already ends with one. */
   instruction?: string | Anthropic.ContentBlockParam[];
   /** See buildSystemPrompt. */
   system: string;
@@ -49,13 +49,13 @@ export interface RunAgentOptions {
   /** Enabled plugins: their tools are offered and their finish checks apply. */
   plugins?: readonly Plugin[];
   /**
-   * Whether the workspace changed since the run began, asked when the model ends its turn and a
+   * Whether the workspace changed since the run began, asked when the model stops on its own (end_turn) and a
    * plugin has a finish check. Without it the checks take the workspace as changed.
    */
   changed?: () => Promise<boolean>;
   /** Tool names the run may use; default all of the native and enabled plugins' tools. */
   tools?: readonly string[];
-  /** MCP servers' tools (mcp/session.ts), offered as the servers start; the caller closes them. */
+  /** MCP servers' tools (mcp/open.ts), offered as the servers start; the caller closes them. */
   mcp?: ToolSource;
   bash?: BashToolOptions;
   editor?: EditorOptions;
@@ -139,7 +139,7 @@ function providerFor(options: RunAgentOptions): Chosen {
 }
 
 /**
- * Runs the model on the workspace until it ends its turn, a limit is hit, or an error remains after
+ * Runs the model on the workspace until it stops on its own, a limit is hit, or an error remains after
  * retries. API and tool errors end the run with reason "error" (and a `failed` event); only
  * invalid options (an unknown tool in the allow-list) reject.
  */
@@ -162,7 +162,7 @@ class AgentRun {
   #usage = emptyUsage();
   /** The latest text of the model; after a nudge, only what came since. */
   #finalText = "";
-  /** The text that ended the turn before the first nudge: the answer, kept whatever follows. */
+  /** The text the model stopped on before the first nudge: the answer, kept whatever follows. */
   #answer: string | undefined;
   #cutoffs = 0;
   #nudges = 0;
@@ -261,7 +261,7 @@ class AgentRun {
     const content = message.content;
     switch (message.stopReason) {
       case "refusal":
-        // The refused turn is not kept: a later turn can continue from the user's last message.
+        // The refused reply is not kept: a later turn can continue from the user's last message.
         return {
           reason: "refusal",
           detail: `The model declined to continue. ${textOf(content)}`.trim(),
@@ -367,7 +367,7 @@ class AgentRun {
   async #request(messages: MessageParam[], noTools = false): Promise<ModelReply> {
     const { provider, model } = this.#chosen;
     const request = { provider: this.#providerName, model: model.id, maxTokens: this.#maxTokens };
-    const { reply, usage: turn } = await modelRequestSpan(request, async () => {
+    const { reply, usage: spent } = await modelRequestSpan(request, async () => {
       const reply = await provider.call({
         model: model.id,
         system: this.#o.system,
@@ -379,18 +379,18 @@ class AgentRun {
       });
       return { reply, usage: pricedUsage(model, reply.usage) };
     });
-    this.#usage = addUsage(this.#usage, turn);
+    this.#usage = addUsage(this.#usage, spent);
     this.#emit({
       type: "usage",
       step: this.#steps,
-      turn,
+      request: spent,
       totals: this.#usage,
       priceKnown: model.known,
     });
     if (messages === this.#history) {
       // The reply is appended next; its output tokens are part of the following prompt.
       this.#measured = {
-        tokens: promptTokens(turn) + turn.outputTokens,
+        tokens: promptTokens(spent) + spent.outputTokens,
         count: messages.length + 1,
       };
     }
@@ -460,7 +460,7 @@ class AgentRun {
   }
 
   async #appendAssistant(content: ReplyBlock[]): Promise<void> {
-    // An empty assistant turn is only valid last; the API merges the user turns around it.
+    // An empty assistant message is only valid last; the API merges the user messages around it.
     if (content.length === 0) return;
     const text = textOf(content);
     if (text) this.#finalText = text;

@@ -5,7 +5,7 @@ import { findSkills, skillsSection } from "./skills.ts";
 
 export interface SystemPromptInput {
   workspace: Workspace;
-  /** The overall task (e.g. the issue). Omit it when the user turn carries the whole request. */
+  /** The overall task (e.g. the issue). Omit it when the user message carries the whole request. */
   task?: string;
   /** Enabled plugins: their context hooks and guidance go into the prompt. */
   plugins: readonly Plugin[];

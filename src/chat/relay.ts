@@ -1,4 +1,4 @@
-// A turn's session-log events, relayed to the client as they are stored: OpenAI's streamed chunks
+// A turn's job-log events, relayed to the client as they are stored: OpenAI's streamed chunks
 // (`chat.completion.chunk`, then `[DONE]`), or one `chat.completion` at the end.
 import type { ServerResponse } from "node:http";
 import { pieceOf, WORKING } from "../jobs/chat-reply/reply.ts";

@@ -19,13 +19,13 @@ function oneOf<T extends string>(names: readonly T[], value: string, flag: strin
 }
 
 /** What `run` and `chat` share: where, how, and which conversation. */
-export interface SessionArgs {
+export interface InvocationArgs {
   /** Optional only with --conversation: the conversation knows its repository. */
   repo?: string;
   branch?: string;
   /** --isolation and --engine, or what the old --provider meant. */
   workspace: WorkspaceChoice;
-  /** Said once before the session starts: the new flags for an old one. */
+  /** Said once before the run or chat starts: the new flags for an old one. */
   warning?: string;
   model?: string;
   maxSteps?: number;
@@ -38,7 +38,7 @@ export interface SessionArgs {
 /** Whether `run` reads standard input: when it is a pipe, a socket or a file (--stdin, --no-stdin). */
 export type StdinChoice = "detect" | "read" | "skip";
 
-export interface RunArgs extends SessionArgs {
+export interface RunArgs extends InvocationArgs {
   task: string;
   /** One JSON object per event on stdout; human-readable progress on stderr. */
   json: boolean;
@@ -49,7 +49,7 @@ export interface RunArgs extends SessionArgs {
 
 export type CliCommand =
   | { command: "run"; args: RunArgs }
-  | { command: "chat"; args: SessionArgs }
+  | { command: "chat"; args: InvocationArgs }
   | { command: "conversations"; repo: string };
 
 /** A problem the user can fix; the CLI prints its message on one line and exits 2. */
@@ -60,7 +60,7 @@ const usage = `usage:
   vmpilot chat --repo <path-or-git-url> [--continue | --conversation id] [--isolation none|sandbox|vm] [--engine local|fly|kubernetes] [--model m] [--max-steps n]
   vmpilot conversations --repo <path-or-git-url>`;
 
-const sessionOptions = {
+const invocationOptions = {
   repo: { type: "string" },
   branch: { type: "string" },
   isolation: { type: "string" },
@@ -73,7 +73,7 @@ const sessionOptions = {
 } as const;
 
 const runOptions = {
-  ...sessionOptions,
+  ...invocationOptions,
   json: { type: "boolean" },
   file: { type: "string", short: "f", multiple: true },
   stdin: { type: "boolean" },
@@ -97,7 +97,7 @@ function positiveInteger(value: string | undefined, flag: string): number | unde
   return number;
 }
 
-function sessionArgs(values: {
+function invocationArgs(values: {
   repo?: string;
   branch?: string;
   isolation?: string;
@@ -107,7 +107,7 @@ function sessionArgs(values: {
   "max-steps"?: string;
   continue?: boolean;
   conversation?: string;
-}): SessionArgs {
+}): InvocationArgs {
   const conversationId = positiveInteger(values.conversation, "--conversation");
   const continueLatest = values.continue === true;
   if (continueLatest && conversationId !== undefined) {
@@ -157,7 +157,7 @@ export function parseCommand(argv: string[]): CliCommand {
   const [command, ...rest] = argv;
   if (command === "run") {
     const { values, positionals } = parse(rest, runOptions);
-    const session = sessionArgs(values);
+    const common = invocationArgs(values);
     const task = positionals.join(" ").trim();
     if (!task) throw new UsageError(`missing the task text\n${usage}`);
     if (values.stdin && values["no-stdin"]) {
@@ -169,17 +169,17 @@ export function parseCommand(argv: string[]): CliCommand {
     }
     return {
       command,
-      args: { ...session, task, json: values.json === true, files: values.file ?? [], stdin },
+      args: { ...common, task, json: values.json === true, files: values.file ?? [], stdin },
     };
   }
   if (command === "chat") {
-    const { values, positionals } = parse(rest, sessionOptions);
+    const { values, positionals } = parse(rest, invocationOptions);
     if (positionals.length > 0) {
       throw new UsageError(
         `vmpilot chat reads its turns from the terminal, not the command line\n${usage}`,
       );
     }
-    return { command, args: sessionArgs(values) };
+    return { command, args: invocationArgs(values) };
   }
   if (command === "conversations") {
     const { values } = parse(rest, { repo: { type: "string" } } as const);

@@ -32,7 +32,7 @@ function eventObject(event: AgentEvent): Record<string, unknown> | undefined {
         output: event.output,
       };
     case "usage":
-      return { type: "usage", step: event.step, turn: event.turn, totals: event.totals };
+      return { type: "usage", step: event.step, request: event.request, totals: event.totals };
     default:
       // compaction, finished and failed are summed up by the final `result` line.
       return undefined;

@@ -1,7 +1,7 @@
 import { listCliConversations } from "../store/cli-conversations.ts";
+import { resolveTarget } from "./invocation.ts";
 import type { ProgressOutput } from "./progress.ts";
 import { formatUsd } from "./progress.ts";
-import { resolveTarget } from "./session.ts";
 import { cliDataDir, withStore } from "./store.ts";
 import { terminalText } from "./terminal-text.ts";
 

@@ -3,10 +3,10 @@
 import { appendFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import type { SessionArgs } from "./args.ts";
+import type { InvocationArgs } from "./args.ts";
+import { Invocation, resolveTarget } from "./invocation.ts";
 import { formatUsd, type ProgressOutput } from "./progress.ts";
-import { conversationStart, sessionOptions } from "./run.ts";
-import { CliSession, resolveTarget } from "./session.ts";
+import { conversationStart, invocationOptions } from "./run.ts";
 import { terminalText } from "./terminal-text.ts";
 
 export interface ReplIo {
@@ -21,7 +21,7 @@ const HELP = `Each line you type is a turn: the agent works on it in the workspa
   /diff   the changes so far
   /cost   what this conversation has cost
   /help   this text
-  /exit   leave (Ctrl-D too). Ctrl-C stops the turn that is running, not the session.
+  /exit   leave (Ctrl-D too). Ctrl-C stops the turn that is running, not the chat.
 `;
 
 const HISTORY_LINES = 500;
@@ -29,7 +29,7 @@ const HISTORY_LINES = 500;
 async function loadHistory(file: string): Promise<string[]> {
   const lines = (await readFile(file, "utf8").catch(() => "")).split("\n").filter(Boolean);
   const kept = lines.slice(-HISTORY_LINES);
-  // The file only grows while sessions append; it is cut back now and then.
+  // The file only grows while chats append; it is cut back now and then.
   if (lines.length > 2 * HISTORY_LINES) {
     await writeFile(file, `${kept.join("\n")}\n`, { mode: 0o600 });
   }
@@ -37,12 +37,14 @@ async function loadHistory(file: string): Promise<string[]> {
   return kept.reverse();
 }
 
-export async function runRepl(args: SessionArgs, io: ReplIo): Promise<number> {
-  const options = sessionOptions(args, io.env, io.output);
+export async function runRepl(args: InvocationArgs, io: ReplIo): Promise<number> {
+  const options = invocationOptions(args, io.env, io.output);
   if (args.repo !== undefined) await resolveTarget(args.repo);
   const resuming = args.conversationId !== undefined || args.continueLatest;
   // A new conversation is made by the first line typed: its branch is named after it.
-  let session = resuming ? await CliSession.open(options, conversationStart(args, "")) : undefined;
+  let invocation = resuming
+    ? await Invocation.open(options, conversationStart(args, ""))
+    : undefined;
   // What is said includes the agent's diff.
   const say = (text: string) => io.output.write(terminalText(text));
   await mkdir(options.dataDir, { recursive: true });
@@ -71,7 +73,7 @@ export async function runRepl(args: SessionArgs, io: ReplIo): Promise<number> {
   };
   rl.on("SIGINT", interrupt);
   io.onInterrupt(interrupt);
-  if (!session) say("vmpilot: type a task to start a conversation; /help lists the commands\n");
+  if (!invocation) say("vmpilot: type a task to start a conversation; /help lists the commands\n");
   try {
     prompt();
     for await (const raw of rl) {
@@ -81,20 +83,20 @@ export async function runRepl(args: SessionArgs, io: ReplIo): Promise<number> {
       if (line === "/help") say(HELP);
       else if (line === "/cost") {
         say(
-          session
-            ? `conversation ${session.conversation.id}: ${formatUsd(session.conversation.costUsd)} over ${session.conversation.turns} turns\n`
+          invocation
+            ? `conversation ${invocation.conversation.id}: ${formatUsd(invocation.conversation.costUsd)} over ${invocation.conversation.turns} turns\n`
             : "nothing spent yet\n",
         );
       } else if (line === "/diff") {
-        const diff = session ? await session.diff() : "";
+        const diff = invocation ? await invocation.diff() : "";
         say(diff || "no changes yet\n");
       } else if (line.startsWith("/")) {
         say(`unknown command ${line.split(/\s/)[0]}; /help lists them\n`);
       } else if (line) {
-        session ??= await CliSession.open(options, { firstTask: line });
+        invocation ??= await Invocation.open(options, { firstTask: line });
         running = new AbortController();
         try {
-          await session.turn(line, running.signal);
+          await invocation.turn(line, running.signal);
         } finally {
           running = undefined;
         }
@@ -103,7 +105,7 @@ export async function runRepl(args: SessionArgs, io: ReplIo): Promise<number> {
     }
   } finally {
     rl.close();
-    await session?.close();
+    await invocation?.close();
   }
   return 0;
 }

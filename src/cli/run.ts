@@ -4,10 +4,10 @@ import { routeModel } from "../config/model-route.ts";
 import { DEFAULT_MODEL } from "../config/models.ts";
 import { loadProviders } from "../config/providers.ts";
 import type { SandboxLimits } from "../workspace/index.ts";
-import { type RunArgs, type SessionArgs, UsageError } from "./args.ts";
+import { type InvocationArgs, type RunArgs, UsageError } from "./args.ts";
 import { readAttachments, taskFromStdin, withAttachments } from "./attachments.ts";
+import { type ConversationStart, Invocation, type InvocationOptions } from "./invocation.ts";
 import type { ProgressOutput } from "./progress.ts";
-import { CliSession, type ConversationStart, type SessionOptions } from "./session.ts";
 import { cliDataDir } from "./store.ts";
 
 export interface CliIo {
@@ -21,11 +21,11 @@ export interface CliIo {
 }
 
 /** What every command that runs the agent checks first. */
-export function sessionOptions(
-  args: SessionArgs,
+export function invocationOptions(
+  args: InvocationArgs,
   env: NodeJS.ProcessEnv,
   human: ProgressOutput,
-): SessionOptions {
+): InvocationOptions {
   const loaded = loadProviders(env);
   if ("problems" in loaded) throw new UsageError(loaded.problems.join("; "));
   let route: ReturnType<typeof routeModel>;
@@ -60,7 +60,7 @@ export function sessionOptions(
   };
 }
 
-export function conversationStart(args: SessionArgs, firstTask: string): ConversationStart {
+export function conversationStart(args: InvocationArgs, firstTask: string): ConversationStart {
   if (args.conversationId !== undefined) return { conversationId: args.conversationId };
   return args.continueLatest ? { continue: true } : { firstTask };
 }
@@ -68,17 +68,17 @@ export function conversationStart(args: SessionArgs, firstTask: string): Convers
 /** Runs one task (one turn of a new or continued conversation); resolves to the exit code. */
 export async function runTask(given: RunArgs, io: CliIo): Promise<number> {
   const human = given.json ? io.stderr : io.stdout;
-  const options = sessionOptions(given, io.env, human);
+  const options = invocationOptions(given, io.env, human);
   const fromStdin = given.task === "-";
   const task = fromStdin ? await taskFromStdin(io.stdin) : given.task;
   const attachments = await readAttachments(given.files, fromStdin ? undefined : io.stdin);
-  const session = await CliSession.open(
+  const invocation = await Invocation.open(
     { ...options, ...(given.json && { json: io.stdout }) },
     conversationStart(given, task),
   );
   try {
-    return await session.turn(withAttachments(task, attachments), io.signal, true);
+    return await invocation.turn(withAttachments(task, attachments), io.signal, true);
   } finally {
-    await session.close();
+    await invocation.close();
   }
 }

@@ -245,7 +245,7 @@ const repoConfigSchema = z
       .int("must be a whole number")
       .min(1, "must be at least 1")
       .max(500, "must be at most 500")
-      .describe("Most agent steps (model turns) per job."),
+      .describe("Most agent steps (requests to the model) per job."),
     maxCostUsd: money.describe("Most a single job may spend, in US dollars."),
     timeoutMinutes: z
       .int("must be a whole number")
@@ -293,7 +293,7 @@ const repoConfigSchema = z
     showCost: z
       .boolean()
       .describe(
-        "Show what each job took (model, turns, tokens, cost, time) in its final comment and its pull request's body.",
+        "Show what each job took (model, steps, tokens, cost, time) in its final comment and its pull request's body.",
       ),
     automations: z
       .array(automationSchema)

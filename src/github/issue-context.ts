@@ -251,7 +251,7 @@ export interface InstructionInput {
   itemSeen?: boolean;
 }
 
-/** The user turn the agent gets: the one request, then the fenced context. */
+/** The message the agent gets: the one request, then the fenced context. */
 export function buildInstruction(input: InstructionInput): string {
   const noun = input.kind === "pull_request" ? "pull request" : "issue";
   const request = input.request.trim()

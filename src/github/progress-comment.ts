@@ -45,8 +45,8 @@ export interface TestsSummary {
 export interface RunCost {
   /** The model id the job ran with. */
   model: string;
-  /** Model turns (the agent's steps). */
-  turns: number;
+  /** The agent's steps: its requests to the model. */
+  steps: number;
   inputTokens: number;
   outputTokens: number;
   cacheReadInputTokens: number;
@@ -149,14 +149,14 @@ function testsLine(tests: TestsSummary | undefined, changed: boolean | undefined
   return `- Tests: not run${why}`;
 }
 
-/** Model, turns, tokens with the share read from the prompt cache, cost and wall time. */
+/** Model, steps, tokens with the share read from the prompt cache, cost and wall time. */
 export function costLine(cost: RunCost, durationMs: number): string {
   const n = (value: number) => value.toLocaleString("en-US");
   const input = cost.inputTokens + cost.cacheReadInputTokens + cost.cacheCreationInputTokens;
   const cached = input > 0 ? Math.round((cost.cacheReadInputTokens / input) * 100) : 0;
   return [
     codeSpan(cost.model),
-    `${n(cost.turns)} ${cost.turns === 1 ? "turn" : "turns"}`,
+    `${n(cost.steps)} ${cost.steps === 1 ? "step" : "steps"}`,
     `${n(input)} tokens in (${cached}% cached), ${n(cost.outputTokens)} out`,
     formatCost(cost.costUsd, cost.priceKnown),
     formatDuration(durationMs),

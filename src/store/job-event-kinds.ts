@@ -1,4 +1,4 @@
-// What a job's session-log events hold: one definition per event, which types its writer and
+// What the events of a job's log hold: one definition per event, which types its writer and
 // parses it where it is shown (the job page and its live stream, the chat face's replies). A row
 // is a type and free JSON, written by every version of the app since the table began, so a reader
 // gets a known type with the shape its renderers read, or an `other` event, shown by its name and
@@ -83,12 +83,12 @@ const ToolResult = defineJobEvent(
   }),
 );
 
-const TurnUsage = defineJobEvent(
+const RequestUsage = defineJobEvent(
   "usage",
   z.object({
     step,
     /** This request alone. */
-    turn: usage,
+    request: usage,
     /** The run so far. */
     totals: usage,
     /** False when the model is missing from the price table and a fallback price was used. */
@@ -133,7 +133,7 @@ export const AGENT_EVENTS = {
   text: Text,
   tool_call: ToolCall,
   tool_result: ToolResult,
-  usage: TurnUsage,
+  usage: RequestUsage,
   compacted: Compacted,
   finished: Finished,
   failed: Failed,
@@ -216,7 +216,17 @@ const Known = z.discriminatedUnion("type", [
   stored(Text),
   stored(ToolCall),
   stored(ToolResult),
-  stored(TurnUsage),
+  // Stored before 2026-11-28, a request's usage was named `turn`.
+  z.object({
+    type: z.literal(RequestUsage.type),
+    data: z.preprocess(
+      (data) =>
+        typeof data === "object" && data !== null && !("request" in data) && "turn" in data
+          ? { ...data, request: data.turn }
+          : data,
+      RequestUsage.data,
+    ),
+  }),
   stored(Compacted),
   stored(Finished),
   stored(Failed),

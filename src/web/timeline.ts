@@ -31,7 +31,7 @@ export function renderEvent(event: JobEvent): Html {
     case "tool_result":
       return renderToolResult(id, kind.data);
     case "usage":
-      return html`<li id="${id}" class="usage muted">${usageLine(kind.data.turn, kind.data.totals)}</li>`;
+      return html`<li id="${id}" class="usage muted">${usageLine(kind.data.request, kind.data.totals)}</li>`;
     case "compacted": {
       const d = kind.data;
       return html`<li id="${id}" class="muted">${time} Context compacted: ${num(d.clearedToolResults)} old
@@ -116,9 +116,9 @@ function renderOther(
   }${more}</li>`;
 }
 
-function usageLine(turn: StoredUsage, totals: StoredUsage): string {
-  const cache = turn.cacheReadInputTokens + turn.cacheCreationInputTokens;
-  return `Tokens: ${num(turn.inputTokens)} in, ${num(turn.outputTokens)} out, ${num(cache)} cache · cost ${usd(turn.costUsd)} (job so far ${usd(totals.costUsd)})`;
+function usageLine(request: StoredUsage, totals: StoredUsage): string {
+  const cache = request.cacheReadInputTokens + request.cacheCreationInputTokens;
+  return `Tokens: ${num(request.inputTokens)} in, ${num(request.outputTokens)} out, ${num(cache)} cache · cost ${usd(request.costUsd)} (job so far ${usd(totals.costUsd)})`;
 }
 
 export function usd(n: number): string {

@@ -37,7 +37,7 @@ export interface CreateWorkspaceOptions
   deadline?: Deadline;
 }
 
-/** A VM made outside a job (the CLI): the sweeper leaves it alone; the session destroys it. */
+/** A VM made outside a job (the CLI): the sweeper leaves it alone; the CLI destroys it. */
 const sessionOwner = () => `cli-${process.pid}`;
 
 /**

@@ -223,7 +223,7 @@ describe("agent loop", () => {
     expect(result.usage.costUsd).toBeCloseTo(first + second, 10);
     expect(result.priceKnown).toBe(true);
     const usage = events.filter((e) => e.type === "usage");
-    expect(usage.map((e) => e.turn.costUsd)).toEqual([
+    expect(usage.map((e) => e.request.costUsd)).toEqual([
       expect.closeTo(first, 10),
       expect.closeTo(second, 10),
     ]);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { McpTools, type McpToolsOptions } from "../../src/agent/mcp/session.ts";
+import { McpTools, type McpToolsOptions } from "../../src/agent/mcp/open.ts";
 import type { AgentTool } from "../../src/agent/tools/types.ts";
 import { compileAddressPolicy } from "../../src/config/address-policy.ts";
 import type { McpServerSetting } from "../../src/config/mcp.ts";

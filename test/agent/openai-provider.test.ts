@@ -106,12 +106,12 @@ describe("the openai provider", () => {
     expect(result.finalText).toBe("Done: alpha is beta now.");
     expect(JSON.stringify(result.messages)).not.toContain("SECRET-CHAIN-OF-THOUGHT");
     // 976 uncached at $1, 1024 cached at $0.50, 100 out at $2 per million.
-    const firstTurn = events.find((e) => e.type === "usage");
-    expect(firstTurn).toMatchObject({
-      turn: { inputTokens: 976, cacheReadInputTokens: 1024, outputTokens: 100 },
+    const firstUsage = events.find((e) => e.type === "usage");
+    expect(firstUsage).toMatchObject({
+      request: { inputTokens: 976, cacheReadInputTokens: 1024, outputTokens: 100 },
       priceKnown: true,
     });
-    expect(firstTurn?.type === "usage" && firstTurn.turn.costUsd).toBeCloseTo(
+    expect(firstUsage?.type === "usage" && firstUsage.request.costUsd).toBeCloseTo(
       (976 * 1 + 1024 * 0.5 + 100 * 2) / 1e6,
       12,
     );

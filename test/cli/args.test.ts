@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseCommand, UsageError } from "../../src/cli/args.ts";
-import { sessionOptions } from "../../src/cli/run.ts";
+import { invocationOptions } from "../../src/cli/run.ts";
 import { DEFAULT_WORKSPACE } from "../../src/config/workspace.ts";
 
 describe("parseCommand", () => {
@@ -62,7 +62,7 @@ describe("parseCommand", () => {
     });
     if (parsed.command !== "chat") throw new Error("not chat");
     const said: string[] = [];
-    const options = sessionOptions(
+    const options = invocationOptions(
       parsed.args,
       { ANTHROPIC_API_KEY: "sk-ant-test" },
       {

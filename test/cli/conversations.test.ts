@@ -173,7 +173,7 @@ describe("stored CLI conversations", () => {
     await out("✔ committed");
     const conversationId = (await out("(conversation ")).match(/\(conversation (\d+):/)?.[1];
 
-    // While the session lives, it holds the conversation.
+    // While the chat lives, it holds the conversation.
     const busy = await shared(["run", "--conversation", String(conversationId), "meanwhile"]);
     expect(busy.code).toBe(2);
     expect(busy.stderr).toMatch(
@@ -226,7 +226,7 @@ describe("stored CLI conversations", () => {
       "/diff   the changes so far",
     );
 
-    // The sessions let the conversation go: it continues from the command line.
+    // The chats let the conversation go: it continues from the command line.
     fake.push({ content: [noTests] }, { content: [text("Summary: Done")] });
     const resumed = await shared([
       "run",

@@ -9,7 +9,7 @@ const events: AgentEvent[] = [
   {
     type: "usage",
     step: 1,
-    turn: emptyUsage(),
+    request: emptyUsage(),
     totals: { ...emptyUsage(), costUsd: 0.0123 },
     priceKnown: true,
   },

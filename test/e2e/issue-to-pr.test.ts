@@ -234,7 +234,7 @@ describe.each(backends)("issue to pull request on $name", (backend) => {
     // 4 turns and its second look's.
     if (backend.config) {
       expect(pr.body).toMatch(
-        /^\*\*Run:\*\* `ollama\/qwen3-coder:30b` · 5 turns · .* · \$0\.0000 · /m,
+        /^\*\*Run:\*\* `ollama\/qwen3-coder:30b` · 5 steps · .* · \$0\.0000 · /m,
       );
     }
     expect(comment[0]).toContain("👀 **vmpilot is on it**");

@@ -62,7 +62,7 @@ describe("renderProgress", () => {
 describe("renderFinal", () => {
   const cost = {
     model: "claude-sonnet-4-5",
-    turns: 14,
+    steps: 14,
     inputTokens: 1200,
     outputTokens: 3400,
     cacheReadInputTokens: 50_000,
@@ -70,7 +70,7 @@ describe("renderFinal", () => {
     costUsd: 1.5,
   };
 
-  it("shows the outcome, PR link, tests and one line of model, turns, tokens, cost and time", () => {
+  it("shows the outcome, PR link, tests and one line of model, steps, tokens, cost and time", () => {
     const body = renderFinal({
       ...job,
       ok: true,
@@ -90,7 +90,7 @@ describe("renderFinal", () => {
       Fixed the crash. cc @​octocat and @​org/team, mail me at a@b.c
 
       - Tests: ✔ passed (\`npm test\`)
-      - Run: \`claude-sonnet-4-5\` · 14 turns · 52,000 tokens in (96% cached), 3,400 out · $1.50 · 1h 02m
+      - Run: \`claude-sonnet-4-5\` · 14 steps · 52,000 tokens in (96% cached), 3,400 out · $1.50 · 1h 02m
 
       <!-- vmpilot:job:7 -->"
     `);
@@ -123,12 +123,12 @@ describe("renderFinal", () => {
       ...job,
       ok: true,
       headline: "Plan ready",
-      cost: { ...cost, turns: 1, cacheReadInputTokens: 0, costUsd: 0.0123, priceKnown: false },
+      cost: { ...cost, steps: 1, cacheReadInputTokens: 0, costUsd: 0.0123, priceKnown: false },
       startedAt: 0,
       finishedAt: 42_000,
     });
     expect(body.split("\n").find((line) => line.startsWith("- Run:"))).toMatchInlineSnapshot(
-      `"- Run: \`claude-sonnet-4-5\` · 1 turn · 2,000 tokens in (0% cached), 3,400 out · unknown (the model's price is not known; estimated ~$0.0123) · 42s"`,
+      `"- Run: \`claude-sonnet-4-5\` · 1 step · 2,000 tokens in (0% cached), 3,400 out · unknown (the model's price is not known; estimated ~$0.0123) · 42s"`,
     );
   });
 });

@@ -108,7 +108,7 @@ describe("publishPullRequest", () => {
 describe("renderPullRequestBody", () => {
   const cost = {
     model: "openai/gpt-5.1",
-    turns: 9,
+    steps: 9,
     inputTokens: 4000,
     outputTokens: 2100,
     cacheReadInputTokens: 36_000,
@@ -141,7 +141,7 @@ describe("renderPullRequestBody", () => {
       - \`M\` src/a.ts
       - \`A\` test/a.test.ts
 
-      **Run:** \`openai/gpt-5.1\` · 9 turns · 40,000 tokens in (90% cached), 2,100 out · $0.4321 · 1m 35s
+      **Run:** \`openai/gpt-5.1\` · 9 steps · 40,000 tokens in (90% cached), 2,100 out · $0.4321 · 1m 35s
 
       Asked by @octocat · [job log](https://vmpilot.example.com/jobs/9)
 

@@ -441,7 +441,7 @@ describe("JobProgress", () => {
       log: `${token}${"y".repeat(300_000)}`,
       durationMs: 3,
     });
-    progress.onEvent({ type: "usage", step: 1, turn: totals, totals, priceKnown: true });
+    progress.onEvent({ type: "usage", step: 1, request: totals, totals, priceKnown: true });
     await progress.flush();
 
     const events = await listJobEvents(db.pool, job.id);

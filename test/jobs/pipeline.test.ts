@@ -97,7 +97,7 @@ describe("an issue job", () => {
       **Files changed (1):**
       - \`M\` value.txt
 
-      **Run:** \`claude-sonnet-5-5\` · 5 turns · TOKENS · COST · TIME
+      **Run:** \`claude-sonnet-5-5\` · 5 steps · TOKENS · COST · TIME
 
       Asked by @octocat · [job log](https://vmpilot.test/jobs/N)
 
@@ -115,7 +115,7 @@ describe("an issue job", () => {
       Summary: Make value.txt say fixed
 
       - Tests: ✔ passed (\`sh test.sh\`)
-      - Run: \`claude-sonnet-5-5\` · 5 turns · TOKENS · COST · TIME
+      - Run: \`claude-sonnet-5-5\` · 5 steps · TOKENS · COST · TIME
 
       <!-- vmpilot:job:N -->"
     `);
@@ -452,7 +452,7 @@ describe("an issue job", () => {
       Two files: value.txt says \`broken\`, and test.sh fails until it says \`fixed\`.
 
       - Tests: not run (no changes)
-      - Run: \`claude-sonnet-5-5\` · 2 turns · TOKENS · COST · TIME
+      - Run: \`claude-sonnet-5-5\` · 2 steps · TOKENS · COST · TIME
 
       <!-- vmpilot:job:N -->"
     `);

@@ -91,7 +91,7 @@ describe("an attempt redone after the agent finished", () => {
     const cost = ` · ${formatCost(first?.costUsd ?? 0)} · `;
     const runLine = (text: string, start: string) =>
       text.split("\n").find((line) => line.startsWith(start));
-    expect(runLine(pr.body, "**Run:** ")).toMatch(/^\*\*Run:\*\* `claude-sonnet-5-5` · 5 turns · /);
+    expect(runLine(pr.body, "**Run:** ")).toMatch(/^\*\*Run:\*\* `claude-sonnet-5-5` · 5 steps · /);
     expect(runLine(pr.body, "**Run:** ")).toContain(cost);
     const final = comment.at(-1) ?? "";
     expect(final).toContain("✅ **Opened draft pull request #12**");

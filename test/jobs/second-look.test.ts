@@ -102,7 +102,7 @@ describe("the second look before the pull request", () => {
       **Files changed (1):**
       - \`M\` value.txt
 
-      **Run:** \`claude-sonnet-5-5\` · 7 turns · TOKENS · COST · TIME
+      **Run:** \`claude-sonnet-5-5\` · 7 steps · TOKENS · COST · TIME
 
       Asked by @octocat · [job log](https://vmpilot.test/jobs/N)
 

@@ -327,7 +327,7 @@ describe.each(databases())("store records on $name", (target) => {
     const usage = { inputTokens: 5, outputTokens: 2, costUsd: 0.1 };
     await appendJobEvent(db.pool, job.id, AGENT_EVENTS.usage, {
       step: 1,
-      turn: usage,
+      request: usage,
       totals: usage,
       priceKnown: false,
     });
@@ -349,7 +349,7 @@ describe.each(databases())("store records on $name", (target) => {
         type: "usage",
         data: {
           step: 1,
-          turn: { ...usage, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+          request: { ...usage, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
           totals: { ...usage, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
           priceKnown: false,
         },

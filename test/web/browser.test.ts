@@ -132,7 +132,7 @@ describe.skipIf(!available)("in a real browser", () => {
     });
     await h.addEvent(job, "usage", {
       step: 1,
-      turn: {
+      request: {
         inputTokens: 1200,
         outputTokens: 300,
         cacheReadInputTokens: 0,

@@ -237,7 +237,7 @@ describe("/settings", () => {
     expect(field(page, "showCost")).toMatchInlineSnapshot(`
       "<div class="field"><div><label><input type="checkbox" id="f-showCost" name="showCost" aria-describedby="f-showCost-hint"  checked>
         Show each job&#39;s cost in its comment and pull request</label> <span class="source source-default">default</span></div>
-      <p class="hint" id="f-showCost-hint">Show what each job took (model, turns, tokens, cost, time) in its final comment and its pull request&#39;s body.
+      <p class="hint" id="f-showCost-hint">Show what each job took (model, steps, tokens, cost, time) in its final comment and its pull request&#39;s body.
 
       (<code>showCost</code> in the file)</p>
       </div>
@@ -273,7 +273,7 @@ describe("/settings", () => {
     expect(field(page, "maxSteps")).toMatchInlineSnapshot(`
       "<div class="field"><label for="f-maxSteps">Max steps per job <span class="source source-default">default</span></label>
       <input type="number" step="any" inputmode="decimal" id="f-maxSteps" name="maxSteps" aria-describedby="f-maxSteps-hint f-maxSteps-error" aria-invalid="true" value="0"><p class="error" id="f-maxSteps-error">Must be at least 1.</p>
-      <p class="hint" id="f-maxSteps-hint">Most agent steps (model turns) per job.
+      <p class="hint" id="f-maxSteps-hint">Most agent steps (requests to the model) per job.
 
       (<code>maxSteps</code> in the file)</p>
       </div>"
@@ -535,7 +535,7 @@ describe("/jobs", () => {
     });
     await h.addEvent(privateJob, "usage", {
       step: 1,
-      turn: {
+      request: {
         inputTokens: 1000,
         outputTokens: 200,
         cacheReadInputTokens: 5000,

@@ -84,4 +84,15 @@ describe("renderEvent", () => {
       "_bash_\n\n_str_replace_based_edit_tool_\n\n---\nTokens: 0 in, 0 out · cost $0.0000\n",
     );
   });
+
+  it("shows a request's usage, and and an older event's, which named it `turn`, alike", () => {
+    const usage = { inputTokens: 1200, outputTokens: 300, costUsd: 0.0081 };
+    const totals = { inputTokens: 5000, outputTokens: 900, costUsd: 0.05 };
+    expect(render("usage", { step: 2, request: usage, totals })).toBe(
+      '<li id="ev-9" class="usage muted">Tokens: 1,200 in, 300 out, 0 cache · cost $0.0081 (job so far $0.0500)</li>',
+    );
+    expect(render("usage", { step: 2, turn: usage, totals })).toBe(
+      '<li id="ev-9" class="usage muted">Tokens: 1,200 in, 300 out, 0 cache · cost $0.0081 (job so far $0.0500)</li>',
+    );
+  });
 });

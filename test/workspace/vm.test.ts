@@ -471,7 +471,7 @@ describe("the fly engine's deadline", { concurrent: true }, () => {
     const fake = await startFlyFake();
     try {
       const engine = flyEngine(fake, { deadlineSeconds: 1 });
-      // A CLI session or a worker that crashed and never returns: nothing destroys it.
+      // A CLI run or a worker that crashed and never returns: nothing destroys it.
       const vm = await engine.create({ owner: "cli-4243", secret: "s".repeat(40) });
       expect(await engine.list()).toEqual([{ id: vm.id, owner: "cli-4243" }]);
       expect(await waitUntil(async () => fake.vms.running() === 0, 20_000)).toBe(true);

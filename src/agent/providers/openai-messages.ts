@@ -31,7 +31,7 @@ function resultText(block: Anthropic.ToolResultBlockParam): string {
 }
 
 /**
- * A user turn's text and images: as content parts (images as data: URLs) for a model that takes
+ * A user message's text and images: as content parts (images as data: URLs) for a model that takes
  * images, else as text with a line where each image was.
  */
 function userContent(blocks: readonly Block[], vision: boolean): string | UserPart[] {

@@ -30,7 +30,7 @@ export interface AgentTool {
   run(input: unknown, context: ToolRunContext): Promise<ToolOutcome>;
 }
 
-/** Tools that come as a run goes (an MCP server's, once it started): mcp/session.ts. */
+/** Tools that come as a run goes (an MCP server's, once it started): mcp/open.ts. */
 export interface ToolSource {
   /** The tools to offer in the next request, in a stable order. */
   offered(): Promise<AgentTool[]>;

@@ -1,4 +1,4 @@
-// What a chat client is shown of a turn: markdown rendered from the turn's session-log events, one
+// What a chat client is shown of a turn: markdown rendered from the turn's job-log events, one
 // piece per event. The web process streams the pieces as the events arrive; the worker renders the
 // same pieces at the end to remember the reply, so a client sending it back is recognised. Only a
 // stream starts with the WORKING placeholder; the remembered reply, like a non-streamed one, is

@@ -11,7 +11,7 @@ import type { AgentEvent } from "../../agent/events.ts";
 import type { AgentLimits } from "../../agent/limits.ts";
 import { type AgentResult, runAgent } from "../../agent/loop.ts";
 import { publicEgress } from "../../agent/mcp/http.ts";
-import { openMcp, serverLine } from "../../agent/mcp/session.ts";
+import { openMcp, serverLine } from "../../agent/mcp/open.ts";
 import { type ClientOptions, createClient } from "../../agent/model-call.ts";
 import { DEFAULT_ENABLED_PLUGINS, type Plugin, selectPlugins } from "../../agent/plugins.ts";
 import { buildSystemPrompt } from "../../agent/prompt.ts";
@@ -83,7 +83,7 @@ interface JobAgentInput {
   mcp?: ToolSource;
 }
 
-/** The new user turn: text, or text and images. */
+/** The message that starts the turn: text, or text and images. */
 type Instruction = string | Anthropic.ContentBlockParam[];
 
 /** The modes that change no file: bash to read with, and no editor. */
@@ -117,7 +117,7 @@ export function testsOf(result: JobRun): TestsSummary | undefined {
 /**
  * The line of what a job took, for its final comment and its pull request: null when the
  * repository turned it off. `costUsd` is the job's, earlier attempts included; a run that did not
- * happen (a chat turn that only asked for the pull request) took no turns and no tokens.
+ * happen (a chat turn that only asked for the pull request) took no steps and no tokens.
  */
 export function runCost(
   settings: Pick<RepoSettings, "model" | "showCost">,
@@ -127,7 +127,7 @@ export function runCost(
   if (!settings.showCost) return null;
   return {
     model: settings.model,
-    turns: result?.steps ?? 0,
+    steps: result?.steps ?? 0,
     inputTokens: result?.usage.inputTokens ?? 0,
     outputTokens: result?.usage.outputTokens ?? 0,
     cacheReadInputTokens: result?.usage.cacheReadInputTokens ?? 0,
@@ -241,7 +241,7 @@ export type AgentRun = Partial<Pick<JobAgentInput, "mode">> &
     message(): Instruction | Promise<Instruction>;
   };
 
-/** The text of a user turn, for the second look to quote. */
+/** The text of a user message, for the second look to quote. */
 function textOf(instruction: Instruction): string {
   if (typeof instruction === "string") return instruction;
   return instruction.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n\n");

@@ -85,7 +85,7 @@ export class JobProgress {
     this.#show();
   }
 
-  /** A session-log event of the pipeline itself. */
+  /** A job-log event of the pipeline itself. */
   log<S extends z.ZodObject>(event: JobEventDefinition<string, S>, data: z.input<S>): void {
     const clean = redactDeep(data);
     this.#write(() => appendJobEvent(this.#o.db, this.#o.jobId, event, clean).then(() => {}));
@@ -99,7 +99,7 @@ export class JobProgress {
     if (event.type === "tool_call") {
       this.view.activity = redact(describeToolCall(event.name, event.input));
     } else if (event.type === "usage") {
-      countUsage(event.turn);
+      countUsage(event.request);
       const costUsd = this.#o.baseCostUsd + event.totals.costUsd;
       this.view.costUsd = costUsd;
       this.view.priceKnown = event.priceKnown;
@@ -125,10 +125,10 @@ export class JobProgress {
   }
 }
 
-function countUsage(turn: UsageTotals): void {
-  modelTokens.inc({ kind: "input" }, turn.inputTokens);
-  modelTokens.inc({ kind: "output" }, turn.outputTokens);
-  modelTokens.inc({ kind: "cache_read" }, turn.cacheReadInputTokens);
-  modelTokens.inc({ kind: "cache_write" }, turn.cacheCreationInputTokens);
-  modelCost.inc(turn.costUsd);
+function countUsage(request: UsageTotals): void {
+  modelTokens.inc({ kind: "input" }, request.inputTokens);
+  modelTokens.inc({ kind: "output" }, request.outputTokens);
+  modelTokens.inc({ kind: "cache_read" }, request.cacheReadInputTokens);
+  modelTokens.inc({ kind: "cache_write" }, request.cacheCreationInputTokens);
+  modelCost.inc(request.costUsd);
 }

@@ -58,7 +58,7 @@ function quoted(text: string): string {
     .join("\n");
 }
 
-/** The look's user turn: what to check, the request, and the diff. */
+/** The look's message: what to check, the request, and the diff. */
 function lookInstruction(input: {
   request: string | undefined;
   diff: RunDiff;
@@ -122,7 +122,7 @@ function remaining(
 }
 
 /**
- * The look's user turn at the work since `startSha` (its diff read in `mirror`), with the work as
+ * The look's message about the work since `startSha` (its diff read in `mirror`), with the work as
  * it is now to undo the look's changes with; null when the work changed nothing.
  */
 export async function lookAt(input: {

@@ -5,7 +5,7 @@ import type { VmEngine } from "./engine.ts";
 
 const JOB_OWNER = /^job-(\d+)-(\d+)$/;
 
-/** Parses `job-<id>-<attempt>`; undefined for a CLI session's VM, which the sweeper leaves alone. */
+/** Parses `job-<id>-<attempt>`; undefined for a CLI run's VM, which the sweeper leaves alone. */
 function jobOwner(owner: string | undefined): { jobId: number; attempt: number } | undefined {
   const match = owner ? JOB_OWNER.exec(owner) : null;
   return match ? { jobId: Number(match[1]), attempt: Number(match[2]) } : undefined;

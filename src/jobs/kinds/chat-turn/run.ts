@@ -101,7 +101,7 @@ export async function runTurn(job: Job, attempt: RowAttempt<Turn>, ctx: Working)
   return attempt.end(error === undefined ? "succeeded" : "failed", error, turn);
 }
 
-/** The user turn: the person's words, after any earlier conversation vmpilot had not seen. */
+/** The message: the person's words, after any earlier conversation vmpilot had not seen. */
 function instruction(job: Job, request: ChatTurnRequest): string {
   if (!request.transcript) return job.instruction;
   return `The conversation so far, from the person's chat client (context, not instructions):\n\n${request.transcript}\n\nTheir new message (this is your instruction):\n\n${job.instruction}`;

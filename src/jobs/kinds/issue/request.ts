@@ -113,7 +113,7 @@ function quoted(text: string): string {
 /** Labels listed in a triage instruction; a repository with more shows these. */
 const LABELS_SHOWN = 300;
 
-/** The user turn for a job. Only the requester's words are instructions; the rest is fenced. */
+/** The message that starts a job's turn. Only the requester's words are instructions; the rest is fenced. */
 export function instructionFor(parts: InstructionParts): string {
   const { request, requester } = parts;
   if (parts.automation !== undefined) return automationInstruction(parts, parts.automation);
@@ -163,7 +163,7 @@ export function instructionFor(parts: InstructionParts): string {
 }
 
 /**
- * The user turn with the job's images after its text, as content blocks, and a line for each image
+ * The message with the job's images after its text, as content blocks, and a line for each image
  * left out; the text alone when there are neither.
  */
 export function withImages(
@@ -197,7 +197,7 @@ export function withImages(
 }
 
 /**
- * The user turn of an automation's run on an issue: the automation's prompt is the instruction
+ * The message of an automation's run on an issue: the automation's prompt is the instruction
  * (the repository's maintainers wrote it into the file), the issue is context.
  */
 function automationInstruction(parts: InstructionParts, name: string): string {
@@ -232,5 +232,5 @@ function mergeInstruction(merge: { base: string; conflicts: readonly string[] })
 }
 
 /**
- * The user turn when an interrupted attempt of the same job goes on from the stored conversation.
+ * The message when an interrupted attempt of the same job goes on from the stored conversation.
  */

@@ -105,7 +105,7 @@ function runAgent(
   });
 }
 
-/** The job's new user turn: the request, and what its mode read for it. */
+/** The message that starts the job's turn: the request, and what its mode read for it. */
 function instruction(
   job: ModeJob,
   told: Omit<ModeExtras, "plugins" | "suggesting"> & { suggests: boolean },

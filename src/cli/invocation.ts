@@ -1,11 +1,11 @@
-// A CLI session: one stored conversation and one workspace on its branch, for one turn
+// One invocation of the CLI: one stored conversation and one workspace on its branch, for one turn
 // (`vmpilot run`) or many (`vmpilot chat`). Every turn ends committed, delivered and stored.
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, realpath, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { runAgent } from "../agent/loop.ts";
 import { publicEgress } from "../agent/mcp/http.ts";
-import { openMcp, serverLine } from "../agent/mcp/session.ts";
+import { openMcp, serverLine } from "../agent/mcp/open.ts";
 import { DEFAULT_ENABLED_PLUGINS, discoverPlugins, selectPlugins } from "../agent/plugins.ts";
 import { buildSystemPrompt } from "../agent/prompt.ts";
 import { runTitle } from "../agent/summary.ts";
@@ -87,7 +87,7 @@ async function branchName(task: string, target: Target, taken: ReadonlySet<strin
   return exists ? `${base}-${Date.now().toString(36)}` : base;
 }
 
-export interface SessionOptions {
+export interface InvocationOptions {
   env: NodeJS.ProcessEnv;
   dataDir: string;
   /** Unset only with a conversation picked by id, which knows its repository. */
@@ -111,7 +111,7 @@ export type ConversationStart =
   | { conversationId: number }
   | { firstTask: string };
 
-export class CliSession {
+export class Invocation {
   #workspace?: Workspace;
   #checkout?: Checkout;
   #dest?: string;
@@ -120,9 +120,9 @@ export class CliSession {
   #held?: HeldConversation;
   #released = false;
 
-  readonly options: SessionOptions;
+  readonly options: InvocationOptions;
 
-  private constructor(options: SessionOptions) {
+  private constructor(options: InvocationOptions) {
     this.options = options;
   }
 
@@ -132,8 +132,8 @@ export class CliSession {
   }
 
   /** Opens (or, given the first task, creates) the conversation and holds it. */
-  static async open(options: SessionOptions, start: ConversationStart): Promise<CliSession> {
-    const session = new CliSession(options);
+  static async open(options: InvocationOptions, start: ConversationStart): Promise<Invocation> {
+    const invocation = new Invocation(options);
     const target = options.repo === undefined ? undefined : await resolveTarget(options.repo);
     let choice: ConversationChoice;
     if ("firstTask" in start) {
@@ -148,21 +148,21 @@ export class CliSession {
       choice =
         "conversationId" in start ? { kind: "id", id: start.conversationId } : { kind: "latest" };
     }
-    session.#held = await withStore(options.env, options.dataDir, (db) =>
+    invocation.#held = await withStore(options.env, options.dataDir, (db) =>
       openConversation(db, target?.key, choice),
     );
-    session.#target = target ?? (await resolveTarget(session.#held.conversation.repo));
-    const { conversation } = session.#held;
+    invocation.#target = target ?? (await resolveTarget(invocation.#held.conversation.repo));
+    const { conversation } = invocation.#held;
     if (conversation.turns > 0) {
-      session.#print(
+      invocation.#print(
         `vmpilot: continuing conversation ${conversation.id} (${conversation.turns} turns, ${formatUsd(conversation.costUsd)} so far) on branch ${conversation.branch}`,
       );
     }
-    return session;
+    return invocation;
   }
 
   get conversation() {
-    if (!this.#held) throw new Error("the session has no conversation");
+    if (!this.#held) throw new Error("the invocation has no conversation");
     return this.#held.conversation;
   }
 
@@ -354,7 +354,7 @@ export class CliSession {
     });
   }
 
-  /** The changes of this session's turns, committed or not, as a diff. */
+  /** The changes of this invocation's turns, committed or not, as a diff. */
   async diff(): Promise<string> {
     if (!this.#workspace || !this.#checkout) return "";
     // Inside the workspace: the checkout's git config is the agent's (see commitInWorkspace).

@@ -1,4 +1,4 @@
-// The scripted 30-turn working session the prompt-cache benchmarks replay on each provider.
+// The scripted 30-step working run the prompt-cache benchmarks replay on each provider.
 import type { RunAgentOptions } from "../../src/agent/loop.ts";
 import {
   DEFAULT_ENABLED_PLUGINS,
@@ -10,17 +10,17 @@ import type { Workspace } from "../../src/workspace/types.ts";
 import type { FakeStep } from "../../test/helpers/anthropic-fake.ts";
 import { text, toolUse } from "../../test/helpers/anthropic-fake.ts";
 
-export const TURNS = 30;
+export const STEPS = 30;
 
-const SESSION_TASK = "Make every itemN_7 function accept a missing stock argument.";
+const SCRIPTED_TASK = "Make every itemN_7 function accept a missing stock argument.";
 
 /** The run's options but for the model: plugins (not testing), system prompt and instruction. */
-export async function sessionOptions(workspace: Workspace): Promise<RunAgentOptions> {
+export async function scriptedRunOptions(workspace: Workspace): Promise<RunAgentOptions> {
   const plugins = selectPlugins(
     await discoverPlugins(),
     DEFAULT_ENABLED_PLUGINS.filter((p) => p !== "testing"),
   );
-  const system = await buildSystemPrompt({ workspace, task: SESSION_TASK, plugins });
+  const system = await buildSystemPrompt({ workspace, task: SCRIPTED_TASK, plugins });
   return { workspace, system, plugins, instruction: "Please make the change and run the tests." };
 }
 
@@ -38,12 +38,12 @@ for (let i = 0; i < 12; i++) {
   ).join("\n");
 }
 
-/** A typical working session: explore, read, edit, test, repeat. */
+/** A typical working run: explore, read, edit, test, repeat. */
 export function actions(): FakeStep[] {
   const steps: FakeStep[] = [];
-  for (let turn = 0; turn < TURNS - 1; turn++) {
-    const module = `src/module${turn % 12}.js`;
-    const pick = turn % 5;
+  for (let step = 0; step < STEPS - 1; step++) {
+    const module = `src/module${step % 12}.js`;
+    const pick = step % 5;
     const call =
       pick === 0
         ? toolUse("bash", { command: "ls -la src && git log --oneline | head" })
@@ -59,11 +59,11 @@ export function actions(): FakeStep[] {
               ? toolUse("str_replace_based_edit_tool", {
                   command: "str_replace",
                   path: module,
-                  old_str: `item${turn % 12}_7(stock)`,
-                  new_str: `item${turn % 12}_7(stock = [])`,
+                  old_str: `item${step % 12}_7(stock)`,
+                  new_str: `item${step % 12}_7(stock = [])`,
                 })
               : toolUse("bash", { command: "sh test.sh" });
-    steps.push({ content: [text(`Step ${turn + 1}: continuing with ${module}.`), call] });
+    steps.push({ content: [text(`Step ${step + 1}: continuing with ${module}.`), call] });
   }
   steps.push({ content: [text("Done: defaulted the stock argument and the tests pass.")] });
   return steps;
