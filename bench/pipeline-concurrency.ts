@@ -2,7 +2,7 @@
 // real server, role all, with the pg-boss queue), so that its memory and event loop are measured
 // alone; this process plays the outside world: each job's repository behind a loopback git server
 // (smart HTTP, token auth), a zero-latency loopback GitHub with one installation per repository,
-// and a model that takes 2 s per turn (three turns: edit, test and report, summary). Every job
+// and a model that takes 2 s per step (three steps: edit, test and report, summary). Every job
 // works in a real sandboxed workspace (bwrap) and must end with a pull request.
 // Reports the vmpilot process's peak RSS (its bwrap and git children not included) and its event
 // loop lag while the jobs run, once on embedded PGlite (file-backed, as `npm start` runs without
@@ -38,7 +38,7 @@ import { TYPESCRIPT_FLAGS } from "../test/helpers/typescript.ts";
 import { deliver, examplePayload } from "../test/helpers/webhooks.ts";
 
 const JOBS = 20;
-const TURN_MS = 2_000;
+const STEP_MS = 2_000;
 const DEADLINE_MS = 100_000;
 const TOKEN = `ghs_${"benchConcurrencyTok".repeat(2)}`;
 const MB = 1024 * 1024;
@@ -153,11 +153,11 @@ function sh(cwd: string, script: string): void {
   });
 }
 
-/** Every job's conversation goes the same way; its turn is read off the request. */
+/** Every job's conversation goes the same way; its step is read off the request. */
 function reply(request: RecordedRequest): FakeReply {
-  const turn = request.body.messages.filter((m: { role: string }) => m.role === "assistant").length;
-  if (turn === 0) return { content: [toolUse("bash", { command: "echo fixed > value.txt" })] };
-  if (turn === 1) {
+  const step = request.body.messages.filter((m: { role: string }) => m.role === "assistant").length;
+  if (step === 0) return { content: [toolUse("bash", { command: "echo fixed > value.txt" })] };
+  if (step === 1) {
     return {
       content: [
         toolUse("bash", { command: "sh test.sh && echo ok" }),
@@ -165,7 +165,7 @@ function reply(request: RecordedRequest): FakeReply {
       ],
     };
   }
-  if (turn === 2) return { content: [text("Changed value.txt.\n\nSummary: Fix value.txt")] };
+  if (step === 2) return { content: [text("Changed value.txt.\n\nSummary: Fix value.txt")] };
   // The second look at the diff before the pull request.
   return { content: [text("Nothing found.")] };
 }
@@ -182,7 +182,7 @@ async function scenario(store: "pglite" | "postgres", databaseUrl?: string) {
   const git = await startGitHttpServer({ projectRoot: join(base, "served"), token: TOKEN });
   const gh = await startGitHubFake({ slug: APP_SLUG, token: TOKEN });
   const fake = await startAnthropicFake(Array.from({ length: JOBS * 4 }, () => reply));
-  const model = await startModelGate(fake.url, { delayMs: TURN_MS });
+  const model = await startModelGate(fake.url, { delayMs: STEP_MS });
   const setup: ChildSetup = {
     githubUrl: gh.url,
     modelUrl: model.url,
@@ -262,7 +262,7 @@ if (process.argv[2] === "child") {
   await child(JSON.parse(process.argv[3] as string) as ChildSetup);
 } else {
   console.log(
-    `${JOBS} jobs at once, worker concurrency ${JOBS}, model ${TURN_MS / 1000} s per turn × 3 turns`,
+    `${JOBS} jobs at once, worker concurrency ${JOBS}, model ${STEP_MS / 1000} s per step × 3 steps`,
   );
   const adminUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
   const results = [

@@ -1,6 +1,6 @@
 // Jobs through one web process and worker processes on PostgreSQL, with one, two and three
 // workers (test/e2e/scale.ts sets the world up: webhooks signed and delivered to the web process,
-// a loopback GitHub and git server, the Anthropic fake answering each of a job's two turns after
+// a loopback GitHub and git server, the Anthropic fake answering each of a job's two steps after
 // 4 s, workspaces of isolation none). Every worker runs 4 jobs at once, so jobs mostly wait for
 // the model.
 // Reports per run: jobs/s (first job created to last one finished, by the database's clock), job
@@ -34,7 +34,7 @@ import {
 const JOBS = Number(process.env.BENCH_SCALE_JOBS ?? 200);
 const WORKERS = (process.env.BENCH_SCALE_WORKERS ?? "1,2,3").split(",").filter(Boolean).map(Number);
 const TRACED_JOBS = Number(process.env.BENCH_SCALE_STRACE ?? 0);
-const TURN_MS = 4_000;
+const STEP_MS = 4_000;
 const CONCURRENCY = 4;
 const DEADLINE_MS = 20 * 60_000;
 const GOAL_CLAIM_S = 1;
@@ -59,7 +59,7 @@ function problems(tally: Tally, jobs: number): string[] {
   for (let number = 1; number <= jobs; number++) {
     if (tally.pulls.get(number) !== 1)
       out.push(`job ${number}: ${tally.pulls.get(number) ?? 0} pull requests`);
-    // The work's two turns and its second look at the diff.
+    // The work's two steps and its second look at the diff.
     if (tally.modelRequests.get(number) !== 3) {
       out.push(`job ${number}: ${tally.modelRequests.get(number) ?? 0} model requests`);
     }
@@ -104,7 +104,7 @@ async function run(
   const db = await target.open();
   const scale = await startScale(db, {
     jobs,
-    turnMs: TURN_MS,
+    stepMs: STEP_MS,
     concurrency: CONCURRENCY,
     queue: { pollingIntervalSeconds: 0.5 },
   });
@@ -157,7 +157,7 @@ async function run(
 const met = (ok: boolean) => (ok ? "met" : "MISSED");
 
 console.log(
-  `${JOBS} jobs, ${CONCURRENCY} at once per worker process, model ${TURN_MS / 1000} s per turn × 2 turns`,
+  `${JOBS} jobs, ${CONCURRENCY} at once per worker process, model ${STEP_MS / 1000} s per step × 2 steps`,
 );
 if (!postgres) throw new Error("TEST_DATABASE_URL names no PostgreSQL server");
 const results: RunResult[] = [];

@@ -188,7 +188,7 @@ describe("agent loop", () => {
     expect(JSON.stringify(result.messages.slice(2))).not.toContain("cache_control");
   });
 
-  it("accumulates usage per turn and prices it from the table", async () => {
+  it("accumulates usage per step and prices it from the table", async () => {
     await start(
       {
         content: [toolUse("bash", { command: "true" })],

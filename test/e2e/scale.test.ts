@@ -58,7 +58,7 @@ describe.skipIf(!postgres)("one web and three worker processes on PostgreSQL", (
   });
 
   it(`runs ${JOBS} webhook-delivered jobs exactly once each`, { timeout: 120_000 }, async () => {
-    scale = await startScale(db, { ...WORLD, turnMs: 200 });
+    scale = await startScale(db, { ...WORLD, stepMs: 200 });
     await Promise.all([scale.addWorker(), scale.addWorker(), scale.addWorker()]);
     await scale.deliverAll();
     await scale.allFinished(90_000);
@@ -77,8 +77,8 @@ describe.skipIf(!postgres)("one web and three worker processes on PostgreSQL", (
   it("loses no job when one of the three workers is killed mid-run", {
     timeout: 120_000,
   }, async () => {
-    // Long turns, so the killed worker surely holds jobs between two model replies.
-    scale = await startScale(db, { ...WORLD, turnMs: 500 });
+    // Long steps, so the killed worker surely holds jobs between two model replies.
+    scale = await startScale(db, { ...WORLD, stepMs: 500 });
     const [victim] = await Promise.all([scale.addWorker(), scale.addWorker(), scale.addWorker()]);
     await scale.deliverAll();
     const live = scale;
@@ -96,7 +96,7 @@ describe.skipIf(!postgres)("one web and three worker processes on PostgreSQL", (
     const retried = tally.jobs.filter((job) => job.attempts > 1);
     expect(retried.length).toBeGreaterThan(0);
     expect(tally.jobs.filter((job) => job.attempts > 2)).toEqual([]);
-    // The jobs the others ran from the start took their two turns and the second look; the
+    // The jobs the others ran from the start took their two steps and the second look; the
     // taken-over ones more.
     for (const job of tally.jobs) {
       const requests = tally.modelRequests.get(Number(job.number));

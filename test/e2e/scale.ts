@@ -2,7 +2,7 @@
 // process taking signed webhooks and worker processes running the jobs, all on one database, each
 // in its own `node` (test/e2e/worker-process.ts). Around them, in this process: a loopback GitHub,
 // a loopback git server with the repositories, and the Anthropic fake behind a gate that answers
-// each turn after a fixed delay, so that a job mostly waits for the model as real ones do. Every
+// each step after a fixed delay, so that a job mostly waits for the model as real ones do. Every
 // job is an issue of its own, labeled for a fix: the model writes the file with the editor and has
 // the repository's test run, then sums up; the worker pushes the branch and opens a pull request.
 // Workspaces have isolation none, so that hundreds of jobs on a small machine measure the queue
@@ -51,8 +51,8 @@ const repoOf = (job: number) => `acme/app${repoIndex(job)}`;
 
 export interface ScaleOptions {
   jobs: number;
-  /** How long the model takes per turn; two turns a job. */
-  turnMs: number;
+  /** How long the model takes per step; two steps a job. */
+  stepMs: number;
   /** Jobs one worker process runs at once. */
   concurrency: number;
   /** Queue tuning for every process (polling, heartbeat, retries). */
@@ -107,12 +107,12 @@ export interface Scale {
   close(): Promise<void>;
 }
 
-/** The model's side of every job, told apart by the turn (and by a resume after a crash). */
+/** The model's side of every job, told apart by the step (and by a resume after a crash). */
 function reply(request: RecordedRequest): FakeReply {
   const messages: unknown[] = request.body.messages;
-  const turn = messages.filter((m) => (m as { role: string }).role === "assistant").length;
+  const step = messages.filter((m) => (m as { role: string }).role === "assistant").length;
   // A resumed job starts on a fresh checkout: the earlier attempt's edit is gone, so make it again.
-  if (turn === 0 || JSON.stringify(messages.at(-1)).includes(RESUMED)) {
+  if (step === 0 || JSON.stringify(messages.at(-1)).includes(RESUMED)) {
     return {
       content: [
         toolUse("str_replace_based_edit_tool", {
@@ -186,10 +186,10 @@ export async function startScale(db: Database, options: ScaleOptions): Promise<S
     );
     const gh = await startGitHubFake({ slug: APP_SLUG, token: TOKEN, issues });
     stops.push(() => gh.close());
-    // Replies for every turn of every job, and for the turns a crashed job repeats.
+    // Replies for every step of every job, and for the steps a crashed job repeats.
     const fake = await startAnthropicFake(Array.from({ length: options.jobs * 5 }, () => reply));
     stops.push(() => fake.close());
-    const gate: ModelGate = await startModelGate(fake.url, { delayMs: options.turnMs });
+    const gate: ModelGate = await startModelGate(fake.url, { delayMs: options.stepMs });
     stops.push(() => gate.close());
 
     const config = { baseUrl: gh.url, databaseUrl: db.url, workerConcurrency: options.concurrency };

@@ -20,7 +20,7 @@ import type { Queryable } from "../../store/sql.ts";
 
 // The page cuts outputs at 100,000 characters; storing more only grows the table.
 const LOG_CAP = 200_000;
-// The elapsed time moves on while a long test run or model turn sends no events.
+// The elapsed time moves on while a long test run or model request sends no events.
 const HEARTBEAT_MS = 30_000;
 
 function capped(text: string): string {
