@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { Clock } from "pg-boss";
 import type { Logger } from "../../log/logger.ts";
 import { cancelRequested } from "../../store/job-lifecycle.ts";
 
@@ -12,9 +13,15 @@ export interface CancelWatch {
 /**
  * Polls the jobs table for cancel requests on the jobs this process runs. Polling rather than
  * LISTEN/NOTIFY because the embedded database's connections share one session, and one small
- * query per interval for all running jobs costs nothing.
+ * query per interval for all running jobs costs nothing. On the queue's clock when it has one (a
+ * test's), which then fires the checks as it moves.
  */
-export function watchCancellations(pool: pg.Pool, intervalMs: number, logger: Logger): CancelWatch {
+export function watchCancellations(
+  pool: pg.Pool,
+  intervalMs: number,
+  logger: Logger,
+  clock?: Clock,
+): CancelWatch {
   const running = new Map<number, AbortController>();
   let checking = false;
   const check = async () => {
@@ -34,8 +41,7 @@ export function watchCancellations(pool: pg.Pool, intervalMs: number, logger: Lo
       checking = false;
     }
   };
-  const timer = setInterval(check, intervalMs);
-  timer.unref();
+  const stopChecking = repeat(check, intervalMs, clock);
   return {
     track(jobId) {
       const controller = new AbortController();
@@ -45,8 +51,17 @@ export function watchCancellations(pool: pg.Pool, intervalMs: number, logger: Lo
     untrack(jobId) {
       running.delete(jobId);
     },
-    stop() {
-      clearInterval(timer);
-    },
+    stop: stopChecking,
   };
+}
+
+/** Calls `fn` every `ms` on the clock, or on Node's timers, which then keep no process alive. */
+function repeat(fn: () => void, ms: number, clock: Clock | undefined): () => void {
+  if (clock) {
+    const timer = clock.setInterval(fn, ms);
+    return () => clock.clearInterval(timer);
+  }
+  const timer = setInterval(fn, ms);
+  timer.unref();
+  return () => clearInterval(timer);
 }

@@ -166,7 +166,7 @@ export function createQueue(db: Database, options: QueueOptions = {}): Queue {
   const pollingIntervalSeconds = options.pollingIntervalSeconds ?? 1;
   const boss = newBoss(db, concurrency, options);
   boss.on("error", (error) => logger.error({ err: error }, "queue error"));
-  const cancels = watchCancellations(db.pool, options.cancelCheckMs ?? 500, logger);
+  const cancels = watchCancellations(db.pool, options.cancelCheckMs ?? 500, logger, options.clock);
   const jobs = createJobQueue(boss, {
     db,
     logger,
