@@ -22,8 +22,8 @@ export interface CachedRequest {
 
 /**
  * Returns a copy of the request with prompt-cache breakpoints on the last tool, the system prompt,
- * and the last block of the two latest user messages. The previous request's breakpoint is where the
- * last request wrote its cache entry, so the new request reads that entry even when more than 20
+ * and the last block of the two latest user messages. The previous request's breakpoint is where
+ * it wrote its cache entry, so the new request reads that entry even when more than 20
  * blocks (the API's lookback) were added since. Stored messages are never modified, and markers
  * already present in them are dropped so they cannot pile up past the limit.
  */

@@ -91,7 +91,10 @@ export function splitForSummary(
   return undefined;
 }
 
-/** The head of the conversation plus the request to summarise it, merged into its last user message. */
+/**
+ * The head of the conversation plus the request to summarise it, merged into its last user
+ * message.
+ */
 export function summaryRequestMessages(head: readonly MessageParam[]): MessageParam[] {
   const last = head.at(-1) as MessageParam;
   const content: Anthropic.ContentBlockParam[] =

@@ -49,8 +49,8 @@ export interface RunAgentOptions {
   /** Enabled plugins: their tools are offered and their finish checks apply. */
   plugins?: readonly Plugin[];
   /**
-   * Whether the workspace changed since the run began, asked when the model stops on its own (end_turn) and a
-   * plugin has a finish check. Without it the checks take the workspace as changed.
+   * Whether the workspace changed since the run began, asked when the model stops on its own
+   * (end_turn) and a plugin has a finish check. Without it the checks take the workspace as changed.
    */
   changed?: () => Promise<boolean>;
   /** Tool names the run may use; default all of the native and enabled plugins' tools. */
@@ -139,8 +139,8 @@ function providerFor(options: RunAgentOptions): Chosen {
 }
 
 /**
- * Runs the model on the workspace until it stops on its own, a limit is hit, or an error remains after
- * retries. API and tool errors end the run with reason "error" (and a `failed` event); only
+ * Runs the model on the workspace until it stops on its own, a limit is hit, or an error remains
+ * after retries. API and tool errors end the run with reason "error" (and a `failed` event); only
  * invalid options (an unknown tool in the allow-list) reject.
  */
 export async function runAgent(options: RunAgentOptions): Promise<AgentResult> {

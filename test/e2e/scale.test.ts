@@ -1,7 +1,7 @@
 // One web process and three worker processes on PostgreSQL: every job delivered as a webhook runs
-// to its end exactly once (one job row, its two model steps, one pull request and one comment), also
-// when one of the workers is killed with SIGKILL while it holds jobs; pg-boss hands those to the
-// others once their heartbeat lapses. bench/scale.ts measures the same setup for throughput.
+// to its end exactly once (one job row, its two model steps, one pull request and one comment),
+// also when one of the workers is killed with SIGKILL while it holds jobs; pg-boss hands those to
+// the others once their heartbeat lapses. bench/scale.ts measures the same setup for throughput.
 import { once } from "node:events";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { QueueOptions } from "../../src/jobs/queue/queue.ts";

@@ -1,4 +1,4 @@
-// A chat turn's message with the images its message carries: the text, then the images, read
+// A chat turn's message with the images it carries: the text, then the images, read
 // back from conversation_images, where the web side stored them once by hash.
 import type Anthropic from "@anthropic-ai/sdk";
 import { imageReference, loadImages } from "../../../store/conversation-images.ts";

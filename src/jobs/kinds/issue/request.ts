@@ -113,7 +113,10 @@ function quoted(text: string): string {
 /** Labels listed in a triage instruction; a repository with more shows these. */
 const LABELS_SHOWN = 300;
 
-/** The message that starts a job's turn. Only the requester's words are instructions; the rest is fenced. */
+/**
+ * The message that starts a job's turn. Only the requester's words are instructions; the rest is
+ * fenced.
+ */
 export function instructionFor(parts: InstructionParts): string {
   const { request, requester } = parts;
   if (parts.automation !== undefined) return automationInstruction(parts, parts.automation);
