@@ -13,7 +13,7 @@
 // The server runs in a child process so the load generator does not share its event loop.
 import { fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -29,6 +29,7 @@ import { openDatabase } from "../src/store/database.ts";
 import { appPrivateKey, testConfig, WEBHOOK_SECRET } from "../test/helpers/app.ts";
 import { TYPESCRIPT_FLAGS } from "../test/helpers/typescript.ts";
 import { examplePayload, signature } from "../test/helpers/webhooks.ts";
+import { threadsCpu } from "./lib/process-usage.ts";
 
 const CONNECTIONS = 200;
 const DURATION_S = 10;
@@ -82,24 +83,8 @@ function watchSpending(): () => Spent {
   }).observe({ entryTypes: ["gc"] });
   return () => {
     const { user, system } = process.cpuUsage();
-    return { cpu: user + system, majorCollections, pauseMs, helpers: helperThreadsCpu() };
+    return { cpu: user + system, majorCollections, pauseMs, helpers: threadsCpu("V8") * 1e6 };
   };
-}
-
-/** CPU of this process's threads named V8…, microseconds, from /proc (Linux). */
-function helperThreadsCpu(): number {
-  const tasks = "/proc/self/task";
-  if (!existsSync(tasks)) return 0;
-  let ticks = 0;
-  for (const id of readdirSync(tasks)) {
-    const stat = readFileSync(`${tasks}/${id}/stat`, "utf8");
-    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    if (!name.startsWith("V8")) continue;
-    // After the name: state is field 3, utime and stime fields 14 and 15, in clock ticks (1/100 s).
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    ticks += Number(fields[11]) + Number(fields[12]);
-  }
-  return ticks * 10_000;
 }
 
 async function serve(mode: Mode): Promise<void> {

@@ -1,8 +1,9 @@
 // What a worker process and the processes it starts cost, read from /proc (CPU) and from strace
-// (how many processes, and how many execve calls failed), for bench/scale.ts.
+// (how many processes, and how many execve calls failed), for bench/scale.ts; and what a server's
+// helper threads cost, for bench/intake.ts.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 
 const TICKS_PER_SECOND = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
 
@@ -14,7 +15,11 @@ interface Times {
 }
 
 function times(pid: number): Times {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return timesIn(readFileSync(`/proc/${pid}/stat`, "utf8"));
+}
+
+/** The times in a stat file's text, a process's or a thread's. */
+function timesIn(stat: string): Times {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   // Fields 14 to 17 of proc(5); the slice starts at field 3.
   const [utime, stime, cutime, cstime] = fields.slice(11, 15).map(Number) as number[];
@@ -37,6 +42,22 @@ function childrenOf(pid: number): number[] {
     }
   }
   return found;
+}
+
+/**
+ * CPU seconds of this process's threads whose name starts with `prefix` (V8's helper threads are
+ * "V8…"); 0 where there is no /proc.
+ */
+export function threadsCpu(prefix: string): number {
+  const tasks = "/proc/self/task";
+  if (!existsSync(tasks)) return 0;
+  let seconds = 0;
+  for (const id of readdirSync(tasks)) {
+    const stat = readFileSync(`${tasks}/${id}/stat`, "utf8");
+    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    if (name.startsWith(prefix)) seconds += timesIn(stat).self;
+  }
+  return seconds;
 }
 
 /** The worker's process launcher (src/workspace/process/launcher.ts), once it has started. */
